@@ -1,0 +1,71 @@
+# Sovereign Sandbox developer loop. `make help` lists the targets.
+# Every target installs what it needs itself; only python3 and make are assumed.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+PYTEST_ARGS ?=
+
+.PHONY: help setup host-tools engine test test-fast test-integration lint format demo image bench clean lock-dev
+
+help: ## List the targets
+	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[1m%-17s\033[0m %s\n", $$1, $$2}'
+
+$(STAMP): requirements-dev.lock packages/terminai-apts/pyproject.toml packages/terminai-sandbox/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.lock
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation \
+		-e packages/terminai-apts -e packages/terminai-sandbox
+	touch $@
+
+setup: $(STAMP) ## Create .venv with both packages (editable) and the pinned dev tools
+
+host-tools: ## Install the Debian tools the build and integration tests use (root on Debian only)
+	scripts/ensure-host-tools
+
+engine: setup host-tools ## Make sure a Docker API answers (installs and starts dockerd if needed)
+	$(PY) scripts/ensure-engine
+
+test: setup engine ## Run everything: lint, unit, contract, integration tests
+	$(MAKE) --no-print-directory lint
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+test-fast: setup ## Unit tests only (no engine, no network)
+	$(PY) -m pytest -m "not integration and not slow" $(PYTEST_ARGS)
+
+test-integration: setup engine ## Integration tests only (real engine, real registry)
+	$(PY) -m pytest -m integration $(PYTEST_ARGS)
+
+lint: setup ## ruff, ruff format --check, mypy --strict on both packages
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy packages/terminai-apts/src packages/terminai-sandbox/src
+
+format: setup ## Apply ruff's formatting and safe fixes
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+image: engine ## Build the image and run the contract suite inside it
+	$(VENV)/bin/terminai-sandbox build
+	$(VENV)/bin/terminai-sandbox contracts terminai/sandbox:$$($(PY) -c 'import terminai_apts; print(terminai_apts.__version__)')
+
+demo: engine ## The main job end to end: build, prove, sign, push, verify, launch the cleanup planner
+	$(PY) scripts/demo.py
+
+bench: setup ## Run every benchmark (prints ratios against same-run baselines)
+	for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b; done
+
+lock-dev: ## Regenerate requirements-dev.lock from requirements-dev.in
+	rm -rf .lockvenv && $(PYTHON) -m venv .lockvenv
+	.lockvenv/bin/pip install --quiet -r requirements-dev.in
+	{ echo "# Generated from requirements-dev.in by 'make lock-dev'. Do not edit by hand."; \
+	  .lockvenv/bin/pip freeze --all --exclude-editable | grep -v "^pip=="; } > requirements-dev.lock
+	rm -rf .lockvenv
+
+clean: ## Remove the venv, build outputs and caches
+	rm -rf $(VENV) dist build .mypy_cache .ruff_cache .pytest_cache

@@ -1,0 +1,88 @@
+"""The error hierarchy of the in-image toolset.
+
+Every deliberate failure is an :class:`AptsError` with a message, an optional hint and a
+stable exit code. Library code raises; only ``terminai_apts.cli`` and the ``python -m``
+entry points print errors (to stderr) and turn them into exit codes.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class AptsError(Exception):
+    """Root of every error the toolset raises on purpose."""
+
+    exit_code: ClassVar[int] = 1
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint or ""
+
+    def __str__(self) -> str:
+        return self.message
+
+    def render(self) -> str:
+        """The text shown on stderr: the message, then the remedy."""
+        return f"error: {self.message}" + (f"\n  hint: {self.hint}" if self.hint else "")
+
+
+class UsageError(AptsError):
+    """A command-line argument or input value is malformed."""
+
+    exit_code = 2
+
+
+class CleanupError(AptsError):
+    """The cleanup planner or its governed apply refused or failed."""
+
+    exit_code = 3
+
+
+class ApprovalRequired(CleanupError):
+    """A governed action was attempted without an explicit approver."""
+
+    exit_code = 4
+
+
+class JournalError(AptsError):
+    """A journal (cleanup write-ahead log, memory journal) is unreadable or inconsistent."""
+
+    exit_code = 5
+
+
+class IntegrityError(AptsError):
+    """A hash chain, snapshot hash or HMAC does not match: something was tampered with."""
+
+    exit_code = 6
+
+
+class MemoryStoreError(AptsError):
+    """The memory archive is missing, of the wrong schema, or a query is malformed."""
+
+    exit_code = 7
+
+
+class ReadOnlyViolation(MemoryStoreError):
+    """Something tried to write through the read-only memory API."""
+
+    exit_code = 8
+
+
+class ExecutorError(AptsError):
+    """The restricted executor could not run (not: the user's code failed)."""
+
+    exit_code = 9
+
+
+class EvolutionError(AptsError):
+    """A governed-evolution step was refused or is illegal in the current state."""
+
+    exit_code = 10
+
+
+class ContractViolation(AptsError):
+    """The installed toolset does not satisfy its contract manifest."""
+
+    exit_code = 11

@@ -1,0 +1,1 @@
+../../../terminai-apts/src/terminai_apts/_version.py

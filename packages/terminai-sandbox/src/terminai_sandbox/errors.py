@@ -1,0 +1,131 @@
+"""The one error hierarchy of ``terminai_sandbox``.
+
+Every failure a user can meet is a :class:`SandboxError` with a message (what went
+wrong), a hint (what to do about it) and a stable exit code. Library code raises; only
+the click group in :mod:`terminai_sandbox.cli` turns an error into an exit code and
+prints it. This module imports nothing from the package.
+
+Exit codes are part of the public interface (scripts and CI branch on them); never
+renumber one, only add.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class SandboxError(Exception):
+    """Root of every error the tooling raises on purpose."""
+
+    exit_code: ClassVar[int] = 1
+    default_hint: ClassVar[str] = ""
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint if hint is not None else self.default_hint
+
+    def __str__(self) -> str:
+        return self.message
+
+    def render(self) -> str:
+        """The text shown to a user: the message, then the remedy on its own line."""
+        if self.hint:
+            return f"error: {self.message}\n  hint: {self.hint}"
+        return f"error: {self.message}"
+
+
+class ConfigError(SandboxError):
+    """A setting, environment variable, flag or input file is malformed or refused."""
+
+    exit_code = 3
+
+
+class EngineError(SandboxError):
+    """No usable container engine: not installed, daemon down, socket not permitted."""
+
+    exit_code = 4
+
+
+class BuildError(SandboxError):
+    """The image could not be assembled, or the result is not what the inputs say."""
+
+    exit_code = 5
+
+
+class LockError(BuildError):
+    """The installed package set or a wheel does not match its lock."""
+
+    exit_code = 6
+
+
+class ReproducibilityError(BuildError):
+    """Two builds from the same inputs gave different bytes."""
+
+    exit_code = 7
+
+
+class ContractError(SandboxError):
+    """The toolset contract is not satisfied, or a manifest change is not allowed."""
+
+    exit_code = 8
+
+
+class RegistryError(SandboxError):
+    """The registry refused, failed or could not be reached."""
+
+    exit_code = 9
+
+
+class SigningError(SandboxError):
+    """A signature or attestation could not be produced (keys, passwords, sigstore)."""
+
+    exit_code = 10
+
+
+class VerificationError(SandboxError):
+    """A signature, attestation or digest did not verify. Nothing may run on this."""
+
+    exit_code = 11
+
+
+class SbomError(SandboxError):
+    """The SBOM could not be generated or did not validate."""
+
+    exit_code = 12
+
+
+class LaunchError(SandboxError):
+    """A preflight step refused the session, or the session could not start."""
+
+    exit_code = 13
+
+
+class HealthError(LaunchError):
+    """The image's in-container health check failed before the command ran."""
+
+    exit_code = 14
+
+
+class AuditError(SandboxError):
+    """The audit ledger is unreadable or its hash chain is broken."""
+
+    exit_code = 15
+
+
+class ReleaseError(SandboxError):
+    """A release step failed; nothing after it ran."""
+
+    exit_code = 16
+
+
+class EvolutionError(SandboxError):
+    """Reserved for governed-evolution failures surfaced through the host CLI."""
+
+    exit_code = 17
+
+
+class Interrupted(SandboxError):
+    """The user interrupted the command."""
+
+    exit_code = 130
