@@ -59,8 +59,9 @@ class ImageRef:
         first, sep, remainder = rest.partition("/")
         if sep and ("." in first or ":" in first or first == "localhost" or first.startswith("[")):
             if not _HOST_RE.match(first):
-                raise ConfigError(f"{what} {text!r} has a malformed registry host {first!r}",
-                                  hint=f"use the form {ACCEPTED_FORM}")
+                raise ConfigError(
+                    f"{what} {text!r} has a malformed registry host {first!r}", hint=f"use the form {ACCEPTED_FORM}"
+                )
             registry, rest = first, remainder
         tag = None
         last_slash = rest.rfind("/")
@@ -68,11 +69,15 @@ class ImageRef:
         if colon > last_slash:
             rest, tag = rest[:colon], rest[colon + 1 :]
             if not _TAG_RE.match(tag):
-                raise ConfigError(f"{what} {text!r} has a malformed tag {tag!r}",
-                                  hint="a tag is up to 128 of [A-Za-z0-9_.-], not starting with '.' or '-'")
+                raise ConfigError(
+                    f"{what} {text!r} has a malformed tag {tag!r}",
+                    hint="a tag is up to 128 of [A-Za-z0-9_.-], not starting with '.' or '-'",
+                )
         if not rest or not all(_COMPONENT_RE.match(part) for part in rest.split("/")):
-            raise ConfigError(f"{what} {text!r} has a malformed repository name {rest!r}",
-                              hint="repository names are lowercase components separated by '/'")
+            raise ConfigError(
+                f"{what} {text!r} has a malformed repository name {rest!r}",
+                hint="repository names are lowercase components separated by '/'",
+            )
         if registry == DEFAULT_REGISTRY and "/" not in rest:
             rest = f"library/{rest}"
         return cls(registry=registry, repository=rest, tag=tag, digest=digest)

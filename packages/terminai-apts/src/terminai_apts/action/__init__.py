@@ -1,0 +1,3 @@
+"""Actions the toolset can plan and, with approval, apply (see ``terminai_apts.action.cleanup``)."""
+
+__all__: list[str] = []
