@@ -54,7 +54,7 @@ image: engine ## Build the image and run the contract suite inside it
 	$(VENV)/bin/terminai-sandbox build
 	$(VENV)/bin/terminai-sandbox contracts terminai/sandbox:$$($(PY) -c 'import terminai_apts; print(terminai_apts.__version__)')
 
-demo: engine ## The main job end to end: build, prove, sign, push, verify, launch the cleanup planner
+demo: setup ## The main job end to end (see scripts/demo.py)
 	$(PY) scripts/demo.py
 
 bench: setup ## Run every benchmark (prints ratios against same-run baselines)
