@@ -20,10 +20,16 @@ NOW = "2026-11-21T12:00:00Z"
 def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sandbox-demo-") as tmp:
         downloads = Path(tmp) / "Downloads"
-        subprocess.run([sys.executable, str(ROOT / "examples" / "make_sample_downloads.py"), str(downloads),
-                        "--now", NOW], check=True)
-        out = subprocess.run([sys.executable, "-m", "apts.action.cleanup", str(downloads), "--now", NOW],
-                             check=True, capture_output=True, text=True).stdout
+        subprocess.run(
+            [sys.executable, str(ROOT / "examples" / "make_sample_downloads.py"), str(downloads), "--now", NOW],
+            check=True,
+        )
+        out = subprocess.run(
+            [sys.executable, "-m", "apts.action.cleanup", str(downloads), "--now", NOW],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
     plan = json.loads(out)
     print(f"cleanup plan for the sample downloads folder ({plan['scanned']} objects):")
     for entry in plan["entries"]:

@@ -126,8 +126,9 @@ class Engine:
             with contextlib.suppress(docker.errors.APIError, requests.RequestException):
                 created.remove(force=True)
 
-    def run(self, image: str, command: Sequence[str] | None = None, *, timeout: float = 300,
-            **kwargs: Any) -> tuple[int, bytes, bytes]:
+    def run(
+        self, image: str, command: Sequence[str] | None = None, *, timeout: float = 300, **kwargs: Any
+    ) -> tuple[int, bytes, bytes]:
         """Run a container to completion; return (exit code, stdout, stderr). Always removed."""
         with self.container(image, command, **kwargs) as created:
             created.start()
@@ -168,8 +169,12 @@ def ensure(env: Mapping[str, str] | None = None, *, wait_seconds: float = 90) ->
             ) from None
     if shutil.which("dockerd") is None:
         subprocess.run(["apt-get", "update", "-qq"], check=True, capture_output=True)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "docker.io"], check=True,
-                       capture_output=True, env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"})
+        subprocess.run(
+            ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "docker.io"],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "DEBIAN_FRONTEND": "noninteractive"},
+        )
         done.append("installed Debian's docker.io")
     if _pid_alive(PIDFILE) is None:
         for stale in (PIDFILE, Path("/var/run/docker.pid")):
@@ -179,9 +184,18 @@ def ensure(env: Mapping[str, str] | None = None, *, wait_seconds: float = 90) ->
         with LOGFILE.open("ab") as log:
             # No bridge and no iptables: our containers run with --network none.
             subprocess.Popen(
-                ["dockerd", "--bridge=none", "--iptables=false", "--ip6tables=false",
-                 f"--pidfile={PIDFILE}", f"--host=unix://{DEFAULT_SOCKET}"],
-                stdout=log, stderr=log, stdin=subprocess.DEVNULL, start_new_session=True,
+                [
+                    "dockerd",
+                    "--bridge=none",
+                    "--iptables=false",
+                    "--ip6tables=false",
+                    f"--pidfile={PIDFILE}",
+                    f"--host=unix://{DEFAULT_SOCKET}",
+                ],
+                stdout=log,
+                stderr=log,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
             )
         done.append(f"started dockerd (pid file {PIDFILE}, log {LOGFILE})")
     deadline = time.monotonic() + wait_seconds
@@ -190,8 +204,9 @@ def ensure(env: Mapping[str, str] | None = None, *, wait_seconds: float = 90) ->
             engine = Engine.connect({})
         except EngineError:
             if time.monotonic() > deadline:
-                raise EngineError(f"dockerd did not answer within {wait_seconds:.0f} s",
-                                  hint=f"read {LOGFILE}") from None
+                raise EngineError(
+                    f"dockerd did not answer within {wait_seconds:.0f} s", hint=f"read {LOGFILE}"
+                ) from None
             time.sleep(0.5)
             continue
         done.append(f"docker {engine.info.version} answering at {engine.info.host}")

@@ -1,9 +1,139 @@
-"""Commands of one part of the tool (filled in by the part that owns them)."""
+"""``terminai-sandbox build | lock | contracts | engine``: the image build commands."""
 
 from __future__ import annotations
 
+import json
+import tempfile
+from pathlib import Path
+
 import click
+
+from terminai_sandbox import engine as engine_mod
+from terminai_sandbox.build import BuildOptions, build_image, check_reproducible, debian, repo_root
+from terminai_sandbox.build.spec import load_spec
+from terminai_sandbox.contracts import run_contracts
+from terminai_sandbox.errors import LockError
+
+
+def _progress(message: str) -> None:
+    click.echo(f"  · {message}", err=True)
+
+
+def _spec_option(func: click.decorators.FC) -> click.decorators.FC:
+    return click.option(
+        "--spec",
+        "spec_path",
+        type=click.Path(path_type=Path),
+        default=None,
+        help="image.toml to build (default: images/sandbox/image.toml)",
+    )(func)
+
+
+@click.command("build")
+@_spec_option
+@click.option("--output", type=click.Path(path_type=Path), default=None, help="output directory (default dist/X.Y.Z)")
+@click.option("--no-cache", is_flag=True, help="rebuild every stage from scratch")
+@click.option("--no-load", is_flag=True, help="do not load the result into the engine")
+@click.option(
+    "--check-reproducible",
+    "reproducible",
+    is_flag=True,
+    help="build twice (cold caches, other dir, umask 077) and compare",
+)
+@click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
+def build_cmd(
+    spec_path: Path | None, output: Path | None, no_cache: bool, no_load: bool, reproducible: bool, as_json: bool
+) -> None:
+    """Build the sandbox image from pinned inputs into dist/X.Y.Z and load it."""
+    opts = BuildOptions(
+        spec_path=spec_path, output_dir=output, use_cache=not no_cache, load=not no_load, progress=_progress
+    )
+    if reproducible:
+        result, second = check_reproducible(opts)
+        click.echo(f"reproducible: both builds gave {second.manifest_digest}", err=True)
+    else:
+        result = build_image(opts)
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
+        return
+    click.echo(f"reference        {result.reference}")
+    click.echo(f"config digest    {result.config_digest}")
+    click.echo(f"manifest digest  {result.manifest_digest}")
+    click.echo(f"size             {result.uncompressed_size / 1e6:.1f} MB ({result.compressed_size / 1e6:.1f} MB gzip)")
+    click.echo(f"outputs          {result.oci_layout} (OCI layout), {result.archive} (docker archive)")
+
+
+@click.command("lock")
+@_spec_option
+@click.option("--check", is_flag=True, help="report drift (newer versions, locked versions gone) instead of relocking")
+def lock_cmd(spec_path: Path | None, check: bool) -> None:
+    """Resolve the Debian package set and write images/sandbox/debian.lock (or check it)."""
+    spec = load_spec(spec_path or repo_root() / "images" / "sandbox" / "image.toml")
+    if check:
+        lock = debian.read_lock(spec.debian_lock)
+        report = debian.drift(spec, lock)
+        for line in report:
+            click.echo(line)
+        if report:
+            raise LockError(
+                f"{len(report)} drift item(s) in {spec.debian_lock}",
+                hint="review and relock with 'terminai-sandbox lock' (a pull request, never silently)",
+            )
+        click.echo(f"no drift: {len(lock['packages'])} locked packages match the mirrors")
+        return
+    with tempfile.TemporaryDirectory(prefix="terminai-lock-") as tmp:
+        collected = debian.run_mmdebstrap(
+            spec, Path(tmp) / "rootfs.tar", workdir=Path(tmp), source_date_epoch=None, prefs=None, log=_progress
+        )
+    lock = debian.make_lock(spec, collected)
+    debian.write_lock(spec.debian_lock, lock)
+    click.echo(
+        f"wrote {spec.debian_lock}: {len(lock['packages'])} packages, SOURCE_DATE_EPOCH {lock['source_date_epoch']}"
+    )
+
+
+@click.command("contracts")
+@click.argument("image")
+@click.option("--output", type=click.Path(path_type=Path), default=None, help="where to write contracts.junit.xml")
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
+def contracts_cmd(image: str, output: Path | None, as_json: bool) -> None:
+    """Run the T-APTS contract suite inside IMAGE (non-root, read-only, --network none)."""
+    report = run_contracts(engine_mod.Engine.connect(), image, output_dir=output or repo_root() / "dist")
+    if as_json:
+        click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True))
+    else:
+        click.echo(
+            f"contracts: {len(report.passed)} passed, {len(report.failed)} failed in {report.seconds:.1f} s"
+            f" (JUnit: {report.junit})"
+        )
+
+
+@click.group("engine")
+def engine_group() -> None:
+    """Check, start or stop the container engine."""
+
+
+@engine_group.command("status")
+def engine_status() -> None:
+    """Say which engine answers, or why none does."""
+    found = engine_mod.Engine.connect()
+    click.echo(f"{found.info.name} {found.info.version} (API {found.info.api_version}) at {found.info.host}")
+
+
+@engine_group.command("ensure")
+def engine_ensure() -> None:
+    """Start Debian's dockerd when no engine answers (root on Debian/Ubuntu only)."""
+    _, actions = engine_mod.ensure()
+    for line in actions:
+        click.echo(line)
+
+
+@engine_group.command("stop")
+def engine_stop() -> None:
+    """Stop a dockerd started by 'engine ensure'."""
+    click.echo(engine_mod.stop())
 
 
 def register(group: click.Group) -> None:
-    """Attach this part's commands to ``group``."""
+    for command in (build_cmd, lock_cmd, contracts_cmd, engine_group):
+        group.add_command(command)

@@ -1,0 +1,177 @@
+"""Run the T-APTS contract suite inside an image.
+
+The test image is the release image plus exactly one layer (pinned pytest wheels and
+``contracts/``), committed from a never-started container, so the tested bits are the
+released bits. The suite runs through the image's own entrypoint (its health check runs
+first) as the non-root image user, with ``--network none`` and a read-only root; only
+``/tmp`` (tmpfs) and the report directory are writable. Results come back as JUnit XML.
+"""
+
+from __future__ import annotations
+
+import io
+import shutil
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from terminai_sandbox.build import python, repo_root
+from terminai_sandbox.build.layers import write_layer
+from terminai_sandbox.engine import LABEL, Engine
+from terminai_sandbox.errors import ContractError
+
+SUITE_DIR = "/opt/terminai/contracts"
+HEALTH_EXIT = 70
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContractReport:
+    image_id: str
+    passed: tuple[str, ...]
+    failed: tuple[tuple[str, str], ...]
+    junit: Path | None
+    exit_code: int
+    seconds: float
+    output_tail: str = ""
+    health_failed: bool = False
+    skipped: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_code == 0 and not self.failed and bool(self.passed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "image_id": self.image_id,
+            "ok": self.ok,
+            "passed": list(self.passed),
+            "failed": [{"test": name, "message": message} for name, message in self.failed],
+            "skipped": list(self.skipped),
+            "junit": str(self.junit) if self.junit else None,
+            "exit_code": self.exit_code,
+            "health_failed": self.health_failed,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def _suite_tar(root: Path, work: Path) -> bytes:
+    staging = work / "test-layer"
+    wheels = python.locked_wheels(root / "images" / "sandbox" / "requirements-test.lock", work / "wheelhouse")
+    python.install(wheels, staging, site_packages="/usr/local/lib/python3.11/dist-packages", hashes_required=True)
+    target = staging / SUITE_DIR.lstrip("/")
+    shutil.copytree(root / "contracts", target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    layer = write_layer(staging, work / "test-layer.tar", source_date_epoch=0)
+    return layer.tar.read_bytes()
+
+
+def _parse_junit(path: Path) -> tuple[list[str], list[tuple[str, str]], list[str]]:
+    tree = ET.parse(path)  # noqa: S314 - written by pytest in our own container
+    passed, failed, skipped = [], [], []
+    for case in tree.iter("testcase"):
+        name = f"{case.get('classname', '')}::{case.get('name', '')}"
+        problem = case.find("failure")
+        if problem is None:
+            problem = case.find("error")
+        if problem is not None:
+            failed.append((name, (problem.get("message") or problem.text or "")[:2000]))
+        elif case.find("skipped") is not None:
+            skipped.append(name)
+        else:
+            passed.append(name)
+    return passed, failed, skipped
+
+
+def run_contracts(
+    engine: Engine, image: str, *, root: Path | None = None, output_dir: Path | None = None, timeout: float = 600
+) -> ContractReport:
+    """Run ``contracts/tests`` inside ``image`` (a reference or image id); return the report.
+
+    Raises :class:`ContractError` when any test fails, the health check refuses the
+    image, or no test ran at all.
+    """
+    root = root or repo_root()
+    started = time.monotonic()
+    base = engine.client.images.get(image)
+    with tempfile.TemporaryDirectory(prefix="terminai-contracts-") as tmp:
+        work = Path(tmp)
+        suite = _suite_tar(root, work)
+        holder = engine.client.containers.create(base.id, ["true"], labels={LABEL: "contracts-build"})
+        try:
+            holder.put_archive("/", io.BytesIO(suite))
+            test_image = holder.commit(changes=[f'LABEL dev.terminai.contract-test-of="{base.id}"'])
+        finally:
+            holder.remove(force=True)
+        reports = work / "out"
+        reports.mkdir()
+        reports.chmod(0o777)  # the image user (non-root) writes the JUnit file here
+        try:
+            code, out, err = engine.run(
+                test_image.id,
+                [
+                    "python3",
+                    "-m",
+                    "pytest",
+                    "-p",
+                    "no:cacheprovider",
+                    "-q",
+                    "-rfE",
+                    f"{SUITE_DIR}/tests",
+                    "--junitxml=/out/contracts.junit.xml",
+                    "-o",
+                    "junit_family=xunit2",
+                ],
+                network_mode="none",
+                read_only=True,
+                tmpfs={"/tmp": "rw,size=128m"},
+                volumes={str(reports): {"bind": "/out", "mode": "rw"}},
+                environment={"HOME": "/tmp", "TAPTS_CONTRACT_MANIFEST": f"{SUITE_DIR}/t-apts/contract.json"},
+                cap_drop=["ALL"],
+                security_opt=["no-new-privileges"],
+                timeout=timeout,
+            )
+        finally:
+            engine.client.images.remove(test_image.id, force=True, noprune=False)
+        text = (out + err).decode(errors="replace")
+        tail = "\n".join(text.splitlines()[-40:])
+        junit_src = reports / "contracts.junit.xml"
+        junit: Path | None = None
+        passed: list[str] = []
+        failed: list[tuple[str, str]] = []
+        skipped: list[str] = []
+        if junit_src.exists():
+            passed, failed, skipped = _parse_junit(junit_src)
+            if output_dir is not None:
+                output_dir.mkdir(parents=True, exist_ok=True)
+                junit = output_dir / "contracts.junit.xml"
+                shutil.copyfile(junit_src, junit)
+    report = ContractReport(
+        image_id=base.id,
+        passed=tuple(passed),
+        failed=tuple(failed),
+        skipped=tuple(skipped),
+        junit=junit,
+        exit_code=code,
+        seconds=time.monotonic() - started,
+        output_tail=tail,
+        health_failed=code == HEALTH_EXIT,
+    )
+    if report.health_failed:
+        raise ContractError(
+            f"image {image} refused by its own health check before the suite ran:\n{tail}",
+            hint="the toolset in this image does not satisfy the contract; rebuild it",
+        )
+    if failed:
+        names = "\n".join(f"  - {name}: {message.splitlines()[0] if message else ''}" for name, message in failed)
+        raise ContractError(
+            f"{len(failed)} contract test(s) failed in {image}:\n{names}",
+            hint="the image is not releasable; fix the toolset or the contract and rebuild",
+        )
+    if code != 0 or not passed:
+        raise ContractError(f"the contract suite did not run cleanly in {image} (exit {code}):\n{tail}")
+    return report
+
+
+__all__ = ["ContractReport", "run_contracts"]
