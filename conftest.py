@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins: list[str] = []
+pytest_plugins = ["tests.fixtures.image"]
 
 _INTEGRATION = Path(__file__).parent / "tests" / "integration"
 
