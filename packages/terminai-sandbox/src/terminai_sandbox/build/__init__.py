@@ -1,0 +1,314 @@
+"""Deterministic image build: pinned Debian base, hashed wheels, T-APTS, OCI outputs.
+
+:func:`build_image` runs the stages (each cached by a hash of its inputs) and returns a
+:class:`BuildResult`. The same inputs give the same layer diff_ids, config digest and
+manifest digest: see :mod:`terminai_sandbox.build.layers` for the rules that make it so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from terminai_sandbox._version import __version__
+from terminai_sandbox.build import debian, layers, oci, python
+from terminai_sandbox.build.spec import ImageSpec, load_spec
+from terminai_sandbox.errors import BuildError, ReproducibilityError
+
+#: Bumped whenever a change here changes output bytes for the same inputs.
+ASSEMBLER_FORMAT = "1"
+CONTRACT_LABEL = "dev.terminai.contract.version"
+
+Progress = Callable[[str], None]
+
+
+def _quiet(_message: str) -> None:
+    return None
+
+
+def repo_root() -> Path:
+    """The repository checkout this package runs from (editable install)."""
+    here = Path(__file__).resolve()
+    for parent in here.parents:
+        if (parent / "images" / "sandbox" / "image.toml").exists():
+            return parent
+    return Path.cwd()
+
+
+def default_cache() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "terminai-sandbox"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildOptions:
+    """What to build and where. Paths default to the repository layout."""
+
+    root: Path = field(default_factory=repo_root)
+    spec_path: Path | None = None
+    output_dir: Path | None = None
+    cache_dir: Path | None = None
+    use_cache: bool = True
+    tapts_source: Path | None = None
+    load: bool = True
+    tag: str | None = None
+    progress: Progress = _quiet
+
+    def resolved_spec(self) -> Path:
+        return self.spec_path or self.root / "images" / "sandbox" / "image.toml"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BuildResult:
+    """What a build produced. ``config_digest`` is also the engine's image id."""
+
+    reference: str
+    config_digest: str
+    manifest_digest: str
+    oci_layout: Path
+    archive: Path
+    output_dir: Path
+    source_date_epoch: int
+    labels: dict[str, str]
+    diff_ids: tuple[str, ...]
+    uncompressed_size: int
+    compressed_size: int
+    seconds: float
+    loaded: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "reference": self.reference,
+            "config_digest": self.config_digest,
+            "manifest_digest": self.manifest_digest,
+            "oci_layout": str(self.oci_layout),
+            "archive": str(self.archive),
+            "source_date_epoch": self.source_date_epoch,
+            "labels": self.labels,
+            "diff_ids": list(self.diff_ids),
+            "uncompressed_size": self.uncompressed_size,
+            "compressed_size": self.compressed_size,
+            "seconds": round(self.seconds, 2),
+            "loaded": self.loaded,
+        }
+
+
+def _key(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps([ASSEMBLER_FORMAT, *parts], sort_keys=True, default=str).encode()).hexdigest()[:32]
+
+
+def _revision(root: Path) -> str:
+    proc = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=False)
+    return proc.stdout.strip() if proc.returncode == 0 else "unknown"
+
+
+def _contract_version(root: Path, tapts: Path) -> str:
+    for candidate in (tapts / "src" / "terminai_apts" / "contract.json", root / "contracts" / "t-apts" / "contract.json"):
+        if candidate.exists():
+            return str(json.loads(candidate.read_text())["contract_version"])
+    raise BuildError("no contract manifest found (contracts/t-apts/contract.json)")
+
+
+def _user_hooks(spec: ImageSpec, sde: int) -> tuple[str, ...]:
+    days = sde // 86400
+    u, g, home = spec.uid, spec.gid, spec.home
+    return (
+        f"echo '{spec.user}:x:{u}:{g}::{home}:/bin/sh' >> \"$1/etc/passwd\" && "
+        f"echo '{spec.user}:x:{g}:' >> \"$1/etc/group\" && "
+        f"echo '{spec.user}:*:{days}:0:99999:7:::' >> \"$1/etc/shadow\" && "
+        f"echo '{spec.user}:!::' >> \"$1/etc/gshadow\" && "
+        f"mkdir -p \"$1{home}\" \"$1{spec.workdir}\" && chown {u}:{g} \"$1{home}\" \"$1{spec.workdir}\"",
+        # Scrub what differs between builds or leaks the build host.
+        "rm -rf \"$1\"/var/log/* \"$1\"/var/cache/ldconfig/aux-cache \"$1\"/var/cache/apt/*.bin "
+        "\"$1\"/var/cache/debconf/*-old \"$1\"/var/lib/dpkg/*-old \"$1\"/tmp/* \"$1\"/var/tmp/* "
+        "\"$1\"/var/lib/dbus/machine-id && : > \"$1/etc/machine-id\" && echo sandbox > \"$1/etc/hostname\" && "
+        ": > \"$1/etc/resolv.conf\"",
+    )
+
+
+def _base_layer(spec: ImageSpec, lock: dict[str, Any], cache: Path, opts: BuildOptions, work: Path) -> layers.Layer:
+    sde = int(lock["source_date_epoch"])
+    key = _key("base", lock, spec.variant, spec.packages, spec.mirrors, spec.path_exclude, spec.path_include,
+               spec.user, spec.uid, spec.gid, spec.home, spec.workdir)
+    cached = cache / f"base-{key}.tar"
+    if opts.use_cache and cached.exists():
+        opts.progress(f"base: cached ({cached.stat().st_size / 1e6:.1f} MB)")
+        return layers.Layer(tar=cached, diff_id=layers.sha256_file(cached), size=cached.stat().st_size)
+    raw = work / "rootfs.tar"
+    collected = debian.run_mmdebstrap(spec, raw, workdir=work / "mm", source_date_epoch=sde,
+                                      prefs=debian.preferences(lock), extra_hooks=_user_hooks(spec, sde),
+                                      log=opts.progress)
+    debian.verify_against_lock(lock, collected)
+    opts.progress(f"base: installed set equals debian.lock ({len(lock['packages'])} packages)")
+    out = work / "base.tar"
+    layer = layers.normalise_tar(raw, out, source_date_epoch=sde)
+    raw.unlink()
+    if opts.use_cache:
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(".tmp")
+        shutil.move(out, tmp)
+        os.replace(tmp, cached)
+        return layers.Layer(tar=cached, diff_id=layer.diff_id, size=layer.size)
+    return layer
+
+
+def _wheels_layer(spec: ImageSpec, sde: int, cache: Path, opts: BuildOptions, work: Path) -> layers.Layer:
+    key = _key("wheels", spec.requirements.read_text(), spec.site_packages, sde)
+    cached = cache / f"wheels-{key}.tar"
+    if opts.use_cache and cached.exists():
+        opts.progress("wheels: cached")
+        return layers.Layer(tar=cached, diff_id=layers.sha256_file(cached), size=cached.stat().st_size)
+    staging = work / "wheels-root"
+    wheels = python.locked_wheels(spec.requirements, (cache if opts.use_cache else work) / "wheelhouse")
+    python.install(wheels, staging, site_packages=spec.site_packages, hashes_required=True)
+    out = work / "wheels.tar"
+    layer = layers.write_layer(staging, out, source_date_epoch=sde)
+    opts.progress(f"wheels: {len(wheels)} wheel(s) installed by hash")
+    if opts.use_cache:
+        cache.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(out, cached)
+    return layer
+
+
+def _tapts_layer(spec: ImageSpec, sde: int, tapts: Path, work: Path, opts: BuildOptions) -> layers.Layer:
+    staging = work / "tapts-root"
+    wheel = python.build_tapts_wheel(tapts, work / "tapts-wheel", source_date_epoch=sde)
+    python.install([wheel], staging, site_packages=spec.site_packages, hashes_required=True)
+    bin_dir = staging / "usr" / "local" / "bin"
+    bin_dir.mkdir(parents=True, exist_ok=True)
+    entry = bin_dir / "terminai-entrypoint"
+    shutil.copyfile(spec.entrypoint_script, entry)
+    entry.chmod(0o755)
+    out = work / "tapts.tar"
+    layer = layers.write_layer(staging, out, source_date_epoch=sde)
+    opts.progress(f"t-apts: {wheel.name}")
+    return layer
+
+
+def _compressed(layer: layers.Layer, cache: Path, work: Path, use_cache: bool) -> layers.Layer:
+    name = f"gz-{layer.diff_id.removeprefix('sha256:')}.tar.gz"
+    target = (cache if use_cache else work) / name
+    if use_cache and target.exists():
+        return layers.Layer(tar=layer.tar, diff_id=layer.diff_id, size=layer.size, gzip=target,
+                            digest=layers.sha256_file(target), gzip_size=target.stat().st_size)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return layers.compress(layer, target)
+
+
+def build_image(opts: BuildOptions | None = None) -> BuildResult:
+    """Build the sandbox image; return digests and where the outputs are."""
+    opts = opts or BuildOptions()
+    started = time.monotonic()
+    spec = load_spec(opts.resolved_spec())
+    lock = debian.read_lock(spec.debian_lock)
+    sde = int(lock["source_date_epoch"])
+    tapts = opts.tapts_source or opts.root / "packages" / "terminai-apts"
+    cache = opts.cache_dir or default_cache()
+    output = opts.output_dir or opts.root / "dist" / __version__
+    reference = opts.tag or f"{spec.repository}:{__version__}"
+    output.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="terminai-build-", dir=output) as tmp:
+        work = Path(tmp)
+        stage = time.monotonic()
+        base = _base_layer(spec, lock, cache, opts, work)
+        opts.progress(f"base layer {base.size / 1e6:.1f} MB in {time.monotonic() - stage:.1f} s")
+        stage = time.monotonic()
+        wheels = _wheels_layer(spec, sde, cache, opts, work)
+        tapts_layer = _tapts_layer(spec, sde, tapts, work, opts)
+        opts.progress(f"python layers in {time.monotonic() - stage:.1f} s")
+        stage = time.monotonic()
+        packed = [_compressed(layer, cache / "blobs", work, opts.use_cache) for layer in (base, wheels, tapts_layer)]
+        opts.progress(f"compressed in {time.monotonic() - stage:.1f} s")
+        labels = dict(spec.labels)
+        labels.update({
+            "org.opencontainers.image.version": __version__,
+            "org.opencontainers.image.revision": _revision(opts.root),
+            "org.opencontainers.image.source": spec.source,
+            "org.opencontainers.image.created": oci.iso(sde),
+            "org.opencontainers.image.ref.name": reference,
+            CONTRACT_LABEL: _contract_version(opts.root, tapts),
+            "dev.terminai.assembler-format": ASSEMBLER_FORMAT,
+        })
+        history = [
+            f"debian {spec.suite} {spec.variant} + {', '.join(spec.packages)} pinned to debian.lock",
+            "wheels from requirements.lock (by sha256)",
+            f"terminai-apts {__version__} + contract + entrypoint",
+        ]
+        config = oci.make_config(
+            layers=packed, history=history, user=f"{spec.uid}:{spec.gid}", env=spec.env,
+            entrypoint=spec.entrypoint, cmd=spec.cmd, workdir=spec.workdir, labels=labels,
+            source_date_epoch=sde, architecture=spec.architecture,
+        )
+        annotations = {k: v for k, v in labels.items() if k.startswith("org.opencontainers.") or k == CONTRACT_LABEL}
+        manifest = oci.make_manifest(config, packed, annotations)
+        layout = output / "oci"
+        manifest_digest = oci.write_oci_layout(layout, config=config, manifest=manifest, layers=packed,
+                                               ref_name=__version__)
+        archive = output / "image.tar"
+        oci.write_docker_archive(archive, config=config, layers=packed, repo_tag=reference, source_date_epoch=sde)
+        (output / "build.json").write_text(json.dumps({"diff_ids": [p.diff_id for p in packed]}) + "\n")
+    config_digest = oci.digest_of(config)
+    loaded = False
+    if opts.load:
+        from terminai_sandbox.engine import Engine
+
+        stage = time.monotonic()
+        engine = Engine.connect()
+        with archive.open("rb") as handle:
+            engine.client.images.load(handle.read())
+        image = engine.client.images.get(reference)
+        if image.id != config_digest:
+            raise BuildError(f"the engine loaded {reference} as {image.id}, but the assembled config is {config_digest}",
+                             hint="another image may hold this tag; remove it and build again")
+        loaded = True
+        opts.progress(f"loaded into {engine.info.name} {engine.info.version} in {time.monotonic() - stage:.1f} s")
+    return BuildResult(
+        reference=reference, config_digest=config_digest, manifest_digest=manifest_digest, oci_layout=layout,
+        archive=archive, output_dir=output, source_date_epoch=sde, labels=labels,
+        diff_ids=tuple(p.diff_id for p in packed), uncompressed_size=sum(p.size for p in packed),
+        compressed_size=sum(p.gzip_size or 0 for p in packed), seconds=time.monotonic() - started, loaded=loaded,
+    )
+
+
+def check_reproducible(opts: BuildOptions) -> tuple[BuildResult, BuildResult]:
+    """Build twice (the second time with cold caches, another directory and umask 077); compare."""
+    first = build_image(opts)
+    with tempfile.TemporaryDirectory(prefix="terminai-repro-") as tmp:
+        old_umask = os.umask(0o077)
+        try:
+            second = build_image(BuildOptions(
+                root=opts.root, spec_path=opts.spec_path, output_dir=Path(tmp) / "out", cache_dir=Path(tmp) / "cache",
+                use_cache=False, tapts_source=opts.tapts_source, load=False, tag=opts.tag, progress=opts.progress,
+            ))
+            if second.manifest_digest != first.manifest_digest or second.config_digest != first.config_digest:
+                raise ReproducibilityError(_explain(first, second))
+        finally:
+            os.umask(old_umask)
+        return first, second
+
+
+def _explain(first: BuildResult, second: BuildResult) -> str:
+    for index, (a, b) in enumerate(zip(first.diff_ids, second.diff_ids, strict=True)):
+        if a != b:
+            names = ("base", "wheels", "t-apts")
+            tar_a = first.archive.parent / "diff-a.tar"
+            tar_b = second.archive.parent / "diff-b.tar"
+            detail = "?"
+            for tar_path, archive in ((tar_a, first.archive), (tar_b, second.archive)):
+                member = f"blobs/sha256/{(a if tar_path is tar_a else b).removeprefix('sha256:')}"
+                data = layers.read_member(archive, member)
+                if data is not None:
+                    tar_path.write_bytes(data)
+            if tar_a.exists() and tar_b.exists():
+                detail = layers.first_difference(tar_a, tar_b) or "?"
+            return f"layer {index} ({names[index]}) differs: {a} vs {b}; first difference: {detail}"
+    return f"config differs: {first.config_digest} vs {second.config_digest} (labels or metadata)"

@@ -1,0 +1,250 @@
+"""Debian side of the build: mmdebstrap runs, the package lock, drift checks.
+
+The lock (``debian.lock``, JSON) records every installed package with exact version,
+architecture, source package, size and the sha256 that the signed archive index gives
+for that .deb. Builds pin every package to the lock with an apt-preferences file (one
+``Pin: version`` stanza per package, priority 1001) and then prove that the installed
+set equals the lock and that the archive's sha256 of each installed version equals the
+locked one (apt itself verified each download against that signed index).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from terminai_sandbox.build.spec import ImageSpec
+from terminai_sandbox.errors import BuildError, LockError
+
+LOCK_FORMAT = 1
+MERGED_USR_HOOKS = Path("/usr/share/mmdebstrap/hooks/merged-usr")
+
+
+def paragraphs(text: str) -> Iterator[dict[str, str]]:
+    """Parse deb822 text (dpkg status, Packages) into dicts of the single-line fields."""
+    for block in text.split("\n\n"):
+        fields: dict[str, str] = {}
+        for line in block.splitlines():
+            if not line or line[0] in " \t#":
+                continue
+            key, _, value = line.partition(":")
+            fields[key] = value.strip()
+        if fields:
+            yield fields
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Collected:
+    """What a hook copied out of a fresh rootfs: dpkg status, apt lists, Release dates."""
+
+    status: str
+    packages_files: tuple[Path, ...]
+    release_dates: tuple[int, ...]
+
+
+def installed(status: str) -> dict[str, dict[str, str]]:
+    """Installed packages from dpkg status text, keyed by name."""
+    out = {}
+    for fields in paragraphs(status):
+        if fields.get("Status", "").endswith(" installed"):
+            out[fields["Package"]] = fields
+    return out
+
+
+def run_mmdebstrap(
+    spec: ImageSpec,
+    output: Path,
+    *,
+    workdir: Path,
+    source_date_epoch: int | None,
+    prefs: str | None,
+    extra_hooks: tuple[str, ...] = (),
+    log: Callable[[str], None] = lambda _m: None,
+) -> Collected:
+    """Create the rootfs tarball ``output``; return what the collecting hook saw."""
+    if shutil.which("mmdebstrap") is None:
+        raise BuildError("mmdebstrap is not installed", hint="run 'make host-tools' (apt-get install mmdebstrap)")
+    collect = workdir / "collect"
+    collect.mkdir(parents=True, exist_ok=True)
+    # --dpkgopt also reaches the essential packages that mmdebstrap unpacks first, and
+    # mmdebstrap keeps the options in /etc/dpkg/dpkg.cfg.d so later installs stay slim.
+    dpkg_opts = [f"--dpkgopt=path-exclude={p}" for p in spec.path_exclude]
+    dpkg_opts += [f"--dpkgopt=path-include={p}" for p in spec.path_include]
+    cmd = [
+        "mmdebstrap",
+        f"--variant={spec.variant}",
+        f"--architectures={spec.architecture}",
+        f"--include={','.join(spec.packages)}",
+        f"--hook-dir={MERGED_USR_HOOKS}",
+        "--skip=cleanup/apt/lists",
+        *dpkg_opts,
+    ]
+    if prefs is not None:
+        pref_file = workdir / "terminai-lock.pref"
+        pref_file.write_text(prefs)
+        cmd.append(f"--setup-hook=mkdir -p \"$1/etc/apt/preferences.d\" && cp {pref_file} \"$1/etc/apt/preferences.d/\"")
+    cmd.append(
+        f"--customize-hook=cp \"$1/var/lib/dpkg/status\" {collect}/status && "
+        f"mkdir -p {collect}/lists && cp \"$1\"/var/lib/apt/lists/*_Packages \"$1\"/var/lib/apt/lists/*Release {collect}/lists/"
+    )
+    cmd += [f"--customize-hook={hook}" for hook in extra_hooks]
+    cmd.append("--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* \"$1\"/var/cache/apt/archives/*.deb "
+               "\"$1/etc/apt/preferences.d/terminai-lock.pref\"")
+    cmd += [spec.suite, str(output), *spec.mirrors]
+    env = {**os.environ, "LC_ALL": "C.UTF-8", "TZ": "UTC"}
+    if source_date_epoch is not None:
+        env["SOURCE_DATE_EPOCH"] = str(source_date_epoch)
+    log(f"mmdebstrap {spec.suite} ({spec.variant}, {len(spec.packages)} requested packages)")
+    started = time.monotonic()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stderr or proc.stdout).splitlines()[-25:])
+        raise BuildError(f"mmdebstrap failed (exit {proc.returncode}):\n{tail}",
+                         hint="a locked version may have left the mirror: run 'terminai-sandbox lock --check'")
+    log(f"mmdebstrap done in {time.monotonic() - started:.1f} s")
+    lists = collect / "lists"
+    dates = []
+    for release in sorted(lists.glob("*Release")):
+        for fields in paragraphs(release.read_text(errors="replace")):
+            if "Date" in fields:
+                dates.append(int(email.utils.parsedate_to_datetime(fields["Date"]).timestamp()))
+                break
+    return Collected(
+        status=(collect / "status").read_text(),
+        packages_files=tuple(sorted(lists.glob("*_Packages"))),
+        release_dates=tuple(dates),
+    )
+
+
+def _index_records(collected: Collected, wanted: dict[str, str]) -> dict[tuple[str, str], dict[str, str]]:
+    """Archive index records for (name, version) pairs in ``wanted``."""
+    found: dict[tuple[str, str], dict[str, str]] = {}
+    for path in collected.packages_files:
+        for fields in paragraphs(path.read_text(errors="replace")):
+            name = fields.get("Package", "")
+            if wanted.get(name) == fields.get("Version"):
+                found[(name, fields["Version"])] = fields
+    return found
+
+
+def make_lock(spec: ImageSpec, collected: Collected) -> dict[str, Any]:
+    """The lock document for what a fresh, unpinned bootstrap installed."""
+    pkgs = installed(collected.status)
+    records = _index_records(collected, {n: f["Version"] for n, f in pkgs.items()})
+    entries = []
+    for name in sorted(pkgs):
+        fields = pkgs[name]
+        record = records.get((name, fields["Version"]))
+        if record is None:
+            raise LockError(f"{name} {fields['Version']} is installed but in no archive index",
+                            hint="the mirror changed during locking; run 'terminai-sandbox lock' again")
+        entries.append({
+            "name": name,
+            "version": fields["Version"],
+            "architecture": fields.get("Architecture", spec.architecture),
+            "source": (fields.get("Source") or name).split(" ")[0],
+            "sha256": record["SHA256"],
+            "size": int(record["Size"]),
+            "filename": record["Filename"],
+        })
+    return {
+        "format": LOCK_FORMAT,
+        "suite": spec.suite,
+        "architecture": spec.architecture,
+        "mirrors": list(spec.mirrors),
+        # The newest archive Release date: a meaningful, reproducible SOURCE_DATE_EPOCH.
+        "source_date_epoch": max(collected.release_dates),
+        "packages": entries,
+    }
+
+
+def read_lock(path: Path) -> dict[str, Any]:
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+    except OSError:
+        raise LockError(f"no Debian lock at {path}", hint="run 'terminai-sandbox lock' to create it") from None
+    except ValueError as exc:
+        raise LockError(f"{path} is not valid JSON: {exc}") from None
+    if data.get("format") != LOCK_FORMAT or not isinstance(data.get("packages"), list):
+        raise LockError(f"{path} is not a format-{LOCK_FORMAT} Debian lock", hint="regenerate it with 'terminai-sandbox lock'")
+    return data
+
+
+def write_lock(path: Path, lock: dict[str, Any]) -> None:
+    path.write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
+
+
+def preferences(lock: dict[str, Any]) -> str:
+    """apt preferences pinning every locked package to its exact version."""
+    stanzas = [f"Package: {p['name']}\nPin: version {p['version']}\nPin-Priority: 1001\n" for p in lock["packages"]]
+    return "\n".join(stanzas)
+
+
+def verify_against_lock(lock: dict[str, Any], collected: Collected) -> None:
+    """Installed set == lock (names, versions, architectures) and index sha256 == locked sha256."""
+    pkgs = installed(collected.status)
+    locked = {p["name"]: p for p in lock["packages"]}
+    problems = []
+    for name in sorted(set(pkgs) - set(locked)):
+        problems.append(f"extra package {name} {pkgs[name]['Version']} (not in the lock)")
+    for name in sorted(set(locked) - set(pkgs)):
+        problems.append(f"missing package {name} {locked[name]['version']}")
+    for name in sorted(set(pkgs) & set(locked)):
+        got, want = pkgs[name], locked[name]
+        if got["Version"] != want["version"] or got.get("Architecture") != want["architecture"]:
+            problems.append(f"{name}: installed {got['Version']} ({got.get('Architecture')}), "
+                            f"locked {want['version']} ({want['architecture']})")
+    records = _index_records(collected, {n: f["Version"] for n, f in pkgs.items()})
+    for name in sorted(set(pkgs) & set(locked)):
+        record = records.get((name, pkgs[name]["Version"]))
+        if record is not None and record.get("SHA256") != locked[name]["sha256"]:
+            problems.append(f"{name} {locked[name]['version']}: archive sha256 {record.get('SHA256')} "
+                            f"differs from the locked {locked[name]['sha256']}")
+    if problems:
+        raise LockError("the installed Debian packages do not match debian.lock:\n  " + "\n  ".join(problems),
+                        hint="run 'terminai-sandbox lock --check' to see drift; relock with 'terminai-sandbox lock'")
+
+
+def drift(spec: ImageSpec, lock: dict[str, Any]) -> list[str]:
+    """Locked versions gone from the mirrors, and newer candidates (apt-get update in a scratch dir)."""
+    with tempfile.TemporaryDirectory(prefix="terminai-drift-") as tmp:
+        root = Path(tmp)
+        for sub in ("lists/partial", "cache/archives/partial", "etc/preferences.d", "etc/apt.conf.d"):
+            (root / sub).mkdir(parents=True)
+        (root / "sources.list").write_text("\n".join(spec.mirrors) + "\n")
+        (root / "status").write_text("")
+        opts = [
+            f"-o=Dir::State::Lists={root}/lists", f"-o=Dir::Cache={root}/cache", f"-o=Dir::Etc::SourceList={root}/sources.list",
+            "-o=Dir::Etc::SourceParts=/nonexistent", f"-o=Dir::State::status={root}/status",
+            f"-o=APT::Architecture={spec.architecture}", "-o=APT::Architectures::=", f"-o=Dir::Etc::Parts={root}/etc/apt.conf.d",
+            f"-o=Dir::Etc::PreferencesParts={root}/etc/preferences.d",
+        ]
+        proc = subprocess.run(["apt-get", *opts, "update"], capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            raise LockError(f"apt-get update failed while checking drift: {proc.stderr.strip()[-500:]}")
+        versions: dict[str, set[str]] = {}
+        for path in (root / "lists").glob("*_Packages"):
+            for fields in paragraphs(path.read_text(errors="replace")):
+                versions.setdefault(fields.get("Package", ""), set()).add(fields.get("Version", ""))
+    report = []
+    for pkg in lock["packages"]:
+        available = versions.get(pkg["name"], set())
+        if pkg["version"] not in available:
+            report.append(f"gone: {pkg['name']} {pkg['version']} is no longer on the mirrors")
+        newer = [v for v in available if v != pkg["version"] and _newer(v, pkg["version"])]
+        if newer:
+            report.append(f"newer: {pkg['name']} {pkg['version']} -> {max(newer)}")
+    return report
+
+
+def _newer(candidate: str, current: str) -> bool:
+    return subprocess.run(["dpkg", "--compare-versions", candidate, "gt", current], check=False).returncode == 0

@@ -1,0 +1,304 @@
+"""A small OCI distribution API client: push and fetch by digest, never by trust in tags.
+
+* Push an OCI image layout blob by blob (blobs the registry already has are skipped;
+  monolithic or chunked uploads), then the manifest *by digest*, so the registry holds
+  exactly the assembled manifest bytes (``docker push`` would rewrite them).
+* Fetch manifests and blobs by digest and check the bytes against the digest.
+* Resolve a tag to a digest once; everything after that works by digest.
+* Auth: anonymous, basic, and the bearer-token challenge flow, with credentials from the
+  Docker config (``auths`` or a credential helper). TLS is verified; plain HTTP only for a
+  loopback registry or one named as insecure. 5xx answers and dropped connections are
+  retried with backoff.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import ipaddress
+import json
+import os
+import re
+import subprocess
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from terminai_sandbox.errors import RegistryError
+from terminai_sandbox.reference import is_digest
+from terminai_sandbox.secret import Secret
+
+OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+OCI_INDEX = "application/vnd.oci.image.index.v1+json"
+DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
+DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+MANIFEST_ACCEPT = ", ".join((OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST, DOCKER_LIST))
+CHUNK = 8 << 20
+
+
+def sha256_digest(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def is_loopback(registry: str) -> bool:
+    host = registry.rsplit(":", 1)[0] if registry.count(":") == 1 or registry.startswith("[") else registry
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Credentials:
+    username: str
+    password: Secret[str]
+
+
+def docker_config_credentials(registry: str, env: Mapping[str, str] | None = None) -> Credentials | None:
+    """Credentials for ``registry`` from the Docker config (``auths``, ``credHelpers``, ``credsStore``)."""
+    env = os.environ if env is None else env
+    config_dir = Path(env.get("DOCKER_CONFIG") or Path(env.get("HOME", "~")).expanduser() / ".docker")
+    try:
+        config = json.loads((config_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    helper = config.get("credHelpers", {}).get(registry) or config.get("credsStore")
+    if helper:
+        try:
+            proc = subprocess.run([f"docker-credential-{helper}", "get"], input=registry, capture_output=True,
+                                  text=True, timeout=30, check=False)
+        except OSError as exc:
+            raise RegistryError(f"credential helper docker-credential-{helper} cannot run: {exc}") from None
+        if proc.returncode == 0:
+            data = json.loads(proc.stdout)
+            return Credentials(username=data["Username"], password=Secret(data["Secret"]))
+    entry = config.get("auths", {}).get(registry) or config.get("auths", {}).get(f"https://{registry}")
+    if entry and entry.get("auth"):
+        user, _, password = base64.b64decode(entry["auth"]).decode().partition(":")
+        return Credentials(username=user, password=Secret(password))
+    return None
+
+
+_CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
+
+
+def parse_challenge(header: str) -> tuple[str, dict[str, str]]:
+    """``Bearer realm="…",service="…",scope="…"`` → ("bearer", {realm, service, scope})."""
+    scheme, _, rest = header.strip().partition(" ")
+    return scheme.lower(), dict(_CHALLENGE.findall(rest))
+
+
+class RegistryClient:
+    """One registry host. Methods take the repository path (``terminai/sandbox``)."""
+
+    def __init__(self, registry: str, *, insecure: bool = False, credentials: Credentials | None = None,
+                 timeout: float = 60, retries: int = 4) -> None:
+        self.registry = registry
+        plain = insecure or is_loopback(registry)
+        self.base = f"{'http' if plain else 'https'}://{registry}"
+        self.credentials = credentials
+        self.timeout = timeout
+        self.retries = retries
+        self.session = requests.Session()
+        self._tokens: dict[str, Secret[str]] = {}
+
+    # -- transport -----------------------------------------------------------------
+    def _send(self, method: str, url: str, headers: dict[str, str], data: Any) -> requests.Response:
+        delay = 0.2
+        for attempt in range(self.retries + 1):
+            try:
+                response = self.session.request(method, url, headers=headers, data=data, timeout=self.timeout,
+                                                allow_redirects=True)
+            except requests.ConnectionError as exc:
+                if attempt == self.retries:
+                    raise RegistryError(f"registry {self.registry} is unreachable: {exc.__class__.__name__}",
+                                        hint="check the address, that it is running, and the network") from None
+                time.sleep(delay)
+                delay *= 2
+                continue
+            except requests.RequestException as exc:
+                raise RegistryError(f"request to {self.registry} failed: {exc}") from None
+            if response.status_code >= 500 and attempt < self.retries:
+                time.sleep(delay)
+                delay *= 2
+                continue
+            return response
+        raise AssertionError("unreachable")
+
+    def _auth_header(self, scope: str) -> dict[str, str]:
+        token = self._tokens.get(scope)
+        return {"Authorization": f"Bearer {token.reveal()}"} if token else {}
+
+    def _authenticate(self, challenge: str, scope: str) -> dict[str, str]:
+        scheme, params = parse_challenge(challenge)
+        if scheme == "basic":
+            if self.credentials is None:
+                raise RegistryError(f"registry {self.registry} needs a login",
+                                    hint=f"run 'docker login {self.registry}' (credentials are read from the Docker config)")
+            raw = f"{self.credentials.username}:{self.credentials.password.reveal()}".encode()
+            return {"Authorization": "Basic " + base64.b64encode(raw).decode()}
+        if scheme != "bearer" or "realm" not in params:
+            raise RegistryError(f"registry {self.registry} asked for unsupported auth {challenge!r}")
+        query = {"service": params.get("service", ""), "scope": params.get("scope", scope)}
+        auth = None
+        if self.credentials is not None:
+            auth = (self.credentials.username, self.credentials.password.reveal())
+        try:
+            response = self.session.get(params["realm"], params=query, auth=auth, timeout=self.timeout)
+        except requests.RequestException as exc:
+            raise RegistryError(f"token service {params['realm']} is unreachable: {exc.__class__.__name__}") from None
+        if response.status_code != 200:
+            raise RegistryError(f"token service refused ({response.status_code})",
+                                hint=f"check your login for {self.registry}")
+        body = response.json()
+        token = body.get("token") or body.get("access_token")
+        if not token:
+            raise RegistryError("token service answered without a token")
+        self._tokens[scope] = Secret(token)
+        return {"Authorization": f"Bearer {token}"}
+
+    def request(self, method: str, repo: str, path: str, *, headers: dict[str, str] | None = None,
+                data: Any = None, push: bool = False, url: str | None = None) -> requests.Response:
+        scope = f"repository:{repo}:{'pull,push' if push else 'pull'}"
+        all_headers = {**(headers or {}), **self._auth_header(scope)}
+        target = url or f"{self.base}/v2/{repo}/{path}"
+        response = self._send(method, target, all_headers, data)
+        if response.status_code == 401 and "WWW-Authenticate" in response.headers:
+            all_headers.update(self._authenticate(response.headers["WWW-Authenticate"], scope))
+            if hasattr(data, "seek"):
+                data.seek(0)
+            response = self._send(method, target, all_headers, data)
+        if response.status_code == 401:
+            raise RegistryError(f"{self.registry}/{repo}: authentication failed (401)",
+                                hint=f"log in with 'docker login {self.registry}'")
+        if response.status_code == 403:
+            raise RegistryError(f"{self.registry}/{repo}: access denied (403)",
+                                hint="your account lacks permission for this repository")
+        return response
+
+    # -- blobs -----------------------------------------------------------------------
+    def has_blob(self, repo: str, digest: str) -> bool:
+        response = self.request("HEAD", repo, f"blobs/{digest}")
+        return response.status_code == 200
+
+    def push_blob(self, repo: str, digest: str, data: bytes, *, chunk_size: int | None = None) -> bool:
+        """Upload a blob unless the registry has it; return True when bytes were sent."""
+        if sha256_digest(data) != digest:
+            raise RegistryError(f"refusing to push blob {digest}: its bytes do not match the digest")
+        if self.has_blob(repo, digest):
+            return False
+        start = self.request("POST", repo, "blobs/uploads/", push=True)
+        if start.status_code != 202:
+            raise RegistryError(f"{self.registry}/{repo}: upload refused ({start.status_code}): {start.text[:200]}")
+        location = self._absolute(start.headers["Location"])
+        if chunk_size:
+            offset = 0
+            while offset < len(data):
+                part = data[offset : offset + chunk_size]
+                response = self.request("PATCH", repo, "", url=location, push=True, data=part, headers={
+                    "Content-Type": "application/octet-stream",
+                    "Content-Range": f"{offset}-{offset + len(part) - 1}",
+                })
+                if response.status_code != 202:
+                    raise RegistryError(f"chunk upload failed ({response.status_code}): {response.text[:200]}")
+                location = self._absolute(response.headers["Location"])
+                offset += len(part)
+            body: bytes = b""
+        else:
+            body = data
+        sep = "&" if "?" in location else "?"
+        done = self.request("PUT", repo, "", url=f"{location}{sep}digest={digest}", push=True, data=body,
+                            headers={"Content-Type": "application/octet-stream"})
+        if done.status_code != 201:
+            raise RegistryError(f"{self.registry}/{repo}: blob {digest} rejected ({done.status_code}): {done.text[:200]}")
+        return True
+
+    def _absolute(self, location: str) -> str:
+        return location if location.startswith("http") else f"{self.base}{location}"
+
+    def get_blob(self, repo: str, digest: str) -> bytes:
+        """Fetch a blob and check its bytes against ``digest``."""
+        response = self.request("GET", repo, f"blobs/{digest}")
+        if response.status_code == 404:
+            raise RegistryError(f"{self.registry}/{repo}: blob {digest} not found")
+        if response.status_code != 200:
+            raise RegistryError(f"{self.registry}/{repo}: blob {digest}: HTTP {response.status_code}")
+        if sha256_digest(response.content) != digest:
+            raise RegistryError(f"{self.registry}/{repo}: blob {digest} is corrupted (its bytes hash differently)",
+                                hint="the registry's storage was altered; do not use this image")
+        return response.content
+
+    # -- manifests -----------------------------------------------------------------
+    def get_manifest(self, repo: str, reference: str) -> tuple[bytes, str, str]:
+        """(bytes, media type, digest). A digest reference is checked against the bytes."""
+        response = self.request("GET", repo, f"manifests/{reference}", headers={"Accept": MANIFEST_ACCEPT})
+        if response.status_code == 404:
+            raise RegistryError(f"{self.registry}/{repo}:{reference}: manifest unknown (404)",
+                                hint="check the repository and tag or digest")
+        if response.status_code != 200:
+            raise RegistryError(f"{self.registry}/{repo}:{reference}: HTTP {response.status_code}")
+        body = response.content
+        digest = sha256_digest(body)
+        if is_digest(reference) and digest != reference:
+            raise RegistryError(f"{self.registry}/{repo}: manifest {reference} is corrupted (got {digest})")
+        media = response.headers.get("Content-Type", "").split(";")[0] or json.loads(body).get("mediaType", "")
+        return body, media, digest
+
+    def manifest_exists(self, repo: str, reference: str) -> bool:
+        response = self.request("HEAD", repo, f"manifests/{reference}", headers={"Accept": MANIFEST_ACCEPT})
+        return response.status_code == 200
+
+    def resolve(self, repo: str, tag: str) -> str:
+        """The digest a tag points at now (read once; use the digest afterwards)."""
+        return self.get_manifest(repo, tag)[2]
+
+    def put_manifest(self, repo: str, reference: str, body: bytes, media_type: str) -> str:
+        response = self.request("PUT", repo, f"manifests/{reference}", push=True, data=body,
+                                headers={"Content-Type": media_type})
+        if response.status_code != 201:
+            raise RegistryError(f"{self.registry}/{repo}: manifest {reference} rejected ({response.status_code}): "
+                                f"{response.text[:300]}")
+        digest = sha256_digest(body)
+        stored = response.headers.get("Docker-Content-Digest")
+        if stored and stored != digest:
+            raise RegistryError(f"registry stored the manifest as {stored}, expected {digest}")
+        return digest
+
+    # -- OCI layouts -----------------------------------------------------------------
+    def push_layout(self, layout: Path, repo: str, *, tag: str | None = None, chunk_size: int | None = None) -> PushResult:
+        """Push the single image of an OCI layout by digest; tag it afterwards if asked."""
+        index = json.loads((layout / "index.json").read_text())
+        descriptor = index["manifests"][0]
+        manifest = _read_blob(layout, descriptor["digest"])
+        data = json.loads(manifest)
+        sent = skipped = 0
+        for item in [data["config"], *data["layers"]]:
+            if self.push_blob(repo, item["digest"], _read_blob(layout, item["digest"]), chunk_size=chunk_size):
+                sent += 1
+            else:
+                skipped += 1
+        digest = self.put_manifest(repo, descriptor["digest"], manifest, descriptor["mediaType"])
+        if tag:
+            self.put_manifest(repo, tag, manifest, descriptor["mediaType"])
+        return PushResult(digest=digest, blobs_sent=sent, blobs_skipped=skipped)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PushResult:
+    digest: str
+    blobs_sent: int
+    blobs_skipped: int
+
+
+def _read_blob(layout: Path, digest: str) -> bytes:
+    data = (layout / "blobs" / "sha256" / digest.removeprefix("sha256:")).read_bytes()
+    if sha256_digest(data) != digest:
+        raise RegistryError(f"OCI layout {layout}: blob {digest} is corrupted")
+    return data

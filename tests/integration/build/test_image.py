@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from terminai_sandbox.build import BuildOptions, BuildResult, build_image, check_reproducible, repo_root
+from terminai_sandbox.contracts import run_contracts
+from terminai_sandbox.engine import Engine
+from terminai_sandbox.errors import ContractError
+
+ROOT = repo_root()
+NOW = "2026-11-21T12:00:00Z"
+
+
+def run(engine: Engine, image: str, *cmd: str, **kw: object) -> tuple[int, str, str]:
+    code, out, err = engine.run(image, list(cmd), network_mode="none", **kw)
+    return code, out.decode(), err.decode()
+
+
+def test_same_inputs_give_the_same_digests(built_image: BuildResult, tmp_path: Path) -> None:
+    # A second build with cold caches, another directory and umask 077 (the CLI's --check-reproducible).
+    first, second = check_reproducible(BuildOptions(output_dir=tmp_path / "a", load=False))
+    assert first.manifest_digest == second.manifest_digest
+    assert first.config_digest == built_image.config_digest
+    assert first.diff_ids == built_image.diff_ids
+
+
+def test_engine_image_id_is_the_assembled_config_digest(engine: Engine, built_image: BuildResult) -> None:
+    image = engine.client.images.get(built_image.reference)
+    assert image.id == built_image.config_digest
+    assert built_image.reference.endswith(":0.1.0") and "latest" not in image.tags
+    labels = image.labels
+    assert labels["dev.terminai.contract.version"] == "1.0.0"
+    assert labels["org.opencontainers.image.version"] == "0.1.0"
+    index = json.loads((built_image.oci_layout / "index.json").read_text())
+    assert index["manifests"][0]["digest"] == built_image.manifest_digest
+
+
+def test_container_runs_as_non_root_without_build_leftovers(engine: Engine, built_image: BuildResult) -> None:
+    code, out, err = run(engine, built_image.config_digest, "sh", "-c",
+                         "id -u; id -un; ls -A /var/lib/apt/lists /var/cache/apt/archives | grep -c deb || true; "
+                         "wc -c < /etc/machine-id")
+    assert code == 0, err
+    assert out.split() == ["10001", "sandbox", "0", "0"]
+
+
+def test_cleanup_planner_runs_inside_on_a_mounted_fixture(engine: Engine, built_image: BuildResult,
+                                                          tmp_path: Path) -> None:
+    downloads = tmp_path / "Downloads"
+    subprocess.run([sys.executable, str(ROOT / "examples" / "make_sample_downloads.py"), str(downloads), "--now", NOW],
+                   check=True)
+    os.chmod(tmp_path, 0o755)
+    code, out, err = run(engine, built_image.config_digest, "python3", "-m", "apts.action.cleanup", "/data",
+                         "--now", NOW, volumes={str(downloads): {"bind": "/data", "mode": "ro"}}, read_only=True)
+    assert code == 0, err
+    plan = json.loads(out)
+    host = json.loads(subprocess.run([sys.executable, "-m", "apts.action.cleanup", str(downloads), "--now", NOW],
+                                     capture_output=True, text=True, check=True).stdout)
+    assert plan["counts"] == host["counts"] and plan["counts"]["DELETE"] == 6
+    assert [e["label"] for e in plan["entries"]] == [e["label"] for e in host["entries"]]
+
+
+def test_contract_suite_passes_inside_the_image(engine: Engine, built_image: BuildResult, tmp_path: Path) -> None:
+    report = run_contracts(engine, built_image.config_digest, output_dir=tmp_path)
+    assert report.ok and len(report.passed) >= 25 and not report.failed
+    assert report.junit is not None and "testcase" in report.junit.read_text()
+
+
+@pytest.fixture(scope="module")
+def broken_image(engine: Engine, built_image: BuildResult, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The release recipe with a T-APTS whose model lacks TRANSIT (the original field failure)."""
+    work = tmp_path_factory.mktemp("broken")
+    source = work / "terminai-apts"
+    shutil.copytree(ROOT / "packages" / "terminai-apts", source, symlinks=False,
+                    ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    model = source / "src" / "terminai_apts" / "model.py"
+    model.write_text(model.read_text().replace('    TRANSIT = "TRANSIT"\n', ""))
+    tag = "terminai/sandbox-broken:test"
+    build_image(BuildOptions(output_dir=work / "out", tapts_source=source, tag=tag))
+    yield tag
+    engine.client.images.remove(tag, force=True)
+
+
+def test_broken_image_fails_contracts_naming_the_missing_member(engine: Engine, broken_image: str) -> None:
+    with pytest.raises(ContractError) as caught:
+        run_contracts(engine, broken_image)
+    assert "terminai_apts.model.ObjectTableLabels.TRANSIT" in caught.value.message
+
+
+def test_broken_image_entrypoint_refuses_before_the_command_runs(engine: Engine, broken_image: str) -> None:
+    code, out, err = run(engine, broken_image, "sh", "-c", "echo COMMAND-RAN")
+    assert code == 70
+    assert "COMMAND-RAN" not in out
+    assert "ObjectTableLabels.TRANSIT: enum member missing" in err
+    assert "image is incompatible" in err

@@ -1,0 +1,178 @@
+from __future__ import annotations
+
+import json
+import os
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from terminai_sandbox.build import debian, layers, oci
+from terminai_sandbox.build.spec import load_spec
+from terminai_sandbox.engine import _diagnose, candidate_hosts
+from terminai_sandbox.errors import BuildError, ConfigError, EngineError, LockError
+
+SPEC = Path(__file__).resolve().parents[3] / "images" / "sandbox" / "image.toml"
+SDE = 1_700_000_000
+
+
+def test_the_real_spec_loads() -> None:
+    spec = load_spec(SPEC)
+    assert spec.uid == 10001 and spec.user == "sandbox" and "python3" in spec.packages
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda t: t.replace("[debian]", "[debain]"), "did you mean 'debian'"),
+        (lambda t: t.replace("variant =", "varient ="), "did you mean 'variant'"),
+        (lambda t: t.replace("uid = 10001", "uid = 0"), "must not be root"),
+        (lambda t: t.replace("uid = 10001", 'uid = "x"'), "user.uid must be a int"),
+        (lambda t: t + "\n[extra]\n", "unknown section"),
+        (lambda t: t.replace("[image]", "[image"), "not valid TOML"),
+    ],
+)
+def test_spec_errors_name_the_key(tmp_path: Path, mutate: object, message: str) -> None:
+    bad = tmp_path / "image.toml"
+    bad.write_text(mutate(SPEC.read_text()))  # type: ignore[operator]
+    with pytest.raises(ConfigError) as caught:
+        load_spec(bad)
+    assert message in caught.value.render()
+
+
+def _lock(*pkgs: tuple[str, str]) -> dict[str, object]:
+    return {"format": 1, "source_date_epoch": SDE, "packages": [
+        {"name": n, "version": v, "architecture": "amd64", "sha256": f"{n}-sum", "size": 1, "filename": n,
+         "source": n} for n, v in pkgs]}
+
+
+def _collected(tmp_path: Path, status: str, index: str) -> debian.Collected:
+    packages = tmp_path / "x_Packages"
+    packages.write_text(index)
+    return debian.Collected(status=status, packages_files=(packages,), release_dates=(SDE,))
+
+
+def test_verify_against_lock_names_extra_missing_and_changed(tmp_path: Path) -> None:
+    status = ("Package: a\nStatus: install ok installed\nVersion: 1\nArchitecture: amd64\n\n"
+              "Package: b\nStatus: install ok installed\nVersion: 2\nArchitecture: amd64\n\n"
+              "Package: extra\nStatus: install ok installed\nVersion: 9\nArchitecture: amd64\n")
+    index = "Package: a\nVersion: 1\nSHA256: a-sum\n\nPackage: b\nVersion: 2\nSHA256: tampered\n"
+    with pytest.raises(LockError) as caught:
+        debian.verify_against_lock(_lock(("a", "1"), ("b", "2"), ("gone", "3")), _collected(tmp_path, status, index))
+    text = caught.value.message
+    assert "extra package extra 9" in text and "missing package gone 3" in text
+    assert "b 2: archive sha256 tampered differs" in text
+    with pytest.raises(LockError, match="installed 1 .* locked 5"):
+        debian.verify_against_lock(_lock(("a", "5")), _collected(tmp_path, status.split("\n\n")[0], index))
+
+
+def test_preferences_pin_every_package() -> None:
+    prefs = debian.preferences(_lock(("a", "1:2.0-1"), ("b", "3")))
+    assert "Package: a\nPin: version 1:2.0-1\nPin-Priority: 1001\n" in prefs and "Package: b" in prefs
+
+
+def test_lock_file_errors(tmp_path: Path) -> None:
+    with pytest.raises(LockError) as caught:
+        debian.read_lock(tmp_path / "missing")
+    assert "terminai-sandbox lock" in caught.value.hint
+    (tmp_path / "bad").write_text("{}")
+    with pytest.raises(LockError, match="format-1"):
+        debian.read_lock(tmp_path / "bad")
+
+
+def _stage(root: Path) -> None:
+    (root / "usr" / "local" / "bin").mkdir(parents=True)
+    (root / "usr" / "local" / "bin" / "tool").write_text("#!/bin/sh\n")
+    (root / "usr" / "local" / "bin" / "tool").chmod(0o700)
+    (root / "data.txt").write_text("data")
+    os.link(root / "data.txt", root / "alias.txt")
+    (root / "link").symlink_to("data.txt")
+
+
+def test_own_layers_are_deterministic_across_umask_and_mtime(tmp_path: Path) -> None:
+    _stage(tmp_path / "a")
+    old = os.umask(0o077)
+    try:
+        _stage(tmp_path / "b")
+    finally:
+        os.umask(old)
+    os.utime(tmp_path / "b" / "data.txt", (1, 1))
+    one = layers.write_layer(tmp_path / "a", tmp_path / "a.tar", source_date_epoch=SDE)
+    two = layers.write_layer(tmp_path / "b", tmp_path / "b.tar", source_date_epoch=SDE)
+    assert one.diff_id == two.diff_id
+    with tarfile.open(one.tar) as tar:
+        members = {m.name: m for m in tar.getmembers()}
+    assert [m for m in members] == sorted(members)
+    assert members["usr/local/bin/tool"].mode == 0o755 and members["data.txt"].mode == 0o644
+    assert members["alias.txt"].isreg() and members["data.txt"].islnk()  # the first name carries the data
+    assert members["data.txt"].linkname == "alias.txt"
+    assert {m.mtime for m in members.values()} == {SDE} and {m.uid for m in members.values()} == {0}
+
+
+def test_special_files_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "s").mkdir()
+    os.mkfifo(tmp_path / "s" / "fifo")
+    with pytest.raises(BuildError, match="special file"):
+        layers.write_layer(tmp_path / "s", tmp_path / "x.tar", source_date_epoch=SDE)
+
+
+def test_normalise_retargets_hardlinks_and_clamps_times(tmp_path: Path) -> None:
+    src = tmp_path / "src.tar"
+    with tarfile.open(src, "w") as tar:
+        for name, kind, link in (("./", tarfile.DIRTYPE, ""), ("./z-target", tarfile.REGTYPE, ""),
+                                 ("./a-link", tarfile.LNKTYPE, "./z-target"), ("./dev/null", tarfile.CHRTYPE, "")):
+            info = tarfile.TarInfo(name)
+            info.type, info.linkname, info.mtime = kind, link, SDE + 999
+            data = b"payload" if kind == tarfile.REGTYPE else b""
+            info.size = len(data)
+            import io
+
+            tar.addfile(info, io.BytesIO(data))
+    layer = layers.normalise_tar(src, tmp_path / "out.tar", source_date_epoch=SDE)
+    with tarfile.open(layer.tar) as tar:
+        members = tar.getmembers()
+        assert [(m.name, m.type) for m in members] == [("a-link", tarfile.REGTYPE), ("z-target", tarfile.LNKTYPE)]
+        assert members[1].linkname == "a-link" and {m.mtime for m in members} == {SDE}
+        first = tar.extractfile(members[0])
+        assert first is not None and first.read() == b"payload"
+
+
+def test_gzip_blobs_are_deterministic(tmp_path: Path) -> None:
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "f").write_text("x" * 1000)
+    layer = layers.write_layer(tmp_path / "s", tmp_path / "l.tar", source_date_epoch=SDE)
+    a = layers.compress(layer, tmp_path / "a.gz")
+    b = layers.compress(layer, tmp_path / "b.gz")
+    assert a.digest == b.digest and a.diff_id == layer.diff_id
+
+
+def test_first_difference_names_the_entry(tmp_path: Path) -> None:
+    for name, text in (("a", "one"), ("b", "two")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "f").write_text(text)
+        layers.write_layer(tmp_path / name, tmp_path / f"{name}.tar", source_date_epoch=SDE)
+    assert layers.first_difference(tmp_path / "a.tar", tmp_path / "b.tar") == "f: content differs"
+    assert layers.first_difference(tmp_path / "a.tar", tmp_path / "a.tar") is None
+
+
+def test_config_is_canonical_json() -> None:
+    layer = layers.Layer(tar=Path("x"), diff_id="sha256:" + "0" * 64, size=1, digest="sha256:" + "1" * 64,
+                         gzip_size=1)
+    kwargs = dict(layers=[layer], history=["h"], user="1:1", env=["A=1"], entrypoint=["/e"], cmd=["c"],
+                  workdir="/w", labels={"b": "2", "a": "1"}, source_date_epoch=SDE, architecture="amd64")
+    config = oci.make_config(**kwargs)  # type: ignore[arg-type]
+    assert config == oci.make_config(**kwargs)  # type: ignore[arg-type]
+    data = json.loads(config)
+    assert data["created"] == "2023-11-14T22:13:20Z" and data["rootfs"]["diff_ids"] == [layer.diff_id]
+    assert b" " not in config.replace(b"Sovereign Sandbox", b"")
+
+
+def test_engine_hosts_and_diagnosis(tmp_path: Path) -> None:
+    assert candidate_hosts({"DOCKER_HOST": "tcp://127.0.0.1:1"}) == ["tcp://127.0.0.1:1"]
+    assert candidate_hosts({"XDG_RUNTIME_DIR": "/run/user/5"})[1] == "unix:///run/user/5/podman/podman.sock"
+    down = _diagnose(f"unix://{tmp_path}/nothing.sock", ConnectionError("refused"))
+    assert isinstance(down, EngineError) and ("not running" in down.message or "no container engine" in down.message)
+    sock = tmp_path / "docker.sock"
+    sock.write_text("")
+    denied = _diagnose(f"unix://{sock}", PermissionError(13, "Permission denied"))
+    assert "permission denied" in denied.message and "docker' group" in denied.hint
