@@ -72,8 +72,14 @@ def docker_config_credentials(registry: str, env: Mapping[str, str] | None = Non
     helper = config.get("credHelpers", {}).get(registry) or config.get("credsStore")
     if helper:
         try:
-            proc = subprocess.run([f"docker-credential-{helper}", "get"], input=registry, capture_output=True,
-                                  text=True, timeout=30, check=False)
+            proc = subprocess.run(
+                [f"docker-credential-{helper}", "get"],
+                input=registry,
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
         except OSError as exc:
             raise RegistryError(f"credential helper docker-credential-{helper} cannot run: {exc}") from None
         if proc.returncode == 0:
@@ -98,8 +104,15 @@ def parse_challenge(header: str) -> tuple[str, dict[str, str]]:
 class RegistryClient:
     """One registry host. Methods take the repository path (``terminai/sandbox``)."""
 
-    def __init__(self, registry: str, *, insecure: bool = False, credentials: Credentials | None = None,
-                 timeout: float = 60, retries: int = 4) -> None:
+    def __init__(
+        self,
+        registry: str,
+        *,
+        insecure: bool = False,
+        credentials: Credentials | None = None,
+        timeout: float = 60,
+        retries: int = 4,
+    ) -> None:
         self.registry = registry
         plain = insecure or is_loopback(registry)
         self.base = f"{'http' if plain else 'https'}://{registry}"
@@ -114,12 +127,15 @@ class RegistryClient:
         delay = 0.2
         for attempt in range(self.retries + 1):
             try:
-                response = self.session.request(method, url, headers=headers, data=data, timeout=self.timeout,
-                                                allow_redirects=True)
+                response = self.session.request(
+                    method, url, headers=headers, data=data, timeout=self.timeout, allow_redirects=True
+                )
             except requests.ConnectionError as exc:
                 if attempt == self.retries:
-                    raise RegistryError(f"registry {self.registry} is unreachable: {exc.__class__.__name__}",
-                                        hint="check the address, that it is running, and the network") from None
+                    raise RegistryError(
+                        f"registry {self.registry} is unreachable: {exc.__class__.__name__}",
+                        hint="check the address, that it is running, and the network",
+                    ) from None
                 time.sleep(delay)
                 delay *= 2
                 continue
@@ -140,8 +156,10 @@ class RegistryClient:
         scheme, params = parse_challenge(challenge)
         if scheme == "basic":
             if self.credentials is None:
-                raise RegistryError(f"registry {self.registry} needs a login",
-                                    hint=f"run 'docker login {self.registry}' (credentials are read from the Docker config)")
+                raise RegistryError(
+                    f"registry {self.registry} needs a login",
+                    hint=f"run 'docker login {self.registry}' (credentials are read from the Docker config)",
+                )
             raw = f"{self.credentials.username}:{self.credentials.password.reveal()}".encode()
             return {"Authorization": "Basic " + base64.b64encode(raw).decode()}
         if scheme != "bearer" or "realm" not in params:
@@ -155,8 +173,9 @@ class RegistryClient:
         except requests.RequestException as exc:
             raise RegistryError(f"token service {params['realm']} is unreachable: {exc.__class__.__name__}") from None
         if response.status_code != 200:
-            raise RegistryError(f"token service refused ({response.status_code})",
-                                hint=f"check your login for {self.registry}")
+            raise RegistryError(
+                f"token service refused ({response.status_code})", hint=f"check your login for {self.registry}"
+            )
         body = response.json()
         token = body.get("token") or body.get("access_token")
         if not token:
@@ -164,8 +183,17 @@ class RegistryClient:
         self._tokens[scope] = Secret(token)
         return {"Authorization": f"Bearer {token}"}
 
-    def request(self, method: str, repo: str, path: str, *, headers: dict[str, str] | None = None,
-                data: Any = None, push: bool = False, url: str | None = None) -> requests.Response:
+    def request(
+        self,
+        method: str,
+        repo: str,
+        path: str,
+        *,
+        headers: dict[str, str] | None = None,
+        data: Any = None,
+        push: bool = False,
+        url: str | None = None,
+    ) -> requests.Response:
         scope = f"repository:{repo}:{'pull,push' if push else 'pull'}"
         all_headers = {**(headers or {}), **self._auth_header(scope)}
         target = url or f"{self.base}/v2/{repo}/{path}"
@@ -176,11 +204,14 @@ class RegistryClient:
                 data.seek(0)
             response = self._send(method, target, all_headers, data)
         if response.status_code == 401:
-            raise RegistryError(f"{self.registry}/{repo}: authentication failed (401)",
-                                hint=f"log in with 'docker login {self.registry}'")
+            raise RegistryError(
+                f"{self.registry}/{repo}: authentication failed (401)",
+                hint=f"log in with 'docker login {self.registry}'",
+            )
         if response.status_code == 403:
-            raise RegistryError(f"{self.registry}/{repo}: access denied (403)",
-                                hint="your account lacks permission for this repository")
+            raise RegistryError(
+                f"{self.registry}/{repo}: access denied (403)", hint="your account lacks permission for this repository"
+            )
         return response
 
     # -- blobs -----------------------------------------------------------------------
@@ -202,10 +233,18 @@ class RegistryClient:
             offset = 0
             while offset < len(data):
                 part = data[offset : offset + chunk_size]
-                response = self.request("PATCH", repo, "", url=location, push=True, data=part, headers={
-                    "Content-Type": "application/octet-stream",
-                    "Content-Range": f"{offset}-{offset + len(part) - 1}",
-                })
+                response = self.request(
+                    "PATCH",
+                    repo,
+                    "",
+                    url=location,
+                    push=True,
+                    data=part,
+                    headers={
+                        "Content-Type": "application/octet-stream",
+                        "Content-Range": f"{offset}-{offset + len(part) - 1}",
+                    },
+                )
                 if response.status_code != 202:
                     raise RegistryError(f"chunk upload failed ({response.status_code}): {response.text[:200]}")
                 location = self._absolute(response.headers["Location"])
@@ -214,10 +253,19 @@ class RegistryClient:
         else:
             body = data
         sep = "&" if "?" in location else "?"
-        done = self.request("PUT", repo, "", url=f"{location}{sep}digest={digest}", push=True, data=body,
-                            headers={"Content-Type": "application/octet-stream"})
+        done = self.request(
+            "PUT",
+            repo,
+            "",
+            url=f"{location}{sep}digest={digest}",
+            push=True,
+            data=body,
+            headers={"Content-Type": "application/octet-stream"},
+        )
         if done.status_code != 201:
-            raise RegistryError(f"{self.registry}/{repo}: blob {digest} rejected ({done.status_code}): {done.text[:200]}")
+            raise RegistryError(
+                f"{self.registry}/{repo}: blob {digest} rejected ({done.status_code}): {done.text[:200]}"
+            )
         return True
 
     def _absolute(self, location: str) -> str:
@@ -231,8 +279,10 @@ class RegistryClient:
         if response.status_code != 200:
             raise RegistryError(f"{self.registry}/{repo}: blob {digest}: HTTP {response.status_code}")
         if sha256_digest(response.content) != digest:
-            raise RegistryError(f"{self.registry}/{repo}: blob {digest} is corrupted (its bytes hash differently)",
-                                hint="the registry's storage was altered; do not use this image")
+            raise RegistryError(
+                f"{self.registry}/{repo}: blob {digest} is corrupted (its bytes hash differently)",
+                hint="the registry's storage was altered; do not use this image",
+            )
         return response.content
 
     # -- manifests -----------------------------------------------------------------
@@ -240,8 +290,10 @@ class RegistryClient:
         """(bytes, media type, digest). A digest reference is checked against the bytes."""
         response = self.request("GET", repo, f"manifests/{reference}", headers={"Accept": MANIFEST_ACCEPT})
         if response.status_code == 404:
-            raise RegistryError(f"{self.registry}/{repo}:{reference}: manifest unknown (404)",
-                                hint="check the repository and tag or digest")
+            raise RegistryError(
+                f"{self.registry}/{repo}:{reference}: manifest unknown (404)",
+                hint="check the repository and tag or digest",
+            )
         if response.status_code != 200:
             raise RegistryError(f"{self.registry}/{repo}:{reference}: HTTP {response.status_code}")
         body = response.content
@@ -260,11 +312,13 @@ class RegistryClient:
         return self.get_manifest(repo, tag)[2]
 
     def put_manifest(self, repo: str, reference: str, body: bytes, media_type: str) -> str:
-        response = self.request("PUT", repo, f"manifests/{reference}", push=True, data=body,
-                                headers={"Content-Type": media_type})
+        response = self.request(
+            "PUT", repo, f"manifests/{reference}", push=True, data=body, headers={"Content-Type": media_type}
+        )
         if response.status_code != 201:
-            raise RegistryError(f"{self.registry}/{repo}: manifest {reference} rejected ({response.status_code}): "
-                                f"{response.text[:300]}")
+            raise RegistryError(
+                f"{self.registry}/{repo}: manifest {reference} rejected ({response.status_code}): {response.text[:300]}"
+            )
         digest = sha256_digest(body)
         stored = response.headers.get("Docker-Content-Digest")
         if stored and stored != digest:
@@ -272,7 +326,9 @@ class RegistryClient:
         return digest
 
     # -- OCI layouts -----------------------------------------------------------------
-    def push_layout(self, layout: Path, repo: str, *, tag: str | None = None, chunk_size: int | None = None) -> PushResult:
+    def push_layout(
+        self, layout: Path, repo: str, *, tag: str | None = None, chunk_size: int | None = None
+    ) -> PushResult:
         """Push the single image of an OCI layout by digest; tag it afterwards if asked."""
         index = json.loads((layout / "index.json").read_text())
         descriptor = index["manifests"][0]

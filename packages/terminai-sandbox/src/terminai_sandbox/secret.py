@@ -15,7 +15,7 @@ class Secret(Generic[T]):
     __slots__ = ("_value",)
 
     def __init__(self, value: T) -> None:
-        self._value = value
+        self._value: T = value
 
     def reveal(self) -> T:
         value: T = self._value
