@@ -14,12 +14,13 @@ At least one signature must pass every step. The most specific failure is report
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
-from terminai_sandbox.errors import ConfigError, RegistryError, VerificationError
+from terminai_sandbox.errors import RegistryError, VerificationError
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
-from terminai_sandbox.signing import cosign
+from terminai_sandbox.signing import cosign, keyless
 from terminai_sandbox.signing.payload import parse
 from terminai_sandbox.signing.policy import VerificationPolicy
 
@@ -66,11 +67,15 @@ def verify_image(ref: ImageRef, policy: VerificationPolicy, *, client: RegistryC
             "the verification policy trusts no key and no identity: nothing can pass",
             hint="pass --key cosign.pub or a --policy file",
         )
-    if policy.identities and not policy.keys:
-        raise ConfigError(
-            "keyless (certificate identity) verification is not available in this version",
-            hint="verify with a public key (--key) for now",
-        )
+    if policy.identities:
+        found = _verify_keyless(ref, policy, client)
+        if found is not None:
+            return found
+        if not policy.keys:
+            raise VerificationError(
+                f"step 2: no keyless (Sigstore bundle) signature found for {ref.pinned}",
+                hint="sign with 'terminai-sandbox sign --keyless' in CI",
+            )
     repository = ref.name
     # Step 2
     try:
@@ -127,4 +132,63 @@ def verify_image(ref: ImageRef, policy: VerificationPolicy, *, client: RegistryC
         )
     return VerificationResult(
         digest=ref.digest, repository=repository, signatures=tuple(verified), policy_fingerprint=policy.fingerprint()
+    )
+
+
+BUNDLE_MEDIA = "application/vnd.dev.sigstore.bundle.v0.3+json"
+
+
+def referrer_bundles(client: RegistryClient, repo: str, digest: str) -> list[str]:
+    """Sigstore bundles attached to ``digest`` as OCI 1.1 referrers (API, then the fallback tag)."""
+    response = client.request(
+        "GET", repo, f"referrers/{digest}", headers={"Accept": "application/vnd.oci.image.index.v1+json"}
+    )
+    if response.status_code == 200:
+        index = response.json()
+    else:
+        try:
+            body, _, _ = client.get_manifest(repo, digest.replace(":", "-"))
+        except RegistryError as exc:
+            if "404" in exc.message:
+                return []
+            raise
+        index = json.loads(body)
+    bundles = []
+    for entry in index.get("manifests", []):
+        if entry.get("artifactType") != BUNDLE_MEDIA:
+            continue
+        manifest = json.loads(client.get_manifest(repo, entry["digest"])[0])
+        for layer in manifest.get("layers", []):
+            if layer.get("mediaType") == BUNDLE_MEDIA:
+                bundles.append(client.get_blob(repo, layer["digest"]).decode())
+    return bundles
+
+
+def _verify_keyless(ref: ImageRef, policy: VerificationPolicy, client: RegistryClient) -> VerificationResult | None:
+    assert ref.digest is not None
+    bundles = referrer_bundles(client, ref.repository, ref.digest)
+    if not bundles:
+        return None
+    problems = []
+    for bundle in bundles:
+        for identity in policy.identities:
+            try:
+                keyless.verify_bundle(
+                    bundle, digest=ref.digest, identity=identity, predicate_type=keyless.COSIGN_SIGN_PREDICATE
+                )
+            except VerificationError as exc:
+                problems.append(exc.message)
+                continue
+            wanted = identity.identity or identity.identity_regexp or "?"
+            signed = VerifiedSignature(
+                key_id=f"keyless:{wanted}",
+                key_source=identity.issuer or identity.issuer_regexp or "?",
+                docker_reference=ref.name,
+                payload_digest="",
+            )
+            return VerificationResult(
+                digest=ref.digest, repository=ref.name, signatures=(signed,), policy_fingerprint=policy.fingerprint()
+            )
+    raise VerificationError(
+        f"{ref.pinned}: no keyless signature matches the policy: {'; '.join(sorted(set(problems)))}"
     )
