@@ -99,3 +99,16 @@ def test_broken_image_entrypoint_refuses_before_the_command_runs(engine: Engine,
     assert "COMMAND-RAN" not in out
     assert "ObjectTableLabels.TRANSIT: enum member missing" in err
     assert "image is incompatible" in err
+
+
+def test_lock_check_reports_a_locked_version_gone_from_the_mirror(tmp_path: Path) -> None:
+    from terminai_sandbox.build import debian
+    from terminai_sandbox.build.spec import load_spec
+
+    spec = load_spec(ROOT / "images" / "sandbox" / "image.toml")
+    lock = debian.read_lock(spec.debian_lock)
+    assert not [line for line in debian.drift(spec, lock) if line.startswith("gone:")]
+    lock["packages"][0]["version"] = "0.0.1-never"
+    report = debian.drift(spec, lock)
+    assert f"gone: {lock['packages'][0]['name']} 0.0.1-never is no longer on the mirrors" in report
+    assert any(line.startswith("newer:") for line in report)

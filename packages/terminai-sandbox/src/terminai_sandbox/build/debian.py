@@ -91,14 +91,16 @@ def run_mmdebstrap(
     if prefs is not None:
         pref_file = workdir / "terminai-lock.pref"
         pref_file.write_text(prefs)
-        cmd.append(f"--setup-hook=mkdir -p \"$1/etc/apt/preferences.d\" && cp {pref_file} \"$1/etc/apt/preferences.d/\"")
+        cmd.append(f'--setup-hook=mkdir -p "$1/etc/apt/preferences.d" && cp {pref_file} "$1/etc/apt/preferences.d/"')
     cmd.append(
-        f"--customize-hook=cp \"$1/var/lib/dpkg/status\" {collect}/status && "
-        f"mkdir -p {collect}/lists && cp \"$1\"/var/lib/apt/lists/*_Packages \"$1\"/var/lib/apt/lists/*Release {collect}/lists/"
+        f'--customize-hook=cp "$1/var/lib/dpkg/status" {collect}/status && '
+        f'mkdir -p {collect}/lists && cp "$1"/var/lib/apt/lists/*_Packages "$1"/var/lib/apt/lists/*Release {collect}/lists/'
     )
     cmd += [f"--customize-hook={hook}" for hook in extra_hooks]
-    cmd.append("--customize-hook=rm -rf \"$1\"/var/lib/apt/lists/* \"$1\"/var/cache/apt/archives/*.deb "
-               "\"$1/etc/apt/preferences.d/terminai-lock.pref\"")
+    cmd.append(
+        '--customize-hook=rm -rf "$1"/var/lib/apt/lists/* "$1"/var/cache/apt/archives/*.deb '
+        '"$1/etc/apt/preferences.d/terminai-lock.pref"'
+    )
     cmd += [spec.suite, str(output), *spec.mirrors]
     env = {**os.environ, "LC_ALL": "C.UTF-8", "TZ": "UTC"}
     if source_date_epoch is not None:
@@ -108,8 +110,10 @@ def run_mmdebstrap(
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr or proc.stdout).splitlines()[-25:])
-        raise BuildError(f"mmdebstrap failed (exit {proc.returncode}):\n{tail}",
-                         hint="a locked version may have left the mirror: run 'terminai-sandbox lock --check'")
+        raise BuildError(
+            f"mmdebstrap failed (exit {proc.returncode}):\n{tail}",
+            hint="a locked version may have left the mirror: run 'terminai-sandbox lock --check'",
+        )
     log(f"mmdebstrap done in {time.monotonic() - started:.1f} s")
     lists = collect / "lists"
     dates = []
@@ -145,17 +149,21 @@ def make_lock(spec: ImageSpec, collected: Collected) -> dict[str, Any]:
         fields = pkgs[name]
         record = records.get((name, fields["Version"]))
         if record is None:
-            raise LockError(f"{name} {fields['Version']} is installed but in no archive index",
-                            hint="the mirror changed during locking; run 'terminai-sandbox lock' again")
-        entries.append({
-            "name": name,
-            "version": fields["Version"],
-            "architecture": fields.get("Architecture", spec.architecture),
-            "source": (fields.get("Source") or name).split(" ")[0],
-            "sha256": record["SHA256"],
-            "size": int(record["Size"]),
-            "filename": record["Filename"],
-        })
+            raise LockError(
+                f"{name} {fields['Version']} is installed but in no archive index",
+                hint="the mirror changed during locking; run 'terminai-sandbox lock' again",
+            )
+        entries.append(
+            {
+                "name": name,
+                "version": fields["Version"],
+                "architecture": fields.get("Architecture", spec.architecture),
+                "source": (fields.get("Source") or name).split(" ")[0],
+                "sha256": record["SHA256"],
+                "size": int(record["Size"]),
+                "filename": record["Filename"],
+            }
+        )
     return {
         "format": LOCK_FORMAT,
         "suite": spec.suite,
@@ -175,7 +183,9 @@ def read_lock(path: Path) -> dict[str, Any]:
     except ValueError as exc:
         raise LockError(f"{path} is not valid JSON: {exc}") from None
     if data.get("format") != LOCK_FORMAT or not isinstance(data.get("packages"), list):
-        raise LockError(f"{path} is not a format-{LOCK_FORMAT} Debian lock", hint="regenerate it with 'terminai-sandbox lock'")
+        raise LockError(
+            f"{path} is not a format-{LOCK_FORMAT} Debian lock", hint="regenerate it with 'terminai-sandbox lock'"
+        )
     return data
 
 
@@ -201,17 +211,23 @@ def verify_against_lock(lock: dict[str, Any], collected: Collected) -> None:
     for name in sorted(set(pkgs) & set(locked)):
         got, want = pkgs[name], locked[name]
         if got["Version"] != want["version"] or got.get("Architecture") != want["architecture"]:
-            problems.append(f"{name}: installed {got['Version']} ({got.get('Architecture')}), "
-                            f"locked {want['version']} ({want['architecture']})")
+            problems.append(
+                f"{name}: installed {got['Version']} ({got.get('Architecture')}), "
+                f"locked {want['version']} ({want['architecture']})"
+            )
     records = _index_records(collected, {n: f["Version"] for n, f in pkgs.items()})
     for name in sorted(set(pkgs) & set(locked)):
         record = records.get((name, pkgs[name]["Version"]))
         if record is not None and record.get("SHA256") != locked[name]["sha256"]:
-            problems.append(f"{name} {locked[name]['version']}: archive sha256 {record.get('SHA256')} "
-                            f"differs from the locked {locked[name]['sha256']}")
+            problems.append(
+                f"{name} {locked[name]['version']}: archive sha256 {record.get('SHA256')} "
+                f"differs from the locked {locked[name]['sha256']}"
+            )
     if problems:
-        raise LockError("the installed Debian packages do not match debian.lock:\n  " + "\n  ".join(problems),
-                        hint="run 'terminai-sandbox lock --check' to see drift; relock with 'terminai-sandbox lock'")
+        raise LockError(
+            "the installed Debian packages do not match debian.lock:\n  " + "\n  ".join(problems),
+            hint="run 'terminai-sandbox lock --check' to see drift; relock with 'terminai-sandbox lock'",
+        )
 
 
 def drift(spec: ImageSpec, lock: dict[str, Any]) -> list[str]:
@@ -223,17 +239,30 @@ def drift(spec: ImageSpec, lock: dict[str, Any]) -> list[str]:
         (root / "sources.list").write_text("\n".join(spec.mirrors) + "\n")
         (root / "status").write_text("")
         opts = [
-            f"-o=Dir::State::Lists={root}/lists", f"-o=Dir::Cache={root}/cache", f"-o=Dir::Etc::SourceList={root}/sources.list",
-            "-o=Dir::Etc::SourceParts=/nonexistent", f"-o=Dir::State::status={root}/status",
-            f"-o=APT::Architecture={spec.architecture}", "-o=APT::Architectures::=", f"-o=Dir::Etc::Parts={root}/etc/apt.conf.d",
+            f"-o=Dir::State::Lists={root}/lists",
+            f"-o=Dir::Cache={root}/cache",
+            f"-o=Dir::Etc::SourceList={root}/sources.list",
+            "-o=Dir::Etc::SourceParts=/nonexistent",
+            f"-o=Dir::State::status={root}/status",
+            f"-o=APT::Architecture={spec.architecture}",
+            "-o=APT::Architectures::=",
+            f"-o=Dir::Etc::Parts={root}/etc/apt.conf.d",
             f"-o=Dir::Etc::PreferencesParts={root}/etc/preferences.d",
         ]
         proc = subprocess.run(["apt-get", *opts, "update"], capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             raise LockError(f"apt-get update failed while checking drift: {proc.stderr.strip()[-500:]}")
         versions: dict[str, set[str]] = {}
-        for path in (root / "lists").glob("*_Packages"):
-            for fields in paragraphs(path.read_text(errors="replace")):
+        for path in sorted((root / "lists").glob("*_Packages*")):
+            # apt may keep indexes compressed (lz4, gz, xz); apt-helper reads every format.
+            text = subprocess.run(
+                ["/usr/lib/apt/apt-helper", "cat-file", str(path)],
+                capture_output=True,
+                text=True,
+                errors="replace",
+                check=True,
+            ).stdout
+            for fields in paragraphs(text):
                 versions.setdefault(fields.get("Package", ""), set()).add(fields.get("Version", ""))
     report = []
     for pkg in lock["packages"]:
