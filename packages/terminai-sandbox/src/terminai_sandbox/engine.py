@@ -91,13 +91,13 @@ class Engine:
     def connect(cls, env: Mapping[str, str] | None = None, *, timeout: int = 120) -> Engine:
         """Connect to the first engine that answers; raise :class:`EngineError` saying why none did."""
         env = os.environ if env is None else env
-        last: EngineError | None = None
+        errors: list[EngineError] = []
         for host in candidate_hosts(env):
             try:
                 client = docker.DockerClient(base_url=host, timeout=timeout, version="auto")
                 version = client.version()
             except (docker.errors.DockerException, requests.RequestException, OSError) as exc:
-                last = _diagnose(host, exc)
+                errors.append(_diagnose(host, exc))
                 if env.get("DOCKER_HOST"):
                     break
                 continue
@@ -112,7 +112,9 @@ class Engine:
             name = "podman" if "podman" in components.lower() else "docker"
             info = EngineInfo(host=host, name=name, version=str(version.get("Version", "?")), api_version=api)
             return cls(client, info)
-        raise last or EngineError("no container engine found")
+        # The default socket's story matters most, unless some socket refused us outright.
+        denied = [e for e in errors if "permission denied" in e.message]
+        raise (denied or errors or [EngineError("no container engine found")])[0]
 
     @contextlib.contextmanager
     def container(self, image: str, command: Sequence[str] | None = None, **kwargs: Any) -> Iterator[Any]:

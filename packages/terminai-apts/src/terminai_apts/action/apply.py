@@ -189,7 +189,14 @@ def apply_plan(
         root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     except OSError as exc:
         raise CleanupError(f"plan root {plan.root!r} cannot be opened: {exc.strerror}") from None
-    journal = _Journal(journal_file)
+    try:
+        journal = _Journal(journal_file)
+    except OSError as exc:
+        os.close(root_fd)
+        raise CleanupError(
+            f"cannot write the cleanup journal {journal_file}: {exc.strerror}",
+            hint="the folder must be writable by the user applying the plan",
+        ) from None
     report = ApplyReport(journal=journal_file)
     try:
         journal.write({"op": "begin", "plan_id": pid, "root": plan.root, "approved_by": approved_by.strip()})

@@ -1,0 +1,314 @@
+"""Launcher configuration: frozen values parsed strictly from a passed-in environment.
+
+Only ``cli.py`` reads ``os.environ``; it hands the mapping to :func:`load_launch_config`.
+Every malformed value raises :class:`ConfigError` naming the variable, the bad item and the
+accepted form. Nothing falls back silently: an unknown engine name, an empty image or a
+mount of the docker socket is an error, never a default.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from terminai_sandbox.errors import ConfigError
+from terminai_sandbox.reference import ImageRef
+
+ENGINES = ("docker", "podman", "sandbox-exec")
+_TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
+DOCKER_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock", "/run/podman/podman.sock")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL|AUTH)", re.IGNORECASE)
+
+# Flags that switch off a layer of the sandbox; refused unless --unsafe-allow-flag names them.
+DANGEROUS_FLAGS = {
+    "--privileged": "gives the container every capability and all devices",
+    "--cap-add": "adds kernel capabilities",
+    "--security-opt": "seccomp=unconfined / apparmor=unconfined / label=disable weaken confinement",
+    "--pid": "--pid=host shares the host's process table",
+    "--ipc": "--ipc=host shares the host's IPC namespace",
+    "--network": "--network=host shares the host's network",
+    "--net": "--net=host shares the host's network",
+    "--userns": "--userns=host disables user-namespace isolation",
+    "--uts": "--uts=host shares the host's hostname namespace",
+    "--user": "--user 0 runs as root",
+    "-u": "-u 0 runs as root",
+    "--device": "exposes host devices",
+    "--volume": "volumes go through SANDBOX_MOUNTS, which checks them",
+    "-v": "volumes go through SANDBOX_MOUNTS, which checks them",
+    "--mount": "mounts go through SANDBOX_MOUNTS, which checks them",
+}
+_SAFE_VALUES = {
+    "--security-opt": ("no-new-privileges", "no-new-privileges:true", "label=type:container_t"),
+    "--network": ("none",),
+    "--net": ("none",),
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Mount:
+    source: str
+    target: str
+    read_only: bool = True
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Port:
+    host: int
+    container: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class EnvItem:
+    name: str
+    value: str | None  # None: inherited by name from the launcher's environment (never in argv)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchConfig:
+    engine: str | None  # None: the sandbox is off
+    engine_from: str
+    image: ImageRef | None
+    image_from: str
+    flags: tuple[str, ...] = ()
+    mounts: tuple[Mount, ...] = ()
+    ports: tuple[Port, ...] = ()
+    env: tuple[EnvItem, ...] = ()
+    set_uid_gid: bool | None = None
+
+
+def _var(env: Mapping[str, str], *names: str) -> tuple[str | None, str]:
+    for name in names:
+        if name in env:
+            return env[name], name
+    return None, names[0]
+
+
+def parse_bool(value: str, variable: str) -> bool:
+    low = value.strip().lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    raise ConfigError(f"{variable}={value!r} is not a boolean", hint=f"use one of {', '.join(_TRUE + _FALSE)}")
+
+
+def parse_engine(value: str, variable: str, *, available: Sequence[str], platform: str) -> str | None:
+    low = value.strip().lower()
+    if low in ("false", "0", ""):
+        return None
+    if low in ("true", "1"):
+        for candidate in ("docker", "podman"):
+            if candidate in available:
+                return candidate
+        raise ConfigError(
+            f"{variable}={value!r} asks for a sandbox but neither docker nor podman is installed",
+            hint="install Docker or Podman, or set it to false",
+        )
+    if low not in ENGINES:
+        raise ConfigError(
+            f"{variable}={value!r} is not a sandbox engine",
+            hint="accepted: true, 1, false, 0, docker, podman, sandbox-exec",
+        )
+    if low == "sandbox-exec" and platform != "darwin":
+        raise ConfigError(f"{variable}=sandbox-exec works only on macOS", hint="use docker or podman on this system")
+    if low not in available:
+        raise ConfigError(
+            f"{variable}={low} but {low} is not installed", hint=f"install {low} or choose another engine"
+        )
+    return low
+
+
+def parse_flags(value: str, *, allowed: Sequence[str] = ()) -> tuple[str, ...]:
+    """``SANDBOX_FLAGS``: shell words; shell operators and flags that defeat the sandbox are refused."""
+    try:
+        words = shlex.split(value)
+    except ValueError as exc:
+        raise ConfigError(
+            f"SANDBOX_FLAGS cannot be split into words: {exc}", hint="quote values the way a POSIX shell would"
+        ) from None
+    for word in words:
+        if word in (";", "|", "&&", "||", "&", ">", "<") or word.startswith(("$(", "`")):
+            raise ConfigError(
+                f"SANDBOX_FLAGS contains the shell operator {word!r}",
+                hint="SANDBOX_FLAGS holds engine flags only; nothing runs through a shell",
+            )
+    index = 0
+    while index < len(words):
+        word = words[index]
+        name, eq, inline = word.partition("=")
+        if name in DANGEROUS_FLAGS:
+            value_part = inline if eq else (words[index + 1] if index + 1 < len(words) else "")
+            safe = value_part in _SAFE_VALUES.get(name, ()) or (
+                name in ("--user", "-u") and not _is_root_user(value_part)
+            )
+            if name in ("--pid", "--ipc", "--uts", "--userns", "--network", "--net") and value_part != "host":
+                safe = True
+            if name == "--security-opt" and "unconfined" not in value_part and "disable" not in value_part:
+                safe = True
+            if not safe and name not in allowed:
+                raise ConfigError(
+                    f"SANDBOX_FLAGS item {word if eq else f'{word} {value_part}'.strip()!r} is refused: "
+                    f"{DANGEROUS_FLAGS[name]}",
+                    hint=f"if you really mean it, pass --unsafe-allow-flag {name}",
+                )
+        index += 1
+    return tuple(words)
+
+
+def _is_root_user(value: str) -> bool:
+    user = value.split(":", 1)[0]
+    return user in ("0", "root", "")
+
+
+_WINDOWS = re.compile(r"^([A-Za-z]):[\\/]")
+
+
+def _windows_to_posix(path: str) -> str:
+    match = _WINDOWS.match(path)
+    if not match:
+        return path
+    return f"/{match.group(1).lower()}/" + path[3:].replace("\\", "/")
+
+
+def parse_mounts(value: str, *, home: str, exists: object = None) -> tuple[Mount, ...]:
+    """``SANDBOX_MOUNTS``: ``from[:to][:ro|rw]`` comma-separated; read-only unless ``rw``."""
+    check = exists if callable(exists) else (lambda p: Path(p).exists())
+    mounts = []
+    for raw in value.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        drive = ""
+        if _WINDOWS.match(item):
+            drive, item = item[:2], item[2:]
+        parts = item.split(":")
+        if len(parts) > 3:
+            raise ConfigError(
+                f"SANDBOX_MOUNTS item {raw.strip()!r} has too many ':'",
+                hint="use from[:to][:ro|rw], e.g. /data/in:/in:ro",
+            )
+        source = _windows_to_posix(drive + parts[0])
+        target, mode = source, "ro"
+        if len(parts) == 2:
+            if parts[1] in ("ro", "rw"):
+                mode = parts[1]
+            else:
+                target = parts[1]
+        elif len(parts) == 3:
+            target, mode = parts[1], parts[2]
+        if mode not in ("ro", "rw"):
+            raise ConfigError(
+                f"SANDBOX_MOUNTS item {raw.strip()!r}: mode {mode!r} is not ro or rw", hint="use from[:to][:ro|rw]"
+            )
+        for label, path in (("source", source), ("target", target)):
+            if not path.startswith("/"):
+                raise ConfigError(
+                    f"SANDBOX_MOUNTS item {raw.strip()!r}: {label} {path!r} is not absolute",
+                    hint="use absolute paths: from[:to][:ro|rw]",
+                )
+            if ".." in PurePosixPath(path).parts:
+                raise ConfigError(f"SANDBOX_MOUNTS item {raw.strip()!r}: {label} contains '..'")
+        normal = str(PurePosixPath(source))
+        if normal == "/":
+            raise ConfigError(f"SANDBOX_MOUNTS item {raw.strip()!r} mounts the host root, which is refused")
+        if normal in DOCKER_SOCKETS or normal.endswith("/docker.sock") or normal.endswith("/podman.sock"):
+            raise ConfigError(
+                f"SANDBOX_MOUNTS item {raw.strip()!r} mounts an engine socket: that is root on the host",
+                hint="never give the sandbox the engine socket",
+            )
+        if home and normal == str(PurePosixPath(home)):
+            raise ConfigError(
+                f"SANDBOX_MOUNTS item {raw.strip()!r} mounts your whole home directory",
+                hint="mount the specific folders the session needs",
+            )
+        if not drive and not check(source):
+            raise ConfigError(f"SANDBOX_MOUNTS item {raw.strip()!r}: {source} does not exist")
+        mounts.append(Mount(source=normal, target=str(PurePosixPath(target)), read_only=mode == "ro"))
+    return tuple(mounts)
+
+
+def parse_ports(value: str) -> tuple[Port, ...]:
+    """``SANDBOX_PORTS``: ``PORT`` or ``HOST:CONTAINER``, comma-separated, 1–65535."""
+    ports = []
+    for raw in value.split(","):
+        item = raw.strip()
+        if not item:
+            continue
+        parts = item.split(":")
+        if len(parts) > 2 or not all(p.isdigit() and 1 <= int(p) <= 65535 for p in parts):
+            raise ConfigError(
+                f"SANDBOX_PORTS item {item!r} is not a port",
+                hint="use PORT or HOST_PORT:CONTAINER_PORT (1-65535), comma-separated",
+            )
+        host, container = (int(parts[0]), int(parts[-1]))
+        ports.append(Port(host=host, container=container))
+    return tuple(ports)
+
+
+def parse_env(value: str, *, inherited: Mapping[str, str]) -> tuple[EnvItem, ...]:
+    r"""``SANDBOX_ENV``: ``K=V`` or bare ``K`` (inherited), comma-separated; ``\,`` is a literal comma.
+
+    Values of names that look secret (TOKEN, SECRET, PASSWORD, KEY, ...) must be passed
+    by name (bare ``K``), so they never appear in a command line or the audit ledger.
+    """
+    items = []
+    for raw in re.split(r"(?<!\\),", value):
+        item = raw.strip().replace("\\,", ",")
+        if not item:
+            continue
+        name, eq, val = item.partition("=")
+        if not _ENV_NAME.match(name):
+            raise ConfigError(f"SANDBOX_ENV item {name!r} is not a variable name", hint="use K=V or K, comma-separated")
+        if eq and _SECRET_NAME.search(name):
+            raise ConfigError(
+                f"SANDBOX_ENV item {name}=… puts a secret on the command line",
+                hint=f"export {name} in your shell and list it bare: SANDBOX_ENV={name}",
+            )
+        if not eq and name not in inherited:
+            raise ConfigError(f"SANDBOX_ENV item {name!r} is inherited but not set in your environment")
+        items.append(EnvItem(name=name, value=val if eq else None))
+    return tuple(items)
+
+
+def load_launch_config(
+    env: Mapping[str, str],
+    *,
+    image_flag: str | None = None,
+    engine_flag: str | None = None,
+    default_image: str | None,
+    available: Sequence[str],
+    platform: str,
+    allowed_flags: Sequence[str] = (),
+    settings_engine: str | None = None,
+) -> LaunchConfig:
+    """Resolve every knob: environment over flag over settings file (as the launcher we replace)."""
+    raw_engine, engine_var = _var(env, "TERMINAI_SANDBOX", "GEMINI_SANDBOX")
+    if raw_engine is None:
+        raw_engine, engine_var = (engine_flag, "--engine") if engine_flag is not None else (settings_engine, "settings")
+    engine = parse_engine(
+        raw_engine if raw_engine is not None else "true", engine_var, available=available, platform=platform
+    )
+    raw_image, image_var = _var(env, "TERMINAI_SANDBOX_IMAGE", "GEMINI_SANDBOX_IMAGE")
+    if raw_image is None and image_flag is not None:
+        raw_image, image_var = image_flag, "--image"
+    if raw_image is None:
+        raw_image, image_var = default_image, "the built-in default"
+    if raw_image is not None and not raw_image.strip():
+        raise ConfigError(f"{image_var} is set but empty", hint="unset it to use the default image, or name an image")
+    image = ImageRef.parse(raw_image, what=image_var) if raw_image else None
+    uid_gid = env.get("SANDBOX_SET_UID_GID")
+    return LaunchConfig(
+        engine=engine,
+        engine_from=engine_var,
+        image=image,
+        image_from=image_var,
+        flags=parse_flags(env.get("SANDBOX_FLAGS", ""), allowed=allowed_flags),
+        mounts=parse_mounts(env.get("SANDBOX_MOUNTS", ""), home=env.get("HOME", "")),
+        ports=parse_ports(env.get("SANDBOX_PORTS", "")),
+        env=parse_env(env.get("SANDBOX_ENV", ""), inherited=env),
+        set_uid_gid=parse_bool(uid_gid, "SANDBOX_SET_UID_GID") if uid_gid is not None else None,
+    )

@@ -1,0 +1,86 @@
+"""Append-only, hash-chained audit ledger (JSON lines).
+
+Each record carries ``prev`` (the previous record's hash) and ``hash`` = sha256 of the
+record's canonical JSON without ``hash``. :func:`verify` recomputes the chain and names
+the first line that was edited, removed, inserted or reordered. Secrets never enter the
+ledger: callers pass redacted argument lists.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from terminai_sandbox.errors import AuditError
+
+GENESIS = "0" * 64
+
+
+def default_path(env: Mapping[str, str]) -> Path:
+    state = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".local" / "state")
+    return Path(state) / "terminai-sandbox" / "audit.jsonl"
+
+
+def _digest(record: Mapping[str, Any]) -> str:
+    body = {k: v for k, v in record.items() if k != "hash"}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+class Ledger:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def append(self, event: str, **fields: Any) -> dict[str, Any]:
+        """Append one record under an exclusive lock (concurrent launchers serialise here)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            with open(self.path, "rb") as handle:
+                lines = handle.read().splitlines()
+            prev = GENESIS
+            if lines:
+                try:
+                    prev = json.loads(lines[-1])["hash"]
+                except (ValueError, KeyError):
+                    raise AuditError(
+                        f"the last line of {self.path} is corrupt; refusing to extend the chain",
+                        hint="run 'terminai-sandbox audit verify' and investigate",
+                    ) from None
+            record: dict[str, Any] = {"time": datetime.now(UTC).isoformat(), "event": event, **fields, "prev": prev}
+            record["hash"] = _digest(record)
+            os.write(fd, (json.dumps(record, sort_keys=True) + "\n").encode())
+            os.fsync(fd)
+            return record
+        finally:
+            os.close(fd)
+
+
+def verify(path: Path) -> int:
+    """Check the whole chain; return the number of records or raise naming the first bad line."""
+    try:
+        lines = path.read_bytes().splitlines()
+    except FileNotFoundError:
+        return 0
+    except OSError as exc:
+        raise AuditError(f"cannot read the audit ledger {path}: {exc.strerror}") from None
+    prev = GENESIS
+    for number, line in enumerate(lines, 1):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            raise AuditError(f"{path} line {number} is not valid JSON (edited or truncated)") from None
+        if record.get("prev") != prev:
+            raise AuditError(
+                f"{path} line {number} does not follow line {number - 1}: a record was removed, inserted or reordered"
+            )
+        if record.get("hash") != _digest(record):
+            raise AuditError(f"{path} line {number} was edited (its hash does not match its content)")
+        prev = record["hash"]
+    return len(lines)

@@ -1,0 +1,261 @@
+"""Preflight: the numbered checks between a configuration and a runnable, verified image.
+
+0. configuration resolved (strict parsing, see :mod:`terminai_sandbox.config`);
+1. engine reachable, and which one (not installed / daemon down / permission denied);
+2. reference resolved to a digest (floating tags such as ``latest`` refused unless allowed);
+   the digest is pinned from here on;
+3. image present by digest, else pulled by digest;
+4. signature verified against the policy (a cache keyed by digest + policy fingerprint
+   holds passes only, so it can never turn a failure into a pass);
+5. contract compatibility from the image's labels (no container needed);
+6. health: the entrypoint's own check runs at the session's start; ``deep`` also runs the
+   contract suite now.
+
+Each step is timed, recorded in the audit ledger and named in its error. Only this module
+can create a :class:`VerifiedImage`, and the run step accepts nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+
+from terminai_sandbox.config import LaunchConfig
+from terminai_sandbox.contracts import run_contracts
+from terminai_sandbox.engine import Engine
+from terminai_sandbox.errors import LaunchError, SandboxError, VerificationError
+from terminai_sandbox.launcher.audit import Ledger
+from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.registry import RegistryClient, docker_config_credentials
+from terminai_sandbox.signing.policy import VerificationPolicy
+from terminai_sandbox.signing.verify import verify_image
+
+CONTRACT_LABEL = "dev.terminai.contract.version"
+FLOATING_TAGS = ("latest", "stable", "edge", "nightly", "main", "master", "dev")
+_TOKEN = object()
+
+
+@dataclass(frozen=True, slots=True)
+class VerifiedImage:
+    """An image that passed preflight. Construct only through :func:`preflight`."""
+
+    pinned: str
+    digest: str
+    image_id: str
+    verified_by: tuple[str, ...]
+    skipped_verification: bool
+    _token: object = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self._token is not _TOKEN:
+            raise TypeError("a VerifiedImage is only created by preflight()")
+
+
+@dataclass(slots=True)
+class StepResult:
+    number: int
+    name: str
+    ok: bool
+    detail: str
+    seconds: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreflightOptions:
+    policy: VerificationPolicy | None
+    unsafe_skip_verify: bool = False
+    allow_floating_tag: bool = False
+    insecure_registry: bool = False
+    supported_contract: str = "1.0.0"
+    deep: bool = False
+    cache_path: Path | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+def contract_compatible(image_version: str | None, supported: str) -> str | None:
+    """Why an image's contract version cannot serve this launcher, or None when it can."""
+    if not image_version:
+        return f"the image has no {CONTRACT_LABEL} label"
+    try:
+        have = tuple(int(p) for p in image_version.split("."))
+        want = tuple(int(p) for p in supported.split("."))
+    except ValueError:
+        return f"the image's contract version {image_version!r} is malformed"
+    if have[0] != want[0]:
+        return f"the image provides contract {image_version}, this launcher needs {supported} (major differs)"
+    if have[:2] < want[:2]:
+        return f"the image provides contract {image_version}, older than the required {supported}"
+    return None
+
+
+class _Steps:
+    def __init__(self, ledger: Ledger | None, report: Callable[[StepResult], None]) -> None:
+        self.ledger, self.report, self.results = ledger, report, []  # type: ignore[var-annotated]
+
+    def run(self, number: int, name: str, action: Callable[[], tuple[Any, str]]) -> Any:
+        started = time.monotonic()
+        try:
+            value, detail = action()
+        except SandboxError as exc:
+            result = StepResult(number, name, False, exc.message, time.monotonic() - started)
+            self._record(result)
+            if not exc.message.startswith(f"preflight step {number}"):
+                exc.message = f"preflight step {number} ({name}) refused: {exc.message}"
+                exc.args = (exc.message,)
+            raise
+        result = StepResult(number, name, True, detail, time.monotonic() - started)
+        self._record(result)
+        return value
+
+    def _record(self, result: StepResult) -> None:
+        self.results.append(result)
+        self.report(result)
+        if self.ledger is not None:
+            self.ledger.append(
+                "preflight-step",
+                step=result.number,
+                name=result.name,
+                ok=result.ok,
+                detail=result.detail,
+                seconds=round(result.seconds, 4),
+            )
+
+
+def _cache_hit(path: Path | None, digest: str, fingerprint: str) -> bool:
+    if path is None or not path.exists():
+        return False
+    try:
+        entries = json.loads(path.read_text())
+    except ValueError:
+        return False
+    return bool(entries.get(f"{digest}|{fingerprint}") is True)
+
+
+def _cache_store(path: Path | None, digest: str, fingerprint: str) -> None:
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        entries = json.loads(path.read_text()) if path.exists() else {}
+    except ValueError:
+        entries = {}
+    entries[f"{digest}|{fingerprint}"] = True
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(entries, sort_keys=True))
+    tmp.replace(path)
+
+
+def preflight(
+    config: LaunchConfig,
+    options: PreflightOptions,
+    *,
+    ledger: Ledger | None = None,
+    report: Callable[[StepResult], None] = lambda _r: None,
+) -> tuple[VerifiedImage, list[StepResult]]:
+    steps = _Steps(ledger, report)
+
+    def step0() -> tuple[ImageRef, str]:
+        if config.engine is None:
+            raise LaunchError(
+                f"the sandbox is switched off ({config.engine_from})",
+                hint="set TERMINAI_SANDBOX=docker (or podman) to launch a session",
+            )
+        if config.image is None:
+            raise LaunchError("no sandbox image configured", hint="pass --image or set TERMINAI_SANDBOX_IMAGE")
+        return (
+            config.image,
+            f"engine {config.engine} ({config.engine_from}), image {config.image} ({config.image_from})",
+        )
+
+    ref: ImageRef = steps.run(0, "configuration", step0)
+
+    def step1() -> tuple[Engine, str]:
+        found = Engine.connect(options.env)
+        return found, f"{found.info.name} {found.info.version} at {found.info.host}"
+
+    engine: Engine = steps.run(1, "engine", step1)
+    client = RegistryClient(
+        ref.registry,
+        insecure=options.insecure_registry,
+        credentials=docker_config_credentials(ref.registry, options.env),
+    )
+
+    def step2() -> tuple[ImageRef, str]:
+        if ref.digest is not None:
+            return ref, f"pinned by the reference: {ref.digest}"
+        tag = ref.tag or "latest"
+        if tag in FLOATING_TAGS and not options.allow_floating_tag:
+            raise LaunchError(
+                f"{ref} uses the floating tag {tag!r}",
+                hint="use a release tag (X.Y.Z) or a digest, or pass --allow-floating-tag",
+            )
+        digest = client.resolve(ref.repository, tag)
+        return ref.with_digest(digest), f"{tag} -> {digest}"
+
+    pinned: ImageRef = steps.run(2, "resolve digest", step2)
+
+    def step3() -> tuple[Any, str]:
+        try:
+            return engine.client.images.get(pinned.pinned), "present"
+        except docker.errors.ImageNotFound:
+            pass
+        except docker.errors.APIError as exc:
+            raise LaunchError(f"the engine cannot look up {pinned.pinned}: {exc.explanation}") from None
+        try:
+            image = engine.client.images.pull(pinned.name, tag=pinned.digest)
+        except docker.errors.APIError as exc:
+            raise LaunchError(
+                f"pulling {pinned.pinned} failed: {exc.explanation}", hint="check the registry and your login"
+            ) from None
+        return image, "pulled by digest"
+
+    image = steps.run(3, "image by digest", step3)
+
+    def step4() -> tuple[tuple[str, ...], str]:
+        if options.unsafe_skip_verify:
+            return (), "SKIPPED (--unsafe-skip-verify): this session runs an unverified image"
+        if options.policy is None:
+            raise VerificationError("no verification policy", hint="pass --key, --policy, or a keyless identity")
+        fingerprint = options.policy.fingerprint()
+        assert pinned.digest is not None
+        if _cache_hit(options.cache_path, pinned.digest, fingerprint):
+            return ("cache",), f"verified earlier for this digest and policy ({fingerprint[:19]})"
+        try:
+            result = verify_image(pinned, options.policy, client=client)
+        except VerificationError as exc:
+            if options.policy.mode == "warn":
+                return (), f"WARNING (policy mode warn): {exc.message}"
+            raise
+        _cache_store(options.cache_path, pinned.digest, fingerprint)
+        keys = tuple(s.key_id for s in result.signatures)
+        return keys, f"signed by {', '.join(keys)}"
+
+    verified_by = steps.run(4, "signature", step4)
+
+    def step5() -> tuple[None, str]:
+        labels = image.labels or {}
+        problem = contract_compatible(labels.get(CONTRACT_LABEL), options.supported_contract)
+        if problem:
+            raise LaunchError(problem, hint="use an image release built for this launcher version")
+        return None, f"contract {labels.get(CONTRACT_LABEL)} satisfies {options.supported_contract}"
+
+    steps.run(5, "contract label", step5)
+
+    def step6() -> tuple[None, str]:
+        if not options.deep:
+            return None, "the entrypoint checks health when the session starts"
+        report_ = run_contracts(engine, image.id)
+        return None, f"contract suite passed inside the image ({len(report_.passed)} tests)"
+
+    steps.run(6, "health", step6)
+    assert pinned.digest is not None
+    verified = VerifiedImage(
+        pinned.pinned, pinned.digest, image.id, verified_by, options.unsafe_skip_verify, _token=_TOKEN
+    )
+    return verified, steps.results

@@ -1,0 +1,296 @@
+"""The launcher against the real engine and a real loopback registry: refusals and a hardened run."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from terminai_sandbox.build import BuildOptions, BuildResult, build_image, repo_root
+from terminai_sandbox.engine import Engine
+from terminai_sandbox.registry import OCI_MANIFEST, RegistryClient, sha256_digest
+from terminai_sandbox.signing import cosign, keys
+from tests.fixtures.registry import RegistryServer
+
+ROOT = repo_root()
+CLI = str(Path(sys.executable).with_name("terminai-sandbox"))
+NOW = "2026-11-21T12:00:00Z"
+REPO = "terminai/sandbox"
+
+
+class Site:
+    def __init__(self, registry: RegistryServer, tmp: Path) -> None:
+        self.registry, self.tmp = registry, tmp
+        self.client = RegistryClient(registry.host)
+        self.key = keys.generate()
+        self.pub = tmp / "cosign.pub"
+        self.pub.write_bytes(keys.public_pem(self.key))
+        self.home = tmp / "home"
+        self.home.mkdir()
+
+    def ref(self, tag: str, repo: str = REPO) -> str:
+        return f"{self.registry.host}/{repo}:{tag}"
+
+    def push(self, layout: Path, tag: str, *, sign: bool = True, repo: str = REPO) -> str:
+        digest = self.client.push_layout(layout, repo, tag=tag).digest
+        if sign:
+            cosign.sign(self.client, repo, digest, self.key, docker_reference=f"{self.registry.host}/{repo}")
+        return digest
+
+    def cli(
+        self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, user: int | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        full = {"PATH": os.environ["PATH"], "HOME": str(self.home), "TERMINAI_SANDBOX": "docker", **(env or {})}
+        cmd = [CLI, *args]
+        if user is not None:
+            cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+        return subprocess.run(
+            cmd, capture_output=True, text=True, env=full, cwd=cwd or self.tmp, timeout=300, check=False
+        )
+
+
+@pytest.fixture()
+def site(registry: RegistryServer, tmp_path: Path, built_image: BuildResult) -> Site:
+    os.chmod(tmp_path, 0o755)
+    return Site(registry, tmp_path)
+
+
+def _relabel(layout: Path, out: Path, labels: dict[str, str]) -> Path:
+    """A copy of an OCI layout whose config carries other labels (same layers)."""
+    shutil.copytree(layout, out)
+    blobs = out / "blobs" / "sha256"
+    index = json.loads((out / "index.json").read_text())
+    manifest = json.loads((blobs / index["manifests"][0]["digest"].removeprefix("sha256:")).read_text())
+    config = json.loads((blobs / manifest["config"]["digest"].removeprefix("sha256:")).read_text())
+    config["config"]["Labels"].update(labels)
+    config_bytes = json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
+    (blobs / sha256_digest(config_bytes).removeprefix("sha256:")).write_bytes(config_bytes)
+    manifest["config"].update(digest=sha256_digest(config_bytes), size=len(config_bytes))
+    manifest_bytes = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
+    (blobs / sha256_digest(manifest_bytes).removeprefix("sha256:")).write_bytes(manifest_bytes)
+    index["manifests"][0].update(digest=sha256_digest(manifest_bytes), size=len(manifest_bytes))
+    (out / "index.json").write_text(json.dumps(index))
+    return out
+
+
+def test_refusal_matrix(site: Site, built_image: BuildResult, tmp_path: Path) -> None:
+    site.push(built_image.oci_layout, "0.1.0", sign=False, repo="unsigned/sandbox")
+    cases = {
+        "unsigned": (
+            ["run", "--image", site.ref("0.1.0", "unsigned/sandbox"), "--key", str(site.pub), "--", "true"],
+            {},
+            11,
+            "no signature found",
+        ),
+        "floating tag": (
+            ["run", "--image", site.ref("latest"), "--key", str(site.pub), "--", "true"],
+            {},
+            13,
+            "floating tag",
+        ),
+        "engine down": (
+            ["run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true"],
+            {"DOCKER_HOST": f"unix://{tmp_path}/dead.sock"},
+            4,
+            "not running",
+        ),
+        "bad knob": (
+            ["run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true"],
+            {"SANDBOX_MOUNTS": "/var/run/docker.sock"},
+            3,
+            "SANDBOX_MOUNTS item",
+        ),
+        "bad engine": (
+            ["run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true"],
+            {"TERMINAI_SANDBOX": "lxc"},
+            3,
+            "not a sandbox engine",
+        ),
+        "dangerous flag": (
+            ["run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true"],
+            {"SANDBOX_FLAGS": "--privileged"},
+            3,
+            "--privileged",
+        ),
+        "no policy": (["run", "--image", site.ref("0.1.0"), "--", "true"], {}, 3, "no verification policy"),
+    }
+    signed_digest = site.push(built_image.oci_layout, "0.1.0")
+    other = keys.generate()
+    (tmp_path / "other.pub").write_bytes(keys.public_pem(other))
+    cases["wrong key"] = (
+        ["run", "--image", site.ref("0.1.0"), "--key", str(tmp_path / "other.pub"), "--", "true"],
+        {},
+        11,
+        "does not verify with any trusted key",
+    )
+    for name, (args, env, code, message) in cases.items():
+        result = site.cli(*args, env=env)
+        assert result.returncode == code, (name, result.stdout, result.stderr)
+        assert message in result.stderr, (name, result.stderr)
+    # The tag moves to another manifest after signing: the new digest has no signature.
+    relabelled = _relabel(built_image.oci_layout, tmp_path / "moved", {"moved": "yes"})
+    moved_digest = site.push(relabelled, "0.1.0", sign=False)
+    assert moved_digest != signed_digest
+    moved = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true")
+    assert moved.returncode == 11 and "no signature found" in moved.stderr
+    # A signed image whose contract label this launcher cannot serve.
+    future = _relabel(built_image.oci_layout, tmp_path / "future", {"dev.terminai.contract.version": "2.0.0"})
+    site.push(future, "2.0.0-future")
+    refused = site.cli("run", "--image", site.ref("2.0.0-future"), "--key", str(site.pub), "--", "true")
+    assert refused.returncode == 13 and "major differs" in refused.stderr
+
+
+def test_socket_permission_denied_is_named(site: Site) -> None:
+    # An unprivileged user against the root-only engine socket (pytest's tmp dirs are root-only too).
+    shared = Path(tempfile.mkdtemp(prefix="terminai-nobody-"))
+    try:
+        shared.chmod(0o777)
+        shutil.copyfile(site.pub, shared / "cosign.pub")
+        (shared / "cosign.pub").chmod(0o644)
+        result = site.cli(
+            "preflight",
+            "--image",
+            site.ref("0.1.0"),
+            "--key",
+            str(shared / "cosign.pub"),
+            env={"HOME": str(shared)},
+            cwd=shared,
+            user=65534,
+        )
+    finally:
+        shutil.rmtree(shared)
+    assert result.returncode == 4, result.stderr
+    assert "permission denied on the engine socket" in result.stderr
+
+
+def test_failing_health_check_never_runs_the_command(
+    site: Site, built_image: BuildResult, tmp_path: Path, engine: Engine
+) -> None:
+    source = tmp_path / "terminai-apts"
+    shutil.copytree(
+        ROOT / "packages" / "terminai-apts",
+        source,
+        symlinks=False,
+        ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"),
+    )
+    model = source / "src" / "terminai_apts" / "model.py"
+    model.write_text(model.read_text().replace('    TRANSIT = "TRANSIT"\n', ""))
+    broken = build_image(
+        BuildOptions(
+            output_dir=tmp_path / "broken", tapts_source=source, tag="terminai/sandbox-broken:launch", load=False
+        )
+    )
+    site.push(broken.oci_layout, "broken")
+    result = site.cli(
+        "run", "--image", site.ref("broken"), "--key", str(site.pub), "--", "sh", "-c", "echo COMMAND-RAN"
+    )
+    assert result.returncode == 70
+    assert "COMMAND-RAN" not in result.stdout
+    assert "ObjectTableLabels.TRANSIT" in result.stderr
+
+
+def test_verified_session_runs_hardened_and_plans_the_cleanup(
+    site: Site, built_image: BuildResult, tmp_path: Path, engine: Engine
+) -> None:
+    digest = site.push(built_image.oci_layout, "0.1.0")
+    downloads = tmp_path / "Downloads"
+    subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "make_sample_downloads.py"), str(downloads), "--now", NOW], check=True
+    )
+    env = {"SANDBOX_MOUNTS": f"{downloads}:/downloads:ro"}
+    result = site.cli(
+        "run",
+        "--image",
+        site.ref("0.1.0"),
+        "--key",
+        str(site.pub),
+        "--",
+        "python3",
+        "-m",
+        "apts.action.cleanup",
+        "/downloads",
+        "--now",
+        NOW,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    plan = json.loads(result.stdout)
+    assert plan["counts"]["DELETE"] == 6 and plan["counts"]["TRANSIT"] == 4
+    for step in range(7):
+        assert f"] {step}. " in result.stderr
+    # The approved apply moves files as planned, on a read-write mount the session's user owns.
+    if os.getuid() == 0:
+        subprocess.run(["chown", "-R", "10001:10001", str(downloads)], check=True)
+    applied = site.cli(
+        "run",
+        "--image",
+        site.ref("0.1.0"),
+        "--key",
+        str(site.pub),
+        "--",
+        "python3",
+        "-m",
+        "apts.action.cleanup",
+        "/downloads",
+        "--now",
+        NOW,
+        "--apply",
+        "--approved-by",
+        "alice",
+        env={"SANDBOX_MOUNTS": f"{downloads}:/downloads:rw"},
+    )
+    assert applied.returncode == 0, applied.stderr
+    assert not (downloads / "report-q3 (1).pdf").exists()
+    assert list((downloads / ".terminai-cleanup" / "quarantine").glob("*/report-q3 (1).pdf"))
+    # Every launch is in the ledger, and the chain verifies until someone edits one byte.
+    ledger = site.home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
+    events = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert any(e["event"] == "run" and e["image"].endswith(digest) for e in events)
+    assert any(e["event"] == "exit" and e["code"] == 0 for e in events)
+    ok = site.cli("audit", "verify")
+    assert ok.returncode == 0, ok.stderr
+    data = bytearray(ledger.read_bytes())
+    data[data.index(b'"code": 0') + 8] = ord("1")
+    ledger.write_bytes(bytes(data))
+    bad = site.cli("audit", "verify")
+    assert bad.returncode == 15 and "was edited" in bad.stderr
+
+
+def test_running_container_shows_every_hardening_default(site: Site, built_image: BuildResult, engine: Engine) -> None:
+    digest = site.push(built_image.oci_layout, "0.1.0")
+    holder: dict[str, subprocess.CompletedProcess[str]] = {}
+    thread = threading.Thread(
+        target=lambda: holder.setdefault(
+            "r", site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "sleep", "20")
+        )
+    )
+    thread.start()
+    try:
+        container = None
+        deadline = time.monotonic() + 60
+        while container is None and time.monotonic() < deadline:
+            found = engine.client.containers.list(filters={"label": f"dev.terminai.verified={digest}"})
+            container = found[0] if found else None
+            time.sleep(0.2)
+        assert container is not None, "the session did not start"
+        host = container.attrs["HostConfig"]
+        assert host["ReadonlyRootfs"] is True and host["CapDrop"] == ["ALL"]
+        assert "no-new-privileges" in host["SecurityOpt"] and host["NetworkMode"] == "none"
+        assert host["AutoRemove"] is True and host["Init"] is True
+        assert host["PidsLimit"] == 512 and host["Memory"] == 2 * 1024**3 and host["NanoCpus"] == 2 * 10**9
+        assert set(host["Tmpfs"]) == {"/tmp", "/home/sandbox"}
+        expected_user = "10001:10001" if os.getuid() == 0 else f"{os.getuid()}:{os.getgid()}"
+        assert container.attrs["Config"]["User"] == expected_user
+        assert container.attrs["Config"]["Image"].endswith(f"@{digest}")
+        assert any(e.startswith("SANDBOX=terminai-") for e in container.attrs["Config"]["Env"])
+        container.kill()
+    finally:
+        thread.join(timeout=60)
