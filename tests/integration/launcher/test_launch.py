@@ -13,11 +13,11 @@ import time
 from pathlib import Path
 
 import pytest
-
 from terminai_sandbox.build import BuildOptions, BuildResult, build_image, repo_root
 from terminai_sandbox.engine import Engine
-from terminai_sandbox.registry import OCI_MANIFEST, RegistryClient, sha256_digest
+from terminai_sandbox.registry import RegistryClient, sha256_digest
 from terminai_sandbox.signing import cosign, keys
+
 from tests.fixtures.registry import RegistryServer
 
 ROOT = repo_root()

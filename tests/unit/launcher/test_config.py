@@ -3,7 +3,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from terminai_sandbox.config import (
     load_launch_config,
     parse_engine,
@@ -24,8 +23,11 @@ def test_engine_values() -> None:
     assert parse_engine("1", "X", available=("podman",), platform="linux") == "podman"
     assert parse_engine("FALSE", "X", available=ALL, platform="linux") is None
     assert parse_engine(" Podman ", "X", available=ALL, platform="linux") == "podman"
-    for bad, message in (("yes-please", "not a sandbox engine"), ("sandbox-exec", "only on macOS"),
-                         ("runsc", "not a sandbox engine")):
+    for bad, message in (
+        ("yes-please", "not a sandbox engine"),
+        ("sandbox-exec", "only on macOS"),
+        ("runsc", "not a sandbox engine"),
+    ):
         with pytest.raises(ConfigError, match=message):
             parse_engine(bad, "TERMINAI_SANDBOX", available=ALL, platform="linux")
     with pytest.raises(ConfigError, match="not installed"):
@@ -36,21 +38,41 @@ def test_engine_values() -> None:
 
 @pytest.mark.parametrize(
     "flags",
-    ["--privileged", "--cap-add SYS_ADMIN", "--cap-add=NET_ADMIN", "--security-opt seccomp=unconfined",
-     "--security-opt=apparmor=unconfined", "--pid host", "--ipc=host", "--network host", "--net=host",
-     "--user 0", "-u root", "-v /var/run/docker.sock:/var/run/docker.sock", "--device /dev/kvm"],
+    [
+        "--privileged",
+        "--cap-add SYS_ADMIN",
+        "--cap-add=NET_ADMIN",
+        "--security-opt seccomp=unconfined",
+        "--security-opt=apparmor=unconfined",
+        "--pid host",
+        "--ipc=host",
+        "--network host",
+        "--net=host",
+        "--user 0",
+        "-u root",
+        "-v /var/run/docker.sock:/var/run/docker.sock",
+        "--device /dev/kvm",
+    ],
 )
 def test_dangerous_flags_are_refused_unless_allowed(flags: str) -> None:
     with pytest.raises(ConfigError) as caught:
         parse_flags(flags)
     assert "SANDBOX_FLAGS item" in caught.value.message and "--unsafe-allow-flag" in caught.value.hint
-    name = flags.split()[0].split("=")[0]
+    name = flags.split(maxsplit=1)[0].split("=", maxsplit=1)[0]
     assert parse_flags(flags, allowed=[name])
 
 
 def test_harmless_flags_pass_and_shell_operators_do_not() -> None:
     assert parse_flags("--security-opt label=type:container_t --network none --env-file x --user 1000:1000") == (
-        "--security-opt", "label=type:container_t", "--network", "none", "--env-file", "x", "--user", "1000:1000")
+        "--security-opt",
+        "label=type:container_t",
+        "--network",
+        "none",
+        "--env-file",
+        "x",
+        "--user",
+        "1000:1000",
+    )
     for bad in ("--a ; rm -rf /", "--a | cat", "'unbalanced"):
         with pytest.raises(ConfigError, match="SANDBOX_FLAGS"):
             parse_flags(bad)
@@ -60,14 +82,22 @@ def test_mounts(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
     got = parse_mounts(f"{tmp_path}/data, {tmp_path}/data:/in:rw ,{tmp_path}/data:rw", home="/home/u")
     assert [(m.source, m.target, m.read_only) for m in got] == [
-        (f"{tmp_path}/data", f"{tmp_path}/data", True), (f"{tmp_path}/data", "/in", False),
-        (f"{tmp_path}/data", f"{tmp_path}/data", False)]
+        (f"{tmp_path}/data", f"{tmp_path}/data", True),
+        (f"{tmp_path}/data", "/in", False),
+        (f"{tmp_path}/data", f"{tmp_path}/data", False),
+    ]
     win = parse_mounts(r"C:\Users\me\proj:/proj:ro", home="/home/u")
     assert (win[0].source, win[0].target) == ("/c/Users/me/proj", "/proj")
-    for bad, message in (("relative/path", "not absolute"), ("/", "host root"), ("/var/run/docker.sock", "socket"),
-                         ("/home/u", "whole home"), (f"{tmp_path}/missing", "does not exist"),
-                         (f"{tmp_path}/data:/in:rx", "not ro or rw"), (f"{tmp_path}/data:/a:b:c", "too many"),
-                         (f"{tmp_path}/data/../data", "'..'")):
+    for bad, message in (
+        ("relative/path", "not absolute"),
+        ("/", "host root"),
+        ("/var/run/docker.sock", "socket"),
+        ("/home/u", "whole home"),
+        (f"{tmp_path}/missing", "does not exist"),
+        (f"{tmp_path}/data:/in:rx", "not ro or rw"),
+        (f"{tmp_path}/data:/a:b:c", "too many"),
+        (f"{tmp_path}/data/../data", "'..'"),
+    ):
         with pytest.raises(ConfigError, match=message):
             parse_mounts(bad, home="/home/u")
 
@@ -89,8 +119,11 @@ def test_ports_and_env() -> None:
 
 def test_image_precedence_and_empty_values() -> None:
     base = dict(default_image="reg.example/terminai/sandbox:0.1.0", available=ALL, platform="linux")
-    cfg = load_launch_config({"TERMINAI_SANDBOX_IMAGE": "a.example/x:1", "GEMINI_SANDBOX_IMAGE": "b.example/y:1"},
-                             image_flag="c.example/z:1", **base)  # type: ignore[arg-type]
+    cfg = load_launch_config(
+        {"TERMINAI_SANDBOX_IMAGE": "a.example/x:1", "GEMINI_SANDBOX_IMAGE": "b.example/y:1"},
+        image_flag="c.example/z:1",
+        **base,
+    )  # type: ignore[arg-type]
     assert str(cfg.image) == "a.example/x:1" and cfg.image_from == "TERMINAI_SANDBOX_IMAGE"
     cfg = load_launch_config({"GEMINI_SANDBOX": "podman"}, image_flag="c.example/z@sha256:" + "a" * 64, **base)  # type: ignore[arg-type]
     assert cfg.engine == "podman" and cfg.image is not None and cfg.image.digest == "sha256:" + "a" * 64
