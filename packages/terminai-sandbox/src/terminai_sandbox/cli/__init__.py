@@ -16,13 +16,15 @@ import click
 from terminai_sandbox._version import __version__
 from terminai_sandbox.errors import SandboxError
 
-# Modules that attach commands to ``main``; each exposes ``register(group)``.
-_COMMAND_MODULES = (
-    "terminai_sandbox.cli.contract_cmd",
-    "terminai_sandbox.cli.build_cmd",
-    "terminai_sandbox.cli.supply_cmd",
-    "terminai_sandbox.cli.launch_cmd",
-)
+# Modules that attach commands to ``main``; each exposes ``register(group)``. They are
+# imported only when one of their commands runs (the SBOM stack alone takes ~1 s to
+# import, which a session launch must not pay). Names not listed here load every module.
+_COMMAND_MODULES = {
+    "terminai_sandbox.cli.contract_cmd": ("contract",),
+    "terminai_sandbox.cli.build_cmd": ("build", "lock", "contracts", "engine"),
+    "terminai_sandbox.cli.supply_cmd": ("keygen", "push", "sign", "verify", "sbom", "attest", "release"),
+    "terminai_sandbox.cli.launch_cmd": ("preflight", "run", "audit"),
+}
 
 EXIT_CODES_HELP = """\b
 Exit codes:
@@ -40,7 +42,25 @@ Exit codes:
 
 
 class _Group(click.Group):
-    """Turns every :class:`SandboxError` into its message, hint and stable exit code."""
+    """Loads commands lazily; turns every :class:`SandboxError` into its message, hint and exit code."""
+
+    def _load(self, module_name: str) -> None:
+        holder = click.Group()
+        importlib.import_module(module_name).register(holder)
+        for name, command in holder.commands.items():
+            self.add_command(command, name)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in self.commands:
+            owners = [m for m, names in _COMMAND_MODULES.items() if cmd_name in names] or list(_COMMAND_MODULES)
+            for module_name in owners:
+                self._load(module_name)
+        return self.commands.get(cmd_name)
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        for module_name in _COMMAND_MODULES:
+            self._load(module_name)
+        return sorted(self.commands)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -57,12 +77,3 @@ class _Group(click.Group):
 @click.version_option(__version__, prog_name="terminai-sandbox")
 def main() -> None:
     """Build, prove, sign, verify and launch the Sovereign Sandbox image."""
-
-
-def _register_all() -> None:
-    for name in _COMMAND_MODULES:
-        module = importlib.import_module(name)
-        module.register(main)
-
-
-_register_all()
