@@ -45,6 +45,9 @@ class Site:
             cosign.sign(self.client, repo, digest, self.key, docker_reference=f"{self.registry.host}/{repo}")
         return digest
 
+    def launch(self, tag: str, *command: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        return self.cli("run", "--image", self.ref(tag), "--key", str(self.pub), "--", *command, env=env)
+
     def cli(
         self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, user: int | None = None
     ) -> subprocess.CompletedProcess[str]:
@@ -206,21 +209,7 @@ def test_verified_session_runs_hardened_and_plans_the_cleanup(
         [sys.executable, str(ROOT / "examples" / "make_sample_downloads.py"), str(downloads), "--now", NOW], check=True
     )
     env = {"SANDBOX_MOUNTS": f"{downloads}:/downloads:ro"}
-    result = site.cli(
-        "run",
-        "--image",
-        site.ref("0.1.0"),
-        "--key",
-        str(site.pub),
-        "--",
-        "python3",
-        "-m",
-        "apts.action.cleanup",
-        "/downloads",
-        "--now",
-        NOW,
-        env=env,
-    )
+    result = site.launch("0.1.0", "python3", "-m", "apts.action.cleanup", "/downloads", "--now", NOW, env=env)
     assert result.returncode == 0, result.stderr
     plan = json.loads(result.stdout)
     assert plan["counts"]["DELETE"] == 6 and plan["counts"]["TRANSIT"] == 4
@@ -229,13 +218,8 @@ def test_verified_session_runs_hardened_and_plans_the_cleanup(
     # The approved apply moves files as planned, on a read-write mount the session's user owns.
     if os.getuid() == 0:
         subprocess.run(["chown", "-R", "10001:10001", str(downloads)], check=True)
-    applied = site.cli(
-        "run",
-        "--image",
-        site.ref("0.1.0"),
-        "--key",
-        str(site.pub),
-        "--",
+    applied = site.launch(
+        "0.1.0",
         "python3",
         "-m",
         "apts.action.cleanup",
