@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from terminai_sandbox.build import BuildOptions, BuildResult, build_image, check_reproducible, repo_root
 from terminai_sandbox.contracts import run_contracts
 from terminai_sandbox.engine import Engine
@@ -43,25 +42,48 @@ def test_engine_image_id_is_the_assembled_config_digest(engine: Engine, built_im
 
 
 def test_container_runs_as_non_root_without_build_leftovers(engine: Engine, built_image: BuildResult) -> None:
-    code, out, err = run(engine, built_image.config_digest, "sh", "-c",
-                         "id -u; id -un; ls -A /var/lib/apt/lists /var/cache/apt/archives | grep -c deb || true; "
-                         "wc -c < /etc/machine-id")
+    code, out, err = run(
+        engine,
+        built_image.config_digest,
+        "sh",
+        "-c",
+        "id -u; id -un; ls -A /var/lib/apt/lists /var/cache/apt/archives | grep -c deb || true; "
+        "wc -c < /etc/machine-id",
+    )
     assert code == 0, err
     assert out.split() == ["10001", "sandbox", "0", "0"]
 
 
-def test_cleanup_planner_runs_inside_on_a_mounted_fixture(engine: Engine, built_image: BuildResult,
-                                                          tmp_path: Path) -> None:
+def test_cleanup_planner_runs_inside_on_a_mounted_fixture(
+    engine: Engine, built_image: BuildResult, tmp_path: Path
+) -> None:
     downloads = tmp_path / "Downloads"
-    subprocess.run([sys.executable, str(ROOT / "examples" / "make_sample_downloads.py"), str(downloads), "--now", NOW],
-                   check=True)
+    subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "make_sample_downloads.py"), str(downloads), "--now", NOW], check=True
+    )
     os.chmod(tmp_path, 0o755)
-    code, out, err = run(engine, built_image.config_digest, "python3", "-m", "apts.action.cleanup", "/data",
-                         "--now", NOW, volumes={str(downloads): {"bind": "/data", "mode": "ro"}}, read_only=True)
+    code, out, err = run(
+        engine,
+        built_image.config_digest,
+        "python3",
+        "-m",
+        "apts.action.cleanup",
+        "/data",
+        "--now",
+        NOW,
+        volumes={str(downloads): {"bind": "/data", "mode": "ro"}},
+        read_only=True,
+    )
     assert code == 0, err
     plan = json.loads(out)
-    host = json.loads(subprocess.run([sys.executable, "-m", "apts.action.cleanup", str(downloads), "--now", NOW],
-                                     capture_output=True, text=True, check=True).stdout)
+    host = json.loads(
+        subprocess.run(
+            [sys.executable, "-m", "apts.action.cleanup", str(downloads), "--now", NOW],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
     assert plan["counts"] == host["counts"] and plan["counts"]["DELETE"] == 6
     assert [e["label"] for e in plan["entries"]] == [e["label"] for e in host["entries"]]
 
@@ -77,8 +99,12 @@ def broken_image(engine: Engine, built_image: BuildResult, tmp_path_factory: pyt
     """The release recipe with a T-APTS whose model lacks TRANSIT (the original field failure)."""
     work = tmp_path_factory.mktemp("broken")
     source = work / "terminai-apts"
-    shutil.copytree(ROOT / "packages" / "terminai-apts", source, symlinks=False,
-                    ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    shutil.copytree(
+        ROOT / "packages" / "terminai-apts",
+        source,
+        symlinks=False,
+        ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"),
+    )
     model = source / "src" / "terminai_apts" / "model.py"
     model.write_text(model.read_text().replace('    TRANSIT = "TRANSIT"\n', ""))
     tag = "terminai/sandbox-broken:test"

@@ -278,3 +278,26 @@ def test_running_container_shows_every_hardening_default(site: Site, built_image
         container.kill()
     finally:
         thread.join(timeout=60)
+
+
+def test_project_layer_is_built_from_the_verified_digest_and_cached(
+    site: Site, built_image: BuildResult, engine: Engine, tmp_path: Path
+) -> None:
+    digest = site.push(built_image.oci_layout, "0.1.0")
+    project = tmp_path / "project"
+    (project / ".terminai").mkdir(parents=True)
+    (project / ".terminai" / "sandbox.Dockerfile").write_text(
+        "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nENV PROJECT_MARK=from-the-project-layer\n"
+    )
+    first = site.cli(
+        "run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "printenv", "PROJECT_MARK", cwd=project
+    )
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.strip() == "from-the-project-layer" and "built project layer" in first.stderr
+    second = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true", cwd=project)
+    assert second.returncode == 0 and "cached project layer" in second.stderr
+    derived = [i for i in engine.client.images.list(filters={"label": f"dev.terminai.derived-from={digest}"})]
+    assert derived and all(t.startswith("terminai-project/") for i in derived for t in i.tags)
+    (project / ".terminai" / "sandbox.Dockerfile").write_text("FROM debian:bookworm\n")
+    refused = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true", cwd=project)
+    assert refused.returncode == 13 and "must start FROM ${BASE_IMAGE}" in refused.stderr

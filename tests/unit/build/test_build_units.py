@@ -6,7 +6,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-
 from terminai_sandbox.build import debian, layers, oci
 from terminai_sandbox.build.spec import load_spec
 from terminai_sandbox.engine import _diagnose, candidate_hosts
@@ -41,9 +40,22 @@ def test_spec_errors_name_the_key(tmp_path: Path, mutate: object, message: str) 
 
 
 def _lock(*pkgs: tuple[str, str]) -> dict[str, object]:
-    return {"format": 1, "source_date_epoch": SDE, "packages": [
-        {"name": n, "version": v, "architecture": "amd64", "sha256": f"{n}-sum", "size": 1, "filename": n,
-         "source": n} for n, v in pkgs]}
+    return {
+        "format": 1,
+        "source_date_epoch": SDE,
+        "packages": [
+            {
+                "name": n,
+                "version": v,
+                "architecture": "amd64",
+                "sha256": f"{n}-sum",
+                "size": 1,
+                "filename": n,
+                "source": n,
+            }
+            for n, v in pkgs
+        ],
+    }
 
 
 def _collected(tmp_path: Path, status: str, index: str) -> debian.Collected:
@@ -53,17 +65,19 @@ def _collected(tmp_path: Path, status: str, index: str) -> debian.Collected:
 
 
 def test_verify_against_lock_names_extra_missing_and_changed(tmp_path: Path) -> None:
-    status = ("Package: a\nStatus: install ok installed\nVersion: 1\nArchitecture: amd64\n\n"
-              "Package: b\nStatus: install ok installed\nVersion: 2\nArchitecture: amd64\n\n"
-              "Package: extra\nStatus: install ok installed\nVersion: 9\nArchitecture: amd64\n")
+    status = (
+        "Package: a\nStatus: install ok installed\nVersion: 1\nArchitecture: amd64\n\n"
+        "Package: b\nStatus: install ok installed\nVersion: 2\nArchitecture: amd64\n\n"
+        "Package: extra\nStatus: install ok installed\nVersion: 9\nArchitecture: amd64\n"
+    )
     index = "Package: a\nVersion: 1\nSHA256: a-sum\n\nPackage: b\nVersion: 2\nSHA256: tampered\n"
     with pytest.raises(LockError) as caught:
         debian.verify_against_lock(_lock(("a", "1"), ("b", "2"), ("gone", "3")), _collected(tmp_path, status, index))
     text = caught.value.message
     assert "extra package extra 9" in text and "missing package gone 3" in text
     assert "b 2: archive sha256 tampered differs" in text
-    with pytest.raises(LockError, match="installed 1 .* locked 5"):
-        debian.verify_against_lock(_lock(("a", "5")), _collected(tmp_path, status.split("\n\n")[0], index))
+    with pytest.raises(LockError, match=r"installed 1 .* locked 5"):
+        debian.verify_against_lock(_lock(("a", "5")), _collected(tmp_path, status.split("\n\n", maxsplit=1)[0], index))
 
 
 def test_preferences_pin_every_package() -> None:
@@ -119,8 +133,12 @@ def test_special_files_are_refused(tmp_path: Path) -> None:
 def test_normalise_retargets_hardlinks_and_clamps_times(tmp_path: Path) -> None:
     src = tmp_path / "src.tar"
     with tarfile.open(src, "w") as tar:
-        for name, kind, link in (("./", tarfile.DIRTYPE, ""), ("./z-target", tarfile.REGTYPE, ""),
-                                 ("./a-link", tarfile.LNKTYPE, "./z-target"), ("./dev/null", tarfile.CHRTYPE, "")):
+        for name, kind, link in (
+            ("./", tarfile.DIRTYPE, ""),
+            ("./z-target", tarfile.REGTYPE, ""),
+            ("./a-link", tarfile.LNKTYPE, "./z-target"),
+            ("./dev/null", tarfile.CHRTYPE, ""),
+        ):
             info = tarfile.TarInfo(name)
             info.type, info.linkname, info.mtime = kind, link, SDE + 999
             data = b"payload" if kind == tarfile.REGTYPE else b""
@@ -156,10 +174,19 @@ def test_first_difference_names_the_entry(tmp_path: Path) -> None:
 
 
 def test_config_is_canonical_json() -> None:
-    layer = layers.Layer(tar=Path("x"), diff_id="sha256:" + "0" * 64, size=1, digest="sha256:" + "1" * 64,
-                         gzip_size=1)
-    kwargs = dict(layers=[layer], history=["h"], user="1:1", env=["A=1"], entrypoint=["/e"], cmd=["c"],
-                  workdir="/w", labels={"b": "2", "a": "1"}, source_date_epoch=SDE, architecture="amd64")
+    layer = layers.Layer(tar=Path("x"), diff_id="sha256:" + "0" * 64, size=1, digest="sha256:" + "1" * 64, gzip_size=1)
+    kwargs = dict(
+        layers=[layer],
+        history=["h"],
+        user="1:1",
+        env=["A=1"],
+        entrypoint=["/e"],
+        cmd=["c"],
+        workdir="/w",
+        labels={"b": "2", "a": "1"},
+        source_date_epoch=SDE,
+        architecture="amd64",
+    )
     config = oci.make_config(**kwargs)  # type: ignore[arg-type]
     assert config == oci.make_config(**kwargs)  # type: ignore[arg-type]
     data = json.loads(config)

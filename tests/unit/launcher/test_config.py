@@ -145,7 +145,7 @@ def test_contract_compatibility() -> None:
 
 def test_only_preflight_makes_a_verified_image() -> None:
     with pytest.raises(TypeError, match="only created by preflight"):
-        VerifiedImage("r/x@sha256:" + "a" * 64, "sha256:" + "a" * 64, "id", (), False)
+        VerifiedImage("r/x@sha256:" + "a" * 64, "sha256:" + "a" * 64, "id", (), False, "r/x")
 
 
 def test_ledger_chain_detects_edits_removals_and_reordering(tmp_path: Path) -> None:

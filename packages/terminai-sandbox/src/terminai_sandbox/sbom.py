@@ -217,8 +217,8 @@ def read_locks(image_dir: Path) -> Locks:
     req_lock = image_dir / "requirements.lock"
     if req_lock.exists():
         logical = req_lock.read_text().replace("\\\n", " ")
-        for line in logical.splitlines():
-            line = line.split("#", 1)[0].strip()
+        for raw in logical.splitlines():
+            line = raw.split("#", 1)[0].strip()
             if "==" not in line:
                 continue
             spec = line.split()[0]

@@ -1,0 +1,23 @@
+"""Restricted executor: RestrictedPython in a hardened child forked from a warm zygote.
+
+Layers (numbered in the code): 1 size checks, 2 AST validation (validate.py),
+3 compile_restricted, 4 restricted globals and runtime guards, 5 import proxies by mode
+(guards.py, child.py), 6 child process limits (limits.py, zygote.py), 7 JSON results
+(child.py), 8 hash-chained audit log (audit.py).
+"""
+
+from terminai_apts.executor.policy import ApiSpec, SandboxConfig, thermal_spec
+from terminai_apts.executor.run import ExecutionResult, ExecutorSession, execute
+from terminai_apts.executor.validate import ValidationReport, Violation, validate_code
+
+__all__ = [
+    "ApiSpec",
+    "ExecutionResult",
+    "ExecutorSession",
+    "SandboxConfig",
+    "ValidationReport",
+    "Violation",
+    "execute",
+    "thermal_spec",
+    "validate_code",
+]

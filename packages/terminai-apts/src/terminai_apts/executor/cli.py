@@ -1,10 +1,118 @@
-"""Sub-commands of one part of the toolset (filled in by the part that owns them)."""
+"""`terminai-apts exec`, `terminai-apts repl` and `terminai-apts exec-audit`."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import sys
 from typing import Any
+
+from terminai_apts.errors import UsageError
+from terminai_apts.executor import audit
+from terminai_apts.executor.policy import MODES, ApiSpec, SandboxConfig, thermal_spec
+from terminai_apts.executor.run import ExecutionResult, ExecutorSession, execute
+
+
+def _limits(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--mode", choices=MODES, default="high", help="security mode")
+    parser.add_argument("--timeout", type=float, default=30.0, help="wall clock seconds")
+    parser.add_argument("--memory-mb", type=int, default=256, help="memory for user code")
+    parser.add_argument("--max-output", type=int, default=1_000_000, help="stdout bytes cap")
+    parser.add_argument("--db", help="memory database injected read-only as `thermal`")
+    parser.add_argument("--audit", help="append a hash-chained audit line to this file")
+    parser.add_argument("--caller", default="cli", help="caller id for the audit log")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+
+
+def _config(args: argparse.Namespace) -> SandboxConfig:
+    return SandboxConfig(
+        security_mode=args.mode,
+        timeout_seconds=args.timeout,
+        max_memory_mb=args.memory_mb,
+        max_output_bytes=args.max_output,
+        audit_path=args.audit,
+        caller_id=args.caller,
+    )
+
+
+def _api(args: argparse.Namespace) -> ApiSpec | None:
+    if not args.db:
+        return None
+    if not os.path.isfile(args.db):
+        raise UsageError(f"memory database {args.db} not found", hint="check --db PATH")
+    return thermal_spec(os.path.abspath(args.db))
+
+
+def _human(result: ExecutionResult) -> None:
+    sys.stdout.write(result.stdout)
+    if not result.success:
+        where = f" (line {result.line})" if result.line else ""
+        print(f"error{where}: {result.error}", file=sys.stderr)
+
+
+def _exec(args: argparse.Namespace) -> int:
+    result = execute(sys.stdin.read(), _config(args), _api(args))
+    if args.json:
+        print(json.dumps(result.to_json(), ensure_ascii=False))
+    else:
+        _human(result)
+    return 0 if result.success else 1
+
+
+def _repl(args: argparse.Namespace) -> int:
+    """JSON lines ({"code": ...} in, one result per line out) or an interactive prompt."""
+    with ExecutorSession(_config(args), _api(args)) as session:
+        if args.json:
+            for line in sys.stdin:
+                if not line.strip():
+                    continue
+                try:
+                    request: Any = json.loads(line)
+                    code = str(request["code"])
+                except (ValueError, KeyError, TypeError):
+                    print(
+                        json.dumps({"success": False, "error": 'expected {"code": ...}', "error_type": "UsageError"}),
+                        flush=True,
+                    )
+                    continue
+                result = session.run(code)
+                print(json.dumps(result.to_json(), ensure_ascii=False), flush=True)
+                if session.closed:
+                    return 1
+            return 0
+        print("terminai-apts repl: end a cell with an empty line; Ctrl-D quits.", file=sys.stderr)
+        while True:
+            lines: list[str] = []
+            try:
+                while True:
+                    lines.append(input("... " if lines else ">>> "))
+                    if not lines[-1].strip():
+                        break
+            except EOFError:
+                return 0
+            result = session.run("\n".join(lines))
+            _human(result)
+            if session.closed:
+                print("session ended", file=sys.stderr)
+                return 1
+
+
+def _verify(args: argparse.Namespace) -> int:
+    count = audit.verify(args.path)
+    print(json.dumps({"ok": True, "entries": count}) if args.json else f"ok: {count} entries")
+    return 0
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
-    """Attach this part's sub-commands."""
+    """Attach `exec`, `repl` and `exec-audit`."""
+    run = subparsers.add_parser("exec", help="run Python from stdin in the restricted executor")
+    _limits(run)
+    run.set_defaults(func=_exec)
+    repl = subparsers.add_parser("repl", help="a restricted session (cells share variables)")
+    _limits(repl)
+    repl.set_defaults(func=_repl)
+    verify = subparsers.add_parser("exec-audit", help="verify the executor's audit log chain")
+    verify.add_argument("path")
+    verify.add_argument("--json", action="store_true")
+    verify.set_defaults(func=_verify)

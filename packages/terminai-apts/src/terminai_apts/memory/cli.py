@@ -1,10 +1,218 @@
-"""Sub-commands of one part of the toolset (filled in by the part that owns them)."""
+"""``terminai-apts memory ...``: build the index and query it from a shell (``--json`` for agents)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sqlite3
+from dataclasses import asdict
+from pathlib import Path
 from typing import Any
+
+from terminai_apts.errors import IntegrityError, MemoryStoreError
+from terminai_apts.memory import store
+from terminai_apts.memory.api import ThermalMemory
+from terminai_apts.memory.journal import MemoryJournal
+from terminai_apts.memory.query import normalize_date
+from terminai_apts.memory.records import NewMemory, Results, split_tags
+
+
+def import_archive(path: Path) -> list[NewMemory]:
+    """Records from an archive in the original schema, opened read-only (the file is untouched)."""
+    if not path.is_file():
+        raise MemoryStoreError(f"archive {path} does not exist")
+    conn = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
+    try:
+        rows = conn.execute(
+            "SELECT id, date, title, content, summary, tags, source, confidence FROM memories ORDER BY id"
+        ).fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise MemoryStoreError(
+            f"{path} is not an archive in the original schema: {exc}",
+            hint="expected a table memories(id, date, title, content, summary, tags, source, confidence)",
+        ) from None
+    finally:
+        conn.close()
+    out: list[NewMemory] = []
+    for mid, when, title, content, summary, tags, source, confidence in rows:
+        stamp = normalize_date(str(when), what=f"date of archive row {mid}")
+        out.append(
+            NewMemory(
+                uid=f"archive:{path.name}:{mid}",
+                date=stamp,
+                recorded_at=stamp,
+                title=title or "",
+                content=content or "",
+                summary=summary or "",
+                tags=split_tags(tags),
+                source=source or "",
+                confidence=float(confidence if confidence is not None else 1.0),
+                kind="note",
+                tier="archive",
+                origin=f"{path.name}#memories/{mid}",
+            )
+        )
+    return out
+
+
+def _emit(args: argparse.Namespace, value: Any, text: str) -> int:
+    print(json.dumps(value, default=str) if args.json else text)
+    return 0
+
+
+def _results(args: argparse.Namespace, res: Results) -> int:
+    value = {
+        "total": res.total,
+        "truncated": res.truncated,
+        "elapsed_ms": res.elapsed_ms,
+        "plan": res.plan,
+        "hits": [{**asdict(h.memory), "score": h.score, "snippet": h.snippet} for h in res.hits],
+    }
+    return _emit(args, value, repr(res))
+
+
+def _cmd_index(args: argparse.Namespace) -> int:
+    db = Path(args.db)
+    records: list[NewMemory] = []
+    if args.journal:
+        records += MemoryJournal(args.journal).records()
+    for archive in args.archive or []:
+        records += import_archive(Path(archive))
+    if args.rebuild or not db.exists():
+        n = store.build(db, records)
+        return _emit(args, {"built": n}, f"built {db} with {n} records")
+    n = store.append(db, records)
+    return _emit(args, {"added": n}, f"added {n} new records to {db}")
+
+
+def _open(args: argparse.Namespace) -> ThermalMemory:
+    return ThermalMemory(args.db)
+
+
+def _cmd_search(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        return _results(
+            args,
+            mem.search(
+                args.query,
+                tags=args.tags,
+                limit=args.limit,
+                order=args.order,
+                since=args.since,
+                until=args.until,
+                raw=args.raw,
+            ),
+        )
+
+
+def _cmd_grep(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        return _results(args, mem.grep(args.pattern, limit=args.limit, since=args.since, until=args.until))
+
+
+def _cmd_filter(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        return _results(
+            args,
+            mem.filter(
+                source=args.source,
+                min_confidence=args.min_confidence,
+                tags=args.tags,
+                limit=args.limit,
+                since=args.since,
+                until=args.until,
+                kind=args.kind,
+            ),
+        )
+
+
+def _cmd_count(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        n = mem.count(args.query, since=args.since, until=args.until)
+        return _emit(args, {"count": n}, str(n))
+
+
+def _cmd_get(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        rec = mem.get(args.id)
+    if rec is None:
+        raise MemoryStoreError(f"no memory with id {args.id}")
+    return _emit(args, asdict(rec), f"#{rec.id} [{rec.date}] {rec.title}\n{rec.content}")
+
+
+def _cmd_summarize(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        text = mem.summarize(args.query, max_results=args.max_results)
+    return _emit(args, {"summary": text}, text)
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    problems = MemoryJournal(args.journal).verify()
+    _emit(
+        args,
+        {"ok": not problems, "problems": [asdict(p) for p in problems]},
+        "journal chains intact" if not problems else "\n".join(f"{p.file}:{p.line}: {p.reason}" for p in problems),
+    )
+    if problems:
+        raise IntegrityError(f"journal chain broken at {problems[0].file}:{problems[0].line}: {problems[0].reason}")
+    return 0
+
+
+def _cmd_compact(args: argparse.Namespace) -> int:
+    journal = MemoryJournal(args.journal)
+    moved = journal.quarantine()
+    report = {**journal.compact(), "quarantined": moved}
+    return _emit(args, report, ", ".join(f"{k}={v}" for k, v in report.items()))
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
-    """Attach this part's sub-commands."""
+    """Attach ``memory {index,search,grep,filter,count,get,summarize,verify,compact}``."""
+    memory = subparsers.add_parser("memory", help="query and maintain the memory archive")
+    sub = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
+
+    def parser(name: str, func: Any, helptext: str, *, db: bool = True) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = sub.add_parser(name, help=helptext)
+        if db:
+            p.add_argument("db", help="memory index (SQLite)")
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+        p.set_defaults(func=func)
+        return p
+
+    def window(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--since", help="ISO date/time or relative (7d)")
+        p.add_argument("--until", help="ISO date/time (date-only is inclusive) or relative")
+
+    p = parser("index", _cmd_index, "build or update the index from a journal and/or archives")
+    p.add_argument("--journal", help="journal root directory")
+    p.add_argument("--archive", action="append", help="archive in the original schema (repeatable)")
+    p.add_argument("--rebuild", action="store_true", help="rebuild from scratch instead of appending")
+    p = parser("search", _cmd_search, "full-text search ranked by bm25")
+    p.add_argument("query")
+    p.add_argument("--tags", type=split_tags)
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--order", choices=["relevance", "newest", "oldest"], default="relevance")
+    p.add_argument("--raw", action="store_true", help="pass FTS5 syntax through")
+    window(p)
+    p = parser("grep", _cmd_grep, "regular-expression search")
+    p.add_argument("pattern")
+    p.add_argument("--limit", type=int, default=50)
+    window(p)
+    p = parser("filter", _cmd_filter, "records by metadata")
+    p.add_argument("--source")
+    p.add_argument("--kind")
+    p.add_argument("--min-confidence", type=float)
+    p.add_argument("--tags", type=split_tags)
+    p.add_argument("--limit", type=int, default=20)
+    window(p)
+    p = parser("count", _cmd_count, "exact number of matches")
+    p.add_argument("query", nargs="?")
+    window(p)
+    p = parser("get", _cmd_get, "one record by id")
+    p.add_argument("id", type=int)
+    p = parser("summarize", _cmd_summarize, "short digest of the best matches")
+    p.add_argument("query")
+    p.add_argument("--max-results", type=int, default=5)
+    p = parser("verify", _cmd_verify, "check the journal hash chains", db=False)
+    p.add_argument("journal", help="journal root directory")
+    p = parser("compact", _cmd_compact, "quarantine corrupt lines, then compact the journal", db=False)
+    p.add_argument("journal", help="journal root directory")

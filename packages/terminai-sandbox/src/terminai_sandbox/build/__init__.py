@@ -22,6 +22,7 @@ from typing import Any
 from terminai_sandbox._version import __version__
 from terminai_sandbox.build import debian, layers, oci, python
 from terminai_sandbox.build.spec import ImageSpec, load_spec
+from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import BuildError, ReproducibilityError
 
 #: Bumped whenever a change here changes output bytes for the same inputs.
@@ -112,7 +113,10 @@ def _revision(root: Path) -> str:
 
 
 def _contract_version(root: Path, tapts: Path) -> str:
-    for candidate in (tapts / "src" / "terminai_apts" / "contract.json", root / "contracts" / "t-apts" / "contract.json"):
+    for candidate in (
+        tapts / "src" / "terminai_apts" / "contract.json",
+        root / "contracts" / "t-apts" / "contract.json",
+    ):
         if candidate.exists():
             return str(json.loads(candidate.read_text())["contract_version"])
     raise BuildError("no contract manifest found (contracts/t-apts/contract.json)")
@@ -126,27 +130,45 @@ def _user_hooks(spec: ImageSpec, sde: int) -> tuple[str, ...]:
         f"echo '{spec.user}:x:{g}:' >> \"$1/etc/group\" && "
         f"echo '{spec.user}:*:{days}:0:99999:7:::' >> \"$1/etc/shadow\" && "
         f"echo '{spec.user}:!::' >> \"$1/etc/gshadow\" && "
-        f"mkdir -p \"$1{home}\" \"$1{spec.workdir}\" && chown {u}:{g} \"$1{home}\" \"$1{spec.workdir}\"",
+        f'mkdir -p "$1{home}" "$1{spec.workdir}" && chown {u}:{g} "$1{home}" "$1{spec.workdir}"',
         # Scrub what differs between builds or leaks the build host.
-        "rm -rf \"$1\"/var/log/* \"$1\"/var/cache/ldconfig/aux-cache \"$1\"/var/cache/apt/*.bin "
-        "\"$1\"/var/cache/debconf/*-old \"$1\"/var/lib/dpkg/*-old \"$1\"/tmp/* \"$1\"/var/tmp/* "
-        "\"$1\"/var/lib/dbus/machine-id && : > \"$1/etc/machine-id\" && echo sandbox > \"$1/etc/hostname\" && "
-        ": > \"$1/etc/resolv.conf\"",
+        'rm -rf "$1"/var/log/* "$1"/var/cache/ldconfig/aux-cache "$1"/var/cache/apt/*.bin '
+        '"$1"/var/cache/debconf/*-old "$1"/var/lib/dpkg/*-old "$1"/tmp/* "$1"/var/tmp/* '
+        '"$1"/var/lib/dbus/machine-id && : > "$1/etc/machine-id" && echo sandbox > "$1/etc/hostname" && '
+        ': > "$1/etc/resolv.conf"',
     )
 
 
 def _base_layer(spec: ImageSpec, lock: dict[str, Any], cache: Path, opts: BuildOptions, work: Path) -> layers.Layer:
     sde = int(lock["source_date_epoch"])
-    key = _key("base", lock, spec.variant, spec.packages, spec.mirrors, spec.path_exclude, spec.path_include,
-               spec.user, spec.uid, spec.gid, spec.home, spec.workdir)
+    key = _key(
+        "base",
+        lock,
+        spec.variant,
+        spec.packages,
+        spec.mirrors,
+        spec.path_exclude,
+        spec.path_include,
+        spec.user,
+        spec.uid,
+        spec.gid,
+        spec.home,
+        spec.workdir,
+    )
     cached = cache / f"base-{key}.tar"
     if opts.use_cache and cached.exists():
         opts.progress(f"base: cached ({cached.stat().st_size / 1e6:.1f} MB)")
         return layers.Layer(tar=cached, diff_id=layers.sha256_file(cached), size=cached.stat().st_size)
     raw = work / "rootfs.tar"
-    collected = debian.run_mmdebstrap(spec, raw, workdir=work / "mm", source_date_epoch=sde,
-                                      prefs=debian.preferences(lock), extra_hooks=_user_hooks(spec, sde),
-                                      log=opts.progress)
+    collected = debian.run_mmdebstrap(
+        spec,
+        raw,
+        workdir=work / "mm",
+        source_date_epoch=sde,
+        prefs=debian.preferences(lock),
+        extra_hooks=_user_hooks(spec, sde),
+        log=opts.progress,
+    )
     debian.verify_against_lock(lock, collected)
     opts.progress(f"base: installed set equals debian.lock ({len(lock['packages'])} packages)")
     out = work / "base.tar"
@@ -198,8 +220,14 @@ def _compressed(layer: layers.Layer, cache: Path, work: Path, use_cache: bool) -
     name = f"gz-{layer.diff_id.removeprefix('sha256:')}.tar.gz"
     target = (cache if use_cache else work) / name
     if use_cache and target.exists():
-        return layers.Layer(tar=layer.tar, diff_id=layer.diff_id, size=layer.size, gzip=target,
-                            digest=layers.sha256_file(target), gzip_size=target.stat().st_size)
+        return layers.Layer(
+            tar=layer.tar,
+            diff_id=layer.diff_id,
+            size=layer.size,
+            gzip=target,
+            digest=layers.sha256_file(target),
+            gzip_size=target.stat().st_size,
+        )
     target.parent.mkdir(parents=True, exist_ok=True)
     return layers.compress(layer, target)
 
@@ -229,53 +257,72 @@ def build_image(opts: BuildOptions | None = None) -> BuildResult:
         packed = [_compressed(layer, cache / "blobs", work, opts.use_cache) for layer in (base, wheels, tapts_layer)]
         opts.progress(f"compressed in {time.monotonic() - stage:.1f} s")
         labels = dict(spec.labels)
-        labels.update({
-            "org.opencontainers.image.version": __version__,
-            "org.opencontainers.image.revision": _revision(opts.root),
-            "org.opencontainers.image.source": spec.source,
-            "org.opencontainers.image.created": oci.iso(sde),
-            "org.opencontainers.image.ref.name": reference,
-            CONTRACT_LABEL: _contract_version(opts.root, tapts),
-            "dev.terminai.assembler-format": ASSEMBLER_FORMAT,
-        })
+        labels.update(
+            {
+                "org.opencontainers.image.version": __version__,
+                "org.opencontainers.image.revision": _revision(opts.root),
+                "org.opencontainers.image.source": spec.source,
+                "org.opencontainers.image.created": oci.iso(sde),
+                "org.opencontainers.image.ref.name": reference,
+                CONTRACT_LABEL: _contract_version(opts.root, tapts),
+                "dev.terminai.assembler-format": ASSEMBLER_FORMAT,
+            }
+        )
         history = [
             f"debian {spec.suite} {spec.variant} + {', '.join(spec.packages)} pinned to debian.lock",
             "wheels from requirements.lock (by sha256)",
             f"terminai-apts {__version__} + contract + entrypoint",
         ]
         config = oci.make_config(
-            layers=packed, history=history, user=f"{spec.uid}:{spec.gid}", env=spec.env,
-            entrypoint=spec.entrypoint, cmd=spec.cmd, workdir=spec.workdir, labels=labels,
-            source_date_epoch=sde, architecture=spec.architecture,
+            layers=packed,
+            history=history,
+            user=f"{spec.uid}:{spec.gid}",
+            env=spec.env,
+            entrypoint=spec.entrypoint,
+            cmd=spec.cmd,
+            workdir=spec.workdir,
+            labels=labels,
+            source_date_epoch=sde,
+            architecture=spec.architecture,
         )
         annotations = {k: v for k, v in labels.items() if k.startswith("org.opencontainers.") or k == CONTRACT_LABEL}
         manifest = oci.make_manifest(config, packed, annotations)
         layout = output / "oci"
-        manifest_digest = oci.write_oci_layout(layout, config=config, manifest=manifest, layers=packed,
-                                               ref_name=__version__)
+        manifest_digest = oci.write_oci_layout(
+            layout, config=config, manifest=manifest, layers=packed, ref_name=__version__
+        )
         archive = output / "image.tar"
         oci.write_docker_archive(archive, config=config, layers=packed, repo_tag=reference, source_date_epoch=sde)
         (output / "build.json").write_text(json.dumps({"diff_ids": [p.diff_id for p in packed]}) + "\n")
     config_digest = oci.digest_of(config)
     loaded = False
     if opts.load:
-        from terminai_sandbox.engine import Engine
-
         stage = time.monotonic()
         engine = Engine.connect()
         with archive.open("rb") as handle:
             engine.client.images.load(handle.read())
         image = engine.client.images.get(reference)
         if image.id != config_digest:
-            raise BuildError(f"the engine loaded {reference} as {image.id}, but the assembled config is {config_digest}",
-                             hint="another image may hold this tag; remove it and build again")
+            raise BuildError(
+                f"the engine loaded {reference} as {image.id}, but the assembled config is {config_digest}",
+                hint="another image may hold this tag; remove it and build again",
+            )
         loaded = True
         opts.progress(f"loaded into {engine.info.name} {engine.info.version} in {time.monotonic() - stage:.1f} s")
     return BuildResult(
-        reference=reference, config_digest=config_digest, manifest_digest=manifest_digest, oci_layout=layout,
-        archive=archive, output_dir=output, source_date_epoch=sde, labels=labels,
-        diff_ids=tuple(p.diff_id for p in packed), uncompressed_size=sum(p.size for p in packed),
-        compressed_size=sum(p.gzip_size or 0 for p in packed), seconds=time.monotonic() - started, loaded=loaded,
+        reference=reference,
+        config_digest=config_digest,
+        manifest_digest=manifest_digest,
+        oci_layout=layout,
+        archive=archive,
+        output_dir=output,
+        source_date_epoch=sde,
+        labels=labels,
+        diff_ids=tuple(p.diff_id for p in packed),
+        uncompressed_size=sum(p.size for p in packed),
+        compressed_size=sum(p.gzip_size or 0 for p in packed),
+        seconds=time.monotonic() - started,
+        loaded=loaded,
     )
 
 
@@ -285,10 +332,19 @@ def check_reproducible(opts: BuildOptions) -> tuple[BuildResult, BuildResult]:
     with tempfile.TemporaryDirectory(prefix="terminai-repro-") as tmp:
         old_umask = os.umask(0o077)
         try:
-            second = build_image(BuildOptions(
-                root=opts.root, spec_path=opts.spec_path, output_dir=Path(tmp) / "out", cache_dir=Path(tmp) / "cache",
-                use_cache=False, tapts_source=opts.tapts_source, load=False, tag=opts.tag, progress=opts.progress,
-            ))
+            second = build_image(
+                BuildOptions(
+                    root=opts.root,
+                    spec_path=opts.spec_path,
+                    output_dir=Path(tmp) / "out",
+                    cache_dir=Path(tmp) / "cache",
+                    use_cache=False,
+                    tapts_source=opts.tapts_source,
+                    load=False,
+                    tag=opts.tag,
+                    progress=opts.progress,
+                )
+            )
             if second.manifest_digest != first.manifest_digest or second.config_digest != first.config_digest:
                 raise ReproducibilityError(_explain(first, second))
         finally:

@@ -94,7 +94,8 @@ def run_mmdebstrap(
         cmd.append(f'--setup-hook=mkdir -p "$1/etc/apt/preferences.d" && cp {pref_file} "$1/etc/apt/preferences.d/"')
     cmd.append(
         f'--customize-hook=cp "$1/var/lib/dpkg/status" {collect}/status && '
-        f'mkdir -p {collect}/lists && cp "$1"/var/lib/apt/lists/*_Packages "$1"/var/lib/apt/lists/*Release {collect}/lists/'
+        f"mkdir -p {collect}/lists && "
+        f'cp "$1"/var/lib/apt/lists/*_Packages "$1"/var/lib/apt/lists/*Release {collect}/lists/'
     )
     cmd += [f"--customize-hook={hook}" for hook in extra_hooks]
     cmd.append(

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-
 import os
 import stat
 import tarfile
@@ -67,8 +66,13 @@ def normalise_tar(src: Path, dst: Path, *, source_date_epoch: int) -> Layer:
                 if name.startswith("dev/"):
                     continue  # the container runtime provides /dev
                 raise BuildError(f"device node or FIFO outside /dev in the base: {name}")
-            if member.type not in (tarfile.REGTYPE, tarfile.AREGTYPE, tarfile.DIRTYPE, tarfile.SYMTYPE,
-                                   tarfile.LNKTYPE):
+            if member.type not in (
+                tarfile.REGTYPE,
+                tarfile.AREGTYPE,
+                tarfile.DIRTYPE,
+                tarfile.SYMTYPE,
+                tarfile.LNKTYPE,
+            ):
                 raise BuildError(f"unsupported tar entry type {member.type!r} for {name}")
             member.name = name
             if member.islnk():
@@ -132,8 +136,14 @@ class Owner:
     gid: int = 0
 
 
-def write_layer(staging: Path, dst: Path, *, source_date_epoch: int, owners: dict[str, Owner] | None = None,
-                parents_from: Iterable[str] = ()) -> Layer:
+def write_layer(
+    staging: Path,
+    dst: Path,
+    *,
+    source_date_epoch: int,
+    owners: dict[str, Owner] | None = None,
+    parents_from: Iterable[str] = (),
+) -> Layer:
     """Pack ``staging`` (a tree rooted at ``/``) into a deterministic layer tar.
 
     Owners default to root; ``owners`` maps image paths (``home/sandbox``) to another
@@ -180,12 +190,21 @@ def write_layer(staging: Path, dst: Path, *, source_date_epoch: int, owners: dic
 
 def compress(layer: Layer, dst: Path) -> Layer:
     """gzip the layer deterministically (fixed header, level 6) and record the blob digest."""
-    with layer.tar.open("rb") as src, dst.open("wb") as raw:
-        with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=GZIP_LEVEL) as gz:
-            while chunk := src.read(_CHUNK):
-                gz.write(chunk)
-    return Layer(tar=layer.tar, diff_id=layer.diff_id, size=layer.size, gzip=dst, digest=sha256_file(dst),
-                 gzip_size=dst.stat().st_size)
+    with (
+        layer.tar.open("rb") as src,
+        dst.open("wb") as raw,
+        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=GZIP_LEVEL) as gz,
+    ):
+        while chunk := src.read(_CHUNK):
+            gz.write(chunk)
+    return Layer(
+        tar=layer.tar,
+        diff_id=layer.diff_id,
+        size=layer.size,
+        gzip=dst,
+        digest=sha256_file(dst),
+        gzip_size=dst.stat().st_size,
+    )
 
 
 def first_difference(a: Path, b: Path) -> str | None:
@@ -220,5 +239,13 @@ def read_member(tar_path: Path, name: str) -> bytes | None:
         return handle.read() if handle else None
 
 
-__all__ = ["Layer", "Owner", "compress", "first_difference", "normalise_tar", "read_member", "sha256_file",
-           "write_layer"]
+__all__ = [
+    "Layer",
+    "Owner",
+    "compress",
+    "first_difference",
+    "normalise_tar",
+    "read_member",
+    "sha256_file",
+    "write_layer",
+]

@@ -39,9 +39,19 @@ def iso(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def make_config(*, layers: Sequence[Layer], history: Sequence[str], user: str, env: Sequence[str],
-                entrypoint: Sequence[str], cmd: Sequence[str], workdir: str, labels: dict[str, str],
-                source_date_epoch: int, architecture: str) -> bytes:
+def make_config(
+    *,
+    layers: Sequence[Layer],
+    history: Sequence[str],
+    user: str,
+    env: Sequence[str],
+    entrypoint: Sequence[str],
+    cmd: Sequence[str],
+    workdir: str,
+    labels: dict[str, str],
+    source_date_epoch: int,
+    architecture: str,
+) -> bytes:
     created = iso(source_date_epoch)
     config = {
         "architecture": architecture,
@@ -96,22 +106,28 @@ def write_oci_layout(root: Path, *, config: bytes, manifest: bytes, layers: Sequ
     index = {
         "schemaVersion": 2,
         "mediaType": MEDIA_INDEX,
-        "manifests": [{
-            "mediaType": MEDIA_MANIFEST, "digest": digest_of(manifest), "size": len(manifest),
-            "annotations": {"org.opencontainers.image.ref.name": ref_name},
-        }],
+        "manifests": [
+            {
+                "mediaType": MEDIA_MANIFEST,
+                "digest": digest_of(manifest),
+                "size": len(manifest),
+                "annotations": {"org.opencontainers.image.ref.name": ref_name},
+            }
+        ],
     }
     (root / "index.json").write_bytes(canonical(index))
     return digest_of(manifest)
 
 
-def write_docker_archive(path: Path, *, config: bytes, layers: Sequence[Layer], repo_tag: str,
-                         source_date_epoch: int) -> None:
+def write_docker_archive(
+    path: Path, *, config: bytes, layers: Sequence[Layer], repo_tag: str, source_date_epoch: int
+) -> None:
     """Write a ``docker load``-able archive with uncompressed layers (deterministic tar)."""
     config_name = f"blobs/sha256/{digest_of(config).removeprefix('sha256:')}"
     layer_names = [f"blobs/sha256/{layer.diff_id.removeprefix('sha256:')}" for layer in layers]
     manifest = canonical([{"Config": config_name, "RepoTags": [repo_tag], "Layers": layer_names}])
     with path.open("wb") as out, tarfile.open(fileobj=out, mode="w", format=tarfile.PAX_FORMAT) as tar:
+
         def add(name: str, data: bytes | None = None, source: Path | None = None) -> None:
             info = tarfile.TarInfo(name)
             info.mtime, info.mode, info.uname, info.gname = source_date_epoch, 0o644, "", ""
@@ -122,7 +138,6 @@ def write_docker_archive(path: Path, *, config: bytes, layers: Sequence[Layer], 
             else:
                 assert data is not None
                 info.size = len(data)
-
 
                 tar.addfile(info, io.BytesIO(data))
 

@@ -30,8 +30,8 @@ def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> None:
 def locked_wheels(requirements: Path, cache: Path) -> list[Path]:
     """Download (or reuse from ``cache``) every wheel in the lock and check its sha256."""
     wanted: dict[str, str] = {}
-    for line in requirements.read_text().splitlines():
-        line = line.strip()
+    for raw in requirements.read_text().splitlines():
+        line = raw.strip()
         if not line or line.startswith("#"):
             continue
         spec, _, hashpart = line.partition("--hash=sha256:")
@@ -42,8 +42,23 @@ def locked_wheels(requirements: Path, cache: Path) -> list[Path]:
     by_hash = {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in cache.glob("*.whl")}
     missing = [req for req, digest in wanted.items() if digest not in by_hash]
     if missing:
-        _run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
-              "--require-hashes", "-r", str(requirements), "-d", str(cache)], "downloading locked wheels")
+        _run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--require-hashes",
+                "-r",
+                str(requirements),
+                "-d",
+                str(cache),
+            ],
+            "downloading locked wheels",
+        )
         by_hash = {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in cache.glob("*.whl")}
     out = []
     for req, digest in sorted(wanted.items()):
@@ -60,11 +75,29 @@ def build_tapts_wheel(source: Path, out_dir: Path, *, source_date_epoch: int) ->
     if work.exists():
         shutil.rmtree(work)
     # Build from a clean copy so no stray build/ or egg-info of the checkout leaks in.
-    shutil.copytree(source, work, symlinks=False, ignore=shutil.ignore_patterns(
-        "build", "*.egg-info", "__pycache__", "*.pyc", "dist"))
+    shutil.copytree(
+        source,
+        work,
+        symlinks=False,
+        ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.pyc", "dist"),
+    )
     env = {**os.environ, "SOURCE_DATE_EPOCH": str(source_date_epoch), "PYTHONHASHSEED": "0"}
-    _run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(out_dir),
-          str(work)], "building the T-APTS wheel", env)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(out_dir),
+            str(work),
+        ],
+        "building the T-APTS wheel",
+        env,
+    )
     wheels = sorted(out_dir.glob("terminai_apts-*.whl"))
     if len(wheels) != 1:
         raise BuildError(f"expected one T-APTS wheel in {out_dir}, found {len(wheels)}")
@@ -76,8 +109,20 @@ def install(wheels: list[Path], staging: Path, *, site_packages: str, hashes_req
     """Install ``wheels`` into ``staging`` + ``site_packages`` and byte-compile them there."""
     target = staging / site_packages.lstrip("/")
     target.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--no-compile",
-           "--disable-pip-version-check", "--no-warn-script-location", "--target", str(target)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-index",
+        "--no-deps",
+        "--no-compile",
+        "--disable-pip-version-check",
+        "--no-warn-script-location",
+        "--target",
+        str(target),
+    ]
     if hashes_required:
         req = staging.parent / f"{staging.name}.requirements.txt"
         req.write_text("".join(f"{w} --hash=sha256:{hashlib.sha256(w.read_bytes()).hexdigest()}\n" for w in wheels))
@@ -107,7 +152,10 @@ def install(wheels: list[Path], staging: Path, *, site_packages: str, hashes_req
 
 def _compile(target: Path, site_packages: str) -> None:
     ok = compileall.compile_dir(
-        str(target), quiet=1, ddir=site_packages, workers=1,
+        str(target),
+        quiet=1,
+        ddir=site_packages,
+        workers=1,
         invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
     )
     if not ok:

@@ -86,6 +86,7 @@ def _prepare(
     insecure_registry: bool,
     deep: bool,
     as_json: bool,
+    project: Path | None = None,
 ) -> tuple[LaunchConfig, VerifiedImage, audit.Ledger, list[StepResult]]:
     env = dict(os.environ)
     available = [name for name in ("docker", "podman") if shutil.which(name)]
@@ -111,6 +112,7 @@ def _prepare(
         insecure_registry=insecure_registry,
         supported_contract=_supported_contract(),
         deep=deep,
+        project=project,
         cache_path=state / "verified.json",
         env=env,
     )
@@ -163,10 +165,10 @@ def preflight_cmd(as_json: bool, deep: bool, **kwargs: Any) -> None:
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def run_cmd(as_json: bool, network: str, memory: str, cpus: str, command: tuple[str, ...], **kwargs: Any) -> None:
     """Preflight, then run COMMAND in a hardened container of the verified image (by digest)."""
-    config, verified, ledger, _ = _prepare(deep=False, as_json=as_json, **kwargs)
+    cwd = os.getcwd()
+    config, verified, ledger, _ = _prepare(deep=False, as_json=as_json, project=Path(cwd), **kwargs)
     assert config.engine is not None  # preflight step 0 refuses a switched-off sandbox
     uid, gid = host_identity()
-    cwd = os.getcwd()
     bashrc = Path(cwd) / ".terminai" / "sandbox.bashrc"
     argv = build_argv(
         config.engine,
@@ -183,6 +185,7 @@ def run_cmd(as_json: bool, network: str, memory: str, cpus: str, command: tuple[
     ledger.append(
         "run",
         image=verified.pinned,
+        runs=verified.run_ref,
         verified_by=list(verified.verified_by),
         argv=argv,
     )

@@ -1,4 +1,4 @@
-"""``terminai-sandbox keygen | push | sign | verify``: keys, registry, signatures."""
+"""``terminai-sandbox keygen | push | sign | attest | verify | sbom | release``: the supply chain."""
 
 from __future__ import annotations
 
@@ -10,14 +10,18 @@ from pathlib import Path
 
 import click
 
+from terminai_sandbox import sbom
+from terminai_sandbox._version import __version__
 from terminai_sandbox.errors import ConfigError, SigningError
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient, docker_config_credentials
 from terminai_sandbox.secret import Secret
-from terminai_sandbox.signing import cosign, keys
-from terminai_sandbox.signing.policy import VerificationPolicy, load_policy
+from terminai_sandbox.signing import attest, bundles, cosign, keyless, keys
+from terminai_sandbox.signing.policy import KeylessIdentity, VerificationPolicy, load_policy
 from terminai_sandbox.signing.verify import verify_image
 
+DEV_DIR = Path(".sandbox-dev")
+DEV_PASSWORD = "development-only"  # noqa: S105 (a public, documented password for the local demo key)
 _INSECURE = click.option("--insecure-registry", is_flag=True, help="allow plain HTTP to a non-loopback registry")
 
 
@@ -45,8 +49,21 @@ def _client(ref: ImageRef, insecure: bool) -> RegistryClient:
     default=None,
     help="encrypt this PKCS#8 PEM private key instead of generating one",
 )
-def keygen_cmd(output_prefix: str, import_path: Path | None) -> None:
+@click.option("--dev", is_flag=True, help=f"write the local DEVELOPMENT key pair under {DEV_DIR}/ (for make demo)")
+def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool) -> None:
     """Write an ECDSA P-256 key pair in cosign's formats (password: COSIGN_PASSWORD or prompt)."""
+    if dev:
+        # A development key is for local demos only: its password is public, it is never a release key.
+        DEV_DIR.mkdir(exist_ok=True)
+        (DEV_DIR / "README").write_text(
+            "DEVELOPMENT KEY ONLY. Generated locally for 'make demo'; its password is\n"
+            f"'{DEV_PASSWORD}'. Never trust it for anything you did not build on this machine.\n"
+        )
+        os.environ.setdefault("COSIGN_PASSWORD", DEV_PASSWORD)
+        output_prefix = str(DEV_DIR / "cosign")
+        if Path(f"{output_prefix}.key").exists():
+            click.echo(f"development key already present: {output_prefix}.key")
+            return
     key_path, pub_path = Path(f"{output_prefix}.key"), Path(f"{output_prefix}.pub")
     if key_path.exists() or pub_path.exists():
         raise ConfigError(f"{key_path} or {pub_path} already exists; refusing to overwrite a key")
@@ -73,45 +90,180 @@ def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_regi
 
 @click.command("sign")
 @click.argument("reference")
-@click.option("--key", "key_path", type=click.Path(path_type=Path, exists=True), required=True)
+@click.option("--key", "key_path", type=click.Path(path_type=Path, exists=True), default=None)
+@click.option(
+    "--keyless", "keyless_", is_flag=True, help="CI only: Fulcio certificate for the ambient OIDC identity, Rekor log"
+)
+@click.option(
+    "--bundle-format", is_flag=True, help="also attach a Sigstore bundle as an OCI 1.1 referrer (cosign v3 default)"
+)
 @_INSECURE
-def sign_cmd(reference: str, key_path: Path, insecure_registry: bool) -> None:
+def sign_cmd(
+    reference: str, key_path: Path | None, keyless_: bool, bundle_format: bool, insecure_registry: bool
+) -> None:
     """Sign REFERENCE by digest (a tag is resolved once) in cosign's .sig layout."""
+    if bool(key_path) == keyless_:
+        raise ConfigError("pass exactly one of --key or --keyless")
     ref = ImageRef.parse(reference)
     client = _client(ref, insecure_registry)
     digest = ref.digest or client.resolve(ref.repository, ref.tag or "latest")
+    if keyless_:
+        artifact = bundles.attach(client, ref.repository, digest, keyless.sign_keyless(ref.name, digest))
+        click.echo(f"signed {ref.name}@{digest} keyless (bundle referrer {artifact})")
+        return
+    assert key_path is not None
     key = keys.load_private(key_path.read_bytes(), _password(confirm=False))
     _, _, added = cosign.sign(client, ref.repository, digest, key, docker_reference=ref.name)
     click.echo(f"{'signed' if added else 'already signed by this key:'} {ref.name}@{digest}")
+    if bundle_format:
+        artifact = bundles.attach(client, ref.repository, digest, bundles.key_bundle(ref.name, digest, key))
+        click.echo(f"attached Sigstore bundle referrer {artifact}")
 
 
 @click.command("verify")
 @click.argument("reference")
 @click.option("--key", "key_path", type=click.Path(path_type=Path), default=None, help="trusted cosign public key")
+@click.option("--certificate-identity", default=None, help="keyless: the signer's certificate identity")
+@click.option("--certificate-oidc-issuer", default=None, help="keyless: the identity's OIDC issuer")
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path), default=None, help="policy file")
+@click.option("--attestation", default=None, help="also require a verified attestation of this type (cyclonedx)")
+@click.option("--offline", "offline_dir", type=click.Path(path_type=Path, exists=True, file_okay=False), default=None)
 @click.option("--json", "as_json", is_flag=True)
 @_INSECURE
 def verify_cmd(
-    reference: str, key_path: Path | None, policy_path: Path | None, as_json: bool, insecure_registry: bool
+    reference: str,
+    key_path: Path | None,
+    certificate_identity: str | None,
+    certificate_oidc_issuer: str | None,
+    policy_path: Path | None,
+    attestation: str | None,
+    offline_dir: Path | None,
+    as_json: bool,
+    insecure_registry: bool,
 ) -> None:
-    """Verify REFERENCE's signatures (the tag is resolved once; verification is by digest)."""
-    if bool(key_path) == bool(policy_path):
-        raise ConfigError("pass exactly one of --key or --policy")
-    policy = VerificationPolicy.single_key(key_path) if key_path else load_policy(policy_path)  # type: ignore[arg-type]
+    """Verify REFERENCE's signatures (the tag is resolved once; verification is by digest).
+
+    With --offline DIR (a release directory such as dist/X.Y.Z) no registry is contacted;
+    REFERENCE must then carry the digest (or DIR's image is used).
+    """
+    if bool(certificate_identity) != bool(certificate_oidc_issuer):
+        raise ConfigError("keyless verification needs both --certificate-identity and --certificate-oidc-issuer")
+    chosen = [x for x in (key_path, certificate_identity, policy_path) if x]
+    if len(chosen) != 1:
+        raise ConfigError("pass exactly one of --key, --certificate-identity/--certificate-oidc-issuer or --policy")
+    if key_path:
+        policy = VerificationPolicy.single_key(key_path)
+    elif policy_path:
+        policy = load_policy(policy_path)
+    else:
+        policy = VerificationPolicy(
+            identities=(KeylessIdentity(identity=certificate_identity, issuer=certificate_oidc_issuer),)
+        )
     ref = ImageRef.parse(reference)
-    client = _client(ref, insecure_registry)
-    if ref.digest is None:
-        if ref.tag is None:
-            raise ConfigError(f"{reference} has neither tag nor digest")
-        ref = ref.with_digest(client.resolve(ref.repository, ref.tag))
-    result = verify_image(ref, policy, client=client)
+    client = None
+    if offline_dir is not None:
+        if ref.digest is None:
+            index = json.loads((offline_dir / "oci" / "index.json").read_text())
+            ref = ref.with_digest(index["manifests"][0]["digest"])
+    else:
+        client = _client(ref, insecure_registry)
+        if ref.digest is None:
+            if ref.tag is None:
+                raise ConfigError(f"{reference} has neither tag nor digest")
+            ref = ref.with_digest(client.resolve(ref.repository, ref.tag))
+    result = verify_image(ref, policy, client=client, offline_dir=offline_dir, attestation=attestation)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
-    else:
-        for sig in result.signatures:
-            click.echo(f"verified {result.repository}@{result.digest} with key {sig.key_id} ({sig.key_source})")
+        return
+    for sig in result.signatures:
+        who = sig.certificate_identity and f"{sig.certificate_identity} ({sig.certificate_issuer})"
+        click.echo(f"verified {result.repository}@{result.digest} signed by {who or sig.key_id} ({sig.key_source})")
+    for claim in result.claims:
+        click.echo(f"verified attestation {claim['predicateType']}")
+
+
+@click.command("sbom")
+@click.argument("layout", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the SBOM")
+@click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name in the SBOM")
+@click.option("--version", "image_version", default=__version__, show_default=True)
+@click.option("--source-date-epoch", type=int, default=None, help="timestamp (default: $SOURCE_DATE_EPOCH or 0)")
+@click.option("--image-dir", type=click.Path(path_type=Path), default=Path("images/sandbox"), show_default=True)
+def sbom_cmd(
+    layout: Path, output: Path, repository: str, image_version: str, source_date_epoch: int | None, image_dir: Path
+) -> None:
+    """Write the CycloneDX 1.6 SBOM of the image in OCI layout LAYOUT (validated, deterministic)."""
+    epoch = source_date_epoch if source_date_epoch is not None else int(os.environ.get("SOURCE_DATE_EPOCH", "0"))
+    text = sbom.generate(
+        sbom.SbomOptions(
+            layout=layout, repository=repository, version=image_version, source_date_epoch=epoch, image_dir=image_dir
+        )
+    )
+    output.write_text(text)
+    click.echo(f"wrote {output} ({len(json.loads(text).get('components', []))} components)")
+
+
+@click.command("attest")
+@click.argument("reference")
+@click.option("--predicate", type=click.Path(path_type=Path, exists=True), required=True)
+@click.option("--type", "kind", default="cyclonedx", show_default=True, help="cyclonedx, spdxjson, custom or a URI")
+@click.option("--key", "key_path", type=click.Path(path_type=Path, exists=True), required=True)
+@_INSECURE
+def attest_cmd(reference: str, predicate: Path, kind: str, key_path: Path, insecure_registry: bool) -> None:
+    """Attach a signed in-toto attestation (DSSE, cosign's .att layout) to REFERENCE by digest."""
+    ref = ImageRef.parse(reference)
+    client = _client(ref, insecure_registry)
+    digest = ref.digest or client.resolve(ref.repository, ref.tag or "latest")
+    try:
+        body = json.loads(predicate.read_text())
+    except ValueError as exc:
+        raise ConfigError(f"predicate {predicate} is not JSON: {exc}") from None
+    key = keys.load_private(key_path.read_bytes(), _password(confirm=False))
+    uri = attest.predicate_type(kind)
+    _, added = attest.attest(
+        client, ref.repository, digest, key, subject_name=ref.name, predicate_uri=uri, predicate=body
+    )
+    click.echo(f"{'attested' if added else 'already attested by this key:'} {ref.name}@{digest} ({uri})")
+
+
+@click.command("release")
+@click.option("--push", "repository", required=True, help="REGISTRY/REPO to publish to")
+@click.option("--key", "key_path", type=click.Path(path_type=Path, exists=True), required=True)
+@click.option("--dist", type=click.Path(path_type=Path), default=Path("dist"), show_default=True)
+@_INSECURE
+def release_cmd(repository: str, key_path: Path, dist: Path, insecure_registry: bool) -> None:
+    """Build → contracts → SBOM → push by digest → sign → attest → verify → dist/X.Y.Z/release.json."""
+    from terminai_sandbox import release as release_mod  # noqa: PLC0415 (pulls in the build stack)
+    from terminai_sandbox.build import BuildOptions, build_image  # noqa: PLC0415
+    from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
+    from terminai_sandbox.engine import Engine  # noqa: PLC0415
+
+    key = keys.load_private(key_path.read_bytes(), _password(confirm=False))
+    target = dist / __version__
+
+    def contracts(image: release_mod.BuiltImage) -> release_mod.ContractOutcome:
+        report = run_contracts(Engine.connect(), image.config_digest, output_dir=target)
+        return release_mod.ContractOutcome(
+            ok=report.ok,
+            version=release_mod.contract_version(Path.cwd()),
+            summary=f"{len(report.passed)} passed, {len(report.failed)} failed",
+        )
+
+    manifest = release_mod.release(
+        release_mod.ReleaseOptions(
+            repository=repository,
+            version=__version__,
+            dist_root=dist,
+            image_dir=Path("images/sandbox"),
+            insecure=insecure_registry,
+        ),
+        build=lambda: build_image(BuildOptions(output_dir=target)),
+        contracts=contracts,
+        key=key,
+    )
+    click.echo(f"released {manifest['tag']} = {manifest['reference']} ({target / 'release.json'})")
 
 
 def register(group: click.Group) -> None:
-    for command in (keygen_cmd, push_cmd, sign_cmd, verify_cmd):
+    for command in (keygen_cmd, push_cmd, sign_cmd, verify_cmd, sbom_cmd, attest_cmd, release_cmd):
         group.add_command(command)

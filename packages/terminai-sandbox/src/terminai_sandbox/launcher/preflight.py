@@ -9,7 +9,9 @@
    holds passes only, so it can never turn a failure into a pass);
 5. contract compatibility from the image's labels (no container needed);
 6. health: the entrypoint's own check runs at the session's start; ``deep`` also runs the
-   contract suite now.
+   contract suite now;
+7. per-project layer: ``.terminai/sandbox.Dockerfile`` built FROM the verified digest
+   (see :mod:`terminai_sandbox.launcher.project`).
 
 Each step is timed, recorded in the audit ledger and named in its error. Only this module
 can create a :class:`VerifiedImage`, and the run step accepts nothing else.
@@ -31,6 +33,7 @@ from terminai_sandbox.contracts import run_contracts
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import LaunchError, SandboxError, VerificationError
 from terminai_sandbox.launcher.audit import Ledger
+from terminai_sandbox.launcher.project import build_project_layer, project_dockerfile
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient, docker_config_credentials
 from terminai_sandbox.signing.policy import VerificationPolicy
@@ -50,6 +53,7 @@ class VerifiedImage:
     image_id: str
     verified_by: tuple[str, ...]
     skipped_verification: bool
+    run_ref: str  # what to run: the pinned reference, or the project image derived from it
     _token: object = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -74,6 +78,7 @@ class PreflightOptions:
     insecure_registry: bool = False
     supported_contract: str = "1.0.0"
     deep: bool = False
+    project: Path | None = None
     cache_path: Path | None = None
     env: Mapping[str, str] = field(default_factory=dict)
 
@@ -255,7 +260,21 @@ def preflight(
 
     steps.run(6, "health", step6)
     assert pinned.digest is not None
+    digest: str = pinned.digest
+
+    def step7() -> tuple[str, str]:
+        if options.project is None or project_dockerfile(options.project) is None:
+            return pinned.pinned, "no .terminai/sandbox.Dockerfile: the verified image runs as is"
+        derived, built = build_project_layer(engine, options.project, pinned.pinned, digest)
+        # Run the derived image by its content id, not its tag: a tag could be re-pointed
+        # between this step and `docker run`, an id cannot.
+        what = "built project layer" if built else "cached project layer"
+        return str(derived.id), f"{what} {derived.id[:19]} FROM {digest[:19]} (derived from verified)"
+
+    run_ref: str = steps.run(7, "project layer", step7)
+    if ledger is not None and run_ref != pinned.pinned:
+        ledger.append("derived-from-verified", base=pinned.pinned, image=run_ref)
     verified = VerifiedImage(
-        pinned.pinned, pinned.digest, image.id, verified_by, options.unsafe_skip_verify, _token=_TOKEN
+        pinned.pinned, digest, image.id, verified_by, options.unsafe_skip_verify, run_ref, _token=_TOKEN
     )
     return verified, steps.results

@@ -110,7 +110,7 @@ def build_argv(
     for item in config.env:
         argv += ["--env", item.name if item.value is None else f"{item.name}={item.value}"]
     argv += list(config.flags)
-    argv.append(image.pinned)
+    argv.append(image.run_ref)
     argv += list(command)
     return argv
 

@@ -1,34 +1,51 @@
-"""in-toto attestations in DSSE envelopes, stored the way cosign stores them (``.att`` tag).
+"""In-toto attestations in DSSE envelopes, stored the way ``cosign attest`` stores them.
 
-The statement names the image digest as its subject (``_type``
-``https://in-toto.io/Statement/v0.1``, as cosign writes it); the DSSE signature covers
-the pre-authentication encoding ``DSSEv1 SP len(type) SP type SP len(body) SP body``.
-Each attestation is one layer (media type ``application/vnd.dsse.envelope.v1+json``) of
-the OCI manifest at ``sha256-<hex>.att``, with an empty signature annotation and the
-``predicateType`` annotation.
+The statement is in-toto v0.1 (what cosign writes) with one subject, the image digest.
+The envelope is ``{"payloadType","payload","signatures":[{"keyid","sig"}]}``; the ECDSA
+P-256 signature covers the DSSE pre-authentication encoding (PAE), never the raw
+statement. Each envelope is one ``application/vnd.dsse.envelope.v1+json`` layer of the
+manifest at tag ``sha256-<hex>.att`` with annotations ``predicateType`` and an empty
+``dev.cosignproject.cosign/signature``.
+
+Verifying an attestation = the envelope signature verifies under a trusted key, the payload
+type is in-toto, some subject's ``digest.sha256`` is the image digest (cosign ignores the
+subject name), and the predicate type is the one asked for.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from terminai_sandbox.errors import RegistryError, VerificationError
-from terminai_sandbox.registry import OCI_MANIFEST, RegistryClient, sha256_digest
+from terminai_sandbox.errors import VerificationError
+from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.signing import cosign
 
-DSSE_MEDIA = "application/vnd.dsse.envelope.v1+json"
-INTOTO_PAYLOAD = "application/vnd.in-toto+json"
-STATEMENT_TYPE = "https://in-toto.io/Statement/v0.1"
+DSSE_MEDIA_TYPE = "application/vnd.dsse.envelope.v1+json"
+INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
+STATEMENT_V01 = "https://in-toto.io/Statement/v0.1"
+STATEMENT_V1 = "https://in-toto.io/Statement/v1"
 PREDICATE_TYPES = {
     "cyclonedx": "https://cyclonedx.org/bom",
     "spdxjson": "https://spdx.dev/Document",
+    "slsaprovenance1": "https://slsa.dev/provenance/v1",
     "custom": "https://cosign.sigstore.dev/attestation/v1",
 }
+
+
+def predicate_type(name: str) -> str:
+    """cosign's ``--type`` short names, or any URI as itself."""
+    if name in PREDICATE_TYPES:
+        return PREDICATE_TYPES[name]
+    if "://" in name:
+        return name
+    raise VerificationError(f"unknown attestation type {name!r}", hint=f"use one of {sorted(PREDICATE_TYPES)} or a URI")
 
 
 def attestation_tag(digest: str) -> str:
@@ -36,34 +53,29 @@ def attestation_tag(digest: str) -> str:
 
 
 def pae(payload_type: str, body: bytes) -> bytes:
-    """DSSE pre-authentication encoding."""
+    """DSSE v1 pre-authentication encoding."""
     kind = payload_type.encode()
     return b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(body), body)
 
 
-def statement(repository: str, digest: str, predicate_type: str, predicate: Any) -> bytes:
-    return json.dumps(
-        {
-            "_type": STATEMENT_TYPE,
-            "predicateType": predicate_type,
-            "subject": [{"name": repository, "digest": {"sha256": digest.removeprefix("sha256:")}}],
-            "predicate": predicate,
-        },
-        separators=(",", ":"),
-        sort_keys=True,
-    ).encode()
+def statement(subject_name: str, digest: str, predicate_uri: str, predicate: Any) -> bytes:
+    data = {
+        "_type": STATEMENT_V01,
+        "predicateType": predicate_uri,
+        "subject": [{"name": subject_name, "digest": {"sha256": digest.removeprefix("sha256:")}}],
+        "predicate": predicate,
+    }
+    return json.dumps(data, separators=(",", ":"), sort_keys=False).encode()
 
 
 def envelope(body: bytes, key: ec.EllipticCurvePrivateKey) -> bytes:
-    signature = key.sign(pae(INTOTO_PAYLOAD, body), ec.ECDSA(hashes.SHA256()))
-    return json.dumps(
-        {
-            "payloadType": INTOTO_PAYLOAD,
-            "payload": base64.b64encode(body).decode(),
-            "signatures": [{"keyid": "", "sig": base64.b64encode(signature).decode()}],
-        },
-        separators=(",", ":"),
-    ).encode()
+    signature = key.sign(pae(INTOTO_PAYLOAD_TYPE, body), ec.ECDSA(hashes.SHA256()))
+    data = {
+        "payloadType": INTOTO_PAYLOAD_TYPE,
+        "payload": base64.b64encode(body).decode(),
+        "signatures": [{"keyid": "", "sig": base64.b64encode(signature).decode()}],
+    }
+    return json.dumps(data, separators=(",", ":")).encode()
 
 
 def attest(
@@ -72,68 +84,110 @@ def attest(
     digest: str,
     key: ec.EllipticCurvePrivateKey,
     *,
-    repository: str,
-    predicate_type: str,
+    subject_name: str,
+    predicate_uri: str,
     predicate: Any,
-) -> str:
-    """Store a signed attestation for ``digest``; return the envelope blob digest."""
-    data = envelope(statement(repository, digest, predicate_type, predicate), key)
-    tag = attestation_tag(digest)
-    layers: list[dict[str, Any]] = []
-    try:
-        body, _, _ = client.get_manifest(repo, tag)
-        layers = list(json.loads(body).get("layers", []))
-    except RegistryError as exc:
-        if "404" not in exc.message:
-            raise
-    layers.append(
-        {
-            "mediaType": DSSE_MEDIA,
-            "size": len(data),
-            "digest": sha256_digest(data),
-            "annotations": {cosign.SIGNATURE_ANNOTATION: "", "predicateType": predicate_type},
-        }
+) -> tuple[bytes, bool]:
+    """Store a signed attestation for ``digest``; return (envelope bytes, added)."""
+    body = statement(subject_name, digest, predicate_uri, predicate)
+    env = envelope(body, key)
+    public = key.public_key()
+
+    def same(_layer: dict[str, Any], blob: bytes) -> bool:
+        # the same statement, signed by the same key, is already stored
+        try:
+            parsed = open_envelope(blob, [public])[1]
+        except VerificationError:
+            return False
+        return bool(parsed == json.loads(body))
+
+    added = cosign.append_layer(
+        client,
+        repo,
+        attestation_tag(digest),
+        blob=env,
+        media_type=DSSE_MEDIA_TYPE,
+        annotations={cosign.SIGNATURE_ANNOTATION: "", "predicateType": predicate_uri},
+        is_duplicate=same,
     )
-    config = cosign._go_config([layer["digest"] for layer in layers])
-    client.push_blob(repo, sha256_digest(data), data)
-    client.push_blob(repo, sha256_digest(config), config)
-    manifest = {
-        "schemaVersion": 2,
-        "mediaType": OCI_MANIFEST,
-        "config": {"mediaType": cosign.OCI_CONFIG, "size": len(config), "digest": sha256_digest(config)},
-        "layers": layers,
-    }
-    client.put_manifest(repo, tag, json.dumps(manifest, separators=(",", ":")).encode(), OCI_MANIFEST)
-    return sha256_digest(data)
+    return env, added
 
 
-def verify_attestations(
-    client: RegistryClient, repo: str, digest: str, public: ec.EllipticCurvePublicKey, predicate_type: str
-) -> list[dict[str, Any]]:
-    """Statements of ``predicate_type`` for ``digest`` whose DSSE signature verifies with ``public``."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class VerifiedAttestation:
+    predicate_type: str
+    predicate: Any
+    key_index: int
+
+
+def open_envelope(data: bytes, keys: Iterable[ec.EllipticCurvePublicKey]) -> tuple[int, Mapping[str, Any]]:
+    """(index of the key that verified, statement) or :class:`VerificationError`."""
     try:
-        body, _, _ = client.get_manifest(repo, attestation_tag(digest))
-    except RegistryError as exc:
-        if "404" in exc.message:
-            raise VerificationError(f"no attestation found for {digest}") from None
-        raise
-    verified = []
-    for layer in json.loads(body).get("layers", []):
-        if layer.get("mediaType") != DSSE_MEDIA or layer.get("annotations", {}).get("predicateType") != predicate_type:
+        env = json.loads(data)
+        payload_type = env["payloadType"]
+        body = base64.b64decode(env["payload"], validate=True)
+        signatures = [base64.b64decode(item["sig"], validate=True) for item in env["signatures"]]
+    except (ValueError, KeyError, TypeError):
+        raise VerificationError("tampered attestation: the DSSE envelope is malformed") from None
+    if payload_type != INTOTO_PAYLOAD_TYPE:
+        raise VerificationError(f"attestation payload type is {payload_type!r}, not in-toto")
+    message = pae(payload_type, body)
+    for index, public in enumerate(keys):
+        if any(cosign.verifies(public, message, sig) for sig in signatures):
+            try:
+                parsed = json.loads(body)
+            except ValueError:
+                raise VerificationError("tampered attestation: the statement is not JSON") from None
+            if not isinstance(parsed, dict):
+                raise VerificationError("tampered attestation: the statement is not an object")
+            return index, parsed
+    raise VerificationError("attestation signature does not verify with any trusted key")
+
+
+def check_statement(parsed: Mapping[str, Any], digest: str, predicate_uri: str | None) -> None:
+    """Subject digest and predicate type checks shared by keyed and keyless attestations."""
+    if parsed.get("_type") not in (STATEMENT_V01, STATEMENT_V1):
+        raise VerificationError(f"attestation statement type {parsed.get('_type')!r} is not in-toto")
+    hexdigest = digest.removeprefix("sha256:")
+    subjects = parsed.get("subject")
+    if not isinstance(subjects, list) or not any(
+        isinstance(s, dict) and isinstance(s.get("digest"), dict) and s["digest"].get("sha256") == hexdigest
+        for s in subjects
+    ):
+        raise VerificationError(f"attestation is for another image (no subject with digest {digest})")
+    if predicate_uri is not None and parsed.get("predicateType") != predicate_uri:
+        raise VerificationError(f"attestation predicate is {parsed.get('predicateType')!r}, not {predicate_uri!r}")
+
+
+def verify_envelopes(
+    envelopes: Iterable[bytes],
+    digest: str,
+    keys: list[ec.EllipticCurvePublicKey],
+    predicate_uri: str | None,
+) -> list[VerifiedAttestation]:
+    """Every envelope that passes; :class:`VerificationError` naming the reasons when none does."""
+    passed: list[VerifiedAttestation] = []
+    problems: list[str] = []
+    count = 0
+    for data in envelopes:
+        count += 1
+        try:
+            index, parsed = open_envelope(data, keys)
+            check_statement(parsed, digest, predicate_uri)
+        except VerificationError as exc:
+            problems.append(exc.message)
             continue
-        env = json.loads(client.get_blob(repo, layer["digest"]))
-        statement_bytes = base64.b64decode(env["payload"])
-        good = any(
-            cosign.verifies(public, pae(env["payloadType"], statement_bytes), base64.b64decode(s["sig"]))
-            for s in env.get("signatures", [])
+        passed.append(
+            VerifiedAttestation(
+                predicate_type=str(parsed["predicateType"]), predicate=parsed.get("predicate"), key_index=index
+            )
         )
-        if not good:
-            continue
-        doc = json.loads(statement_bytes)
-        if doc.get("predicateType") == predicate_type and any(
-            s.get("digest", {}).get("sha256") == digest.removeprefix("sha256:") for s in doc.get("subject", [])
-        ):
-            verified.append(doc)
-    if not verified:
-        raise VerificationError(f"no {predicate_type} attestation for {digest} verifies with the trusted key")
-    return verified
+    if not passed:
+        if count == 0:
+            raise VerificationError(f"no attestation found for {digest}")
+        raise VerificationError(f"no acceptable attestation for {digest}: {'; '.join(sorted(set(problems)))}")
+    return passed
+
+
+def fetch_envelopes(client: RegistryClient, repo: str, digest: str) -> list[bytes]:
+    return [blob for _, blob in cosign.fetch_layers(client, repo, attestation_tag(digest), DSSE_MEDIA_TYPE)]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,29 +48,36 @@ class StoredSignature:
     annotations: dict[str, str]
 
 
-def fetch(client: RegistryClient, repo: str, digest: str) -> list[StoredSignature]:
-    """Every simple-signing layer stored for ``digest`` (empty when there is no .sig tag)."""
+def fetch_layers(client: RegistryClient, repo: str, tag: str, media_type: str) -> list[tuple[dict[str, Any], bytes]]:
+    """(descriptor, checked blob bytes) of each ``media_type`` layer at ``tag``; [] when the tag is absent."""
     try:
-        body, _, _ = client.get_manifest(repo, signature_tag(digest))
+        body, _, _ = client.get_manifest(repo, tag)
     except RegistryError as exc:
         if "404" in exc.message:
             return []
         raise
-    manifest = json.loads(body)
-    out = []
-    for layer in manifest.get("layers", []):
-        if layer.get("mediaType") != payload_mod.MEDIA_TYPE:
-            continue
-        annotations = dict(layer.get("annotations") or {})
-        try:
-            signature = base64.b64decode(annotations.get(SIGNATURE_ANNOTATION, ""), validate=True)
-        except ValueError:
-            signature = b""
-        data = client.get_blob(repo, layer["digest"])
-        out.append(
-            StoredSignature(payload=data, payload_digest=layer["digest"], signature=signature, annotations=annotations)
-        )
-    return out
+    return [
+        (layer, client.get_blob(repo, layer["digest"]))
+        for layer in json.loads(body).get("layers", [])
+        if layer.get("mediaType") == media_type
+    ]
+
+
+def fetch(client: RegistryClient, repo: str, digest: str) -> list[StoredSignature]:
+    """Every simple-signing layer stored for ``digest`` (empty when there is no .sig tag)."""
+    return [
+        stored_signature(layer, data)
+        for layer, data in fetch_layers(client, repo, signature_tag(digest), payload_mod.MEDIA_TYPE)
+    ]
+
+
+def stored_signature(layer: dict[str, Any], data: bytes) -> StoredSignature:
+    annotations = dict(layer.get("annotations") or {})
+    try:
+        signature = base64.b64decode(annotations.get(SIGNATURE_ANNOTATION, ""), validate=True)
+    except ValueError:
+        signature = b""
+    return StoredSignature(payload=data, payload_digest=layer["digest"], signature=signature, annotations=annotations)
 
 
 def verifies(public: ec.EllipticCurvePublicKey, data: bytes, signature: bytes) -> bool:
@@ -92,7 +100,38 @@ def sign(
     """Sign ``digest`` and store it in the .sig tag; return (payload, DER signature, added)."""
     data = payload_mod.simple_signing(docker_reference, digest, optional)
     signature = key.sign(data, ec.ECDSA(hashes.SHA256()))
-    tag = signature_tag(digest)
+    public = key.public_key()
+    added = append_layer(
+        client,
+        repo,
+        signature_tag(digest),
+        blob=data,
+        media_type=payload_mod.MEDIA_TYPE,
+        annotations={SIGNATURE_ANNOTATION: base64.b64encode(signature).decode()},
+        is_duplicate=lambda layer, blob: (
+            layer.get("digest") == sha256_digest(data)
+            and verifies(public, blob, base64.b64decode(layer.get("annotations", {}).get(SIGNATURE_ANNOTATION, "")))
+        ),
+    )
+    return data, signature, added
+
+
+def append_layer(
+    client: RegistryClient,
+    repo: str,
+    tag: str,
+    *,
+    blob: bytes,
+    media_type: str,
+    annotations: dict[str, str],
+    is_duplicate: Callable[[dict[str, Any], bytes], bool],
+) -> bool:
+    """Add one layer to the cosign manifest at ``tag`` (read-modify-write, as cosign does).
+
+    Skipped (returns False) when a layer of the same media type exists for which
+    ``is_duplicate`` says it carries an equivalent claim (ECDSA signatures are randomised,
+    so equal claims are recognised by verifying, not by comparing bytes).
+    """
     layers: list[dict[str, Any]] = []
     try:
         body, _, _ = client.get_manifest(repo, tag)
@@ -100,21 +139,13 @@ def sign(
     except RegistryError as exc:
         if "404" not in exc.message:
             raise
-    payload_digest = sha256_digest(data)
-    public = key.public_key()
-    for existing in fetch(client, repo, digest) if layers else []:
-        if existing.payload_digest == payload_digest and verifies(public, existing.payload, existing.signature):
-            return data, signature, False  # the same claim by the same key is already stored
-    layers.append(
-        {
-            "mediaType": payload_mod.MEDIA_TYPE,
-            "size": len(data),
-            "digest": payload_digest,
-            "annotations": {SIGNATURE_ANNOTATION: base64.b64encode(signature).decode()},
-        }
-    )
+    blob_digest = sha256_digest(blob)
+    for layer in layers:
+        if layer.get("mediaType") == media_type and is_duplicate(layer, client.get_blob(repo, layer["digest"])):
+            return False
+    layers.append({"mediaType": media_type, "size": len(blob), "digest": blob_digest, "annotations": annotations})
     config = _go_config([layer["digest"] for layer in layers])
-    client.push_blob(repo, payload_digest, data)
+    client.push_blob(repo, blob_digest, blob)
     client.push_blob(repo, sha256_digest(config), config)
     manifest = {
         "schemaVersion": 2,
@@ -123,4 +154,4 @@ def sign(
         "layers": layers,
     }
     client.put_manifest(repo, tag, json.dumps(manifest, separators=(",", ":")).encode(), OCI_MANIFEST)
-    return data, signature, True
+    return True

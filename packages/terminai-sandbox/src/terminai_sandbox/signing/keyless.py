@@ -120,7 +120,7 @@ def signing_statement(repository: str, digest: str) -> dict[str, Any]:
 
 def sign_keyless(repository: str, digest: str) -> str:
     """Sign with the ambient OIDC identity (CI); return the bundle JSON. Needs network access."""
-    from sigstore.dsse import StatementBuilder, Subject
+    from sigstore.dsse import DigestSet, StatementBuilder, Subject
     from sigstore.errors import Error as SigstoreError
     from sigstore.models import ClientTrustConfig
     from sigstore.oidc import IdentityToken, detect_credential
@@ -138,7 +138,7 @@ def sign_keyless(repository: str, digest: str) -> str:
     body = signing_statement(repository, digest)
     statement = (
         StatementBuilder()
-        .subjects([Subject(name=repository, digest={"sha256": body["subject"][0]["digest"]["sha256"]})])
+        .subjects([Subject(name=repository, digest=DigestSet(root={"sha256": body["subject"][0]["digest"]["sha256"]}))])
         .predicate_type(COSIGN_SIGN_PREDICATE)
         .predicate({})
         .build()

@@ -1,6 +1,6 @@
 """Verification policy: which keys (and later keyless identities) an image must be signed by.
 
-A policy is frozen data: ``load_policy`` reads a JSON file strictly (unknown keys are
+A policy is frozen data: ``load_policy`` reads a JSON or TOML (``.toml``) file strictly (unknown keys are
 errors), and :meth:`VerificationPolicy.fingerprint` is a stable hash used to cache
 verification results per (digest, policy). An empty policy refuses every image: it never
 passes by default.
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -62,6 +63,13 @@ class VerificationPolicy:
     def single_identity(cls, identity: str, issuer: str) -> VerificationPolicy:
         return cls(identities=(KeylessIdentity(identity=identity, issuer=issuer),))
 
+    def compose(self, other: VerificationPolicy) -> VerificationPolicy:
+        """Trust what either policy trusts; ``enforce`` wins over ``warn``."""
+        mode: Literal["enforce", "warn"] = "warn" if self.mode == other.mode == "warn" else "enforce"
+        keys = self.keys + tuple(k for k in other.keys if k.key_id not in {m.key_id for m in self.keys})
+        identities = self.identities + tuple(i for i in other.identities if i not in self.identities)
+        return VerificationPolicy(keys=keys, identities=identities, mode=mode)
+
     def fingerprint(self) -> str:
         data = {
             "keys": sorted(k.key_id for k in self.keys),
@@ -82,14 +90,16 @@ def _read_key(path: Path) -> TrustedKey:
 
 def load_policy(path: Path) -> VerificationPolicy:
     """Read a policy file; every malformed item is a :class:`ConfigError` naming it."""
+    kind = "TOML" if path.suffix == ".toml" else "JSON"
     try:
-        data = json.loads(path.read_text())
+        text = path.read_text()
+        data = tomllib.loads(text) if kind == "TOML" else json.loads(text)
     except OSError as exc:
         raise ConfigError(f"cannot read policy {str(path)!r}: {exc.strerror}") from None
-    except ValueError as exc:
-        raise ConfigError(f"policy {str(path)!r} is not valid JSON: {exc}") from None
+    except ValueError as exc:  # tomllib.TOMLDecodeError and json.JSONDecodeError are ValueErrors
+        raise ConfigError(f"policy {str(path)!r} is not valid {kind}: {exc}") from None
     if not isinstance(data, dict):
-        raise ConfigError(f"policy {str(path)!r} must be a JSON object")
+        raise ConfigError(f"policy {str(path)!r} must be a {kind} object")
     unknown = set(data) - {"version", "mode", "keys", "identities"}
     if unknown:
         raise ConfigError(

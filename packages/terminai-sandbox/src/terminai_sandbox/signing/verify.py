@@ -8,6 +8,11 @@ Numbered steps (tests name the step they break):
    client checks), and the DER signature must verify over the payload with a trusted key.
 4. The verified payload must be in the exact cosign format and name the same digest.
 5. The verified payload's repository identity must be this repository.
+6. With ``attestation``: some DSSE attestation of that type for that digest must verify
+   under a trusted key (or a keyless identity).
+
+Signatures come from the registry (``client``) or, air-gapped, from a release directory
+(``offline_dir``: OCI layout + ``signatures.json``).
 
 At least one signature must pass every step. The most specific failure is reported.
 """
@@ -15,14 +20,19 @@ At least one signature must pass every step. The most specific failure is report
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from terminai_sandbox.errors import RegistryError, VerificationError
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
-from terminai_sandbox.signing import cosign, keyless
+from terminai_sandbox.signing import attest, cosign, keyless
+from terminai_sandbox.signing.bundles import is_key_bundle
+from terminai_sandbox.signing.bundles import verify_key_bundle as key_bundle_check
 from terminai_sandbox.signing.payload import parse
 from terminai_sandbox.signing.policy import VerificationPolicy
+from terminai_sandbox.signing.sources import OfflineSource, RegistrySource, SignatureSource
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,6 +41,10 @@ class VerifiedSignature:
     key_source: str
     docker_reference: str
     payload_digest: str
+    certificate_identity: str | None = None
+    certificate_issuer: str | None = None
+    rekor_log_index: int | None = None
+    rekor_integrated_time: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,25 +53,38 @@ class VerificationResult:
     repository: str
     signatures: tuple[VerifiedSignature, ...]
     policy_fingerprint: str
+    claims: tuple[dict[str, Any], ...] = field(default=())
 
     def to_dict(self) -> dict[str, object]:
         return {
             "digest": self.digest,
             "repository": self.repository,
             "policy": self.policy_fingerprint,
+            "claims": list(self.claims),
             "signatures": [
                 {
                     "key_id": s.key_id,
                     "key": s.key_source,
                     "docker_reference": s.docker_reference,
                     "payload_digest": s.payload_digest,
+                    "certificate_identity": s.certificate_identity,
+                    "certificate_issuer": s.certificate_issuer,
+                    "rekor_log_index": s.rekor_log_index,
+                    "rekor_integrated_time": s.rekor_integrated_time,
                 }
                 for s in self.signatures
             ],
         }
 
 
-def verify_image(ref: ImageRef, policy: VerificationPolicy, *, client: RegistryClient) -> VerificationResult:
+def verify_image(
+    ref: ImageRef,
+    policy: VerificationPolicy,
+    *,
+    client: RegistryClient | None,
+    offline_dir: Path | None = None,
+    attestation: str | None = None,
+) -> VerificationResult:
     """Verify ``ref`` (pinned by digest) against ``policy``; raise :class:`VerificationError` otherwise."""
     # Step 1
     if ref.digest is None:
@@ -67,8 +94,38 @@ def verify_image(ref: ImageRef, policy: VerificationPolicy, *, client: RegistryC
             "the verification policy trusts no key and no identity: nothing can pass",
             hint="pass --key cosign.pub or a --policy file",
         )
+    source: SignatureSource
+    if offline_dir is not None:
+        source = OfflineSource(offline_dir)
+    elif client is not None:
+        source = RegistrySource(client, ref.repository)
+    else:
+        raise VerificationError("nothing to verify against: give a registry client or an offline directory")
+    try:
+        result = _verify_signatures(ref, ref.digest, policy, source)
+        if attestation is not None:
+            claims = _verify_attestation(ref.digest, policy, source, attest.predicate_type(attestation))
+            result = VerificationResult(
+                digest=result.digest,
+                repository=result.repository,
+                signatures=result.signatures,
+                policy_fingerprint=result.policy_fingerprint,
+                claims=claims,
+            )
+    except RegistryError as exc:
+        if "corrupted" in exc.message:
+            raise VerificationError(f"step 3: a signature blob for {ref.pinned} is corrupted: {exc.message}") from None
+        if "unreachable" in exc.message:
+            raise VerificationError(f"cannot verify {ref.pinned}: {exc.message}", hint=exc.hint) from None
+        raise
+    return result
+
+
+def _verify_signatures(
+    ref: ImageRef, digest: str, policy: VerificationPolicy, source: SignatureSource
+) -> VerificationResult:
     if policy.identities:
-        found = _verify_keyless(ref, policy, client)
+        found = _verify_keyless(ref, digest, policy, source)
         if found is not None:
             return found
         if not policy.keys:
@@ -77,20 +134,39 @@ def verify_image(ref: ImageRef, policy: VerificationPolicy, *, client: RegistryC
                 hint="sign with 'terminai-sandbox sign --keyless' in CI",
             )
     repository = ref.name
-    # Step 2
-    try:
-        stored = cosign.fetch(client, ref.repository, ref.digest)
-    except RegistryError as exc:
-        if "corrupted" in exc.message:
-            raise VerificationError(f"step 3: a signature blob for {ref.pinned} is corrupted: {exc.message}") from None
-        raise
-    if not stored:
-        raise VerificationError(
-            f"step 2: no signature found for {ref.pinned} (tag {cosign.signature_tag(ref.digest)})",
-            hint="sign the image (terminai-sandbox sign) or use a signed release",
-        )
     verified: list[VerifiedSignature] = []
     problems: list[str] = []
+    # Step 2: key-based Sigstore bundles (cosign v3 referrers) count like .sig signatures.
+    public_keys = [key.public_key for key in policy.keys]
+    bundles = source.bundles(digest) if policy.keys else []
+    for bundle in bundles:
+        if not is_key_bundle(bundle):
+            continue  # certificate bundles are keyless: checked against identities above
+        try:
+            index = key_bundle_check(bundle, digest, public_keys)
+        except VerificationError as exc:
+            problems.append(f"step 3: bundle: {exc.message}")
+            continue
+        key = policy.keys[index]
+        verified.append(
+            VerifiedSignature(
+                key_id=key.key_id, key_source=key.source, docker_reference=repository, payload_digest="bundle"
+            )
+        )
+    stored = source.signatures(digest)
+    if not stored and verified:
+        return VerificationResult(
+            digest=digest, repository=repository, signatures=tuple(verified), policy_fingerprint=policy.fingerprint()
+        )
+    if not stored and problems:
+        raise VerificationError(
+            f"{ref.pinned} has {len(bundles)} bundle(s) but none is acceptable: {'; '.join(sorted(set(problems)))}"
+        )
+    if not stored:
+        raise VerificationError(
+            f"step 2: no signature found for {ref.pinned} (tag {cosign.signature_tag(digest)})",
+            hint="sign the image (terminai-sandbox sign) or use a signed release",
+        )
     for item in stored:
         # Step 3
         trusted = [key for key in policy.keys if cosign.verifies(key.public_key, item.payload, item.signature)]
@@ -105,7 +181,7 @@ def verify_image(ref: ImageRef, policy: VerificationPolicy, *, client: RegistryC
         except VerificationError as exc:
             problems.append(f"step 4: {exc.message}")
             continue
-        if claims.manifest_digest != ref.digest:
+        if claims.manifest_digest != digest:
             problems.append(f"step 4: signature is for another image digest ({claims.manifest_digest})")
             continue
         # Step 5
@@ -127,12 +203,42 @@ def verify_image(ref: ImageRef, policy: VerificationPolicy, *, client: RegistryC
     if not verified:
         detail = "; ".join(sorted(set(problems)))
         raise VerificationError(
-            f"{ref.pinned} has {len(stored)} signature(s) but none is acceptable: {detail}",
+            f"{ref.pinned} has {len(stored) + len(bundles)} signature(s) but none is acceptable: {detail}",
             hint="check that you trust the right key and that the image was not altered",
         )
     return VerificationResult(
-        digest=ref.digest, repository=repository, signatures=tuple(verified), policy_fingerprint=policy.fingerprint()
+        digest=digest, repository=repository, signatures=tuple(verified), policy_fingerprint=policy.fingerprint()
     )
+
+
+def _verify_attestation(
+    digest: str, policy: VerificationPolicy, source: SignatureSource, predicate_uri: str
+) -> tuple[dict[str, Any], ...]:
+    # Step 6: keyed DSSE envelopes first, then keyless bundles carrying that predicate.
+    claims: list[dict[str, Any]] = []
+    problems: list[str] = []
+    envelopes = source.attestations(digest)
+    if envelopes and policy.keys:
+        try:
+            found = attest.verify_envelopes(envelopes, digest, [k.public_key for k in policy.keys], predicate_uri)
+            claims += [{"predicateType": a.predicate_type, "predicate": a.predicate} for a in found]
+        except VerificationError as exc:
+            problems.append(exc.message)
+    if not claims and policy.identities:
+        for bundle in source.bundles(digest):
+            for identity in policy.identities:
+                try:
+                    statement = keyless.verify_bundle(
+                        bundle, digest=digest, identity=identity, predicate_type=predicate_uri
+                    )
+                except VerificationError as exc:
+                    problems.append(exc.message)
+                    continue
+                claims.append({"predicateType": predicate_uri, "predicate": statement.get("predicate")})
+    if not claims:
+        detail = "; ".join(sorted(set(problems))) or "none stored"
+        raise VerificationError(f"step 6: no verified {predicate_uri} attestation for {digest}: {detail}")
+    return tuple(claims)
 
 
 BUNDLE_MEDIA = "application/vnd.dev.sigstore.bundle.v0.3+json"
@@ -164,9 +270,10 @@ def referrer_bundles(client: RegistryClient, repo: str, digest: str) -> list[str
     return bundles
 
 
-def _verify_keyless(ref: ImageRef, policy: VerificationPolicy, client: RegistryClient) -> VerificationResult | None:
-    assert ref.digest is not None
-    bundles = referrer_bundles(client, ref.repository, ref.digest)
+def _verify_keyless(
+    ref: ImageRef, digest: str, policy: VerificationPolicy, source: SignatureSource
+) -> VerificationResult | None:
+    bundles = [bundle for bundle in source.bundles(digest) if not is_key_bundle(bundle)]
     if not bundles:
         return None
     problems = []
@@ -174,21 +281,32 @@ def _verify_keyless(ref: ImageRef, policy: VerificationPolicy, client: RegistryC
         for identity in policy.identities:
             try:
                 keyless.verify_bundle(
-                    bundle, digest=ref.digest, identity=identity, predicate_type=keyless.COSIGN_SIGN_PREDICATE
+                    bundle, digest=digest, identity=identity, predicate_type=keyless.COSIGN_SIGN_PREDICATE
                 )
             except VerificationError as exc:
                 problems.append(exc.message)
                 continue
-            wanted = identity.identity or identity.identity_regexp or "?"
             signed = VerifiedSignature(
-                key_id=f"keyless:{wanted}",
-                key_source=identity.issuer or identity.issuer_regexp or "?",
+                key_id="keyless",
+                key_source="sigstore",
                 docker_reference=ref.name,
                 payload_digest="",
+                certificate_identity=identity.identity or identity.identity_regexp,
+                certificate_issuer=identity.issuer or identity.issuer_regexp,
+                rekor_log_index=_tlog_field(bundle, "logIndex"),
+                rekor_integrated_time=_tlog_field(bundle, "integratedTime"),
             )
             return VerificationResult(
-                digest=ref.digest, repository=ref.name, signatures=(signed,), policy_fingerprint=policy.fingerprint()
+                digest=digest, repository=ref.name, signatures=(signed,), policy_fingerprint=policy.fingerprint()
             )
     raise VerificationError(
         f"{ref.pinned}: no keyless signature matches the policy: {'; '.join(sorted(set(problems)))}"
     )
+
+
+def _tlog_field(bundle_json: str, name: str) -> int | None:
+    """A field of the bundle's (already verified) Rekor entry, for display and the audit record."""
+    try:
+        return int(json.loads(bundle_json)["verificationMaterial"]["tlogEntries"][0][name])
+    except (ValueError, KeyError, IndexError, TypeError):
+        return None

@@ -1,0 +1,139 @@
+"""Restricted executor benchmark (figures measured in one run, printed as ratios).
+
+1. Warm per-run latency of `print(1)` (p50/p95) against spawning a fresh `python3 -c`.
+2. CPU-bound workloads under the executor against plain CPython `exec` (ratio).
+3. The same workloads under smolagents' LocalPythonExecutor, installed only in a separate
+   benchmark venv (`.bench/venv`, created on first use; never in the dev lock).
+
+Run: .venv/bin/python benchmarks/executor.py [--runs N] [--no-smolagents]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from terminai_apts.executor import SandboxConfig, execute
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_VENV = ROOT / ".bench" / "venv"
+SMOLAGENTS_PIN = "smolagents==1.23.0"
+
+WORKLOADS: dict[str, str] = {
+    "loop_sum": "total = 0\nfor i in range(300000):\n    total += i * i\nprint(total)",
+    "comprehension": "xs = [i % 7 for i in range(200000)]\nprint(sum(xs))",
+    "dict_count": (
+        "counts = {}\nfor i in range(150000):\n    k = i % 97\n    counts[k] = counts.get(k, 0) + 1\nprint(len(counts))"
+    ),
+    "function_calls": ("def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\nprint(fib(20))"),
+}
+
+_SMOL_SCRIPT = r"""
+import json, sys, time
+from smolagents.local_python_executor import LocalPythonExecutor
+workloads = json.loads(sys.stdin.read())
+out = {}
+for name, code in workloads.items():
+    ex = LocalPythonExecutor(additional_authorized_imports=[])
+    ex.send_tools({})
+    best = None
+    for _ in range(2):
+        t = time.perf_counter()
+        ex(code)
+        d = time.perf_counter() - t
+        best = d if best is None else min(best, d)
+    out[name] = best
+print(json.dumps(out))
+"""
+
+
+def _pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def warm_latency(runs: int) -> tuple[float, float, float]:
+    cfg = SandboxConfig(timeout_seconds=10)
+    execute("print(1)", cfg)  # start the zygote
+    samples = []
+    for _ in range(runs):
+        t = time.perf_counter()
+        result = execute("print(1)", cfg)
+        samples.append((time.perf_counter() - t) * 1000)
+        assert result.success
+    spawn = []
+    for _ in range(max(5, runs // 5)):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "print(1)"], check=True, capture_output=True)
+        spawn.append((time.perf_counter() - t) * 1000)
+    return _pct(samples, 0.5), _pct(samples, 0.95), statistics.median(spawn)
+
+
+def best_of(fn: object, reps: int = 3) -> float:
+    times = []
+    for _ in range(reps):
+        t = time.perf_counter()
+        fn()  # type: ignore[operator]
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def plain(code: str) -> None:
+    exec(compile(code, "<plain>", "exec"), {"print": lambda *a: None})
+
+
+def sandboxed(code: str) -> None:
+    result = execute(code, SandboxConfig(timeout_seconds=60))
+    assert result.success, result.error
+
+
+def smolagents_times() -> dict[str, float] | None:
+    python = BENCH_VENV / "bin" / "python"
+    if not python.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(BENCH_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", SMOLAGENTS_PIN], check=True)
+    done = subprocess.run(
+        [str(python), "-c", _SMOL_SCRIPT],
+        input=json.dumps(WORKLOADS),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1800,
+    )
+    if done.returncode != 0:
+        print("smolagents run failed:", done.stderr[-2000:], file=sys.stderr)
+        return None
+    data: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
+    return data
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--no-smolagents", action="store_true")
+    args = parser.parse_args()
+
+    p50, p95, spawn = warm_latency(args.runs)
+    print(f"warm print(1): p50 {p50:.2f} ms  p95 {p95:.2f} ms  (goal p50 <= 10 ms)")
+    print(f"fresh `python -c`: median {spawn:.2f} ms  -> executor is {spawn / p50:.1f}x faster")
+
+    smol = None if args.no_smolagents else smolagents_times()
+    print(f"{'workload':16} {'cpython s':>10} {'executor s':>11} {'ratio':>6} {'smolagents s':>13} {'speedup':>8}")
+    for name, code in WORKLOADS.items():
+        base = best_of(lambda c=code: plain(c))
+        ours = best_of(lambda c=code: sandboxed(c))
+        line = f"{name:16} {base:10.4f} {ours:11.4f} {ours / base:6.2f}"
+        if smol and name in smol:
+            line += f" {smol[name]:13.4f} {smol[name] / ours:7.1f}x"
+        print(line)
+    print("ratio goal: <= 3x plain CPython (includes the per-run fork and IPC); speedup goal: >= 25x vs smolagents")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

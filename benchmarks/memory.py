@@ -1,0 +1,223 @@
+"""Memory API benchmark: ThermalMemory calls against the seed's ``LIKE '%q%'`` scan.
+
+Generates a synthetic archive per size (realistic titles, prose, tags, sources, dates over
+three years), builds the index (time and size), then times each call and the LIKE baseline
+on the same data in the same run. Usage:
+``python benchmarks/memory.py --sizes 6700,100000 [--queries 40]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import random
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from terminai_apts.memory import store
+from terminai_apts.memory.api import ThermalMemory
+from terminai_apts.memory.records import NewMemory
+
+WORDS = [
+    "deploy",
+    "postgres",
+    "migration",
+    "timeout",
+    "cache",
+    "secret",
+    "rotation",
+    "incident",
+    "review",
+    "latency",
+    "budget",
+    "sandbox",
+    "image",
+    "signature",
+    "registry",
+    "rollback",
+    "schema",
+    "index",
+    "query",
+    "agent",
+    "memory",
+    "decision",
+    "approval",
+    "cleanup",
+    "downloads",
+    "network",
+    "policy",
+    "quota",
+    "container",
+    "kernel",
+    "build",
+    "release",
+    "contract",
+    "journal",
+    "archive",
+    "backup",
+    "restore",
+    "failed",
+    "succeeded",
+    "slow",
+    "fast",
+    "the",
+    "a",
+    "of",
+    "to",
+    "and",
+    "in",
+    "for",
+    "with",
+    "on",
+    "we",
+    "they",
+    "it",
+    "was",
+    "is",
+    "be",
+    "not",
+]
+TAGS = ("infra", "db", "incident", "decision", "security", "feedback", "release", "perf")
+SOURCES = ("planner", "ops", "support", "agent", "lead")
+QUERIES = (
+    "deploy failed",
+    "postgres migration",
+    "secret rotation",
+    "PROJ-1234",
+    "latency budget",
+    "the",
+    "rollback release",
+    "v2.1",
+    "cache timeout",
+    "signature registry",
+)
+
+
+def _vocabulary(rnd: random.Random, size: int = 20_000) -> list[str]:
+    syll = ["ka", "lo", "mi", "tre", "son", "vel", "dra", "pu", "ne", "zor", "fi", "gan", "rho", "ex", "ul"]
+    made = {"".join(rnd.choice(syll) for _ in range(rnd.randint(2, 4))) for _ in range(size)}
+    return WORDS + sorted(made)
+
+
+def synth(n: int, seed: int = 7) -> list[NewMemory]:
+    rnd = random.Random(seed)
+    vocab = _vocabulary(rnd)
+    # Zipf-like word frequencies: a few very common words, a long tail of rare ones.
+    weights = [1.0 / (rank + 1) for rank in range(len(vocab))]
+    cum = list(itertools.accumulate(weights))
+    start = datetime(2023, 1, 1, tzinfo=UTC)
+    out = []
+    for i in range(n):
+        when = (start + timedelta(seconds=rnd.randrange(3 * 365 * 86400))).strftime("%Y-%m-%dT%H:%M:%SZ")
+        body = " ".join(rnd.choices(vocab, cum_weights=cum, k=rnd.randint(30, 120)))
+        if rnd.random() < 0.01:
+            body += f" PROJ-{rnd.randint(1000, 9999)} timeout after {rnd.randint(10000, 99999)}ms"
+        title = " ".join(rnd.choices(vocab, cum_weights=cum, k=rnd.randint(3, 8)))
+        out.append(
+            NewMemory(
+                uid=f"s{i}",
+                date=when,
+                recorded_at=when,
+                title=title,
+                content=body,
+                summary=body[:80],
+                tags=tuple(rnd.sample(TAGS, rnd.randint(1, 3))),
+                source=rnd.choice(SOURCES),
+                confidence=round(rnd.random(), 2),
+                kind="note",
+                tier="archive",
+                origin=f"synth:{i}",
+            )
+        )
+    return out
+
+
+def seed_db(path: Path, recs: list[NewMemory]) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute(
+        "CREATE TABLE memories(id INTEGER PRIMARY KEY, date TEXT, title TEXT, content TEXT, summary TEXT,"
+        " tags TEXT, source TEXT, confidence REAL)"
+    )
+    conn.executemany(
+        "INSERT INTO memories VALUES (?,?,?,?,?,?,?,?)",
+        (
+            (i, r.date, r.title, r.content, r.summary, ",".join(r.tags), r.source, r.confidence)
+            for i, r in enumerate(recs, 1)
+        ),
+    )
+    conn.commit()
+    conn.close()
+
+
+def timed(fn: Callable[[str], object], queries: list[str]) -> tuple[float, float, float]:
+    samples = []
+    for qtext in queries:
+        t = time.perf_counter()
+        fn(qtext)
+        samples.append((time.perf_counter() - t) * 1000)
+    samples.sort()
+    return statistics.median(samples), samples[max(0, int(len(samples) * 0.95) - 1)], samples[-1]
+
+
+def run(n: int, reps: int, workdir: Path) -> None:
+    recs = synth(n)
+    db, seed = workdir / f"mem{n}.db", workdir / f"seed{n}.db"
+    seed_db(seed, recs)
+    t = time.perf_counter()
+    store.build(db, recs)
+    build_s = time.perf_counter() - t
+    raw = sum(len(r.title) + len(r.content) + len(r.summary) for r in recs)
+    print(
+        f"\n## {n:,} records: build {build_s:.1f} s, index {db.stat().st_size / 1e6:.1f} MB "
+        f"({db.stat().st_size / raw:.1f}x raw text)"
+    )
+    queries = [QUERIES[i % len(QUERIES)] for i in range(reps)]
+    like = sqlite3.connect(f"file:{seed}?mode=ro", uri=True)
+
+    def seed_search(qtext: str) -> object:
+        p = f"%{qtext}%"
+        return like.execute(
+            "SELECT * FROM memories WHERE title LIKE ? OR content LIKE ? OR summary LIKE ? ORDER BY date DESC LIMIT 20",
+            (p, p, p),
+        ).fetchall()
+
+    base = timed(seed_search, queries)
+    print(f"{'call':34} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9} {'x LIKE p50':>11}")
+    print(f"{'seed LIKE scan (baseline)':34} {base[0]:9.2f} {base[1]:9.2f} {base[2]:9.2f} {1.0:11.1f}")
+    mem = ThermalMemory(db)
+    calls: dict[str, Callable[[str], object]] = {
+        "search (bm25 top 20)": mem.search,
+        "search since 90d window": lambda qt: mem.search(qt, since="2025-10-01"),
+        "search newest-first": lambda qt: mem.search(qt, order="newest"),
+        "count(query)": mem.count,
+        "find(substring)": mem.find,
+        "grep literal 'timeout after \\d+ms'": lambda _qt: mem.grep(r"timeout after \d+ms"),
+        "grep no literal '\\d{5}ms'": lambda _qt: mem.grep(r"\d{5}ms"),
+        "filter(tags, since)": lambda _qt: mem.filter(tags=["incident"], since="2025-01-01"),
+        "get(id)": lambda _qt: mem.get(n // 2),
+    }
+    for name, fn in calls.items():
+        reps_here = queries if "grep" not in name else queries[: max(5, reps // 4)]
+        p50, p95, mx = timed(fn, reps_here)
+        print(f"{name:34} {p50:9.2f} {p95:9.2f} {mx:9.2f} {base[0] / p50 if p50 else 0:11.1f}")
+    mem.close()
+    like.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--sizes", default="6700,100000,1000000")
+    parser.add_argument("--queries", type=int, default=40)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="membench-") as tmp:
+        for size in (int(s) for s in args.sizes.split(",")):
+            run(size, args.queries, Path(tmp))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,239 @@
+"""Policy: the executor's configuration, security modes and allowlists (pure data).
+
+Everything here is data so the validator (host side) and the guards (child side) agree
+on one source of truth.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from terminai_apts.errors import UsageError
+
+Mode = Literal["standard", "high", "strict"]
+MODES: tuple[Mode, ...] = ("standard", "high", "strict")
+
+# Layer 1 caps: checked before the parser sees the code (a deep expression can exhaust
+# the C parser's stack, so depth is estimated from the raw text first).
+MAX_SOURCE_BYTES = 200_000
+MAX_AST_NODES = 50_000
+MAX_AST_DEPTH = 100
+MAX_BRACKET_DEPTH = 60
+MAX_INDENT_LEVEL = 40
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApiSpec:
+    """How the child builds an injected API object (no host object ever crosses the fork).
+
+    The child imports ``factory`` ("package.module:callable"), calls it with ``args``
+    (plain strings) before its limits are applied, and wraps the result so sandboxed code
+    sees only ``methods`` (all public callables when empty).
+    """
+
+    name: str
+    factory: str
+    args: tuple[str, ...] = ()
+    methods: tuple[str, ...] = ()
+    max_calls: int = 1_000
+    max_rows: int = 100_000
+    max_bytes: int = 50_000_000
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "factory": self.factory,
+            "args": list(self.args),
+            "methods": list(self.methods),
+            "max_calls": self.max_calls,
+            "max_rows": self.max_rows,
+            "max_bytes": self.max_bytes,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> ApiSpec:
+        args = data.get("args", [])
+        methods = data.get("methods", [])
+        assert isinstance(args, list) and isinstance(methods, list)
+        return cls(
+            name=str(data["name"]),
+            factory=str(data["factory"]),
+            args=tuple(str(a) for a in args),
+            methods=tuple(str(m) for m in methods),
+            max_calls=int(str(data.get("max_calls", 1_000))),
+            max_rows=int(str(data.get("max_rows", 100_000))),
+            max_bytes=int(str(data.get("max_bytes", 50_000_000))),
+        )
+
+
+THERMAL_METHODS: tuple[str, ...] = (
+    "search", "grep", "filter", "count", "get", "summarize",
+    "find", "around", "trace", "dupes", "facets", "scan",
+)  # fmt: skip
+
+
+def thermal_spec(db_path: str) -> ApiSpec:
+    """The memory API (`thermal`) opened read-only inside the child from ``db_path``."""
+    return ApiSpec(
+        name="thermal",
+        factory="terminai_apts.memory.api:ThermalMemory",
+        args=(db_path,),
+        methods=THERMAL_METHODS,
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SandboxConfig:
+    """Limits and mode of one restricted run (or of each cell of a session).
+
+    ``max_memory_mb`` is the address space granted to user code on top of the warm
+    interpreter's own baseline (measured in the child just before the limit is set).
+    ``cpu_seconds`` defaults to ``timeout_seconds``. ``audit_path`` enables the
+    hash-chained audit log; ``caller_id`` is recorded in it.
+    """
+
+    max_memory_mb: int = 256
+    timeout_seconds: float = 30.0
+    cpu_seconds: int | None = None
+    max_output_bytes: int = 1_000_000
+    security_mode: Mode = "high"
+    max_open_files: int = 32
+    unprivileged_uid: int = 65534
+    unprivileged_gid: int = 65534
+    seccomp: bool = True
+    audit_path: str | None = None
+    caller_id: str = "anonymous"
+    extra: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.security_mode not in MODES:
+            raise UsageError(
+                f"unknown security mode {self.security_mode!r}",
+                hint=f"use one of: {', '.join(MODES)}",
+            )
+        if self.max_memory_mb < 16:
+            raise UsageError("max_memory_mb must be at least 16", hint="raise --memory-mb")
+        if self.timeout_seconds <= 0:
+            raise UsageError("timeout_seconds must be positive", hint="raise --timeout")
+        if self.cpu_seconds is not None and self.cpu_seconds < 1:
+            raise UsageError("cpu_seconds must be at least 1", hint="raise cpu_seconds")
+        if self.max_output_bytes < 1:
+            raise UsageError("max_output_bytes must be positive", hint="raise --max-output")
+
+    @property
+    def effective_cpu_seconds(self) -> int:
+        if self.cpu_seconds is not None:
+            return self.cpu_seconds
+        return max(1, int(self.timeout_seconds + 0.999))
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "max_memory_mb": self.max_memory_mb,
+            "timeout_seconds": self.timeout_seconds,
+            "cpu_seconds": self.effective_cpu_seconds,
+            "max_output_bytes": self.max_output_bytes,
+            "security_mode": self.security_mode,
+            "max_open_files": self.max_open_files,
+            "unprivileged_uid": self.unprivileged_uid,
+            "unprivileged_gid": self.unprivileged_gid,
+            "seccomp": self.seccomp,
+        }
+
+
+# Names sandboxed code may never mention (layer 2) and never receives (layer 4).
+FORBIDDEN_NAMES: frozenset[str] = frozenset(
+    {
+        "eval", "exec", "compile", "open", "__import__", "getattr", "setattr", "delattr",
+        "hasattr", "globals", "locals", "vars", "dir", "type", "object", "super",
+        "breakpoint", "help", "input", "memoryview", "id", "exit", "quit", "copyright",
+        "credits", "license", "__builtins__", "__loader__", "__spec__", "classmethod",
+        "staticmethod", "property",
+    }
+)  # fmt: skip
+
+# Attribute names refused by name, and refused prefixes (frame/code/traceback/generator
+# internals) — both at validation time and again by the runtime attribute guard.
+FORBIDDEN_ATTRS: frozenset[str] = frozenset({"format", "format_map", "mro", "obj"})
+FORBIDDEN_ATTR_PREFIXES: tuple[str, ...] = ("_", "f_", "gi_", "cr_", "ag_", "tb_", "co_")
+
+# Modules that are never importable in any mode (documented refusal list).
+NEVER_MODULES: frozenset[str] = frozenset(
+    {
+        "os", "sys", "subprocess", "socket", "io", "pathlib", "shutil", "ctypes",
+        "importlib", "pickle", "marshal", "operator", "functools", "typing", "inspect",
+        "gc", "types", "string", "logging", "codecs", "builtins",
+    }
+)  # fmt: skip
+
+_MATH = (
+    "acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "ceil", "comb",
+    "copysign", "cos", "cosh", "degrees", "dist", "e", "erf", "erfc", "exp", "expm1",
+    "fabs", "factorial", "floor", "fmod", "frexp", "fsum", "gamma", "gcd", "hypot", "inf",
+    "isclose", "isfinite", "isinf", "isnan", "isqrt", "lcm", "ldexp", "lgamma", "log",
+    "log10", "log1p", "log2", "modf", "nan", "perm", "pi", "pow", "prod", "radians",
+    "remainder", "sin", "sinh", "sqrt", "tan", "tanh", "tau", "trunc",
+)  # fmt: skip
+
+# Module -> attributes the proxy exposes. A module is importable in a mode only if listed.
+HIGH_MODULES: dict[str, tuple[str, ...]] = {
+    "math": _MATH,
+    "statistics": (
+        "mean", "fmean", "geometric_mean", "harmonic_mean", "median", "median_low",
+        "median_high", "median_grouped", "mode", "multimode", "quantiles", "pstdev",
+        "pvariance", "stdev", "variance", "StatisticsError",
+    ),
+    "json": ("dumps", "loads", "JSONDecodeError"),
+    "re": (
+        "compile", "search", "match", "fullmatch", "split", "findall", "finditer", "sub",
+        "subn", "escape", "error", "A", "ASCII", "I", "IGNORECASE", "M", "MULTILINE",
+        "S", "DOTALL", "X", "VERBOSE",
+    ),
+    "datetime": ("date", "datetime", "time", "timedelta", "timezone", "MINYEAR", "MAXYEAR"),
+    "collections": ("Counter", "OrderedDict", "defaultdict", "deque", "namedtuple"),
+    "itertools": (
+        "accumulate", "chain", "combinations", "combinations_with_replacement", "compress",
+        "count", "cycle", "dropwhile", "filterfalse", "groupby", "islice", "pairwise",
+        "permutations", "product", "repeat", "starmap", "takewhile", "tee", "zip_longest",
+    ),
+    "heapq": ("heapify", "heappop", "heappush", "heappushpop", "heapreplace", "merge",
+              "nlargest", "nsmallest"),
+    "bisect": ("bisect", "bisect_left", "bisect_right", "insort", "insort_left",
+               "insort_right"),
+    "decimal": ("Decimal", "localcontext", "getcontext", "InvalidOperation",
+                "ROUND_HALF_UP", "ROUND_HALF_EVEN", "ROUND_DOWN", "ROUND_UP",
+                "ROUND_FLOOR", "ROUND_CEILING"),
+    "fractions": ("Fraction",),
+    # `random` is special: a per-run Random instance, never the module-level state.
+    "random": ("random", "randint", "randrange", "choice", "choices", "shuffle", "sample",
+               "uniform", "gauss", "seed"),
+}  # fmt: skip
+
+STANDARD_EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "textwrap": ("wrap", "fill", "shorten", "dedent", "indent"),
+    "difflib": ("SequenceMatcher", "get_close_matches", "unified_diff", "ndiff"),
+    "unicodedata": ("normalize", "category", "name", "lookup", "numeric", "decimal"),
+    "hashlib": ("sha256", "sha1", "md5", "sha512", "blake2b"),
+    "base64": ("b64encode", "b64decode", "urlsafe_b64encode", "urlsafe_b64decode",
+               "b32encode", "b32decode", "b16encode", "b16decode"),
+    "html": ("escape", "unescape"),
+    "zlib": ("crc32", "adler32", "compress", "decompress"),
+    "calendar": ("isleap", "leapdays", "monthrange", "weekday"),
+    "uuid": ("uuid4", "uuid5", "UUID", "NAMESPACE_DNS", "NAMESPACE_URL"),
+}  # fmt: skip
+
+
+def modules_for(mode: Mode) -> dict[str, tuple[str, ...]]:
+    """The import allowlist of ``mode`` (strict: none)."""
+    if mode == "strict":
+        return {}
+    if mode == "high":
+        return dict(HIGH_MODULES)
+    merged = dict(HIGH_MODULES)
+    merged.update(STANDARD_EXTRA_MODULES)
+    return merged
+
+
+def allowed_imports_text(mode: Mode) -> str:
+    names = sorted(modules_for(mode))
+    return ", ".join(names) if names else "no imports in strict mode"

@@ -1,0 +1,303 @@
+"""Layers 1 and 2: size checks before parsing, then AST validation (host side, pure)."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from terminai_apts.executor.policy import (
+    FORBIDDEN_ATTR_PREFIXES,
+    FORBIDDEN_ATTRS,
+    FORBIDDEN_NAMES,
+    MAX_AST_DEPTH,
+    MAX_AST_NODES,
+    MAX_BRACKET_DEPTH,
+    MAX_INDENT_LEVEL,
+    MAX_SOURCE_BYTES,
+    Mode,
+    allowed_imports_text,
+    modules_for,
+)
+
+_PATH_WRITES = frozenset(
+    {"write_text", "write_bytes", "touch", "mkdir", "unlink", "rename", "replace",
+     "rmdir", "chmod", "symlink_to", "hardlink_to", "link_to"}
+)  # fmt: skip
+
+
+# compile_restricted (layer 3) accepts only this special method name in definitions.
+_DUNDER_METHODS = frozenset({"__init__"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Violation:
+    rule: str
+    message: str
+    line: int = 0
+    col: int = 0
+
+    def to_json(self) -> dict[str, object]:
+        return {"rule": self.rule, "message": self.message, "line": self.line, "col": self.col}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ValidationReport:
+    violations: tuple[Violation, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def summary(self) -> str:
+        return "; ".join(f"line {v.line}: {v.message} [{v.rule}]" for v in self.violations)
+
+
+def _text_depth(code: str) -> tuple[int, int]:
+    """Bracket nesting and indentation level, estimated without parsing (layer 1)."""
+    depth = best = 0
+    for ch in code:
+        if ch in "([{":
+            depth += 1
+            best = max(best, depth)
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+    indent = 0
+    for line in code.splitlines():
+        stripped = line.lstrip(" \t")
+        if stripped:
+            indent = max(indent, (len(line) - len(stripped)) // 2)
+    return best, indent
+
+
+def _size_checks(code: str) -> list[Violation]:
+    out: list[Violation] = []
+    size = len(code.encode("utf-8", "surrogatepass"))
+    if size > MAX_SOURCE_BYTES:
+        out.append(Violation(rule="L1-source-size", message=f"code is {size} bytes (limit {MAX_SOURCE_BYTES})"))
+    brackets, indent = _text_depth(code)
+    if brackets > MAX_BRACKET_DEPTH:
+        out.append(Violation(rule="L1-nesting", message=f"brackets nested {brackets} deep (limit {MAX_BRACKET_DEPTH})"))
+    if indent > MAX_INDENT_LEVEL * 4:
+        out.append(Violation(rule="L1-nesting", message="indentation too deep"))
+    return out
+
+
+def _ast_size(tree: ast.AST) -> Violation | None:
+    count = 0
+    stack: list[tuple[ast.AST, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        count += 1
+        if count > MAX_AST_NODES:
+            return Violation(rule="L1-ast-nodes", message=f"more than {MAX_AST_NODES} nodes")
+        if depth > MAX_AST_DEPTH:
+            return Violation(
+                rule="L1-ast-depth",
+                message=f"syntax nested deeper than {MAX_AST_DEPTH}",
+                line=getattr(node, "lineno", 0),
+            )
+        stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
+    return None
+
+
+def _bad_attr(name: str) -> bool:
+    return name in FORBIDDEN_ATTRS or name.startswith(FORBIDDEN_ATTR_PREFIXES)
+
+
+class _Checker(ast.NodeVisitor):
+    def __init__(self, mode: Mode, proposal: bool) -> None:
+        self.mode = mode
+        self.proposal = proposal
+        self.allowed = modules_for(mode)
+        self.found: list[Violation] = []
+        # proposal checks: local names bound to subprocess / importlib / pathlib things
+        self.aliases: dict[str, str] = {}
+
+    def add(self, node: ast.AST, rule: str, message: str) -> None:
+        self.found.append(
+            Violation(rule=rule, message=message, line=getattr(node, "lineno", 0), col=getattr(node, "col_offset", 0))
+        )
+
+    # -- names and attributes ---------------------------------------------------------
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id in FORBIDDEN_NAMES:
+            self.add(node, "L2-forbidden-name", f"name '{node.id}' is not allowed")
+        elif node.id.startswith("_"):
+            self.add(node, "L2-underscore-name", f"names starting with '_' are not allowed: '{node.id}'")
+        self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        if _bad_attr(node.attr):
+            self.add(node, "L2-forbidden-attribute", f"attribute '{node.attr}' is not allowed")
+        self.generic_visit(node)
+
+    def _check_binding(self, node: ast.AST, name: str | None) -> None:
+        if name and (name.startswith("_") or name in FORBIDDEN_NAMES):
+            self.add(node, "L2-forbidden-name", f"name '{name}' may not be bound")
+
+    def visit_arg(self, node: ast.arg) -> None:
+        self._check_binding(node, node.arg)
+        if node.annotation is not None:
+            self.add(node, "L2-annotation", "annotations are not allowed")
+        self.generic_visit(node)
+
+    def visit_keyword(self, node: ast.keyword) -> None:
+        if node.arg and node.arg.startswith("_"):
+            self.add(node, "L2-forbidden-name", f"keyword '{node.arg}' is not allowed")
+        self.generic_visit(node)
+
+    # -- definitions ------------------------------------------------------------------
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        if node.name not in _DUNDER_METHODS:
+            self._check_binding(node, node.name)
+        if node.returns is not None:
+            self.add(node, "L2-annotation", "annotations are not allowed")
+        self.generic_visit(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._check_binding(node, node.name)
+        if node.keywords:
+            self.add(node, "L2-class-keywords", "class keywords (metaclass=...) are not allowed")
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.add(node, "L2-annotation", "annotations are not allowed")
+        self.generic_visit(node)
+
+    def _async(self, node: ast.AST) -> None:
+        self.add(node, "L2-async", "async constructs are not allowed")
+        self.generic_visit(node)
+
+    visit_AsyncFunctionDef = _async  # noqa: N815 - NodeVisitor's naming
+    visit_AsyncFor = _async  # noqa: N815
+    visit_AsyncWith = _async  # noqa: N815
+    visit_Await = _async  # noqa: N815
+
+    def visit_comprehension(self, node: ast.comprehension) -> None:
+        if node.is_async:
+            self.add(node.target, "L2-async", "async comprehensions are not allowed")
+        self.generic_visit(node)
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> None:
+        self.add(node, "L2-match-class", "class patterns in match are not allowed")
+        self.generic_visit(node)
+
+    def visit_TryStar(self, node: ast.AST) -> None:
+        self.add(node, "L2-except-star", "except* is not allowed")
+        self.generic_visit(node)
+
+    def visit_Global(self, node: ast.Global) -> None:
+        for n in node.names:
+            self._check_binding(node, n)
+
+    # -- imports ----------------------------------------------------------------------
+    def _import(self, node: ast.AST, module: str) -> None:
+        root = module.split(".", maxsplit=1)[0]
+        if self.proposal:
+            self.aliases.setdefault("__mod__" + root, root)
+        if module not in self.allowed:
+            self.add(
+                node,
+                "L2-import",
+                f"import of '{module}' is not allowed in {self.mode} mode; allowed: {allowed_imports_text(self.mode)}",
+            )
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._import(node, alias.name)
+            self._check_binding(node, alias.asname)
+            self.aliases[alias.asname or alias.name.split(".")[0]] = alias.name
+        self.generic_visit(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = node.module or ""
+        if node.level:
+            self.add(node, "L2-import", "relative imports are not allowed")
+        else:
+            self._import(node, module)
+        allowed = self.allowed.get(module, ())
+        for alias in node.names:
+            self._check_binding(node, alias.asname or alias.name)
+            if alias.name == "*":
+                self.add(node, "L2-import", "star imports are not allowed")
+            elif module in self.allowed and alias.name not in allowed:
+                self.add(node, "L2-import", f"'{module}.{alias.name}' is not exposed; allowed: {', '.join(allowed)}")
+            self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
+        self.generic_visit(node)
+
+    # -- proposal checks (the seed validator's job) -------------------------------------
+    def _qualname(self, func: ast.expr) -> str:
+        if isinstance(func, ast.Name):
+            return self.aliases.get(func.id, func.id)
+        if isinstance(func, ast.Attribute):
+            return f"{self._qualname(func.value)}.{func.attr}"
+        return ""
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if self.proposal:
+            self._proposal_call(node)
+        self.generic_visit(node)
+
+    def _proposal_call(self, node: ast.Call) -> None:
+        qual = self._qualname(node.func)
+        shell_call = qual in {"os.system", "os.popen"}
+        if shell_call or (qual.startswith("subprocess.") and self._shell_true(node)):
+            self.add(node, "P-shell", f"{qual} with a shell is not allowed")
+        if qual in {"importlib.import_module", "__import__", "importlib.__import__"}:
+            self.add(node, "P-dynamic-import", f"dynamic import via {qual} is not allowed")
+        if isinstance(node.func, ast.Attribute) and node.func.attr in _PATH_WRITES:
+            self.add(node, "P-path-write", f"filesystem write '.{node.func.attr}()' is not allowed")
+        if qual == "open" or (isinstance(node.func, ast.Attribute) and node.func.attr == "open"):
+            mode = node.args[1] if len(node.args) > 1 else None
+            for kw in node.keywords:
+                if kw.arg == "mode":
+                    mode = kw.value
+            if mode is not None and not (
+                isinstance(mode, ast.Constant) and isinstance(mode.value, str) and not set(mode.value) & set("wax+")
+            ):
+                self.add(node, "P-open-write", "open() for writing is not allowed")
+
+    def _shell_true(self, node: ast.Call) -> bool:
+        for kw in node.keywords:
+            if kw.arg == "shell":
+                return not (isinstance(kw.value, ast.Constant) and not kw.value.value)
+            if kw.arg is None:  # **mapping: refuse unless provably shell-free
+                value = kw.value
+                if isinstance(value, ast.Dict):
+                    for key, val in zip(value.keys, value.values, strict=True):
+                        if key is None:
+                            return True
+                        if isinstance(key, ast.Constant) and key.value == "shell":
+                            return not (isinstance(val, ast.Constant) and not val.value)
+                    continue
+                return True
+        return False
+
+
+def validate_code(code: str, *, mode: Mode = "high", proposal: bool = False) -> ValidationReport:
+    """Layers 1-2: size caps, then every AST violation with its line number."""
+    # Layer 1: size checks before parsing.
+    size = _size_checks(code)
+    if size:
+        return ValidationReport(violations=tuple(size))
+    try:
+        tree = ast.parse(code, filename="<sandbox>", mode="exec")
+    except SyntaxError as exc:
+        return ValidationReport(
+            violations=(
+                Violation(
+                    rule="L1-syntax", message=f"SyntaxError: {exc.msg}", line=exc.lineno or 0, col=exc.offset or 0
+                ),
+            )
+        )
+    except (RecursionError, MemoryError, ValueError) as exc:
+        return ValidationReport(
+            violations=(Violation(rule="L1-syntax", message=f"code too complex to parse ({type(exc).__name__})"),)
+        )
+    too_big = _ast_size(tree)
+    if too_big is not None:
+        return ValidationReport(violations=(too_big,))
+    # Layer 2: AST validation.
+    checker = _Checker(mode, proposal)
+    checker.visit(tree)
+    return ValidationReport(violations=tuple(checker.found))

@@ -1,0 +1,585 @@
+"""``ThermalMemory``: the read-only query API the restricted executor injects as ``thermal``.
+
+Safety layers, in order: the file is opened ``mode=ro`` (``immutable=1`` for sealed
+shards); the FTS5 tables are touched once (their constructor needs it) and then an
+authorizer allows only reads, so even ``PRAGMA query_only=0``, ``ATTACH`` or temp tables
+are refused; every call runs under a progress-handler deadline and returns partial results
+flagged ``truncated`` instead of running long. No method exposes the connection or SQL;
+every method returns frozen records, tuples, ints or strings.
+"""
+
+# SQL here is assembled only from constant fragments; every value is a bound parameter.
+# ruff: noqa: S608
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from terminai_apts.errors import MemoryStoreError, UsageError
+from terminai_apts.memory import query as q
+from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results, split_tags
+from terminai_apts.memory.store import check_schema
+
+MAX_ROWS = 100
+RANK_CAP = 20_000  # matches beyond which relevance ranking is limited to the newest
+GREP_TEXT_CAP = 20_000  # per-record characters a regex sees: bounds the cost of one match
+_COLS = (
+    "m.id, m.date, m.recorded_at, m.title, m.content, m.summary, m.tags, m.source,"
+    " m.confidence, m.kind, m.tier, m.origin, m.content_hash, m.superseded_by"
+)
+_ORDERS = ("relevance", "newest", "oldest")
+
+
+class _Interrupted(Exception):
+    """The call's time budget ran out inside SQLite."""
+
+
+def _memory(row: Sequence[Any]) -> Memory:
+    return Memory(
+        id=row[0],
+        date=row[1],
+        recorded_at=row[2],
+        title=row[3],
+        content=row[4],
+        summary=row[5],
+        tags=split_tags(row[6]),
+        source=row[7],
+        confidence=float(row[8]),
+        kind=row[9],
+        tier=row[10],
+        origin=row[11],
+        content_hash=row[12],
+        superseded_by=row[13],
+    )
+
+
+def _authorizer(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
+    if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ):
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() != "load_extension":
+        return sqlite3.SQLITE_OK
+    if action == sqlite3.SQLITE_PRAGMA and arg1 == "data_version" and arg2 is None:
+        return sqlite3.SQLITE_OK  # FTS5 reads it to detect changes
+    return sqlite3.SQLITE_DENY
+
+
+class ThermalMemory:
+    """Read-only, budgeted queries over a memory index.
+
+    ``ThermalMemory(path, immutable=False, budget_ms=2000)``. Methods: ``search`` (bm25,
+    quoted query text, AND relaxed to OR when nothing matches), ``grep`` (regex: literal →
+    trigram prefilter → ``re`` verify), ``find`` (substring), ``filter``, ``count``, ``get``,
+    ``summarize``, ``around``, ``trace``, ``dupes``, ``facets``, ``scan``. Limits are capped
+    at 100 rows; times accept ISO dates (date-only = whole day) or ``7d``-style offsets.
+    """
+
+    __slots__ = ("_budget_ms", "_conn", "_deadline", "_ordered")
+
+    def __init__(self, path: str | Path, *, immutable: bool = False, budget_ms: int = 2000) -> None:
+        target = Path(path).resolve()
+        if not target.is_file():
+            raise MemoryStoreError(
+                f"memory index {target} does not exist", hint="build it with `terminai-apts memory index`"
+            )
+        uri = f"file:{quote(str(target))}?mode=ro" + ("&immutable=1" if immutable else "")
+        try:
+            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            check_schema(conn, target)
+            # The FTS5 vtable constructor needs writes-looking internals: run it before the authorizer.
+            conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'x' LIMIT 0").fetchall()
+            conn.execute("SELECT rowid FROM memories_tri WHERE memories_tri MATCH 'xyz' LIMIT 0").fetchall()
+            row = conn.execute("SELECT value FROM meta WHERE key='ordered'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise MemoryStoreError(f"cannot open memory index {target}: {exc}", hint="rebuild the index") from None
+        self._ordered = bool(row and row[0] == "1")
+        conn.set_authorizer(_authorizer)
+        conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
+        self._deadline = 0.0
+        conn.set_progress_handler(self._tick, 2000)
+        self._conn = conn
+        self._budget_ms = budget_ms
+
+    # ----------------------------------------------------------------- plumbing
+    def _tick(self) -> int:
+        return 1 if time.monotonic() > self._deadline else 0
+
+    def _start(self, budget_ms: int | None) -> float:
+        start = time.monotonic()
+        self._deadline = start + (budget_ms if budget_ms is not None else self._budget_ms) / 1000
+        return start
+
+    def _rows(self, sql: str, params: Sequence[object]) -> list[Any]:
+        try:
+            return self._conn.execute(sql, tuple(params)).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "interrupted" in str(exc):
+                raise _Interrupted from None
+            if "fts5" in str(exc) or "syntax error" in str(exc) or "no such column" in str(exc):
+                raise UsageError(f"bad full-text query: {exc}", hint="drop raw=True to have the text quoted") from None
+            raise MemoryStoreError(f"memory query failed: {exc}") from None
+
+    @staticmethod
+    def _limit(limit: int) -> int:
+        if int(limit) < 0:
+            raise UsageError("limit must not be negative")
+        return min(int(limit), MAX_ROWS)
+
+    def _window(
+        self, since: str | None, until: str | None, date_range: Sequence[str] | None = None, col: str = "m"
+    ) -> tuple[list[str], list[object]]:
+        if date_range is not None:
+            since, until = date_range[0], date_range[1]
+        lo, hi = q.parse_bound(since, end=False), q.parse_bound(until, end=True)
+        where: list[str] = []
+        params: list[object] = []
+        if lo is not None:
+            where.append(f"{col}.date >= ?")
+            params.append(lo)
+        if hi is not None:
+            where.append(f"{col}.date < ?")
+            params.append(hi)
+        return where, params
+
+    def _id_range(
+        self,
+        where: list[str],
+        params: list[object],
+        since: str | None,
+        until: str | None,
+        date_range: Sequence[str] | None,
+        id_col: str,
+    ) -> None:
+        # Ids follow event time, so a date window is also an id range the FTS index can use.
+        if not self._ordered:
+            return
+        if date_range is not None:
+            since, until = date_range[0], date_range[1]
+        lo, hi = q.parse_bound(since, end=False), q.parse_bound(until, end=True)
+        if lo is not None:
+            first = self._rows("SELECT min(id) FROM memories WHERE date >= ?", [lo])[0][0]
+            where.append(f"{id_col} >= ?")
+            params.append(first if first is not None else 1 << 62)
+        if hi is not None:
+            last = self._rows("SELECT max(id) FROM memories WHERE date < ?", [hi])[0][0]
+            where.append(f"{id_col} <= ?")
+            params.append(last if last is not None else -1)
+
+    @staticmethod
+    def _tags(where: list[str], params: list[object], tags: Sequence[str] | str | None) -> None:
+        for tag in split_tags(tags) if isinstance(tags, str) else tuple(t.strip().lower() for t in (tags or ())):
+            where.append("m.id IN (SELECT id FROM memory_tags WHERE tag = ?)")
+            params.append(tag)
+
+    @staticmethod
+    def _elapsed(start: float) -> float:
+        return round((time.monotonic() - start) * 1000, 3)
+
+    # ----------------------------------------------------------------- search
+    def search(
+        self,
+        query: str,
+        date_range: Sequence[str] | None = None,
+        tags: Sequence[str] | str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        *,
+        order: str = "relevance",
+        since: str | None = None,
+        until: str | None = None,
+        raw: bool = False,
+        budget_ms: int | None = None,
+    ) -> Results:
+        """Full-text search ranked by bm25 (title > tags > summary > content).
+
+        Query text is quoted token by token (``PROJ-1234``, ``v2.1``, ``user's`` are plain
+        words); all tokens must match, and if nothing does the query is relaxed to any token
+        (``plan`` says so). ``raw=True`` passes FTS5 syntax (``NEAR``, ``*``, ``OR``) through.
+        ``order`` is ``relevance``, ``newest`` or ``oldest``.
+        """
+        if order not in _ORDERS:
+            raise UsageError(f"order must be one of {', '.join(_ORDERS)}, not {order!r}")
+        start = self._start(budget_ms)
+        limit, offset = self._limit(limit), max(0, int(offset))
+        forms = (
+            [("fts-raw", str(query))] if raw else [("fts-and", q.fts_and(str(query))), ("fts-or", q.fts_or(str(query)))]
+        )
+        if not forms[0][1].strip():
+            return Results(hits=(), total=0, truncated=False, elapsed_ms=self._elapsed(start), plan="empty-query")
+        if self._ordered:
+            # Ids follow event time, so the id range alone is the exact date window.
+            where: list[str] = []
+            params: list[object] = []
+        else:
+            where, params = self._window(since, until, date_range)
+        self._id_range(where, params, since, until, date_range, "f.rowid")
+        id_only = not tags and self._ordered
+        self._tags(where, params, tags)
+        extra = "".join(f" AND {w}" for w in where)
+        # With time-ordered ids, newest/oldest walk the FTS doclist by rowid: O(limit), no sort.
+        chrono = ("f.rowid DESC", "f.rowid") if self._ordered else ("m.date DESC, m.id DESC", "m.date, m.id")
+        order_by = {"relevance": "f.rank", "newest": chrono[0], "oldest": chrono[1]}[order]
+        plan, total, rows = forms[0][0], 0, []
+        try:
+            for idx, (name, match) in enumerate(forms):
+                if idx and (total or len(q.fts_tokens(str(query))) < 2):
+                    break
+                plan = name if idx == 0 else f"{name} (relaxed: no record had every word)"
+                base = f"FROM memories_fts f JOIN memories m ON m.id = f.rowid WHERE memories_fts MATCH ?{extra}"
+                # Counting without the join lets FTS5 answer from its doclists alone.
+                counted = f"FROM memories_fts f WHERE memories_fts MATCH ?{extra}" if id_only else base
+                total = self._rows(f"SELECT count(*) {counted}", [match, *params])[0][0]
+                if total > RANK_CAP and order == "relevance" and self._ordered:
+                    # bm25 costs time per matching document (FTS5 has no top-k pruning), so a
+                    # very common query is ranked within its newest RANK_CAP matches only.
+                    floor = self._rows(
+                        f"SELECT f.rowid FROM memories_fts f WHERE memories_fts MATCH ?{extra}"
+                        " ORDER BY f.rowid DESC LIMIT 1 OFFSET ?",
+                        [match, *params, RANK_CAP - 1],
+                    )[0][0]
+                    base += " AND f.rowid >= ?"
+                    params = [*params, floor]
+                    plan += f" (ranked within newest {RANK_CAP} of {total} matches)"
+                if total:
+                    rows = self._rows(
+                        f"SELECT {_COLS}, f.rank, snippet(memories_fts, -1, '[', ']', '…', 12) {base}"
+                        f" ORDER BY {order_by} LIMIT ? OFFSET ?",
+                        [match, *params, limit, offset],
+                    )
+        except _Interrupted:
+            hits = tuple(Hit(memory=_memory(r), score=float(r[14]), snippet=r[15]) for r in rows)
+            return Results(
+                hits=hits, total=-1, truncated=True, elapsed_ms=self._elapsed(start), plan=f"{plan} (budget)"
+            )
+        hits = tuple(Hit(memory=_memory(r), score=float(r[14]), snippet=r[15]) for r in rows)
+        return Results(
+            hits=hits,
+            total=total,
+            truncated=offset + len(hits) < total,
+            elapsed_ms=self._elapsed(start),
+            plan=f"{plan} order={order}",
+        )
+
+    def count(
+        self,
+        query: str | None = None,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        tags: Sequence[str] | str | None = None,
+        raw: bool = False,
+    ) -> int:
+        """Exact number of records matching ``query`` (all tokens) or, without one, the filters."""
+        if query is None or not str(query).strip():
+            where, params = self._window(since, until)
+            self._tags(where, params, tags)
+            clause = " WHERE " + " AND ".join(where) if where else ""
+            self._start(None)
+            try:
+                return int(self._rows(f"SELECT count(*) FROM memories m{clause}", params)[0][0])
+            except _Interrupted:
+                return -1
+        res = self.search(str(query), tags=tags, since=since, until=until, raw=raw, limit=0)
+        return 0 if "relaxed" in res.plan else res.total
+
+    # ----------------------------------------------------------------- substring and regex
+    def _scan_candidates(self, literal: str | None, since: str | None, until: str | None) -> Iterator[Sequence[Any]]:
+        where, params = self._window(since, until)
+        if literal is not None:
+            where.append("m.id IN (SELECT rowid FROM memories_tri WHERE memories_tri MATCH ?)")
+            params.append(q.trigram_phrase(literal))
+        clause = " WHERE " + " AND ".join(where) if where else ""
+        last = 1 << 62
+        while True:  # newest first, in pages, so no cursor outlives a call
+            rows = self._rows(
+                f"SELECT {_COLS} FROM memories m{clause}{' AND' if where else ' WHERE'} m.id < ?"
+                " ORDER BY m.id DESC LIMIT 500",
+                [*params, last],
+            )
+            if not rows:
+                return
+            yield from rows
+            last = rows[-1][0]
+
+    def _match_scan(
+        self,
+        test: Any,
+        literal: str | None,
+        limit: int,
+        since: str | None,
+        until: str | None,
+        budget_ms: int | None,
+        plan: str,
+    ) -> Results:
+        start = self._start(budget_ms)
+        hits: list[Hit] = []
+        matched = 0
+        try:
+            for row in self._scan_candidates(literal, since, until):
+                if time.monotonic() > self._deadline:
+                    raise _Interrupted
+                text = f"{row[3]}\n{row[5]}\n{row[4]}"[:GREP_TEXT_CAP]
+                found = test(text)
+                if found is not None:
+                    if len(hits) == limit:
+                        # One match past the limit proves truncation; counting the rest would
+                        # cost a full verification pass, so the total is reported as unknown.
+                        return Results(
+                            hits=tuple(hits),
+                            total=-1,
+                            truncated=True,
+                            elapsed_ms=self._elapsed(start),
+                            plan=f"{plan} (stopped at limit)",
+                        )
+                    matched += 1
+                    hits.append(Hit(memory=_memory(row), snippet=found))
+        except _Interrupted:
+            return Results(
+                hits=tuple(hits),
+                total=-1,
+                truncated=True,
+                elapsed_ms=self._elapsed(start),
+                plan=f"{plan} (budget: partial)",
+                scanned_fraction=0.0,
+            )
+        return Results(
+            hits=tuple(hits), total=matched, truncated=matched > len(hits), elapsed_ms=self._elapsed(start), plan=plan
+        )
+
+    def grep(
+        self,
+        pattern: str,
+        limit: int = 50,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        budget_ms: int | None = None,
+    ) -> Results:
+        """Regular-expression search (case-insensitive) over title, summary and content.
+
+        ``total`` is -1 when more than ``limit`` records match (the scan stops there).
+        A literal of 3+ characters every match must contain is looked up in the trigram
+        index first; only those candidates run ``re``. Patterns with nested repetition
+        (``(a+)+``) are refused, each record is capped at 20,000 characters, and the time
+        budget returns partial results flagged ``truncated``.
+        """
+        regex = q.compile_regex(str(pattern))
+        q.refuse_catastrophic(str(pattern))
+        literal = q.required_literal(str(pattern))
+
+        def test(text: str) -> str | None:
+            m = regex.search(text)
+            return None if m is None else text[max(0, m.start() - 40) : m.end() + 40]
+
+        plan = f"trigram-prefilter {literal!r} + re" if literal else "full-scan + re"
+        return self._match_scan(test, literal, self._limit(limit), since, until, budget_ms, plan)
+
+    def find(
+        self,
+        substring: str,
+        limit: int = 20,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        budget_ms: int | None = None,
+    ) -> Results:
+        """Case-insensitive exact substring search, newest first (trigram index for 3+ chars)."""
+        needle = str(substring).lower()
+        if not needle:
+            return Results(hits=(), total=0, truncated=False, elapsed_ms=0.0, plan="empty-query")
+
+        def test(text: str) -> str | None:
+            at = text.lower().find(needle)
+            return None if at < 0 else text[max(0, at - 40) : at + len(needle) + 40]
+
+        literal = str(substring) if len(needle) >= 3 else None
+        plan = "trigram" if literal else "full-scan (shorter than 3 characters)"
+        return self._match_scan(test, literal, self._limit(limit), since, until, budget_ms, plan)
+
+    # ----------------------------------------------------------------- metadata
+    def filter(
+        self,
+        source: str | None = None,
+        min_confidence: float | None = None,
+        date_after: str | None = None,
+        date_before: str | None = None,
+        tags: Sequence[str] | str | None = None,
+        limit: int = 20,
+        *,
+        kind: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        order: str = "newest",
+    ) -> Results:
+        """Records by metadata only; ``date_after``/``date_before`` are exclusive bounds (as in the seed)."""
+        if order not in ("newest", "oldest"):
+            raise UsageError(f"order must be newest or oldest, not {order!r}")
+        start = self._start(None)
+        where, params = self._window(since, until)
+        if date_after is not None:
+            where.append("m.date > ?")
+            params.append(q.normalize_date(date_after, what="date_after"))
+        if date_before is not None:
+            where.append("m.date < ?")
+            params.append(q.normalize_date(date_before, what="date_before"))
+        if source is not None:
+            where.append("m.source = ?")
+            params.append(str(source))
+        if kind is not None:
+            where.append("m.kind = ?")
+            params.append(str(kind))
+        if min_confidence is not None:
+            where.append("m.confidence >= ?")
+            params.append(float(min_confidence))
+        self._tags(where, params, tags)
+        clause = " WHERE " + " AND ".join(where) if where else ""
+        direction = "DESC" if order == "newest" else ""
+        try:
+            total = self._rows(f"SELECT count(*) FROM memories m{clause}", params)[0][0]
+            rows = self._rows(
+                f"SELECT {_COLS} FROM memories m{clause} ORDER BY m.date {direction}, m.id {direction} LIMIT ?",
+                [*params, self._limit(limit)],
+            )
+        except _Interrupted:
+            return Results(hits=(), total=-1, truncated=True, elapsed_ms=self._elapsed(start), plan="filter (budget)")
+        hits = tuple(Hit(memory=_memory(r)) for r in rows)
+        return Results(
+            hits=hits,
+            total=total,
+            truncated=len(hits) < total,
+            elapsed_ms=self._elapsed(start),
+            plan=f"filter order={order}",
+        )
+
+    def get(self, memory_id: int) -> Memory | None:
+        """One record by id, or None."""
+        self._start(None)
+        rows = self._rows(f"SELECT {_COLS} FROM memories m WHERE m.id = ?", [int(memory_id)])
+        return _memory(rows[0]) if rows else None
+
+    def around(self, memory_id: int, before: int = 3, after: int = 3) -> tuple[Memory, ...]:
+        """The record and its neighbours in event time (oldest first)."""
+        centre = self.get(memory_id)
+        if centre is None:
+            return ()
+        key = [centre.date, centre.id]
+        older = self._rows(
+            f"SELECT {_COLS} FROM memories m WHERE (m.date, m.id) < (?, ?) ORDER BY m.date DESC, m.id DESC LIMIT ?",
+            [*key, self._limit(before)],
+        )
+        newer = self._rows(
+            f"SELECT {_COLS} FROM memories m WHERE (m.date, m.id) > (?, ?) ORDER BY m.date, m.id LIMIT ?",
+            [*key, self._limit(after)],
+        )
+        return (*(_memory(r) for r in reversed(older)), centre, *(_memory(r) for r in newer))
+
+    def trace(self, memory_id: int) -> Provenance | None:
+        """Provenance of a record: tier, journal file:line or archive member, source, ingestion time."""
+        self._start(None)
+        rows = self._rows(
+            "SELECT id, uid, tier, origin, source, recorded_at, content_hash FROM memories WHERE id = ?",
+            [int(memory_id)],
+        )
+        if not rows:
+            return None
+        r = rows[0]
+        return Provenance(id=r[0], uid=r[1], tier=r[2], origin=r[3], source=r[4], recorded_at=r[5], content_hash=r[6])
+
+    def dupes(self, memory_id: int) -> tuple[Memory, ...]:
+        """Other records with the same normalised title and content."""
+        self._start(None)
+        rows = self._rows(
+            f"SELECT {_COLS} FROM memories m WHERE m.content_hash = "
+            "(SELECT content_hash FROM memories WHERE id = ?) AND m.id != ? ORDER BY m.id LIMIT ?",
+            [int(memory_id), int(memory_id), MAX_ROWS],
+        )
+        return tuple(_memory(r) for r in rows)
+
+    def facets(
+        self, query: str | None = None, by: str = "month", *, since: str | None = None, until: str | None = None
+    ) -> tuple[Facet, ...]:
+        """Counts of matching records per month, tag or source (largest first for tag/source)."""
+        keys = {"month": "substr(m.date, 1, 7)", "source": "m.source", "tag": "t.tag"}
+        if by not in keys:
+            raise UsageError(f"facets by must be month, tag or source, not {by!r}")
+        self._start(None)
+        where, params = self._window(since, until)
+        joins = " JOIN memory_tags t ON t.id = m.id" if by == "tag" else ""
+        if query is not None and q.fts_and(str(query)):
+            where.append("m.id IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?)")
+            params.append(q.fts_and(str(query)))
+        clause = " WHERE " + " AND ".join(where) if where else ""
+        ordering = "1" if by == "month" else "2 DESC, 1"
+        rows = self._rows(
+            f"SELECT {keys[by]}, count(*) FROM memories m{joins}{clause} GROUP BY 1 ORDER BY {ordering} LIMIT 1000",
+            params,
+        )
+        return tuple(Facet(key=str(k), count=int(c)) for k, c in rows)
+
+    def summarize(self, query: str, max_results: int = 5) -> str:
+        """A short plain-text digest of the best matches: one line per record with its id."""
+        res = self.search(query, limit=max(1, min(int(max_results), 20)))
+        if not res.hits:
+            return f"No memories match {query!r}."
+        lines = [f"{res.total} memories match {query!r}; top {len(res.hits)}:"]
+        for hit in res.hits:
+            m = hit.memory
+            lines.append(f"- [{m.date[:10]}] {m.title} (#{m.id}): {(m.summary or m.content)[:200]}")
+        return "\n".join(lines)
+
+    def scan(
+        self,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        query: str | None = None,
+        max_chars: int = 40_000,
+        max_batches: int = 50,
+    ) -> Iterator[Batch]:
+        """Bounded text batches (oldest first) for sub-queries: ``[id] date title: summary`` lines."""
+        where, params = self._window(since, until)
+        if query is not None and q.fts_and(str(query)):
+            where.append("m.id IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?)")
+            params.append(q.fts_and(str(query)))
+        cap = max(200, min(int(max_chars), 200_000))
+        last, batches = 0, 0
+        ids: list[int] = []
+        parts: list[str] = []
+        size = 0
+        while batches < max(1, min(int(max_batches), 1000)):
+            self._start(None)
+            clause = " AND ".join([*where, "m.id > ?"])
+            rows = self._rows(
+                f"SELECT m.id, m.date, m.title, m.summary, m.content FROM memories m WHERE {clause}"
+                " ORDER BY m.id LIMIT 500",
+                [*params, last],
+            )
+            if not rows:
+                break
+            for mid, date, title, summary, content in rows:
+                line = f"[{mid}] {date[:10]} {title}: {(summary or content)}"[:cap] + "\n"
+                if size + len(line) > cap and parts:
+                    yield Batch(ids=tuple(ids), text="".join(parts))
+                    batches += 1
+                    ids, parts, size = [], [], 0
+                    if batches >= max_batches:
+                        return
+                ids.append(mid)
+                parts.append(line)
+                size += len(line)
+            last = rows[-1][0]
+        if parts and batches < max_batches:
+            yield Batch(ids=tuple(ids), text="".join(parts))
+
+    def close(self) -> None:
+        """Release the file handle (the object is unusable afterwards)."""
+        self._conn.close()
+
+    def __enter__(self) -> ThermalMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,154 @@
+"""Immutable values the memory API returns: records, hits and result sets.
+
+Everything here is plain frozen data (tags are tuples) so the restricted executor can hand
+it to sandboxed code without exposing a connection, a row object or any write path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Memory:
+    """One memory: a decision, summary or note.
+
+    ``date`` is event time and ``recorded_at`` ingestion time (ISO 8601 UTC). ``origin``
+    names where it came from (``file:line`` of a journal, or an archive member), ``tier`` is
+    ``hot``/``warm``/``cold``/``archive``; ``superseded_by`` is the id of a newer record.
+    """
+
+    id: int
+    date: str
+    recorded_at: str
+    title: str
+    content: str
+    summary: str
+    tags: tuple[str, ...]
+    source: str
+    confidence: float
+    kind: str
+    tier: str
+    origin: str
+    content_hash: str
+    superseded_by: int | None = None
+
+    def __repr__(self) -> str:
+        return f"Memory(id={self.id}, date={self.date[:10]}, title={self.title[:60]!r})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hit:
+    """A record in a result set, with its score (lower bm25 is better) and a snippet."""
+
+    memory: Memory
+    score: float = 0.0
+    snippet: str = ""
+
+    @property
+    def id(self) -> int:
+        return self.memory.id
+
+    def __repr__(self) -> str:
+        m = self.memory
+        return f"Hit({m.id} {m.date[:10]} {m.title[:50]!r} score={self.score:.2f})"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Results:
+    """A bounded result set.
+
+    ``total`` is the exact number of matches when known (``-1`` when the time budget ran out
+    before counting), ``truncated`` is true when more rows matched than were returned or the
+    budget cut the call short, ``plan`` names the strategy used and any relaxation.
+    """
+
+    hits: tuple[Hit, ...]
+    total: int
+    truncated: bool
+    elapsed_ms: float
+    plan: str
+    scanned_fraction: float = 1.0
+
+    def __iter__(self) -> Iterator[Hit]:
+        return iter(self.hits)
+
+    def __len__(self) -> int:
+        return len(self.hits)
+
+    def __getitem__(self, index: int) -> Hit:
+        return self.hits[index]
+
+    @property
+    def ids(self) -> tuple[int, ...]:
+        return tuple(h.id for h in self.hits)
+
+    def __repr__(self) -> str:
+        head = f"Results(total={self.total}, shown={len(self.hits)}, truncated={self.truncated}, plan={self.plan!r})"
+        return "\n".join([head, *(f"  {h!r}" for h in self.hits[:20])])
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Facet:
+    """One bucket of a facet count (a month, a tag or a source)."""
+
+    key: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Batch:
+    """A bounded slice of text from :meth:`ThermalMemory.scan`, ready for a sub-query."""
+
+    ids: tuple[int, ...]
+    text: str
+    truncated: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewMemory:
+    """A record to be indexed (before it has an id)."""
+
+    uid: str
+    date: str
+    recorded_at: str
+    title: str
+    content: str
+    summary: str = ""
+    tags: tuple[str, ...] = field(default_factory=tuple)
+    source: str = ""
+    confidence: float = 1.0
+    kind: str = "note"
+    tier: str = "warm"
+    origin: str = ""
+
+
+def content_hash(title: str, content: str) -> str:
+    """Dedup key: sha256 of the whitespace- and case-normalised title and content."""
+    norm = " ".join(f"{title}\n{content}".lower().split())
+    return hashlib.sha256(norm.encode()).hexdigest()
+
+
+def split_tags(text: str | None) -> tuple[str, ...]:
+    """Tags from the seed's comma-separated column (trimmed, lower-cased, unique, ordered)."""
+    seen: dict[str, None] = {}
+    for part in (text or "").split(","):
+        tag = part.strip().lower()
+        if tag:
+            seen[tag] = None
+    return tuple(seen)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Provenance:
+    """Where a record came from: tier, journal file and line (or archive member), source."""
+
+    id: int
+    uid: str
+    tier: str
+    origin: str
+    source: str
+    recorded_at: str
+    content_hash: str

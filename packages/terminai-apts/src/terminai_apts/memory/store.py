@@ -1,0 +1,196 @@
+"""The SQLite index: schema, full builds (temp file + atomic rename) and incremental appends.
+
+The journal files are the truth; this file is a rebuildable index. ``memories`` holds the
+records with ids in event-time order (so date windows become id ranges), ``memories_fts``
+is an external-content FTS5 index with persisted bm25 column weights, ``memories_tri`` a
+trigram index for substring search and regex prefiltering. Only the writer side lives here;
+the read-only API is :mod:`terminai_apts.memory.api`.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from terminai_apts.errors import MemoryStoreError
+from terminai_apts.memory.records import NewMemory, content_hash
+
+SCHEMA_VERSION = "1"
+# bm25 weights for (title, summary, content, tags): a title hit counts most.
+RANK = "bm25(5.0, 2.0, 1.0, 3.0)"
+
+_TABLES = """
+CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE memories(
+  id INTEGER PRIMARY KEY, uid TEXT NOT NULL UNIQUE, date TEXT NOT NULL, recorded_at TEXT NOT NULL,
+  title TEXT NOT NULL, content TEXT NOT NULL, summary TEXT NOT NULL, tags TEXT NOT NULL,
+  source TEXT NOT NULL, confidence REAL NOT NULL, kind TEXT NOT NULL, tier TEXT NOT NULL,
+  origin TEXT NOT NULL, content_hash TEXT NOT NULL, superseded_by INTEGER);
+CREATE INDEX memories_date ON memories(date, id);
+CREATE INDEX memories_hash ON memories(content_hash);
+CREATE INDEX memories_source ON memories(source, date);
+CREATE TABLE memory_tags(tag TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY(tag, id)) WITHOUT ROWID;
+CREATE VIRTUAL TABLE memories_fts USING fts5(title, summary, content, tags,
+  content='memories', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2');
+CREATE VIRTUAL TABLE memories_tri USING fts5(title, summary, content,
+  content='memories', content_rowid='id', tokenize='trigram');
+"""
+
+_TRIGGERS = """
+CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+  INSERT INTO memories_fts(rowid, title, summary, content, tags)
+    VALUES (new.id, new.title, new.summary, new.content, new.tags);
+  INSERT INTO memories_tri(rowid, title, summary, content)
+    VALUES (new.id, new.title, new.summary, new.content);
+END;
+CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+  INSERT INTO memories_fts(memories_fts, rowid, title, summary, content, tags)
+    VALUES ('delete', old.id, old.title, old.summary, old.content, old.tags);
+  INSERT INTO memories_tri(memories_tri, rowid, title, summary, content)
+    VALUES ('delete', old.id, old.title, old.summary, old.content);
+END;
+CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+  INSERT INTO memories_fts(memories_fts, rowid, title, summary, content, tags)
+    VALUES ('delete', old.id, old.title, old.summary, old.content, old.tags);
+  INSERT INTO memories_tri(memories_tri, rowid, title, summary, content)
+    VALUES ('delete', old.id, old.title, old.summary, old.content);
+  INSERT INTO memories_fts(rowid, title, summary, content, tags)
+    VALUES (new.id, new.title, new.summary, new.content, new.tags);
+  INSERT INTO memories_tri(rowid, title, summary, content)
+    VALUES (new.id, new.title, new.summary, new.content);
+END;
+"""
+
+_INSERT = (
+    "INSERT INTO memories(id, uid, date, recorded_at, title, content, summary, tags, source,"
+    " confidence, kind, tier, origin, content_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
+)
+
+
+def _row(mid: int, rec: NewMemory) -> tuple[object, ...]:
+    return (
+        mid,
+        rec.uid,
+        rec.date,
+        rec.recorded_at,
+        rec.title,
+        rec.content,
+        rec.summary,
+        ",".join(rec.tags),
+        rec.source,
+        float(rec.confidence),
+        rec.kind,
+        rec.tier,
+        rec.origin,
+        content_hash(rec.title, rec.content),
+    )
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def build(path: Path, records: Iterable[NewMemory]) -> int:
+    """Build a fresh index at ``path`` from ``records``; returns the number of records.
+
+    Written to a temporary file and renamed into place, so an aborted build never leaves
+    a half-built index (a killed build with ``journal_mode=OFF`` corrupts the file).
+    Duplicate uids keep the first occurrence; ids follow event time.
+    """
+    unique: dict[str, NewMemory] = {}
+    for rec in records:
+        unique.setdefault(rec.uid, rec)
+    ordered = sorted(unique.values(), key=lambda r: (r.date, r.uid))
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    conn = sqlite3.connect(tmp)
+    try:
+        conn.executescript(_TABLES)
+        with conn:
+            conn.executemany(_INSERT, (_row(i, r) for i, r in enumerate(ordered, start=1)))
+            conn.executemany(
+                "INSERT OR IGNORE INTO memory_tags(tag, id) VALUES (?, ?)",
+                ((t, i) for i, r in enumerate(ordered, start=1) for t in r.tags),
+            )
+            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+            conn.execute("INSERT INTO memories_tri(memories_tri) VALUES ('rebuild')")
+            # The rank setting persists in the file, so read-only readers get weighted bm25.
+            conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('rank', ?)", (RANK,))
+            conn.executemany(
+                "INSERT INTO meta(key, value) VALUES (?, ?)", [("schema_version", SCHEMA_VERSION), ("ordered", "1")]
+            )
+        conn.executescript(_TRIGGERS)
+        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+        conn.commit()
+    finally:
+        conn.close()
+    with open(tmp, "rb+") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    _fsync_dir(path.parent)
+    return len(ordered)
+
+
+def append(path: Path, records: Sequence[NewMemory]) -> int:
+    """Add records whose uid is not yet indexed (idempotent); returns how many were new."""
+    conn = open_writer(path)
+    try:
+        with conn:
+            known = {r[0] for r in conn.execute("SELECT uid FROM memories")} if records else set()
+            fresh = sorted((r for r in records if r.uid not in known), key=lambda r: (r.date, r.uid))
+            dedup: dict[str, NewMemory] = {r.uid: r for r in reversed(fresh)}
+            fresh = sorted(dedup.values(), key=lambda r: (r.date, r.uid))
+            if not fresh:
+                return 0
+            top, last = conn.execute("SELECT coalesce(max(id), 0), coalesce(max(date), '') FROM memories").fetchone()
+            if fresh[0].date < last:
+                # A backfill breaks "ids follow time": readers fall back to the date index.
+                conn.execute("UPDATE meta SET value='0' WHERE key='ordered'")
+            conn.executemany(_INSERT, (_row(top + i, r) for i, r in enumerate(fresh, start=1)))
+            conn.executemany(
+                "INSERT OR IGNORE INTO memory_tags(tag, id) VALUES (?, ?)",
+                ((t, top + i) for i, r in enumerate(fresh, start=1) for t in r.tags),
+            )
+        return len(fresh)
+    finally:
+        conn.close()
+
+
+def open_writer(path: Path) -> sqlite3.Connection:
+    """A read-write connection to an index this module created (schema checked)."""
+    if not path.exists():
+        raise MemoryStoreError(f"memory index {path} does not exist", hint="build it with `terminai-apts memory index`")
+    conn = sqlite3.connect(path, timeout=30)
+    check_schema(conn, path)
+    return conn
+
+
+def check_schema(conn: sqlite3.Connection, path: Path) -> None:
+    """Refuse files that are not an index of this schema version, naming what they are."""
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
+    except sqlite3.DatabaseError as exc:
+        raise MemoryStoreError(
+            f"{path} is not a SQLite database ({exc})", hint="point at a memory index file"
+        ) from None
+    if "meta" not in names or "memories_fts" not in names:
+        if "memories" in names:
+            raise MemoryStoreError(
+                f"{path} is an archive in the original schema, not an index",
+                hint=f"import it: terminai-apts memory index INDEX --archive {path}",
+            )
+        raise MemoryStoreError(
+            f"{path} is not a memory index (wrong schema)", hint="build one with `terminai-apts memory index`"
+        )
+    row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    if row is None or row[0] != SCHEMA_VERSION:
+        raise MemoryStoreError(
+            f"{path} has index schema {row[0] if row else 'unknown'}, expected {SCHEMA_VERSION}",
+            hint="rebuild it with `terminai-apts memory index --rebuild`",
+        )

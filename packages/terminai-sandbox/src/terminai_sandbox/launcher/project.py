@@ -1,0 +1,66 @@
+"""Per-project layer: ``.terminai/sandbox.Dockerfile`` built FROM the verified digest.
+
+The Dockerfile must start with ``ARG BASE_IMAGE`` / ``FROM ${BASE_IMAGE}``: the launcher
+passes the verified ``repo@sha256:…`` as that build argument, so the project layer can only
+extend the image that passed verification. The result is tagged under a project-specific
+name (never the official tag), cached by the hash of the Dockerfile and the base digest,
+built without network, and labelled with what it derives from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+import docker.errors
+
+from terminai_sandbox.engine import Engine
+from terminai_sandbox.errors import LaunchError
+
+DOCKERFILE = Path(".terminai") / "sandbox.Dockerfile"
+DERIVED_LABEL = "dev.terminai.derived-from"
+_FROM = re.compile(r"^\s*FROM\s+(\S+)", re.IGNORECASE | re.MULTILINE)
+
+
+def project_dockerfile(project: Path) -> Path | None:
+    path = project / DOCKERFILE
+    return path if path.is_file() else None
+
+
+def build_project_layer(engine: Engine, project: Path, base_pinned: str, base_digest: str) -> tuple[Any, bool]:
+    """Build (or reuse) the project image; return (image, built_now)."""
+    dockerfile = project / DOCKERFILE
+    text = dockerfile.read_text()
+    froms = _FROM.findall(text)
+    if not froms or froms[0] not in ("${BASE_IMAGE}", "$BASE_IMAGE"):
+        raise LaunchError(
+            f"{dockerfile} must start FROM ${{BASE_IMAGE}} (found {froms[0] if froms else 'no FROM'})",
+            hint="the launcher passes the verified image as BASE_IMAGE; add 'ARG BASE_IMAGE' first",
+        )
+    key = hashlib.sha256(text.encode() + b"\0" + base_digest.encode()).hexdigest()[:16]
+    name = "terminai-project/" + hashlib.sha256(str(project.resolve()).encode()).hexdigest()[:12]
+    tag = f"{name}:{key}"
+    try:
+        return engine.client.images.get(tag), False
+    except docker.errors.ImageNotFound:
+        pass
+    try:
+        image, _ = engine.client.images.build(
+            path=str(project),
+            dockerfile=str(DOCKERFILE),
+            buildargs={"BASE_IMAGE": base_pinned},
+            tag=tag,
+            labels={DERIVED_LABEL: base_digest, "dev.terminai.project": str(project.resolve())},
+            network_mode="none",
+            rm=True,
+            forcerm=True,
+            pull=False,
+        )
+    except docker.errors.BuildError as exc:
+        tail = "\n".join(str(line.get("stream", line.get("error", ""))).rstrip() for line in list(exc.build_log)[-15:])
+        raise LaunchError(f"building {dockerfile} failed:\n{tail}") from None
+    except docker.errors.APIError as exc:
+        raise LaunchError(f"building {dockerfile} failed: {exc.explanation}") from None
+    return image, True

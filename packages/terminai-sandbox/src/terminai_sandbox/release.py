@@ -1,0 +1,172 @@
+"""``release``: build → contracts → SBOM → push by digest → sign → attest → verify → manifest.
+
+Every step must pass before the next starts. The version tag (``X.Y.Z``) is written to the
+registry only after the contracts passed *and* the pushed image verified; until then the
+image exists in the registry only by digest. The result is ``dist/X.Y.Z/release.json``
+plus, next to it, everything an air-gapped verifier needs (``oci/``, ``signatures.json``,
+``sbom.cdx.json``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from terminai_sandbox.errors import ReleaseError, SandboxError
+from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.registry import RegistryClient
+from terminai_sandbox.sbom import SbomOptions, generate
+from terminai_sandbox.signing import attest, cosign, keys
+from terminai_sandbox.signing.policy import TrustedKey, VerificationPolicy
+from terminai_sandbox.signing.sources import RegistrySource, export_offline
+from terminai_sandbox.signing.verify import verify_image
+
+
+class BuiltImage(Protocol):
+    @property
+    def oci_layout(self) -> Path: ...
+    @property
+    def manifest_digest(self) -> str: ...
+    @property
+    def config_digest(self) -> str: ...
+    @property
+    def reference(self) -> str: ...
+    @property
+    def source_date_epoch(self) -> int: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ContractOutcome:
+    ok: bool
+    version: str
+    summary: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReleaseOptions:
+    repository: str  # registry/repo, e.g. 127.0.0.1:5000/terminai/sandbox
+    version: str
+    dist_root: Path
+    image_dir: Path
+    insecure: bool = False
+
+
+def _sha256_file(path: Path) -> str:
+    return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _step(name: str, action: Callable[[], Any]) -> Any:
+    try:
+        return action()
+    except SandboxError as exc:
+        raise ReleaseError(f"release stopped at step '{name}': {exc.message}", hint=exc.hint) from None
+
+
+def release(
+    options: ReleaseOptions,
+    *,
+    build: Callable[[], BuiltImage],
+    contracts: Callable[[BuiltImage], ContractOutcome],
+    key: ec.EllipticCurvePrivateKey,
+    client: RegistryClient | None = None,
+) -> dict[str, Any]:
+    """Run the release; return (and write) the release manifest."""
+    target = options.dist_root / options.version
+    target.mkdir(parents=True, exist_ok=True)
+    image: BuiltImage = _step("build", build)
+    outcome: ContractOutcome = _step("contracts", lambda: contracts(image))
+    if not outcome.ok:
+        raise ReleaseError(
+            f"release stopped at step 'contracts': {outcome.summary}",
+            hint="nothing was pushed or tagged; fix the image and release again",
+        )
+    ref = ImageRef.parse(options.repository, what="release repository")
+    sbom_text = _step(
+        "sbom",
+        lambda: generate(
+            SbomOptions(
+                layout=image.oci_layout,
+                repository=ref.name,
+                version=options.version,
+                source_date_epoch=image.source_date_epoch,
+                image_dir=options.image_dir,
+            )
+        ),
+    )
+    sbom_path = target / "sbom.cdx.json"
+    sbom_path.write_text(sbom_text)
+    client = client or RegistryClient(ref.registry, insecure=options.insecure)
+    pushed = _step("push", lambda: client.push_layout(image.oci_layout, ref.repository))  # by digest, no tag yet
+    if pushed.digest != image.manifest_digest:
+        raise ReleaseError(f"the registry holds {pushed.digest}, not the built {image.manifest_digest}")
+    pinned = ref.with_digest(pushed.digest)
+    payload, signature, _ = _step(
+        "sign", lambda: cosign.sign(client, ref.repository, pushed.digest, key, docker_reference=ref.name)
+    )
+    _step(
+        "attest",
+        lambda: attest.attest(
+            client,
+            ref.repository,
+            pushed.digest,
+            key,
+            subject_name=ref.name,
+            predicate_uri=attest.PREDICATE_TYPES["cyclonedx"],
+            predicate=json.loads(sbom_text),
+        ),
+    )
+    public = keys.public_pem(key)
+    policy = VerificationPolicy(keys=(TrustedKey(pem=public, source="release key"),))
+    verified = _step("verify", lambda: verify_image(pinned, policy, client=client, attestation="cyclonedx"))
+    _step("tag", lambda: client.put_manifest(ref.repository, options.version, *_manifest(image)))
+    if image.oci_layout.resolve() != (target / "oci").resolve():
+        shutil.rmtree(target / "oci", ignore_errors=True)
+        shutil.copytree(image.oci_layout, target / "oci")
+    _step("export", lambda: export_offline(RegistrySource(client, ref.repository), pushed.digest, target))
+    (target / "cosign.pub").write_bytes(public)
+    (target / "payload.json").write_bytes(payload)
+    (target / "payload.sig").write_bytes(signature)
+    manifest = {
+        "version": options.version,
+        "tag": f"{ref.name}:{options.version}",
+        "reference": pinned.pinned,
+        "manifest_digest": pushed.digest,
+        "config_digest": image.config_digest,
+        "locks": {p.name: _sha256_file(p) for p in sorted(options.image_dir.glob("*.lock")) if p.is_file()},
+        "sbom": {"path": "sbom.cdx.json", "sha256": _sha256_file(sbom_path)},
+        "signatures": {
+            "signature_tag": f"{ref.name}:{cosign.signature_tag(pushed.digest)}",
+            "attestation_tag": f"{ref.name}:{attest.attestation_tag(pushed.digest)}",
+            "key_id": keys.key_id(key.public_key()),
+            "verified": verified.to_dict(),
+        },
+        "contracts": {"version": outcome.version, "ok": outcome.ok, "summary": outcome.summary},
+    }
+    (target / "release.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    return manifest
+
+
+def _manifest(image: BuiltImage) -> tuple[bytes, str]:
+    index = json.loads((image.oci_layout / "index.json").read_text())
+    descriptor = index["manifests"][0]
+    blob = image.oci_layout / "blobs" / "sha256" / descriptor["digest"].removeprefix("sha256:")
+    return blob.read_bytes(), str(descriptor["mediaType"])
+
+
+def contract_version(root: Path) -> str:
+    """The T-APTS contract version the suite checks (``contract_version`` in ``contracts/t-apts/*.json``)."""
+    for path in sorted((root / "contracts" / "t-apts").glob("*.json")):
+        try:
+            version = json.loads(path.read_text()).get("contract_version")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(version, str):
+            return version
+    return "unknown"

@@ -1,0 +1,108 @@
+"""Layers 1-2: the validator, including the seed validator's proposal checks."""
+
+from __future__ import annotations
+
+import pytest
+from terminai_apts.executor import validate_code
+
+
+def rules(code: str, **kw: object) -> set[str]:
+    return {v.rule for v in validate_code(code, **kw).violations}  # type: ignore[arg-type]
+
+
+def test_plain_code_is_ok() -> None:
+    report = validate_code("import math\nx = [i * i for i in range(3)]\nprint(math.pi, x)")
+    assert report.ok and report.violations == ()
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["eval", "exec", "open", "compile", "getattr", "type", "globals", "vars", "__import__", "breakpoint", "object"],
+)
+def test_blocked_builtins(name: str) -> None:
+    report = validate_code(f"{name}('1')")
+    assert not report.ok
+    assert report.violations[0].line == 1
+
+
+def test_every_violation_with_lines() -> None:
+    report = validate_code("import os\nx = 1\ny = ().__class__\neval('1')")
+    assert [v.line for v in report.violations] == [1, 3, 4]
+
+
+def test_import_allowlist_by_mode() -> None:
+    assert rules("import math") == set()
+    assert "L2-import" in rules("import os")
+    assert "L2-import" in rules("import subprocess")
+    assert "L2-import" in rules("import math", mode="strict")
+    assert rules("import textwrap", mode="standard") == set()
+    assert "L2-import" in rules("import textwrap", mode="high")
+    assert "L2-import" in rules("from json import codecs")
+    msg = validate_code("import os").violations[0].message
+    assert "not allowed" in msg and "math" in msg
+
+
+def test_subclasses_escape_refused() -> None:
+    assert "L2-forbidden-attribute" in rules("().__class__.__bases__[0].__subclasses__()")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "def g():\n    yield 1\ng().gi_frame",
+        "try:\n    1/0\nexcept Exception as e:\n    e.tb_frame",
+        "f = lambda: 0\nf.co_code",
+        "'{0.x}'.format(1)",
+        "'{a}'.format_map({})",
+        "int.mro()",
+        "x: int = 1",
+        "def f(a: 'os.system'): pass",
+        "def f() -> int: pass",
+        "async def f(): pass",
+        "match 1:\n    case int(): pass",
+        "try:\n    pass\nexcept* ValueError:\n    pass",
+        "class A(metaclass=int): pass",
+        "from . import x",
+        "from math import *",
+    ],
+)
+def test_refused_constructs(code: str) -> None:
+    assert not validate_code(code).ok, code
+
+
+def test_size_checks_before_parsing() -> None:
+    assert "L1-nesting" in rules("x = " + "(" * 500 + "1" + ")" * 500)
+    assert "L1-source-size" in rules("x = 1\n" * 50_000)
+    assert "L1-ast-nodes" in rules("x = [" + "1," * 60_000 + "]")
+    assert "L1-syntax" in rules("def (")
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import subprocess\nsubprocess.run('ls', shell=True)",
+        "import subprocess as sp\nsp.Popen('ls', shell=1)",
+        "from subprocess import run\nrun('ls', shell=True)",
+        "from subprocess import check_output as co\nco('ls', shell=True)",
+        "import subprocess\nsubprocess.call('ls', **{'shell': True})",
+        "import subprocess\nkw = {'shell': True}\nsubprocess.call('ls', **kw)",
+        "import subprocess\nflag = True\nsubprocess.run('ls', shell=flag)",
+        "import os\nos.system('ls')",
+    ],
+)
+def test_proposal_shell_true_every_form(code: str) -> None:
+    assert "P-shell" in rules(code, proposal=True)
+
+
+def test_proposal_shell_false_is_fine() -> None:
+    assert "P-shell" not in rules("import subprocess\nsubprocess.run(['ls'], shell=False)", proposal=True)
+
+
+def test_proposal_dynamic_import_and_writes() -> None:
+    assert "P-dynamic-import" in rules("import importlib\nimportlib.import_module('os')", proposal=True)
+    assert "P-dynamic-import" in rules("__import__('os')", proposal=True)
+    assert "P-path-write" in rules("import pathlib\npathlib.Path('x').write_text('y')", proposal=True)
+    assert "P-open-write" in rules("open('x', 'w')", proposal=True)
+    assert "P-open-write" in rules("open('x', mode='a')", proposal=True)
+    assert "P-open-write" not in rules("open('x')", proposal=True)
+    assert "P-open-write" not in rules("open('x', 'r')", proposal=True)

@@ -1,0 +1,234 @@
+"""ThermalMemory: every method, hostile query text, budgets and read-only enforcement."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import sqlite3
+from pathlib import Path
+
+import pytest
+from terminai_apts.errors import MemoryStoreError, UsageError
+from terminai_apts.memory import store
+from terminai_apts.memory.api import ThermalMemory
+from terminai_apts.memory.cli import import_archive
+from terminai_apts.memory.records import Memory
+
+
+def test_search_ranks_and_reports(index: Path) -> None:
+    with ThermalMemory(index) as mem:
+        res = mem.search("deploy secret")
+        assert res.total == 3 and not res.truncated and res.plan.startswith("fts-and")
+        assert all(isinstance(h.memory, Memory) for h in res)
+        assert isinstance(res.hits, tuple) and isinstance(res.hits[0].memory.tags, tuple)
+        newest = mem.search("deploy", order="newest")
+        assert [h.memory.date[:10] for h in newest] == ["2024-05-01", "2024-03-16", "2024-03-15"]
+        assert mem.search("deploy", order="oldest")[0].memory.date.startswith("2024-03-15")
+        assert mem.search("deploy", limit=1).truncated
+        assert len(mem.search("deploy", limit=1000)) == 3  # capped at 100, fewer exist
+
+
+def test_search_relaxes_and_to_or(index: Path) -> None:
+    with ThermalMemory(index) as mem:
+        res = mem.search("postgres kubernetes")
+        assert "relaxed" in res.plan and res.total == 2
+        assert mem.count("postgres kubernetes") == 0
+
+
+def test_seed_precedence_bug_is_gone(index: Path) -> None:
+    # The seed's "WHERE a OR b AND date" matched out-of-window rows; a window must hold.
+    with ThermalMemory(index) as mem:
+        res = mem.search("deploy", date_range=("2024-03-16", "2024-03-31"))
+        assert [h.memory.title for h in res] == ["Deploy fixed"]
+        assert mem.search("deploy", since="2024-04-01").total == 1
+        assert mem.search("deploy", until="2024-03-15").total == 1  # date-only: whole day inclusive
+        assert mem.search("deploy", tags=["incident"]).total == 2
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "PROJ-1234",
+        "v2.1",
+        "user's",
+        '"',
+        "*",
+        "NEAR",
+        "NEAR(a b)",
+        "(unbalanced",
+        "a)",
+        "AND",
+        "OR",
+        "NOT",
+        "",
+        "   ",
+        "col:value",
+        "src/a.py",
+        "C++",
+        "what did we decide about postgres?",
+        "e-mail",
+        "^",
+        "a\x00b",
+    ],
+)
+def test_hostile_query_text_never_errors(index: Path, text: str) -> None:
+    with ThermalMemory(index) as mem:
+        res = mem.search(text)
+        assert res.total >= 0
+        mem.count(text)
+        mem.facets(text)
+        mem.summarize(text)
+
+
+def test_hostile_tokens_find_their_records(index: Path) -> None:
+    with ThermalMemory(index) as mem:
+        assert mem.search("PROJ-1234").total == 1
+        assert mem.search("v2.1").total == 1
+        assert mem.search("user's").total == 1
+
+
+def test_raw_mode_operators_and_errors(index: Path) -> None:
+    with ThermalMemory(index) as mem:
+        assert mem.search("deploy OR postgres", raw=True).total == 4
+        assert mem.search("postg*", raw=True).total == 2
+        with pytest.raises(UsageError):
+            mem.search("PROJ-1234 (", raw=True)
+
+
+def test_grep_prefilter_and_verify(index: Path) -> None:
+    with ThermalMemory(index) as mem:
+        res = mem.grep(r"timeout after \d{5}ms")
+        assert res.total == 1 and "trigram" in res.plan and "30000ms" in res[0].snippet
+        full = mem.grep(r"\d+ms|v\d")
+        assert "full-scan" in full.plan and full.total == 2
+        with pytest.raises(UsageError, match="bad regular expression"):
+            mem.grep("(unclosed")
+        with pytest.raises(UsageError, match="nests repetition"):
+            mem.grep("(a+)+b")
+        with pytest.raises(UsageError):
+            mem.grep("(x*)*y")
+
+
+def test_budget_returns_partial(index: Path) -> None:
+    with ThermalMemory(index) as mem:
+        res = mem.grep("e", budget_ms=0)
+        assert res.truncated and res.total == -1 and "budget" in res.plan
+
+
+def test_find_filter_get_and_friends(index: Path) -> None:
+    with ThermalMemory(index) as mem:
+        assert mem.find("proj-12").total == 1
+        assert mem.find("pg").total == 0 and "full-scan" in mem.find("pg").plan
+        f = mem.filter(source="ops", min_confidence=0.9)
+        assert [h.memory.title for h in f] == ["Deploy fixed"]
+        assert mem.filter(date_after="2024-03-16T11:00:00Z").total == 1
+        assert mem.filter(date_before="2024-02-01").total == 1
+        assert mem.filter(tags="infra,incident").total == 2
+        assert mem.filter(kind="note", order="oldest")[0].memory.date.startswith("2024-01-05")
+        first = mem.get(1)
+        assert first is not None and first.title == "Postgres migration plan"
+        assert mem.get(999) is None
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            first.title = "x"  # type: ignore[misc]
+        assert [m.id for m in mem.around(3, before=1, after=1)] == [2, 3, 4]
+        prov = mem.trace(3)
+        assert prov is not None and prov.origin == "test:2" and prov.tier == "warm"
+        assert [m.id for m in mem.dupes(3)] == [5]
+        assert mem.count() == 5 and mem.count(since="2024-03-01") == 3
+        assert [(f.key, f.count) for f in mem.facets("deploy", by="month")] == [("2024-03", 2), ("2024-05", 1)]
+        assert mem.facets(by="tag")[0].key == "infra"
+        assert mem.facets(by="source")[0].key == "ops"
+        text = mem.summarize("postgres")
+        assert "Postgres migration plan" in text and "#1" in text
+        assert "No memories" in mem.summarize("zzzz")
+        batches = list(mem.scan(max_chars=200))
+        assert sum(len(b.ids) for b in batches) == 5 and all(len(b.text) <= 200 for b in batches)
+        with pytest.raises(UsageError):
+            mem.search("x", order="sideways")
+        with pytest.raises(UsageError, match="not a valid date"):
+            mem.search("x", since="last tuesday")
+        with pytest.raises(UsageError):
+            mem.facets(by="colour")
+
+
+def test_relative_since(index: Path) -> None:
+    with ThermalMemory(index) as mem:
+        assert mem.count(since="7d") == 0
+        assert mem.count(since="100000d") == 5
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def test_no_write_path(index: Path) -> None:
+    before = _sha(index)
+    mem = ThermalMemory(index)
+    assert not any(hasattr(mem, n) for n in ("sql", "execute", "connection", "conn", "cursor"))
+    conn = mem._conn  # what a escape past the executor's wrapper would reach
+    attacks = [
+        "INSERT INTO memories(uid, date, recorded_at, title, content, summary, tags, source, confidence, kind, tier,"
+        " origin, content_hash) VALUES ('x','d','d','t','c','s','','','1','k','t','o','h')",
+        "UPDATE memories SET title='pwned'",
+        "DELETE FROM memories",
+        "DROP TABLE memories",
+        "PRAGMA query_only=0",
+        "PRAGMA journal_mode=DELETE",
+        "ATTACH DATABASE ':memory:' AS x",
+        "CREATE TEMP TABLE t(x)",
+        "INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')",
+        "SELECT load_extension('x')",
+        "VACUUM",
+    ]
+    for sql in attacks:
+        with pytest.raises(sqlite3.DatabaseError):
+            conn.execute(sql)
+    mem.close()
+    assert _sha(index) == before
+
+
+def test_immutable_open_and_missing_or_wrong_files(index: Path, tmp_path: Path, seed_archive: Path) -> None:
+    with ThermalMemory(index, immutable=True) as mem:
+        assert mem.count() == 5
+    with pytest.raises(MemoryStoreError, match="does not exist"):
+        ThermalMemory(tmp_path / "nope.db")
+    with pytest.raises(MemoryStoreError, match="original schema"):
+        ThermalMemory(seed_archive)
+    junk = tmp_path / "junk.db"
+    junk.write_bytes(b"not sqlite at all" * 100)
+    with pytest.raises(MemoryStoreError):
+        ThermalMemory(junk)
+
+
+def test_seed_archive_imports_unchanged(seed_archive: Path, tmp_path: Path) -> None:
+    before = _sha(seed_archive)
+    recs = import_archive(seed_archive)
+    assert _sha(seed_archive) == before
+    assert recs[0].tags == ("db", "decision") and recs[1].confidence == 1.0
+    db = tmp_path / "idx.db"
+    store.build(db, recs)
+    with ThermalMemory(db) as mem:
+        assert mem.search("sqlite").total == 1
+        assert mem.filter(tags=["decision"]).total == 1
+        assert mem.get(2) is not None and mem.get(2).date == "2023-12-02T08:00:00Z"  # type: ignore[union-attr]
+    assert store.append(db, recs) == 0  # idempotent
+
+
+def test_incremental_append_out_of_order(index: Path) -> None:
+    from tests.unit.memory.conftest import make_records
+
+    late = dataclasses.replace(make_records()[0], uid="late", date="2023-06-01T00:00:00Z", title="Backfilled note")
+    assert store.append(index, [late]) == 1
+    with ThermalMemory(index) as mem:
+        assert mem.search("backfilled", until="2023-12-31").total == 1
+        assert mem.search("deploy", since="2024-03-16").total == 2
+
+
+def test_very_common_query_ranks_within_newest(index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from terminai_apts.memory import api
+
+    monkeypatch.setattr(api, "RANK_CAP", 2)
+    with ThermalMemory(index) as mem:
+        res = mem.search("deploy")
+        assert res.total == 3 and "ranked within newest 2" in res.plan
+        assert {h.id for h in res} == {4, 5}
