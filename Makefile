@@ -45,6 +45,7 @@ lint: setup ## ruff, ruff format --check, mypy --strict on both packages
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy packages/terminai-apts/src packages/terminai-sandbox/src
+	$(PY) scripts/actionlint
 
 format: setup ## Apply ruff's formatting and safe fixes
 	$(VENV)/bin/ruff check --fix .

@@ -130,3 +130,18 @@ def test_registry_helpers(tmp_path: Path) -> None:
     assert creds is not None and creds.username == "user" and creds.password.reveal() == "s3cret"
     assert "s3cret" not in repr(creds)
     assert docker_config_credentials("other.example", {"DOCKER_CONFIG": str(tmp_path)}) is None
+
+
+def test_keyless_attest_without_an_ambient_identity_refuses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+    from terminai_sandbox.cli import main
+
+    for name in ("ACTIONS_ID_TOKEN_REQUEST_URL", "ACTIONS_ID_TOKEN_REQUEST_TOKEN", "SIGSTORE_ID_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "sbom.json").write_text("{}")
+    result = CliRunner().invoke(
+        main, ["attest", "r.example/a@" + DIGEST, "--predicate", str(tmp_path / "sbom.json"), "--keyless"]
+    )
+    assert result.exit_code == 10 and "no ambient OIDC identity" in result.output
+    both = CliRunner().invoke(main, ["attest", "r.example/a@" + DIGEST, "--predicate", str(tmp_path / "sbom.json")])
+    assert both.exit_code == 3 and "exactly one of --key or --keyless" in both.output

@@ -7,6 +7,7 @@ manifest digest: see :mod:`terminai_sandbox.build.layers` for the rules that mak
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -327,7 +328,24 @@ def build_image(opts: BuildOptions | None = None) -> BuildResult:
 
 
 def check_reproducible(opts: BuildOptions) -> tuple[BuildResult, BuildResult]:
-    """Build twice (the second time with cold caches, another directory and umask 077); compare."""
+    """Build twice (the second time with cold caches, another directory and umask 077); compare.
+
+    Both builds read one snapshot of the T-APTS source, so an edit in the checkout while the
+    check runs cannot pass for a reproducibility failure.
+    """
+    with tempfile.TemporaryDirectory(prefix="terminai-repro-src-") as src_tmp:
+        source = opts.tapts_source or opts.root / "packages" / "terminai-apts"
+        snapshot = Path(src_tmp) / "terminai-apts"
+        shutil.copytree(
+            source,
+            snapshot,
+            symlinks=False,
+            ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.pyc", "dist"),
+        )
+        return _check_twice(dataclasses.replace(opts, tapts_source=snapshot))
+
+
+def _check_twice(opts: BuildOptions) -> tuple[BuildResult, BuildResult]:
     first = build_image(opts)
     with tempfile.TemporaryDirectory(prefix="terminai-repro-") as tmp:
         old_umask = os.umask(0o077)

@@ -12,6 +12,7 @@ import click
 
 from terminai_sandbox import sbom
 from terminai_sandbox._version import __version__
+from terminai_sandbox.build import repo_root
 from terminai_sandbox.errors import ConfigError, SigningError
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient, docker_config_credentials
@@ -207,10 +208,19 @@ def sbom_cmd(
 @click.argument("reference")
 @click.option("--predicate", type=click.Path(path_type=Path, exists=True), required=True)
 @click.option("--type", "kind", default="cyclonedx", show_default=True, help="cyclonedx, spdxjson, custom or a URI")
-@click.option("--key", "key_path", type=click.Path(path_type=Path, exists=True), required=True)
+@click.option("--key", "key_path", type=click.Path(path_type=Path, exists=True), default=None)
+@click.option("--keyless", "keyless_", is_flag=True, help="CI only: sign with the ambient OIDC identity (bundle)")
 @_INSECURE
-def attest_cmd(reference: str, predicate: Path, kind: str, key_path: Path, insecure_registry: bool) -> None:
-    """Attach a signed in-toto attestation (DSSE, cosign's .att layout) to REFERENCE by digest."""
+def attest_cmd(
+    reference: str, predicate: Path, kind: str, key_path: Path | None, keyless_: bool, insecure_registry: bool
+) -> None:
+    """Attach a signed in-toto attestation to REFERENCE by digest.
+
+    With --key: DSSE in cosign's .att layout. With --keyless: a Sigstore bundle attached as
+    an OCI 1.1 referrer.
+    """
+    if bool(key_path) == keyless_:
+        raise ConfigError("pass exactly one of --key or --keyless")
     ref = ImageRef.parse(reference)
     client = _client(ref, insecure_registry)
     digest = ref.digest or client.resolve(ref.repository, ref.tag or "latest")
@@ -218,8 +228,14 @@ def attest_cmd(reference: str, predicate: Path, kind: str, key_path: Path, insec
         body = json.loads(predicate.read_text())
     except ValueError as exc:
         raise ConfigError(f"predicate {predicate} is not JSON: {exc}") from None
-    key = keys.load_private(key_path.read_bytes(), _password(confirm=False))
     uri = attest.predicate_type(kind)
+    if keyless_:
+        bundle = keyless.sign_keyless(ref.name, digest, predicate_type=uri, predicate=body)
+        artifact = bundles.attach(client, ref.repository, digest, bundle)
+        click.echo(f"attested {ref.name}@{digest} ({uri}) keyless (bundle referrer {artifact})")
+        return
+    assert key_path is not None
+    key = keys.load_private(key_path.read_bytes(), _password(confirm=False))
     _, added = attest.attest(
         client, ref.repository, digest, key, subject_name=ref.name, predicate_uri=uri, predicate=body
     )
@@ -245,7 +261,7 @@ def release_cmd(repository: str, key_path: Path, dist: Path, insecure_registry: 
         report = run_contracts(Engine.connect(), image.config_digest, output_dir=target)
         return release_mod.ContractOutcome(
             ok=report.ok,
-            version=release_mod.contract_version(Path.cwd()),
+            version=release_mod.contract_version(repo_root()),
             summary=f"{len(report.passed)} passed, {len(report.failed)} failed",
         )
 

@@ -118,8 +118,14 @@ def signing_statement(repository: str, digest: str) -> dict[str, Any]:
     }
 
 
-def sign_keyless(repository: str, digest: str) -> str:
-    """Sign with the ambient OIDC identity (CI); return the bundle JSON. Needs network access."""
+def sign_keyless(
+    repository: str, digest: str, *, predicate_type: str = COSIGN_SIGN_PREDICATE, predicate: Any = None
+) -> str:
+    """Sign a statement about ``digest`` with the ambient OIDC identity (CI); return the bundle JSON.
+
+    The default statement is the one ``cosign sign`` v3 signs; an attestation passes its own
+    predicate type and predicate (e.g. the CycloneDX SBOM). Needs network access.
+    """
     from sigstore.dsse import DigestSet, StatementBuilder, Subject
     from sigstore.errors import Error as SigstoreError
     from sigstore.models import ClientTrustConfig
@@ -139,8 +145,8 @@ def sign_keyless(repository: str, digest: str) -> str:
     statement = (
         StatementBuilder()
         .subjects([Subject(name=repository, digest=DigestSet(root={"sha256": body["subject"][0]["digest"]["sha256"]}))])
-        .predicate_type(COSIGN_SIGN_PREDICATE)
-        .predicate({})
+        .predicate_type(predicate_type)
+        .predicate(predicate if predicate is not None else {})
         .build()
     )
     try:
