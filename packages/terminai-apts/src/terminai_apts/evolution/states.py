@@ -28,9 +28,7 @@ LEGAL: dict[State, frozenset[State]] = {
     State.PROPOSED: frozenset({State.VALIDATING, State.FAILED}),
     State.VALIDATING: frozenset({State.TESTING, State.REJECTED, State.FAILED}),
     State.TESTING: frozenset({State.EVALUATING, State.REJECTED, State.FAILED}),
-    State.EVALUATING: frozenset(
-        {State.PENDING_APPROVAL, State.APPROVED, State.REJECTED, State.FAILED}
-    ),
+    State.EVALUATING: frozenset({State.PENDING_APPROVAL, State.APPROVED, State.REJECTED, State.FAILED}),
     State.PENDING_APPROVAL: frozenset({State.APPROVED, State.REJECTED}),
     State.APPROVED: frozenset({State.DEPLOYED, State.FAILED}),
     State.DEPLOYED: frozenset({State.ROLLED_BACK}),
