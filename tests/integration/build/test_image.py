@@ -35,7 +35,8 @@ def test_engine_image_id_is_the_assembled_config_digest(engine: Engine, built_im
     assert image.id == built_image.config_digest
     assert built_image.reference.endswith(":0.1.0") and "latest" not in image.tags
     labels = image.labels
-    assert labels["dev.terminai.contract.version"] == "1.0.0"
+    manifest = json.loads((ROOT / "contracts" / "t-apts" / "contract.json").read_text())
+    assert labels["dev.terminai.contract.version"] == manifest["contract_version"]
     assert labels["org.opencontainers.image.version"] == "0.1.0"
     index = json.loads((built_image.oci_layout / "index.json").read_text())
     assert index["manifests"][0]["digest"] == built_image.manifest_digest

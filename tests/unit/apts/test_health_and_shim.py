@@ -41,7 +41,7 @@ def test_shim_module_runs_without_warnings(tmp_path: Path) -> None:
 def test_health_passes_on_the_installed_toolset() -> None:
     report = check()
     assert report.ok, report.problems
-    assert report.contract_version == "1.0.0"
+    assert report.contract_version == load_manifest()["contract_version"]
     assert report.checked > 20
 
 

@@ -39,8 +39,9 @@ def test_removed_enum_member_is_breaking(base: dict[str, Any]) -> None:
 
 def test_additions_are_additive(base: dict[str, Any]) -> None:
     new = copy.deepcopy(base)
-    new["contract_version"] = "1.1.0"
-    new["modules"]["terminai_apts.executor"] = {"symbols": {"execute": {"kind": "function", "parameters": []}}}
+    major, minor, _ = (int(p) for p in base["contract_version"].split("."))
+    new["contract_version"] = f"{major}.{minor + 1}.0"
+    new["modules"]["terminai_apts.future"] = {"symbols": {"execute": {"kind": "function", "parameters": []}}}
     new["modules"]["terminai_apts.model"]["symbols"]["ObjectTableLabels"]["members"].append("SHRED")
     params = new["modules"]["terminai_apts.action.cleanup"]["symbols"]["cleanup_downloads"]["parameters"]
     params.append({"name": "extra", "kind": "KEYWORD_ONLY", "default": "None"})
@@ -83,10 +84,11 @@ def test_removed_module_symbol_entry_point_and_schema_change_are_breaking(base: 
 def test_diff_files_requires_a_major_bump_for_breaking(tmp_path: Path, base: dict[str, Any]) -> None:
     new = copy.deepcopy(base)
     del new["modules"]["terminai_apts.model"]["symbols"]["CleanupPolicy"]
-    new["contract_version"] = "1.1.0"
+    major, minor, _ = (int(p) for p in base["contract_version"].split("."))
+    new["contract_version"] = f"{major}.{minor + 1}.0"
     with pytest.raises(ContractError, match="major contract version"):
         diff_files(MANIFEST, write(tmp_path, "new.json", new))
-    new["contract_version"] = "2.0.0"
+    new["contract_version"] = f"{major + 1}.0.0"
     assert diff_files(MANIFEST, write(tmp_path, "new.json", new)).breaking
 
 
