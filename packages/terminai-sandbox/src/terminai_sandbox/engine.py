@@ -149,12 +149,14 @@ def _is_debian_root() -> bool:
 
 
 def _pid_alive(pidfile: Path) -> int | None:
+    """The pid in ``pidfile`` if it is a running dockerd (a stale file may name a reused pid)."""
     try:
         pid = int(pidfile.read_text().strip())
         os.kill(pid, 0)
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
     except (OSError, ValueError):
         return None
-    return pid
+    return pid if comm == "dockerd" else None
 
 
 def ensure(env: Mapping[str, str] | None = None, *, wait_seconds: float = 90) -> tuple[Engine, list[str]]:
