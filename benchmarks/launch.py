@@ -16,7 +16,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -24,9 +23,9 @@ import tempfile
 import time
 from pathlib import Path
 
-import requests
 from terminai_sandbox.build import BuildOptions, build_image
 from terminai_sandbox.engine import ensure
+from terminai_sandbox.localregistry import loopback_registry
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.signing import cosign, keys
 
@@ -47,26 +46,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-launch-") as tmp:
         work = Path(tmp)
         result = build_image(BuildOptions(output_dir=work / "out", load=False))
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
-        (work / "registry.yml").write_text(
-            f"version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {work}/data\n"
-            f"http:\n  addr: 127.0.0.1:{port}\n"
-        )
-        registry = subprocess.Popen(
-            ["docker-registry", "serve", str(work / "registry.yml")],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            host = f"127.0.0.1:{port}"
-            for _ in range(100):
-                try:
-                    requests.get(f"http://{host}/v2/", timeout=1)
-                    break
-                except requests.ConnectionError:
-                    time.sleep(0.1)
+        with loopback_registry(work / "registry") as registry:
+            host = registry.host
             client = RegistryClient(host)
             digest = client.push_layout(result.oci_layout, "terminai/sandbox", tag="0.1.0").digest
             key = keys.generate()
@@ -95,9 +76,6 @@ def main() -> int:
                 shutil.rmtree(cold_home, ignore_errors=True)
                 cold_home.mkdir()
                 cold.append(timed(launch, {**base_env, "HOME": str(cold_home)}))
-        finally:
-            registry.terminate()
-            registry.wait()
     b, w, c = (statistics.median(x) for x in (baseline, warm, cold))
     print(f"plain docker run --rm --network none IMAGE true : {b * 1000:7.0f} ms (median of {args.runs})")
     print(f"terminai-sandbox run, warm verification cache    : {w * 1000:7.0f} ms  ratio {w / b:.2f}x")

@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
+
+from terminai_sandbox.localregistry import loopback_registry
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
@@ -49,36 +47,6 @@ def run(argv: list[str], env: dict[str, str], cwd: Path = ROOT, capture: bool = 
     return done.stdout if capture else ""
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start_registry(tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
-    binary = shutil.which("docker-registry")
-    if binary is None:
-        raise SystemExit("docker-registry is not installed: run 'make host-tools'")
-    port = free_port()
-    config = tmp / "registry.yml"
-    config.write_text(
-        f"version: 0.1\nlog:\n  level: error\nstorage:\n  filesystem:\n    rootdirectory: {tmp / 'registry'}\n"
-        f"http:\n  addr: 127.0.0.1:{port}\n"
-    )
-    log = (tmp / "registry.log").open("wb")
-    proc = subprocess.Popen([binary, "serve", str(config)], stdout=log, stderr=log)
-    host = f"127.0.0.1:{port}"
-    deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            with urllib.request.urlopen(f"http://{host}/v2/", timeout=1):
-                return proc, host
-        except OSError:
-            time.sleep(0.1)
-    proc.terminate()
-    raise SystemExit(f"the demo registry did not start: {(tmp / 'registry.log').read_text()[-400:]}")
-
-
 def main() -> int:
     env = {**os.environ, "COSIGN_PASSWORD": DEV_PASSWORD, "TERMINAI_SANDBOX": "docker"}
     env.pop("TERMINAI_SANDBOX_IMAGE", None)
@@ -93,9 +61,9 @@ def main() -> int:
         # The session's ledger and verification cache stay with the demo, not the user's.
         env["XDG_STATE_HOME"] = str(tmp / "state")
         say("3. loopback registry")
-        registry, host = start_registry(tmp)
-        print(f"registry at http://{host}")
-        try:
+        with loopback_registry(tmp / "registry") as registry:
+            host = registry.host
+            print(f"registry at http://{host}")
             say("4. release: build, contracts, SBOM, push by digest, sign, attest")
             run([CLI, "release", "--push", f"{host}/{REPO}", "--key", str(DEV_DIR / "cosign.key"),
                  "--dist", str(tmp / "dist")], env)  # fmt: skip
@@ -116,9 +84,6 @@ def main() -> int:
             plan = json.loads(out)
             say("7. audit ledger")
             run([CLI, "audit", "verify"], env)
-        finally:
-            registry.terminate()
-            registry.wait(timeout=10)
     print(f"\ncleanup plan for the sample downloads folder ({plan['scanned']} objects), made inside the sandbox:")
     for entry in plan["entries"]:
         print(f"  {entry['label']:8} {entry['path']:40} {entry['reason']}")

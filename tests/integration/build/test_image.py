@@ -12,6 +12,7 @@ from terminai_sandbox.build import BuildOptions, BuildResult, build_image, check
 from terminai_sandbox.contracts import run_contracts
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import ContractError
+from tests.fixtures.image import tapts_without_transit
 
 ROOT = repo_root()
 NOW = "2026-11-21T12:00:00Z"
@@ -99,15 +100,7 @@ def test_contract_suite_passes_inside_the_image(engine: Engine, built_image: Bui
 def broken_image(engine: Engine, built_image: BuildResult, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The release recipe with a T-APTS whose model lacks TRANSIT (the original field failure)."""
     work = tmp_path_factory.mktemp("broken")
-    source = work / "terminai-apts"
-    shutil.copytree(
-        ROOT / "packages" / "terminai-apts",
-        source,
-        symlinks=False,
-        ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"),
-    )
-    model = source / "src" / "terminai_apts" / "model.py"
-    model.write_text(model.read_text().replace('    TRANSIT = "TRANSIT"\n', ""))
+    source = tapts_without_transit(work)
     tag = "terminai/sandbox-broken:test"
     build_image(BuildOptions(output_dir=work / "out", tapts_source=source, tag=tag))
     yield tag

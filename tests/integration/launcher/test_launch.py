@@ -18,6 +18,7 @@ from terminai_sandbox.engine import Engine
 from terminai_sandbox.registry import RegistryClient, sha256_digest
 from terminai_sandbox.signing import cosign, keys
 
+from tests.fixtures.image import tapts_without_transit
 from tests.fixtures.registry import RegistryServer
 
 ROOT = repo_root()
@@ -177,15 +178,7 @@ def test_socket_permission_denied_is_named(site: Site) -> None:
 def test_failing_health_check_never_runs_the_command(
     site: Site, built_image: BuildResult, tmp_path: Path, engine: Engine
 ) -> None:
-    source = tmp_path / "terminai-apts"
-    shutil.copytree(
-        ROOT / "packages" / "terminai-apts",
-        source,
-        symlinks=False,
-        ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"),
-    )
-    model = source / "src" / "terminai_apts" / "model.py"
-    model.write_text(model.read_text().replace('    TRANSIT = "TRANSIT"\n', ""))
+    source = tapts_without_transit(tmp_path)
     broken = build_image(
         BuildOptions(
             output_dir=tmp_path / "broken", tapts_source=source, tag="terminai/sandbox-broken:launch", load=False
