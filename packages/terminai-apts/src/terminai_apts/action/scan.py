@@ -86,28 +86,12 @@ def walk(root_fd: int, *, skip_top: frozenset[bytes], max_depth: int, limit: int
                 yield found
                 continue
             if len(stack) > max_depth:
-                yield Found(
-                    rel,
-                    "dir",
-                    None,
-                    st.st_mtime_ns,
-                    st.st_dev,
-                    st.st_ino,
-                    f"nested deeper than {max_depth} levels; not entered",
-                )
+                yield _unentered(found, f"nested deeper than {max_depth} levels; not entered")
                 continue
             try:
                 child_fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
             except OSError as exc:
-                yield Found(
-                    rel,
-                    "dir",
-                    None,
-                    st.st_mtime_ns,
-                    st.st_dev,
-                    st.st_ino,
-                    _describe(exc, "directory could not be opened"),
-                )
+                yield _unentered(found, _describe(exc, "directory could not be opened"))
                 continue
             child_st = os.fstat(child_fd)
             if (child_st.st_dev, child_st.st_ino) != (st.st_dev, st.st_ino):
@@ -118,15 +102,7 @@ def walk(root_fd: int, *, skip_top: frozenset[bytes], max_depth: int, limit: int
                 listing = os.scandir(child_fd)
             except OSError as exc:
                 os.close(child_fd)
-                yield Found(
-                    rel,
-                    "dir",
-                    None,
-                    st.st_mtime_ns,
-                    st.st_dev,
-                    st.st_ino,
-                    _describe(exc, "directory could not be listed"),
-                )
+                yield _unentered(found, _describe(exc, "directory could not be listed"))
                 continue
             stack.append((child_fd, rel + b"/", listing))
     finally:
@@ -134,6 +110,11 @@ def walk(root_fd: int, *, skip_top: frozenset[bytes], max_depth: int, limit: int
             entries.close()
             if fd >= 0:
                 os.close(fd)
+
+
+def _unentered(directory: Found, reason: str) -> Found:
+    """A directory the walk saw but did not enter, with the reason (reported as UNKNOWN)."""
+    return Found(directory.rel, "dir", None, directory.mtime_ns, directory.dev, directory.ino, reason)
 
 
 def _describe(exc: OSError, fallback: str) -> str:

@@ -101,7 +101,8 @@ def contract_compatible(image_version: str | None, supported: str) -> str | None
 
 class _Steps:
     def __init__(self, ledger: Ledger | None, report: Callable[[StepResult], None]) -> None:
-        self.ledger, self.report, self.results = ledger, report, []  # type: ignore[var-annotated]
+        self.ledger, self.report = ledger, report
+        self.results: list[StepResult] = []
 
     def run(self, number: int, name: str, action: Callable[[], tuple[Any, str]]) -> Any:
         started = time.monotonic()
