@@ -23,7 +23,28 @@ from terminai_apts.memory import store
 from terminai_apts.memory.api import ThermalMemory
 from terminai_apts.memory.records import NewMemory
 
-WORDS = [
+# English function words head the Zipf ranking; domain words sit at ranks spread
+# geometrically from 20 to 5,000, so queries span document frequencies from ~30%
+# down to ~0.1% (the df bands of the research method).
+FUNCTION_WORDS = (
+    "the",
+    "a",
+    "of",
+    "to",
+    "and",
+    "in",
+    "for",
+    "with",
+    "on",
+    "we",
+    "they",
+    "it",
+    "was",
+    "is",
+    "be",
+    "not",
+)
+DOMAIN_WORDS = (
     "deploy",
     "postgres",
     "migration",
@@ -65,23 +86,7 @@ WORDS = [
     "succeeded",
     "slow",
     "fast",
-    "the",
-    "a",
-    "of",
-    "to",
-    "and",
-    "in",
-    "for",
-    "with",
-    "on",
-    "we",
-    "they",
-    "it",
-    "was",
-    "is",
-    "be",
-    "not",
-]
+)
 TAGS = ("infra", "db", "incident", "decision", "security", "feedback", "release", "perf")
 SOURCES = ("planner", "ops", "support", "agent", "lead")
 QUERIES = (
@@ -95,13 +100,24 @@ QUERIES = (
     "v2.1",
     "cache timeout",
     "signature registry",
+    "deploy",
+    "incident",
+    "kernel",
+    "restore",
+    "zzyzx",
 )
 
 
 def _vocabulary(rnd: random.Random, size: int = 20_000) -> list[str]:
     syll = ["ka", "lo", "mi", "tre", "son", "vel", "dra", "pu", "ne", "zor", "fi", "gan", "rho", "ex", "ul"]
-    made = {"".join(rnd.choice(syll) for _ in range(rnd.randint(2, 4))) for _ in range(size)}
-    return WORDS + sorted(made)
+    made = sorted(
+        {"".join(rnd.choice(syll) for _ in range(rnd.randint(2, 4))) for _ in range(size)} - set(DOMAIN_WORDS)
+    )
+    vocab = [*FUNCTION_WORDS, *made]
+    last = len(DOMAIN_WORDS) - 1
+    for i, word in enumerate(DOMAIN_WORDS):
+        vocab.insert(int(20 * 250 ** (i / last)), word)
+    return vocab
 
 
 def synth(n: int, seed: int = 7) -> list[NewMemory]:
@@ -169,12 +185,14 @@ def run(n: int, reps: int, workdir: Path) -> None:
     db, seed = workdir / f"mem{n}.db", workdir / f"seed{n}.db"
     seed_db(seed, recs)
     t = time.perf_counter()
-    store.build(db, recs)
+    steps: list[tuple[str, float]] = []
+    store.build(db, recs, progress=lambda name, secs: steps.append((name, secs)))
     build_s = time.perf_counter() - t
+    longest = max(steps, key=lambda step: step[1])
     raw = sum(len(r.title) + len(r.content) + len(r.summary) for r in recs)
     print(
-        f"\n## {n:,} records: build {build_s:.1f} s, index {db.stat().st_size / 1e6:.1f} MB "
-        f"({db.stat().st_size / raw:.1f}x raw text)"
+        f"\n## {n:,} records: build {build_s:.1f} s (longest step: {longest[0]} {longest[1]:.1f} s), "
+        f"index {db.stat().st_size / 1e6:.1f} MB ({db.stat().st_size / raw:.1f}x raw text)"
     )
     queries = [QUERIES[i % len(QUERIES)] for i in range(reps)]
     like = sqlite3.connect(f"file:{seed}?mode=ro", uri=True)

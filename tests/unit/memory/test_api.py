@@ -224,11 +224,42 @@ def test_incremental_append_out_of_order(index: Path) -> None:
         assert mem.search("deploy", since="2024-03-16").total == 2
 
 
-def test_very_common_query_ranks_within_newest(index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_query_over_the_rank_cap_ranks_within_newest(index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from terminai_apts.memory import api
+
+    monkeypatch.setattr(api, "RANK_CAP", 1)
+    with ThermalMemory(index) as mem:
+        res = mem.search("postgres")  # records 1 and 4: under half the index, so bm25 ranks
+        assert res.total == 2 and "ranked within newest 1 of 2" in res.plan
+        assert res.ids == (4,) and res[0].score < 0
+        full = mem.search("postgres", exhaustive=True)
+        assert full.ids[0] in (1, 4) and len(full) == 2 and "ranked within" not in full.plan
+
+
+def test_query_whose_words_are_everywhere_comes_newest_first(index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from terminai_apts.memory import api
 
     monkeypatch.setattr(api, "RANK_CAP", 2)
     with ThermalMemory(index) as mem:
-        res = mem.search("deploy")
-        assert res.total == 3 and "ranked within newest 2" in res.plan
-        assert {h.id for h in res} == {4, 5}
+        res = mem.search("deploy")  # 3 of 5 records: idf is ~0, bm25 would order by noise
+        assert res.total == 3 and "newest first" in res.plan
+        assert res.ids == (5, 4, 3)
+
+
+def test_term_statistics_stay_exact_across_appends(index: Path) -> None:
+    from tests.unit.memory.conftest import make_records
+
+    extra = [
+        dataclasses.replace(r, uid=f"more{i}", date=f"2024-06-0{i + 1}T00:00:00Z", title=f"Deployed again {i}")
+        for i, r in enumerate(make_records()[:3])
+    ]
+    assert store.append(index, extra) == 3
+    conn = sqlite3.connect(index)
+    conn.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, memories_fts, 'row')")
+    assert dict(conn.execute("SELECT term, df FROM term_stats")) == dict(conn.execute("SELECT term, doc FROM temp.v"))
+    conn.close()
+    with ThermalMemory(index) as mem:
+        # one-word counts come from term_stats; the same query with a window counts doclists
+        for word in ("deploy", "deployed", "postgres", "secret", "nothing"):
+            assert mem.count(word) == mem.count(word, since="1970-01-01"), word
+        assert mem.count("deploy") == 6

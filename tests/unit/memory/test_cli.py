@@ -42,6 +42,8 @@ def test_cli_round_trip(tmp_path: Path, seed_archive: Path, capsys: pytest.Captu
     assert "adopt postgres" in out
     code, out, _ = _run(capsys, "memory", "verify", str(j.root), "--json")
     assert code == 0 and json.loads(out)["ok"]
+    code, out, _ = _run(capsys, "memory", "compact", str(j.root), "--only", "weekly", "--json")
+    assert code == 0 and json.loads(out)["quarters_archived"] == 0 and "weekly_summaries" in json.loads(out)
     code, out, _ = _run(capsys, "memory", "compact", str(j.root), "--json")
     assert code == 0 and "quarters_archived" in json.loads(out)
 

@@ -9,7 +9,7 @@ from datetime import date
 from pathlib import Path
 
 import pytest
-from terminai_apts.errors import IntegrityError, JournalError
+from terminai_apts.errors import IntegrityError, JournalError, UsageError
 from terminai_apts.memory import store
 from terminai_apts.memory.api import ThermalMemory
 from terminai_apts.memory.journal import DECISIONS, MemoryJournal
@@ -110,6 +110,7 @@ def test_concurrent_writers_keep_one_chain(tmp_path: Path) -> None:
 STEPS = [
     "plan",
     "daily",
+    "weekly",
     "archive:2024-Q1:decisions.jsonl",
     "archive:2024-Q1:posture_history.jsonl",
     "summary:2024-Q1",
@@ -151,7 +152,8 @@ def test_compaction_killed_at_every_step_loses_and_duplicates_nothing(tmp_path: 
     db = tmp_path / "idx.db"
     store.build(db, j.records())
     with ThermalMemory(db) as mem:
-        assert mem.count(since="2000-01-01") == len(original) + len(list((tmp_path / "warm/daily").glob("*.md")))
+        summaries = [*(tmp_path / "warm/daily").glob("*.md"), *(tmp_path / "warm/weekly").glob("*.md")]
+        assert mem.count(since="2000-01-01") == len(original) + len(summaries)
     shard = tmp_path / "cold/2024-Q1/shard.sqlite"
     with ThermalMemory(shard, immutable=True) as cold:
         assert cold.count() == 3  # two decisions and one posture transition in Q1
@@ -165,6 +167,47 @@ def test_compaction_idempotent_and_gap_markers(tmp_path: Path) -> None:
     first = j.compact(today=TODAY)
     assert first["gap_markers"] > 100
     assert "No activity" in (tmp_path / "warm/daily/2024-01-12.md").read_text()
+    assert first["weekly_summaries"] == 3  # W02, W06 and W14; W28 is the current week
     again = j.compact(today=TODAY)
-    assert again == {"gap_markers": 0, "quarters_archived": 0}
+    assert again == {"gap_markers": 0, "weekly_summaries": 0, "quarters_archived": 0}
     assert j.verify() == []
+
+
+def test_schedules_run_alone(tmp_path: Path) -> None:
+    j = _seed(tmp_path)
+    assert j.compact(today=TODAY, only="weekly") == {"gap_markers": 0, "weekly_summaries": 3, "quarters_archived": 0}
+    week = (tmp_path / "warm/weekly/2024-W02.md").read_text()
+    assert "decision 0 about PROJ-0" in week and "posture -> cautious" in week
+    assert not (tmp_path / "warm/daily").exists() and not (tmp_path / "cold").exists()
+    daily = j.compact(today=TODAY, only="daily")
+    assert daily["gap_markers"] > 100 and daily["quarters_archived"] == 0 and not (tmp_path / "cold").exists()
+    assert j.compact(today=TODAY, only="quarterly")["quarters_archived"] == 2
+    with pytest.raises(UsageError, match="monthly"):
+        j.compact(today=TODAY, only="monthly")
+
+
+def test_superseding_decision_marks_the_old_record(tmp_path: Path) -> None:
+    j = MemoryJournal(tmp_path)
+    old = j.write_decision("use sqlite for memory", "simple", "ok", "agent", True, timestamp="2024-01-01T00:00:00Z")
+    with pytest.raises(UsageError, match="names no recorded decision"):
+        j.write_decision("x", "r", "o", "agent", True, supersedes="f" * 64)
+    new = j.write_decision(
+        "use sqlite with fts5", "faster", "ok", "agent", True, supersedes=old["hash"], timestamp="2024-02-01T00:00:00Z"
+    )
+    db = tmp_path / "idx.db"
+    store.build(db, j.records())
+    later = j.write_decision(
+        "use sqlite with fts5 and trigram",
+        "grep",
+        "ok",
+        "agent",
+        True,
+        supersedes=new["hash"],
+        timestamp="2024-03-01T00:00:00Z",
+    )
+    assert store.append(db, j.records()) == 1  # the append path links too
+    with ThermalMemory(db) as mem:
+        by_title = {h.memory.title: h.memory for h in mem.search("sqlite", order="oldest")}
+    assert by_title["use sqlite for memory"].superseded_by == by_title["use sqlite with fts5"].id
+    assert by_title["use sqlite with fts5"].superseded_by == by_title["use sqlite with fts5 and trigram"].id
+    assert by_title["use sqlite with fts5 and trigram"].superseded_by is None and later["supersedes"] == new["hash"]

@@ -23,9 +23,13 @@ from terminai_apts.errors import MemoryStoreError, UsageError
 from terminai_apts.memory import query as q
 from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results, split_tags
 from terminai_apts.memory.store import check_schema
+from terminai_apts.memory.terms import Terms
 
 MAX_ROWS = 100
-RANK_CAP = 20_000  # matches beyond which relevance ranking is limited to the newest
+# Matches (times query words: each word's postings are scored) beyond which relevance
+# ranking is limited to the newest matches; about 4 ms of bm25 on the reference machine.
+RANK_CAP = 4_000
+SCORE = "bm25(f.memories_fts, 5.0, 2.0, 1.0, 3.0)"  # column weights: title, summary, content, tags
 GREP_TEXT_CAP = 20_000  # per-record characters a regex sees: bounds the cost of one match
 _COLS = (
     "m.id, m.date, m.recorded_at, m.title, m.content, m.summary, m.tags, m.source,"
@@ -57,6 +61,10 @@ def _memory(row: Sequence[Any]) -> Memory:
     )
 
 
+def _tag_list(tags: Sequence[str] | str | None) -> tuple[str, ...]:
+    return split_tags(tags) if isinstance(tags, str) else tuple(t.strip().lower() for t in (tags or ()))
+
+
 def _authorizer(action: int, arg1: str | None, arg2: str | None, _db: str | None, _trigger: str | None) -> int:
     if action in (sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ):
         return sqlite3.SQLITE_OK
@@ -77,7 +85,7 @@ class ThermalMemory:
     at 100 rows; times accept ISO dates (date-only = whole day) or ``7d``-style offsets.
     """
 
-    __slots__ = ("_budget_ms", "_conn", "_deadline", "_ordered")
+    __slots__ = ("_budget_ms", "_conn", "_deadline", "_ordered", "_terms")
 
     def __init__(self, path: str | Path, *, immutable: bool = False, budget_ms: int = 2000) -> None:
         target = Path(path).resolve()
@@ -96,6 +104,7 @@ class ThermalMemory:
         except sqlite3.DatabaseError as exc:
             raise MemoryStoreError(f"cannot open memory index {target}: {exc}", hint="rebuild the index") from None
         self._ordered = bool(row and row[0] == "1")
+        self._terms = Terms()
         conn.set_authorizer(_authorizer)
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
         self._deadline = 0.0
@@ -144,39 +153,124 @@ class ThermalMemory:
             params.append(hi)
         return where, params
 
-    def _id_range(
+    def _scope(
         self,
-        where: list[str],
-        params: list[object],
         since: str | None,
         until: str | None,
-        date_range: Sequence[str] | None,
+        tags: Sequence[str] | str | None,
         id_col: str,
-    ) -> None:
-        # Ids follow event time, so a date window is also an id range the FTS index can use.
-        if not self._ordered:
-            return
+        date_range: Sequence[str] | None = None,
+    ) -> tuple[list[str], list[object]]:
+        """Conditions on ``id_col`` alone, so the FTS index (or a tag range) drives the query.
+
+        Ids follow event time, so a date window is an id range found with two index probes
+        (walking ``min(id)`` over a date range would visit every row in it). After a
+        backfill (``ordered`` off) the window becomes a subquery on the date index.
+        """
         if date_range is not None:
             since, until = date_range[0], date_range[1]
         lo, hi = q.parse_bound(since, end=False), q.parse_bound(until, end=True)
-        if lo is not None:
-            first = self._rows("SELECT min(id) FROM memories WHERE date >= ?", [lo])[0][0]
-            where.append(f"{id_col} >= ?")
-            params.append(first if first is not None else 1 << 62)
-        if hi is not None:
-            last = self._rows("SELECT max(id) FROM memories WHERE date < ?", [hi])[0][0]
-            where.append(f"{id_col} <= ?")
-            params.append(last if last is not None else -1)
-
-    @staticmethod
-    def _tags(where: list[str], params: list[object], tags: Sequence[str] | str | None) -> None:
-        for tag in split_tags(tags) if isinstance(tags, str) else tuple(t.strip().lower() for t in (tags or ())):
-            where.append("m.id IN (SELECT id FROM memory_tags WHERE tag = ?)")
+        where: list[str] = []
+        params: list[object] = []
+        if self._ordered:
+            if lo is not None:
+                row = self._rows("SELECT id FROM memories WHERE date >= ? ORDER BY date, id LIMIT 1", [lo])
+                where.append(f"{id_col} >= ?")
+                params.append(row[0][0] if row else 1 << 62)
+            if hi is not None:
+                row = self._rows("SELECT id FROM memories WHERE date < ? ORDER BY date DESC, id DESC LIMIT 1", [hi])
+                where.append(f"{id_col} <= ?")
+                params.append(row[0][0] if row else -1)
+        elif lo is not None or hi is not None:
+            dates, values = self._window(since, until, col="d")
+            where.append(f"{id_col} IN (SELECT d.id FROM memories d WHERE {' AND '.join(dates)})")
+            params.extend(values)
+        for tag in _tag_list(tags):
+            where.append(f"{id_col} IN (SELECT id FROM memory_tags WHERE tag = ?)")
             params.append(tag)
+        return where, params
 
     @staticmethod
     def _elapsed(start: float) -> float:
         return round((time.monotonic() - start) * 1000, 3)
+
+    def _hydrate(self, ids: Sequence[int]) -> dict[int, Memory]:
+        return {i: _memory(r) for i, r in self._records(ids).items()}
+
+    def _records(self, ids: Sequence[int]) -> dict[int, Sequence[Any]]:
+        marks = ",".join("?" * len(ids))
+        return {r[0]: r for r in self._rows(f"SELECT {_COLS} FROM memories m WHERE m.id IN ({marks})", ids)}
+
+    def _match_count(self, match: str, where: list[str], params: list[object], raw: bool) -> int:
+        """Exact matches: from ``term_stats`` for one plain term over everything, else FTS5 doclists."""
+        if not where and not raw:
+            terms = self._terms(match.replace('"', " "))
+            if len(terms) == 1:
+                row = self._rows("SELECT df FROM term_stats WHERE term = ?", terms)
+                return int(row[0][0]) if row else 0
+        extra = "".join(f" AND {w}" for w in where)
+        sql = f"SELECT count(*) FROM memories_fts f WHERE memories_fts MATCH ?{extra}"
+        return int(self._rows(sql, [match, *params])[0][0])
+
+    def _common(self, match: str, raw: bool) -> bool:
+        """True when every query term is in more than half the records: bm25 then ranks nothing.
+
+        FTS5 clamps a term's idf to ~0 once it is in over half the documents, so ranking
+        such a query costs the most (every record matches) and orders by noise.
+        """
+        if raw:
+            return False
+        terms = self._terms(match.replace('"', " "))
+        if not terms:
+            return False
+        half = (self._rows("SELECT coalesce(max(id), 0) FROM memories", [])[0][0] or 0) / 2
+        marks = ",".join("?" * len(terms))
+        dfs = self._rows(f"SELECT df FROM term_stats WHERE term IN ({marks})", terms)
+        return len(dfs) == len(terms) and all(df > half for (df,) in dfs)
+
+    def _page(
+        self,
+        match: str,
+        where: list[str],
+        params: list[object],
+        order: str,
+        limit: int,
+        offset: int,
+    ) -> list[Any]:
+        """(id, score) rows of one page; only the FTS index is read, never the content table.
+
+        Joining ``memories`` here lets SQLite drive the loop from the content table and probe
+        FTS5 once per row; ids in time order make ``rowid`` the chronological order.
+        """
+        scope = "".join(f" AND {w}" for w in where)
+        if order == "relevance":
+            return self._rows(
+                f"SELECT f.rowid, {SCORE} AS score FROM memories_fts f WHERE memories_fts MATCH ?{scope}"
+                " ORDER BY score LIMIT ? OFFSET ?",
+                [match, *params, limit, offset],
+            )
+        if self._ordered:
+            by = "f.rowid DESC" if order == "newest" else "f.rowid"
+            return self._rows(
+                f"SELECT f.rowid, 0.0 FROM memories_fts f WHERE memories_fts MATCH ?{scope}"
+                f" ORDER BY {by} LIMIT ? OFFSET ?",
+                [match, *params, limit, offset],
+            )
+        by = "m.date DESC, m.id DESC" if order == "newest" else "m.date, m.id"
+        return self._rows(
+            f"SELECT m.id, 0.0 FROM memories m WHERE m.id IN"
+            f" (SELECT f.rowid FROM memories_fts f WHERE memories_fts MATCH ?{scope}) ORDER BY {by} LIMIT ? OFFSET ?",
+            [match, *params, limit, offset],
+        )
+
+    def _snippets(self, match: str, ids: Sequence[int]) -> dict[int, str]:
+        marks = ",".join("?" * len(ids))
+        rows = self._rows(
+            "SELECT rowid, snippet(memories_fts, -1, '[', ']', '…', 12) FROM memories_fts"
+            f" WHERE memories_fts MATCH ? AND rowid IN ({marks})",
+            [match, *ids],
+        )
+        return {r[0]: r[1] for r in rows}
 
     # ----------------------------------------------------------------- search
     def search(
@@ -191,6 +285,7 @@ class ThermalMemory:
         since: str | None = None,
         until: str | None = None,
         raw: bool = False,
+        exhaustive: bool = False,
         budget_ms: int | None = None,
     ) -> Results:
         """Full-text search ranked by bm25 (title > tags > summary > content).
@@ -199,6 +294,11 @@ class ThermalMemory:
         words); all tokens must match, and if nothing does the query is relaxed to any token
         (``plan`` says so). ``raw=True`` passes FTS5 syntax (``NEAR``, ``*``, ``OR``) through.
         ``order`` is ``relevance``, ``newest`` or ``oldest``.
+
+        bm25 costs time per matching record and word (FTS5 cannot prune to the top k), so
+        unless ``exhaustive=True`` a query matching more than ``RANK_CAP`` / words records
+        is ranked within its newest that many matches, and one whose every word is in most
+        records (bm25 cannot tell them apart) comes newest first; ``plan`` says which.
         """
         if order not in _ORDERS:
             raise UsageError(f"order must be one of {', '.join(_ORDERS)}, not {order!r}")
@@ -209,58 +309,51 @@ class ThermalMemory:
         )
         if not forms[0][1].strip():
             return Results(hits=(), total=0, truncated=False, elapsed_ms=self._elapsed(start), plan="empty-query")
-        if self._ordered:
-            # Ids follow event time, so the id range alone is the exact date window.
-            where: list[str] = []
-            params: list[object] = []
-        else:
-            where, params = self._window(since, until, date_range)
-        self._id_range(where, params, since, until, date_range, "f.rowid")
-        id_only = not tags and self._ordered
-        self._tags(where, params, tags)
-        extra = "".join(f" AND {w}" for w in where)
-        # With time-ordered ids, newest/oldest walk the FTS doclist by rowid: O(limit), no sort.
-        chrono = ("f.rowid DESC", "f.rowid") if self._ordered else ("m.date DESC, m.id DESC", "m.date, m.id")
-        order_by = {"relevance": "f.rank", "newest": chrono[0], "oldest": chrono[1]}[order]
-        plan, total, rows = forms[0][0], 0, []
+        plan, total, page, match = forms[0][0], 0, [], forms[0][1]
         try:
+            where, params = self._scope(since, until, tags, "f.rowid", date_range)
             for idx, (name, match) in enumerate(forms):
                 if idx and (total or len(q.fts_tokens(str(query))) < 2):
                     break
                 plan = name if idx == 0 else f"{name} (relaxed: no record had every word)"
-                base = f"FROM memories_fts f JOIN memories m ON m.id = f.rowid WHERE memories_fts MATCH ?{extra}"
-                # Counting without the join lets FTS5 answer from its doclists alone.
-                counted = f"FROM memories_fts f WHERE memories_fts MATCH ?{extra}" if id_only else base
-                total = self._rows(f"SELECT count(*) {counted}", [match, *params])[0][0]
-                if total > RANK_CAP and order == "relevance" and self._ordered:
-                    # bm25 costs time per matching document (FTS5 has no top-k pruning), so a
-                    # very common query is ranked within its newest RANK_CAP matches only.
-                    floor = self._rows(
-                        f"SELECT f.rowid FROM memories_fts f WHERE memories_fts MATCH ?{extra}"
-                        " ORDER BY f.rowid DESC LIMIT 1 OFFSET ?",
-                        [match, *params, RANK_CAP - 1],
-                    )[0][0]
-                    base += " AND f.rowid >= ?"
-                    params = [*params, floor]
-                    plan += f" (ranked within newest {RANK_CAP} of {total} matches)"
-                if total:
-                    rows = self._rows(
-                        f"SELECT {_COLS}, f.rank, snippet(memories_fts, -1, '[', ']', '…', 12) {base}"
-                        f" ORDER BY {order_by} LIMIT ? OFFSET ?",
-                        [match, *params, limit, offset],
-                    )
+                total = self._match_count(match, where, params, raw)
+                if not total or limit == 0:
+                    continue
+                used, scope, values = order, list(where), list(params)
+                cap = max(1, RANK_CAP // max(1, len(q.fts_tokens(str(query))) if not raw else 1))
+                if order == "relevance" and total > cap and not exhaustive:
+                    if self._common(match, raw):
+                        used = "newest"
+                        plan += " (every word is in most records, so bm25 cannot rank them: newest first)"
+                    else:
+                        scope.append("f.rowid >= ?")
+                        values.append(self._nth_newest(match, where, params, cap))
+                        plan += f" (ranked within newest {cap} of {total} matches)"
+                page = self._page(match, scope, values, used, limit, offset)
+            ids = [r[0] for r in page]
+            records = self._hydrate(ids) if ids else {}
+            snippets = self._snippets(match, ids) if ids else {}
         except _Interrupted:
-            hits = tuple(Hit(memory=_memory(r), score=float(r[14]), snippet=r[15]) for r in rows)
-            return Results(
-                hits=hits, total=-1, truncated=True, elapsed_ms=self._elapsed(start), plan=f"{plan} (budget)"
-            )
-        hits = tuple(Hit(memory=_memory(r), score=float(r[14]), snippet=r[15]) for r in rows)
+            return Results(hits=(), total=-1, truncated=True, elapsed_ms=self._elapsed(start), plan=f"{plan} (budget)")
+        hits = tuple(
+            Hit(memory=records[i], score=float(score), snippet=snippets.get(i, "")) for i, score in page if i in records
+        )
         return Results(
             hits=hits,
             total=total,
             truncated=offset + len(hits) < total,
             elapsed_ms=self._elapsed(start),
             plan=f"{plan} order={order}",
+        )
+
+    def _nth_newest(self, match: str, where: list[str], params: list[object], n: int) -> int:
+        scope = "".join(f" AND {w}" for w in where)
+        return int(
+            self._rows(
+                f"SELECT f.rowid FROM memories_fts f WHERE memories_fts MATCH ?{scope}"
+                " ORDER BY f.rowid DESC LIMIT 1 OFFSET ?",
+                [match, *params, n - 1],
+            )[0][0]
         )
 
     def count(
@@ -273,36 +366,49 @@ class ThermalMemory:
         raw: bool = False,
     ) -> int:
         """Exact number of records matching ``query`` (all tokens) or, without one, the filters."""
-        if query is None or not str(query).strip():
-            where, params = self._window(since, until)
-            self._tags(where, params, tags)
-            clause = " WHERE " + " AND ".join(where) if where else ""
-            self._start(None)
-            try:
+        self._start(None)
+        try:
+            if query is None or not str(query).strip():
+                where, params = self._scope(since, until, tags, "m.id")
+                clause = " WHERE " + " AND ".join(where) if where else ""
                 return int(self._rows(f"SELECT count(*) FROM memories m{clause}", params)[0][0])
-            except _Interrupted:
-                return -1
-        res = self.search(str(query), tags=tags, since=since, until=until, raw=raw, limit=0)
-        return 0 if "relaxed" in res.plan else res.total
+            match = str(query) if raw else q.fts_and(str(query))
+            if not match.strip():
+                return 0
+            where, params = self._scope(since, until, tags, "f.rowid")
+            return self._match_count(match, where, params, raw)
+        except _Interrupted:
+            return -1
 
     # ----------------------------------------------------------------- substring and regex
     def _scan_candidates(self, literal: str | None, since: str | None, until: str | None) -> Iterator[Sequence[Any]]:
-        where, params = self._window(since, until)
+        """Candidate rows, newest first, in growing pages so no cursor outlives a call.
+
+        With a literal the trigram index drives (its doclist is walked by rowid, newest
+        first) and only candidate ids are read from the content table.
+        """
+        key = "t.rowid" if literal is not None else "m.id"
+        where, params = self._scope(since, until, None, key)
         if literal is not None:
-            where.append("m.id IN (SELECT rowid FROM memories_tri WHERE memories_tri MATCH ?)")
-            params.append(q.trigram_phrase(literal))
-        clause = " WHERE " + " AND ".join(where) if where else ""
-        last = 1 << 62
-        while True:  # newest first, in pages, so no cursor outlives a call
-            rows = self._rows(
-                f"SELECT {_COLS} FROM memories m{clause}{' AND' if where else ' WHERE'} m.id < ?"
-                " ORDER BY m.id DESC LIMIT 500",
-                [*params, last],
-            )
-            if not rows:
+            where.insert(0, "memories_tri MATCH ?")
+            params.insert(0, q.trigram_phrase(literal))
+        where.append(f"{key} < ?")
+        clause = " AND ".join(where)
+        last, size = 1 << 62, 64
+        while True:
+            if literal is not None:
+                sql = f"SELECT t.rowid FROM memories_tri t WHERE {clause} ORDER BY t.rowid DESC LIMIT ?"
+                ids = [r[0] for r in self._rows(sql, [*params, last, size])]
+                found = self._records(ids) if ids else {}
+                batch = [found[i] for i in ids if i in found]
+            else:
+                sql = f"SELECT {_COLS} FROM memories m WHERE {clause} ORDER BY m.id DESC LIMIT ?"
+                batch = self._rows(sql, [*params, last, size])
+                ids = [r[0] for r in batch]
+            if not ids:
                 return
-            yield from rows
-            last = rows[-1][0]
+            yield from batch
+            last, size = ids[-1], min(size * 4, 1000)
 
     def _match_scan(
         self,
@@ -418,30 +524,36 @@ class ThermalMemory:
         if order not in ("newest", "oldest"):
             raise UsageError(f"order must be newest or oldest, not {order!r}")
         start = self._start(None)
-        where, params = self._window(since, until)
-        if date_after is not None:
-            where.append("m.date > ?")
-            params.append(q.normalize_date(date_after, what="date_after"))
-        if date_before is not None:
-            where.append("m.date < ?")
-            params.append(q.normalize_date(date_before, what="date_before"))
-        if source is not None:
-            where.append("m.source = ?")
-            params.append(str(source))
-        if kind is not None:
-            where.append("m.kind = ?")
-            params.append(str(kind))
-        if min_confidence is not None:
-            where.append("m.confidence >= ?")
-            params.append(float(min_confidence))
-        self._tags(where, params, tags)
-        clause = " WHERE " + " AND ".join(where) if where else ""
-        direction = "DESC" if order == "newest" else ""
         try:
-            total = self._rows(f"SELECT count(*) FROM memories m{clause}", params)[0][0]
+            # A tag (or the whole table) drives the loop in id order, which is event-time order.
+            tag_list = _tag_list(tags)
+            drive = "memory_tags t JOIN memories m ON m.id = t.id" if tag_list else "memories m"
+            key = "t.id" if tag_list else "m.id"
+            where, params = self._scope(since, until, tag_list[1:], key)
+            if tag_list:
+                where.insert(0, "t.tag = ?")
+                params.insert(0, tag_list[0])
+            on_index = len(where)  # conditions so far need only the driving index, not the rows
+            if date_after is not None:
+                where.append("m.date > ?")
+                params.append(q.normalize_date(date_after, what="date_after"))
+            if date_before is not None:
+                where.append("m.date < ?")
+                params.append(q.normalize_date(date_before, what="date_before"))
+            for column, value in (("m.source", source), ("m.kind", kind)):
+                if value is not None:
+                    where.append(f"{column} = ?")
+                    params.append(str(value))
+            if min_confidence is not None:
+                where.append("m.confidence >= ?")
+                params.append(float(min_confidence))
+            clause = " WHERE " + " AND ".join(where) if where else ""
+            direction = "DESC" if order == "newest" else ""
+            by = f"{key} {direction}" if self._ordered else f"m.date {direction}, m.id {direction}"
+            counted = drive if len(where) > on_index else drive.split(" JOIN ", maxsplit=1)[0]
+            total = self._rows(f"SELECT count(*) FROM {counted}{clause}", params)[0][0]
             rows = self._rows(
-                f"SELECT {_COLS} FROM memories m{clause} ORDER BY m.date {direction}, m.id {direction} LIMIT ?",
-                [*params, self._limit(limit)],
+                f"SELECT {_COLS} FROM {drive}{clause} ORDER BY {by} LIMIT ?", [*params, self._limit(limit)]
             )
         except _Interrupted:
             return Results(hits=(), total=-1, truncated=True, elapsed_ms=self._elapsed(start), plan="filter (budget)")
@@ -451,7 +563,7 @@ class ThermalMemory:
             total=total,
             truncated=len(hits) < total,
             elapsed_ms=self._elapsed(start),
-            plan=f"filter order={order}",
+            plan=f"filter order={order}" + (f" via tag {tag_list[0]!r}" if tag_list else ""),
         )
 
     def get(self, memory_id: int) -> Memory | None:
@@ -577,6 +689,7 @@ class ThermalMemory:
     def close(self) -> None:
         """Release the file handle (the object is unusable afterwards)."""
         self._conn.close()
+        self._terms.close()
 
     def __enter__(self) -> ThermalMemory:
         return self

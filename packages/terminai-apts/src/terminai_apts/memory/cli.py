@@ -12,7 +12,7 @@ from typing import Any
 from terminai_apts.errors import IntegrityError, MemoryStoreError
 from terminai_apts.memory import store
 from terminai_apts.memory.api import ThermalMemory
-from terminai_apts.memory.journal import MemoryJournal
+from terminai_apts.memory.journal import SCHEDULES, MemoryJournal
 from terminai_apts.memory.query import normalize_date
 from terminai_apts.memory.records import NewMemory, Results, split_tags
 
@@ -161,7 +161,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 def _cmd_compact(args: argparse.Namespace) -> int:
     journal = MemoryJournal(args.journal)
     moved = journal.quarantine()
-    report = {**journal.compact(), "quarantined": moved}
+    report = {**journal.compact(only=args.only), "quarantined": moved}
     return _emit(args, report, ", ".join(f"{k}={v}" for k, v in report.items()))
 
 
@@ -216,3 +216,4 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("journal", help="journal root directory")
     p = parser("compact", _cmd_compact, "quarantine corrupt lines, then compact the journal", db=False)
     p.add_argument("journal", help="journal root directory")
+    p.add_argument("--only", choices=SCHEDULES, help="run one schedule (default: daily, weekly and quarterly)")

@@ -29,6 +29,7 @@ from terminai_apts.memory.records import NewMemory
 
 GENESIS = "0" * 64
 MAX_CONTEXT_LINES = 200
+SCHEDULES = ("daily", "weekly", "quarterly")
 DECISIONS = Path("warm/decisions/decisions.jsonl")
 POSTURE = Path("warm/posture_history.jsonl")
 
@@ -100,6 +101,15 @@ def read_jsonl(path: Path, root: Path) -> tuple[list[Entry], list[Entry]]:
     return good, bad
 
 
+def _week(day: str) -> str:
+    year, week, _ = date.fromisoformat(day[:10]).isocalendar()
+    return f"{year}-W{week:02d}"
+
+
+def _week_end(week: str) -> str:
+    return f"{date.fromisocalendar(int(week[:4]), int(week[6:]), 7).isoformat()}T23:59:59Z"
+
+
 def _quarter(stamp: str) -> str:
     return f"{stamp[:4]}-Q{(int(stamp[5:7]) - 1) // 3 + 1}"
 
@@ -160,11 +170,16 @@ class MemoryJournal:
         source: str = "agent",
         tags: tuple[str, ...] = (),
         timestamp: str | None = None,
+        supersedes: str | None = None,
     ) -> dict[str, Any]:
-        """Record a decision: appended to the warm chain and the rolling hot buffer of 10."""
+        """Record a decision: appended to the warm chain and the rolling hot buffer of 10.
+
+        ``supersedes`` is the ``hash`` of an earlier decision this one replaces; the index
+        then marks the earlier record ``superseded_by`` this one.
+        """
         if not str(decision).strip():
             raise UsageError("a decision needs text")
-        body = {
+        body: dict[str, Any] = {
             "ts": timestamp or _now(),
             "source": source,
             "kind": "decision",
@@ -176,6 +191,14 @@ class MemoryJournal:
             "tags": list(tags),
         }
         with self.lock():
+            if supersedes is not None:
+                known = {e.data.get("hash"): e.data.get("kind") for e in self.entries()[0]}
+                if known.get(supersedes) != "decision":
+                    raise UsageError(
+                        f"supersedes={supersedes!r} names no recorded decision",
+                        hint="pass the 'hash' of an earlier decision entry",
+                    )
+                body["supersedes"] = supersedes
             entry = self._append(DECISIONS, body)
             self._roll(Path("hot/recent_decisions.jsonl"), entry, 10)
         return entry
@@ -333,16 +356,19 @@ class MemoryJournal:
                     kind=str(d.get("kind", "note")),
                     tier=tier,
                     origin=f"{e.file}:{e.line}",
+                    supersedes=str(d.get("supersedes") or ""),
                 )
             )
-        for path in sorted((self.root / "warm/daily").glob("*.md")):
+        summaries = [(p, "daily", f"{p.stem}T23:59:59Z") for p in sorted((self.root / "warm/daily").glob("*.md"))]
+        summaries += [(p, "weekly", _week_end(p.stem)) for p in sorted((self.root / "warm/weekly").glob("*.md"))]
+        for path, span, stamp in summaries:
             text = path.read_text(errors="replace")
             out.append(
                 NewMemory(
-                    uid="daily:" + path.stem,
-                    date=f"{path.stem}T23:59:59Z",
+                    uid=f"{span}:{path.stem}",
+                    date=stamp,
                     recorded_at=_now()[:19] + "Z",
-                    title=f"daily summary {path.stem}",
+                    title=f"{span} summary {path.stem}",
                     content=text,
                     summary=text[:200],
                     tags=("summary",),
@@ -355,15 +381,20 @@ class MemoryJournal:
         return out
 
     # ------------------------------------------------------------ compaction
-    def compact(self, *, today: date | None = None) -> dict[str, int]:
-        """Daily + quarterly compaction from a write-ahead plan; resumes an interrupted run.
+    def compact(self, *, today: date | None = None, only: str | None = None) -> dict[str, int]:
+        """Daily, weekly and quarterly compaction from a write-ahead plan; resumes an interrupted run.
 
-        Steps (each idempotent): ``plan`` (write ``compaction.wal``), ``daily`` (gap
-        markers for past days without a summary), ``archive:Q`` (cold copies of each
-        closed quarter's entries, then its summary and sealed shard), ``truncate`` (warm
-        files keep only open-quarter entries, anchored to the archived tail hash),
-        ``hot`` (trim rolling buffers), ``done`` (remove the plan).
+        ``only`` runs one schedule (``daily``, ``weekly`` or ``quarterly``); the default runs
+        all three. Steps (each idempotent): ``plan`` (write ``compaction.wal``); daily:
+        ``daily`` (gap markers for past days without a summary); weekly: ``weekly`` (a
+        summary per closed ISO week, written once); quarterly: ``archive:Q`` (cold copies of
+        each closed quarter's entries, then its summary and sealed shard) and ``truncate``
+        (warm files keep only open-quarter entries, anchored to the archived tail hash);
+        daily again: ``hot`` (trim the rolling buffers); ``done`` (remove the plan). A plan
+        left by a killed run is finished first, whatever ``only`` asks.
         """
+        if only not in (None, *SCHEDULES):
+            raise UsageError(f"compaction schedule must be one of {', '.join(SCHEDULES)}, not {only!r}")
         today = today or datetime.now(UTC).date()
         with self.lock():
             wal = self.root / "compaction.wal"
@@ -371,35 +402,74 @@ class MemoryJournal:
                 plan = json.loads(wal.read_text())
             else:
                 self._crash_at("plan")
-                good, _bad = self.entries()
-                current = _quarter(today.isoformat())
-                quarters = sorted(
-                    {
-                        _quarter(str(e.data.get("ts", "")))
-                        for e in good
-                        if not e.file.startswith("cold/") and _quarter(str(e.data.get("ts", ""))) < current
-                    }
-                )
-                plan = {"today": today.isoformat(), "quarters": quarters}
+                schedules = [only] if only else list(SCHEDULES)
+                quarters: list[str] = []
+                if "quarterly" in schedules:
+                    good, _bad = self.entries()
+                    current = _quarter(today.isoformat())
+                    quarters = sorted(
+                        {
+                            _quarter(str(e.data.get("ts", "")))
+                            for e in good
+                            if not e.file.startswith("cold/") and _quarter(str(e.data.get("ts", ""))) < current
+                        }
+                    )
+                plan = {"today": today.isoformat(), "schedules": schedules, "quarters": quarters}
                 atomic_write(wal, json.dumps(plan).encode())
-            self._crash_at("daily")
-            gaps = self._daily_gaps(date.fromisoformat(plan["today"]))
+            day = date.fromisoformat(plan["today"])
+            schedules = plan.get("schedules", list(SCHEDULES))
+            gaps = weeks = 0
+            if "daily" in schedules:
+                self._crash_at("daily")
+                gaps = self._daily_gaps(day)
+            if "weekly" in schedules:
+                self._crash_at("weekly")
+                weeks = self._weekly_summaries(day)
             for quarter in plan["quarters"]:
                 self._archive_quarter(quarter)
-            self._crash_at("truncate")
-            for rel in (DECISIONS, POSTURE):
-                self._truncate(rel, set(plan["quarters"]))
-            self._crash_at("hot")
-            for rel, keep in ((Path("hot/recent_decisions.jsonl"), 10), (Path("hot/posture_log.jsonl"), 20)):
-                entries, _b = read_jsonl(self.root / rel, self.root)
-                if len(entries) > keep:
-                    atomic_write(
-                        self.root / rel,
-                        "".join(json.dumps(e.data, sort_keys=True) + "\n" for e in entries[-keep:]).encode(),
-                    )
+            if plan["quarters"]:
+                self._crash_at("truncate")
+                for rel in (DECISIONS, POSTURE):
+                    self._truncate(rel, set(plan["quarters"]))
+            if "daily" in schedules:
+                self._crash_at("hot")
+                self._trim_hot()
             self._crash_at("done")
             wal.unlink()
-        return {"gap_markers": gaps, "quarters_archived": len(plan["quarters"])}
+        return {"gap_markers": gaps, "weekly_summaries": weeks, "quarters_archived": len(plan["quarters"])}
+
+    def _trim_hot(self) -> None:
+        for rel, keep in ((Path("hot/recent_decisions.jsonl"), 10), (Path("hot/posture_log.jsonl"), 20)):
+            entries, _b = read_jsonl(self.root / rel, self.root)
+            if len(entries) > keep:
+                atomic_write(
+                    self.root / rel,
+                    "".join(json.dumps(e.data, sort_keys=True) + "\n" for e in entries[-keep:]).encode(),
+                )
+
+    def _weekly_summaries(self, today: date) -> int:
+        """One ``warm/weekly/YYYY-Www.md`` per closed ISO week with activity; never rewritten."""
+        good, _bad = self.entries()
+        by_week: dict[str, list[dict[str, Any]]] = {}
+        for e in good:
+            if e.data.get("ts"):
+                by_week.setdefault(_week(str(e.data["ts"])), []).append(e.data)
+        written = 0
+        for week, items in sorted(by_week.items()):
+            path = self.root / "warm/weekly" / f"{week}.md"
+            if week >= _week(today.isoformat()) or path.exists():
+                continue
+            lines = ["<!-- source: compaction -->", f"# {week}: {len(items)} entries", ""]
+            for d in sorted(items, key=lambda d: str(d.get("ts"))):
+                what = (
+                    d.get("decision")
+                    if d.get("kind") == "decision"
+                    else f"posture -> {d.get('posture')}: {d.get('reason')}"
+                )
+                lines.append(f"- {str(d.get('ts'))[:10]} {what}")
+            atomic_write(path, ("\n".join(lines) + "\n").encode())
+            written += 1
+        return written
 
     def _daily_gaps(self, today: date) -> int:
         good, _bad = self.entries()

@@ -123,6 +123,7 @@ class NewMemory:
     kind: str = "note"
     tier: str = "warm"
     origin: str = ""
+    supersedes: str = ""  # uid of an older record this one replaces
 
 
 def content_hash(title: str, content: str) -> str:

@@ -3,21 +3,24 @@
 The journal files are the truth; this file is a rebuildable index. ``memories`` holds the
 records with ids in event-time order (so date windows become id ranges), ``memories_fts``
 is an external-content FTS5 index with persisted bm25 column weights, ``memories_tri`` a
-trigram index for substring search and regex prefiltering. Only the writer side lives here;
-the read-only API is :mod:`terminai_apts.memory.api`.
+trigram index for substring search and regex prefiltering, ``term_stats`` the document
+frequency of every indexed term (kept exact on append) for the query planner. Only the
+writer side lives here; the read-only API is :mod:`terminai_apts.memory.api`.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from terminai_apts.errors import MemoryStoreError
 from terminai_apts.memory.records import NewMemory, content_hash
+from terminai_apts.memory.terms import TOKENIZER, Terms
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
 # bm25 weights for (title, summary, content, tags): a title hit counts most.
 RANK = "bm25(5.0, 2.0, 1.0, 3.0)"
 
@@ -32,8 +35,9 @@ CREATE INDEX memories_date ON memories(date, id);
 CREATE INDEX memories_hash ON memories(content_hash);
 CREATE INDEX memories_source ON memories(source, date);
 CREATE TABLE memory_tags(tag TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY(tag, id)) WITHOUT ROWID;
+CREATE TABLE term_stats(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 CREATE VIRTUAL TABLE memories_fts USING fts5(title, summary, content, tags,
-  content='memories', content_rowid='id', tokenize='porter unicode61 remove_diacritics 2');
+  content='memories', content_rowid='id', tokenize='{tokenizer}');
 CREATE VIRTUAL TABLE memories_tri USING fts5(title, summary, content,
   content='memories', content_rowid='id', tokenize='trigram');
 """
@@ -51,7 +55,7 @@ CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
   INSERT INTO memories_tri(memories_tri, rowid, title, summary, content)
     VALUES ('delete', old.id, old.title, old.summary, old.content);
 END;
-CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+CREATE TRIGGER memories_au AFTER UPDATE OF title, summary, content, tags ON memories BEGIN
   INSERT INTO memories_fts(memories_fts, rowid, title, summary, content, tags)
     VALUES ('delete', old.id, old.title, old.summary, old.content, old.tags);
   INSERT INTO memories_tri(memories_tri, rowid, title, summary, content)
@@ -67,6 +71,9 @@ _INSERT = (
     "INSERT INTO memories(id, uid, date, recorded_at, title, content, summary, tags, source,"
     " confidence, kind, tier, origin, content_hash) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)"
 )
+# Trigram postings are the costliest part of a build: filled in id chunks, each its own
+# transaction, so no single step of a million-record build runs for minutes.
+TRIGRAM_CHUNK = 100_000
 
 
 def _row(mid: int, rec: NewMemory) -> tuple[object, ...]:
@@ -96,13 +103,15 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def build(path: Path, records: Iterable[NewMemory]) -> int:
+def build(path: Path, records: Iterable[NewMemory], *, progress: Callable[[str, float], None] | None = None) -> int:
     """Build a fresh index at ``path`` from ``records``; returns the number of records.
 
     Written to a temporary file and renamed into place, so an aborted build never leaves
     a half-built index (a killed build with ``journal_mode=OFF`` corrupts the file).
-    Duplicate uids keep the first occurrence; ids follow event time.
+    Duplicate uids keep the first occurrence; ids follow event time. ``progress`` gets
+    each step's name and duration in seconds.
     """
+    clock = _Steps(progress)
     unique: dict[str, NewMemory] = {}
     for rec in records:
         unique.setdefault(rec.uid, rec)
@@ -111,23 +120,40 @@ def build(path: Path, records: Iterable[NewMemory]) -> int:
     tmp.unlink(missing_ok=True)
     conn = sqlite3.connect(tmp)
     try:
-        conn.executescript(_TABLES)
+        conn.executescript(_TABLES.format(tokenizer=TOKENIZER))
         with conn:
             conn.executemany(_INSERT, (_row(i, r) for i, r in enumerate(ordered, start=1)))
             conn.executemany(
                 "INSERT OR IGNORE INTO memory_tags(tag, id) VALUES (?, ?)",
                 ((t, i) for i, r in enumerate(ordered, start=1) for t in r.tags),
             )
+            _link_superseded(conn, ordered)
+        clock.lap("records")
+        with conn:
             conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
-            conn.execute("INSERT INTO memories_tri(memories_tri) VALUES ('rebuild')")
             # The rank setting persists in the file, so read-only readers get weighted bm25.
             conn.execute("INSERT INTO memories_fts(memories_fts, rank) VALUES ('rank', ?)", (RANK,))
+        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
+        conn.commit()
+        clock.lap("full-text")
+        for low in range(1, len(ordered) + 1, TRIGRAM_CHUNK):
+            with conn:
+                conn.execute(
+                    "INSERT INTO memories_tri(rowid, title, summary, content)"
+                    " SELECT id, title, summary, content FROM memories WHERE id BETWEEN ? AND ?",
+                    (low, low + TRIGRAM_CHUNK - 1),
+                )
+            clock.lap(f"trigram {low}-{min(low + TRIGRAM_CHUNK - 1, len(ordered))}")
+        with conn:
+            conn.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, memories_fts, 'row')")
+            conn.execute("INSERT INTO term_stats(term, df) SELECT term, doc FROM temp.vocab")
+            conn.execute("DROP TABLE temp.vocab")
             conn.executemany(
                 "INSERT INTO meta(key, value) VALUES (?, ?)", [("schema_version", SCHEMA_VERSION), ("ordered", "1")]
             )
         conn.executescript(_TRIGGERS)
-        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
         conn.commit()
+        clock.lap("term statistics")
     finally:
         conn.close()
     with open(tmp, "rb+") as fh:
@@ -137,14 +163,45 @@ def build(path: Path, records: Iterable[NewMemory]) -> int:
     return len(ordered)
 
 
+class _Steps:
+    def __init__(self, report: Callable[[str, float], None] | None) -> None:
+        self._report = report
+        self._mark = time.perf_counter()
+
+    def lap(self, name: str) -> None:
+        now = time.perf_counter()
+        if self._report is not None:
+            self._report(name, now - self._mark)
+        self._mark = now
+
+
+def _link_superseded(conn: sqlite3.Connection, fresh: Sequence[NewMemory]) -> None:
+    """Point each replaced record's ``superseded_by`` at the id of the record replacing it."""
+    conn.executemany(
+        "UPDATE memories SET superseded_by = (SELECT id FROM memories WHERE uid = ?) WHERE uid = ?",
+        [(r.uid, r.supersedes) for r in fresh if r.supersedes],
+    )
+
+
+def _count_terms(conn: sqlite3.Connection, fresh: Sequence[NewMemory]) -> None:
+    terms = Terms()
+    try:
+        for rec in fresh:
+            conn.executemany(
+                "INSERT INTO term_stats(term, df) VALUES (?, 1) ON CONFLICT(term) DO UPDATE SET df = df + 1",
+                [(t,) for t in terms(f"{rec.title}\n{rec.summary}\n{rec.content}\n{','.join(rec.tags)}")],
+            )
+    finally:
+        terms.close()
+
+
 def append(path: Path, records: Sequence[NewMemory]) -> int:
     """Add records whose uid is not yet indexed (idempotent); returns how many were new."""
     conn = open_writer(path)
     try:
         with conn:
             known = {r[0] for r in conn.execute("SELECT uid FROM memories")} if records else set()
-            fresh = sorted((r for r in records if r.uid not in known), key=lambda r: (r.date, r.uid))
-            dedup: dict[str, NewMemory] = {r.uid: r for r in reversed(fresh)}
+            dedup: dict[str, NewMemory] = {r.uid: r for r in reversed(records) if r.uid not in known}
             fresh = sorted(dedup.values(), key=lambda r: (r.date, r.uid))
             if not fresh:
                 return 0
@@ -157,6 +214,8 @@ def append(path: Path, records: Sequence[NewMemory]) -> int:
                 "INSERT OR IGNORE INTO memory_tags(tag, id) VALUES (?, ?)",
                 ((t, top + i) for i, r in enumerate(fresh, start=1) for t in r.tags),
             )
+            _link_superseded(conn, fresh)
+            _count_terms(conn, fresh)
         return len(fresh)
     finally:
         conn.close()
