@@ -69,3 +69,16 @@ def test_cli_errors(tmp_path: Path, seed_archive: Path, capsys: pytest.CaptureFi
     path.write_text(path.read_text().replace('"a"', '"A"'))
     code, out, err = _run(capsys, "memory", "verify", str(j.root))
     assert code == 6 and ":1: entry edited" in out and "chain broken" in err
+
+
+def test_cli_on_a_journal_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    j = MemoryJournal(tmp_path / "journal")
+    j.write_decision("adopt postgres", "scale", "done", "lead", True, timestamp="2023-02-01T00:00:00Z")
+    j.write_decision("tune postgres", "latency", "done", "lead", True)
+    _run(capsys, "memory", "compact", str(j.root), "--only", "quarterly")
+    code, out, _ = _run(capsys, "memory", "index", str(j.root), "--json")
+    assert code == 0 and json.loads(out) == {"built": 1}  # the sealed quarter stays in its shard
+    code, out, _ = _run(capsys, "memory", "search", str(j.root), "postgres", "--order", "oldest", "--json")
+    found = json.loads(out)
+    assert found["total"] == 2 and [h["title"] for h in found["hits"]] == ["adopt postgres", "tune postgres"]
+    assert "2023-Q1" in found["plan"] and found["hits"][0]["tier"] == "cold"

@@ -74,10 +74,13 @@ THERMAL_METHODS: tuple[str, ...] = (
 
 
 def thermal_spec(db_path: str) -> ApiSpec:
-    """The memory API (`thermal`) opened read-only inside the child from ``db_path``."""
+    """The memory API (`thermal`) opened read-only inside the child from ``db_path``.
+
+    ``db_path`` is an index file, or a journal directory (its live index and sealed quarters).
+    """
     return ApiSpec(
         name="thermal",
-        factory="terminai_apts.memory.api:ThermalMemory",
+        factory="terminai_apts.memory.tiered:open_memory",
         args=(db_path,),
         methods=THERMAL_METHODS,
     )

@@ -61,6 +61,17 @@ def _memory(row: Sequence[Any]) -> Memory:
     )
 
 
+def digest(query: str, res: Results) -> str:
+    """The text ``summarize`` returns: one line per best match, with its id."""
+    if not res.hits:
+        return f"No memories match {query!r}."
+    lines = [f"{res.total} memories match {query!r}; top {len(res.hits)}:"]
+    for hit in res.hits:
+        m = hit.memory
+        lines.append(f"- [{m.date[:10]}] {m.title} (#{m.id}): {(m.summary or m.content)[:200]}")
+    return "\n".join(lines)
+
+
 def _tag_list(tags: Sequence[str] | str | None) -> tuple[str, ...]:
     return split_tags(tags) if isinstance(tags, str) else tuple(t.strip().lower() for t in (tags or ()))
 
@@ -223,7 +234,7 @@ class ThermalMemory:
         terms = self._terms(match.replace('"', " "))
         if not terms:
             return False
-        half = (self._rows("SELECT coalesce(max(id), 0) FROM memories", [])[0][0] or 0) / 2
+        half = self._rows("SELECT coalesce(max(id) - min(id) + 1, 0) FROM memories", [])[0][0] / 2
         marks = ",".join("?" * len(terms))
         dfs = self._rows(f"SELECT df FROM term_stats WHERE term IN ({marks})", terms)
         return len(dfs) == len(terms) and all(df > half for (df,) in dfs)
@@ -603,10 +614,15 @@ class ThermalMemory:
     def dupes(self, memory_id: int) -> tuple[Memory, ...]:
         """Other records with the same normalised title and content."""
         self._start(None)
+        rows = self._rows("SELECT content_hash FROM memories WHERE id = ?", [int(memory_id)])
+        return self.dupes_of(rows[0][0], exclude=int(memory_id)) if rows else ()
+
+    def dupes_of(self, content_digest: str, *, exclude: int = 0) -> tuple[Memory, ...]:
+        """Records whose normalised title and content hash to ``content_digest`` (``content_hash``)."""
+        self._start(None)
         rows = self._rows(
-            f"SELECT {_COLS} FROM memories m WHERE m.content_hash = "
-            "(SELECT content_hash FROM memories WHERE id = ?) AND m.id != ? ORDER BY m.id LIMIT ?",
-            [int(memory_id), int(memory_id), MAX_ROWS],
+            f"SELECT {_COLS} FROM memories m WHERE m.content_hash = ? AND m.id != ? ORDER BY m.id LIMIT ?",
+            [str(content_digest), int(exclude), MAX_ROWS],
         )
         return tuple(_memory(r) for r in rows)
 
@@ -633,14 +649,7 @@ class ThermalMemory:
 
     def summarize(self, query: str, max_results: int = 5) -> str:
         """A short plain-text digest of the best matches: one line per record with its id."""
-        res = self.search(query, limit=max(1, min(int(max_results), 20)))
-        if not res.hits:
-            return f"No memories match {query!r}."
-        lines = [f"{res.total} memories match {query!r}; top {len(res.hits)}:"]
-        for hit in res.hits:
-            m = hit.memory
-            lines.append(f"- [{m.date[:10]}] {m.title} (#{m.id}): {(m.summary or m.content)[:200]}")
-        return "\n".join(lines)
+        return digest(query, self.search(query, limit=max(1, min(int(max_results), 20))))
 
     def scan(
         self,

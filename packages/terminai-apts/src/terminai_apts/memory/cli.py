@@ -15,6 +15,7 @@ from terminai_apts.memory.api import ThermalMemory
 from terminai_apts.memory.journal import SCHEDULES, MemoryJournal
 from terminai_apts.memory.query import normalize_date
 from terminai_apts.memory.records import NewMemory, Results, split_tags
+from terminai_apts.memory.tiered import LIVE_INDEX, TieredMemory, open_memory
 
 
 def import_archive(path: Path) -> list[NewMemory]:
@@ -74,6 +75,10 @@ def _results(args: argparse.Namespace, res: Results) -> int:
 def _cmd_index(args: argparse.Namespace) -> int:
     db = Path(args.db)
     records: list[NewMemory] = []
+    if db.is_dir():
+        # A journal directory gets its live index; sealed quarters are searched in their shards.
+        records += MemoryJournal(db).records(cold=False)
+        db = db / LIVE_INDEX
     if args.journal:
         records += MemoryJournal(args.journal).records()
     for archive in args.archive or []:
@@ -85,8 +90,8 @@ def _cmd_index(args: argparse.Namespace) -> int:
     return _emit(args, {"added": n}, f"added {n} new records to {db}")
 
 
-def _open(args: argparse.Namespace) -> ThermalMemory:
-    return ThermalMemory(args.db)
+def _open(args: argparse.Namespace) -> ThermalMemory | TieredMemory:
+    return open_memory(args.db)
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
@@ -173,7 +178,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     def parser(name: str, func: Any, helptext: str, *, db: bool = True) -> argparse.ArgumentParser:
         p: argparse.ArgumentParser = sub.add_parser(name, help=helptext)
         if db:
-            p.add_argument("db", help="memory index (SQLite)")
+            p.add_argument("db", help="memory index (SQLite), or a journal directory (live index + sealed quarters)")
         p.add_argument("--json", action="store_true", help="print one JSON object")
         p.set_defaults(func=func)
         return p

@@ -325,11 +325,16 @@ class MemoryJournal:
                 moved += len(bad)
         return moved
 
-    def records(self) -> list[NewMemory]:
-        """Every journal entry and daily summary as an index record (uid = entry hash)."""
+    def records(self, *, cold: bool = True) -> list[NewMemory]:
+        """Every journal entry and summary as an index record (uid = entry hash).
+
+        ``cold=False`` leaves out archived quarters: they are searched in their sealed shards.
+        """
         out: list[NewMemory] = []
         good, _bad = self.entries()
         for e in good:
+            if not cold and e.file.startswith("cold/"):
+                continue
             d = e.data
             tier = "cold" if e.file.startswith("cold/") else "warm"
             if d.get("kind") == "posture":
@@ -511,7 +516,7 @@ class MemoryJournal:
         shard = folder / "shard.sqlite"
         if not shard.exists():
             recs = [r for r in self.records() if r.origin.startswith(f"cold/{quarter}/")]
-            store.build(shard, recs)
+            store.build(shard, recs, first_id=store.shard_base(quarter) + 1)
             shard.chmod(0o444)  # sealed: opened with immutable=1 from now on
 
     def _truncate(self, rel: Path, quarters: set[str]) -> None:

@@ -74,6 +74,7 @@ _INSERT = (
 # Trigram postings are the costliest part of a build: filled in id chunks, each its own
 # transaction, so no single step of a million-record build runs for minutes.
 TRIGRAM_CHUNK = 100_000
+SHARD_ID_BITS = 32
 
 
 def _row(mid: int, rec: NewMemory) -> tuple[object, ...]:
@@ -103,13 +104,29 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def build(path: Path, records: Iterable[NewMemory], *, progress: Callable[[str, float], None] | None = None) -> int:
+def shard_base(quarter: str) -> int:
+    """The id before a quarter shard's first record: ``(year * 4 + q - 1) << 32``.
+
+    Sealed shards and the live index then never share an id (the live index stays below
+    2**32), and an id names the file that holds it.
+    """
+    year, q = int(quarter[:4]), int(quarter[-1])
+    return (year * 4 + q - 1) << SHARD_ID_BITS
+
+
+def build(
+    path: Path,
+    records: Iterable[NewMemory],
+    *,
+    first_id: int = 1,
+    progress: Callable[[str, float], None] | None = None,
+) -> int:
     """Build a fresh index at ``path`` from ``records``; returns the number of records.
 
     Written to a temporary file and renamed into place, so an aborted build never leaves
     a half-built index (a killed build with ``journal_mode=OFF`` corrupts the file).
-    Duplicate uids keep the first occurrence; ids follow event time. ``progress`` gets
-    each step's name and duration in seconds.
+    Duplicate uids keep the first occurrence; ids follow event time from ``first_id``.
+    ``progress`` gets each step's name and duration in seconds.
     """
     clock = _Steps(progress)
     unique: dict[str, NewMemory] = {}
@@ -122,10 +139,10 @@ def build(path: Path, records: Iterable[NewMemory], *, progress: Callable[[str, 
     try:
         conn.executescript(_TABLES.format(tokenizer=TOKENIZER))
         with conn:
-            conn.executemany(_INSERT, (_row(i, r) for i, r in enumerate(ordered, start=1)))
+            conn.executemany(_INSERT, (_row(i, r) for i, r in enumerate(ordered, start=first_id)))
             conn.executemany(
                 "INSERT OR IGNORE INTO memory_tags(tag, id) VALUES (?, ?)",
-                ((t, i) for i, r in enumerate(ordered, start=1) for t in r.tags),
+                ((t, i) for i, r in enumerate(ordered, start=first_id) for t in r.tags),
             )
             _link_superseded(conn, ordered)
         clock.lap("records")
@@ -136,14 +153,14 @@ def build(path: Path, records: Iterable[NewMemory], *, progress: Callable[[str, 
         conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('optimize')")
         conn.commit()
         clock.lap("full-text")
-        for low in range(1, len(ordered) + 1, TRIGRAM_CHUNK):
+        for low in range(first_id, first_id + len(ordered), TRIGRAM_CHUNK):
             with conn:
                 conn.execute(
                     "INSERT INTO memories_tri(rowid, title, summary, content)"
                     " SELECT id, title, summary, content FROM memories WHERE id BETWEEN ? AND ?",
                     (low, low + TRIGRAM_CHUNK - 1),
                 )
-            clock.lap(f"trigram {low}-{min(low + TRIGRAM_CHUNK - 1, len(ordered))}")
+            clock.lap(f"trigram {low - first_id + 1}-{min(low - first_id + TRIGRAM_CHUNK, len(ordered))}")
         with conn:
             conn.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, memories_fts, 'row')")
             conn.execute("INSERT INTO term_stats(term, df) SELECT term, doc FROM temp.vocab")

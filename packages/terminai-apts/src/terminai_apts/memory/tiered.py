@@ -1,0 +1,314 @@
+"""``TieredMemory``: one read-only archive over a journal's live index and its sealed quarters.
+
+Quarterly compaction seals each closed quarter into ``cold/YYYY-Qn/shard.sqlite`` (ids
+from :func:`store.shard_base`, so an id names its file); the live index
+``ROOT/index.sqlite`` holds the open quarters. Every shard is opened ``immutable=1`` and
+read-only like the live index; a call fans out to each file, newest first, and merges.
+
+Merging is exact for counts, chronological orders, regex and substring search. Relevance
+merges bm25 scores from separate files, whose term statistics differ, so the order across
+files is a close approximation of one big index; ``plan`` names every file's plan.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from terminai_apts.errors import MemoryStoreError
+from terminai_apts.memory import store
+from terminai_apts.memory.api import MAX_ROWS, ThermalMemory, digest
+from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results
+
+LIVE_INDEX = "index.sqlite"
+_Key = Callable[[Hit], tuple[object, ...]]
+_ORDER_KEYS: dict[str, tuple[_Key, bool]] = {
+    "relevance": (lambda h: (h.score, -h.id), False),
+    "newest": (lambda h: (h.memory.date, h.id), True),
+    "oldest": (lambda h: (h.memory.date, h.id), False),
+}
+
+
+class TieredMemory:
+    """``TieredMemory(journal_root)``: the methods of :class:`ThermalMemory` over every tier."""
+
+    __slots__ = ("_budget_ms", "_sources")
+
+    def __init__(self, root: str | Path, *, budget_ms: int = 2000) -> None:
+        base = Path(root)
+        shards = sorted(base.glob("cold/*/shard.sqlite"), reverse=True)
+        live = base / LIVE_INDEX
+        if not live.is_file() and not shards:
+            raise MemoryStoreError(
+                f"{base} has no live index and no sealed quarter shards",
+                hint=f"build the live index: terminai-apts memory index {base}",
+            )
+        self._budget_ms = budget_ms
+        self._sources: list[tuple[str, ThermalMemory]] = []
+        try:
+            if live.is_file():
+                self._sources.append(("live", ThermalMemory(live, budget_ms=budget_ms)))
+            for shard in shards:
+                self._sources.append((shard.parent.name, ThermalMemory(shard, immutable=True, budget_ms=budget_ms)))
+        except Exception:
+            self.close()
+            raise
+
+    # ----------------------------------------------------------------- plumbing
+    def _left(self, start: float, budget_ms: int | None) -> int:
+        spent = (time.monotonic() - start) * 1000
+        return max(1, int((budget_ms if budget_ms is not None else self._budget_ms) - spent))
+
+    def _owner(self, memory_id: int) -> ThermalMemory | None:
+        block = int(memory_id) >> store.SHARD_ID_BITS
+        for name, mem in self._sources:
+            if (name == "live" and block == 0) or (
+                name != "live" and store.shard_base(name) >> store.SHARD_ID_BITS == block
+            ):
+                return mem
+        return None
+
+    @staticmethod
+    def _merged(
+        parts: list[tuple[str, Results]],
+        hits: Sequence[Hit],
+        start: float,
+        *,
+        total: int | None = None,
+        truncated: bool = False,
+        offset: int = 0,
+    ) -> Results:
+        totals = [r.total for _n, r in parts]
+        summed = -1 if any(t < 0 for t in totals) else sum(totals)
+        total = summed if total is None else total
+        return Results(
+            hits=tuple(hits),
+            total=total,
+            truncated=truncated or total < 0 or offset + len(hits) < total,
+            elapsed_ms=round((time.monotonic() - start) * 1000, 3),
+            plan="; ".join(f"{name}: {r.plan}" for name, r in parts),
+            scanned_fraction=min((r.scanned_fraction for _n, r in parts), default=1.0),
+        )
+
+    # ----------------------------------------------------------------- queries
+    def search(
+        self,
+        query: str,
+        date_range: Sequence[str] | None = None,
+        tags: Sequence[str] | str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        *,
+        order: str = "relevance",
+        since: str | None = None,
+        until: str | None = None,
+        raw: bool = False,
+        exhaustive: bool = False,
+        budget_ms: int | None = None,
+    ) -> Results:
+        """:meth:`ThermalMemory.search` over every tier; each file returns its best ``offset + limit``."""
+        start = time.monotonic()
+        want = min(MAX_ROWS, max(0, int(limit)) + max(0, int(offset)))
+        parts = [
+            (
+                name,
+                mem.search(
+                    query,
+                    date_range,
+                    tags,
+                    limit=want,
+                    order=order,
+                    since=since,
+                    until=until,
+                    raw=raw,
+                    exhaustive=exhaustive,
+                    budget_ms=self._left(start, budget_ms),
+                ),
+            )
+            for name, mem in self._sources
+        ]
+        key, reverse = _ORDER_KEYS.get(order, _ORDER_KEYS["relevance"])
+        ranked = sorted((h for _n, r in parts for h in r.hits), key=key, reverse=reverse)
+        lo = max(0, int(offset))
+        return self._merged(parts, ranked[lo : lo + min(MAX_ROWS, max(0, int(limit)))], start, offset=lo)
+
+    def count(
+        self,
+        query: str | None = None,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        tags: Sequence[str] | str | None = None,
+        raw: bool = False,
+    ) -> int:
+        """Exact matches across every tier (-1 when a file ran out of time)."""
+        counts = [mem.count(query, since=since, until=until, tags=tags, raw=raw) for _n, mem in self._sources]
+        return -1 if any(c < 0 for c in counts) else sum(counts)
+
+    def _newest_first(
+        self, call: Callable[[ThermalMemory, int, int], Results], limit: int, budget_ms: int | None
+    ) -> Results:
+        # Tiers are disjoint in time and visited newest first, so stopping at the limit is exact;
+        # past it, one more match in any older tier is what proves the result truncated.
+        start = time.monotonic()
+        parts: list[tuple[str, Results]] = []
+        hits: list[Hit] = []
+        for name, mem in self._sources:
+            full = len(hits) >= limit
+            res = call(mem, 1 if full else limit - len(hits), self._left(start, budget_ms))
+            parts.append((name, res))
+            if full and (res.hits or res.truncated):
+                return self._merged(parts, hits, start, total=-1, truncated=True)
+            hits.extend(res.hits)
+            if res.truncated:
+                return self._merged(parts, hits, start, total=-1)
+        return self._merged(parts, hits, start, total=len(hits))
+
+    def grep(
+        self,
+        pattern: str,
+        limit: int = 50,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        budget_ms: int | None = None,
+    ) -> Results:
+        """:meth:`ThermalMemory.grep` over every tier, newest first, one shared time budget."""
+        return self._newest_first(
+            lambda mem, n, left: mem.grep(pattern, n, since=since, until=until, budget_ms=left),
+            min(MAX_ROWS, int(limit)),
+            budget_ms,
+        )
+
+    def find(
+        self,
+        substring: str,
+        limit: int = 20,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        budget_ms: int | None = None,
+    ) -> Results:
+        """:meth:`ThermalMemory.find` over every tier, newest first."""
+        return self._newest_first(
+            lambda mem, n, left: mem.find(substring, n, since=since, until=until, budget_ms=left),
+            min(MAX_ROWS, int(limit)),
+            budget_ms,
+        )
+
+    def filter(
+        self,
+        source: str | None = None,
+        min_confidence: float | None = None,
+        date_after: str | None = None,
+        date_before: str | None = None,
+        tags: Sequence[str] | str | None = None,
+        limit: int = 20,
+        *,
+        kind: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        order: str = "newest",
+    ) -> Results:
+        """:meth:`ThermalMemory.filter` over every tier, merged by date."""
+        start = time.monotonic()
+        parts = [
+            (
+                name,
+                mem.filter(
+                    source,
+                    min_confidence,
+                    date_after,
+                    date_before,
+                    tags,
+                    limit,
+                    kind=kind,
+                    since=since,
+                    until=until,
+                    order=order,
+                ),
+            )
+            for name, mem in self._sources
+        ]
+        key, reverse = _ORDER_KEYS[order if order in ("newest", "oldest") else "newest"]
+        merged = sorted((h for _n, r in parts for h in r.hits), key=key, reverse=reverse)
+        return self._merged(parts, merged[: min(MAX_ROWS, max(0, int(limit)))], start)
+
+    def get(self, memory_id: int) -> Memory | None:
+        """One record by id (the id names the tier that holds it)."""
+        owner = self._owner(memory_id)
+        return owner.get(memory_id) if owner is not None else None
+
+    def around(self, memory_id: int, before: int = 3, after: int = 3) -> tuple[Memory, ...]:
+        """The record and its neighbours in event time within its tier."""
+        owner = self._owner(memory_id)
+        return owner.around(memory_id, before, after) if owner is not None else ()
+
+    def trace(self, memory_id: int) -> Provenance | None:
+        """Provenance of a record (its tier, journal file:line, source, ingestion time)."""
+        owner = self._owner(memory_id)
+        return owner.trace(memory_id) if owner is not None else None
+
+    def dupes(self, memory_id: int) -> tuple[Memory, ...]:
+        """Records in any tier with the same normalised title and content."""
+        centre = self.get(memory_id)
+        if centre is None:
+            return ()
+        found: list[Memory] = []
+        for _name, mem in self._sources:
+            found.extend(mem.dupes_of(centre.content_hash, exclude=centre.id))
+        return tuple(sorted(found, key=lambda m: m.id)[:MAX_ROWS])
+
+    def facets(
+        self, query: str | None = None, by: str = "month", *, since: str | None = None, until: str | None = None
+    ) -> tuple[Facet, ...]:
+        """Per-tier facet counts, summed."""
+        sums: dict[str, int] = {}
+        for _name, mem in self._sources:
+            for facet in mem.facets(query, by, since=since, until=until):
+                sums[facet.key] = sums.get(facet.key, 0) + facet.count
+        if by == "month":
+            return tuple(Facet(key=k, count=c) for k, c in sorted(sums.items()))
+        return tuple(
+            Facet(key=k, count=c) for k, c in heapq.nsmallest(1000, sums.items(), key=lambda kv: (-kv[1], kv[0]))
+        )
+
+    def summarize(self, query: str, max_results: int = 5) -> str:
+        """A short plain-text digest of the best matches across every tier."""
+        return digest(query, self.search(query, limit=max(1, min(int(max_results), 20))))
+
+    def scan(
+        self,
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        query: str | None = None,
+        max_chars: int = 40_000,
+        max_batches: int = 50,
+    ) -> Iterator[Batch]:
+        """Bounded text batches, oldest tier first, at most ``max_batches`` in all."""
+        left = max(1, min(int(max_batches), 1000))
+        for _name, mem in reversed(self._sources):
+            for batch in mem.scan(since=since, until=until, query=query, max_chars=max_chars, max_batches=left):
+                yield batch
+                left -= 1
+                if left == 0:
+                    return
+
+    def close(self) -> None:
+        """Release every file handle (the object is unusable afterwards)."""
+        for _name, mem in self._sources:
+            mem.close()
+
+    def __enter__(self) -> TieredMemory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_memory(path: str | Path) -> ThermalMemory | TieredMemory:
+    """An index file opens as :class:`ThermalMemory`, a journal directory as :class:`TieredMemory`."""
+    return TieredMemory(path) if Path(path).is_dir() else ThermalMemory(path)

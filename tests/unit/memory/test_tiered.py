@@ -1,0 +1,129 @@
+"""TieredMemory: the live index plus sealed quarter shards answer like one index of everything."""
+
+from __future__ import annotations
+
+from datetime import date
+from pathlib import Path
+
+import pytest
+from terminai_apts.errors import MemoryStoreError
+from terminai_apts.memory import store
+from terminai_apts.memory.api import ThermalMemory
+from terminai_apts.memory.journal import MemoryJournal
+from terminai_apts.memory.records import Memory
+from terminai_apts.memory.tiered import LIVE_INDEX, TieredMemory, open_memory
+
+TODAY = date(2024, 8, 20)
+DAYS = ["2024-01-10", "2024-02-11", "2024-03-30", "2024-04-02", "2024-05-03", "2024-07-09", "2024-08-10"]
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> MemoryJournal:
+    j = MemoryJournal(tmp_path / "journal")
+    for i, day in enumerate(DAYS):
+        topic = "postgres failover" if i % 2 else "deploy rollback"
+        j.write_decision(
+            f"{topic} decision {i}", f"ticket PROJ-{1000 + i}", "ok", "agent", True, timestamp=f"{day}T10:00:00Z"
+        )
+    j.update_posture("cautious", "deploy rollback seen", timestamp="2024-02-12T09:00:00Z")
+    j.compact(today=TODAY, only="quarterly")  # seals 2024-Q1 and 2024-Q2 into shards
+    store.build(j.root / LIVE_INDEX, j.records(cold=False))
+    return j
+
+
+@pytest.fixture
+def everything(journal: MemoryJournal, tmp_path: Path) -> Path:
+    """One plain index of every record, the reference the tiers must agree with."""
+    db = tmp_path / "all.db"
+    store.build(db, journal.records())
+    return db
+
+
+def _keys(memories: list[Memory]) -> list[tuple[str, str]]:
+    return [(m.date, m.title) for m in memories]
+
+
+def test_tiers_are_sealed_shards_and_a_live_index(journal: MemoryJournal) -> None:
+    shards = sorted(p.parent.name for p in journal.root.glob("cold/*/shard.sqlite"))
+    assert shards == ["2024-Q1", "2024-Q2"]
+    with ThermalMemory(journal.root / LIVE_INDEX) as live:
+        assert live.count(since="2000-01-01") == 2  # only the open quarter's two decisions
+    with TieredMemory(journal.root) as mem:
+        assert mem.count(since="2000-01-01") == len(DAYS) + 1
+
+
+@pytest.mark.parametrize("query", ["deploy", "postgres failover", "PROJ-1003", "cautious", "absent"])
+def test_counts_and_chronological_search_match_one_index(journal: MemoryJournal, everything: Path, query: str) -> None:
+    with TieredMemory(journal.root) as tiers, ThermalMemory(everything) as one:
+        assert tiers.count(query) == one.count(query)
+        for order in ("newest", "oldest"):
+            got, want = tiers.search(query, order=order), one.search(query, order=order)
+            assert got.total == want.total
+            assert _keys([h.memory for h in got]) == _keys([h.memory for h in want])
+        assert sorted(_keys([h.memory for h in tiers.search(query)])) == sorted(
+            _keys([h.memory for h in one.search(query)])
+        )
+
+
+def test_paging_across_tiers(journal: MemoryJournal, everything: Path) -> None:
+    with TieredMemory(journal.root) as tiers, ThermalMemory(everything) as one:
+        pages = [tiers.search("decision", order="newest", limit=2, offset=o) for o in (0, 2, 4, 6)]
+        flat = [h.memory for p in pages for h in p]
+        assert _keys(flat) == _keys([h.memory for h in one.search("decision", order="newest")])
+        assert pages[0].truncated and not pages[-1].truncated and pages[0].total == len(DAYS)
+
+
+def test_regex_substring_filter_facets_and_scan(journal: MemoryJournal, everything: Path) -> None:
+    with TieredMemory(journal.root) as tiers, ThermalMemory(everything) as one:
+        for pattern in (r"PROJ-100[0-4]", r"decision \d"):
+            assert _keys([h.memory for h in tiers.grep(pattern)]) == _keys([h.memory for h in one.grep(pattern)])
+        assert _keys([h.memory for h in tiers.find("failover")]) == _keys([h.memory for h in one.find("failover")])
+        first_two = tiers.grep(r"decision \d", limit=2)
+        assert len(first_two) == 2 and first_two.truncated and first_two[0].memory.date.startswith("2024-08")
+        got = tiers.filter(source="agent", since="2024-03-01", order="oldest")
+        assert _keys([h.memory for h in got]) == _keys(
+            [h.memory for h in one.filter(source="agent", since="2024-03-01", order="oldest")]
+        )
+        assert tiers.facets(by="month") == one.facets(by="month")
+        assert tiers.facets("deploy", by="source") == one.facets("deploy", by="source")
+        text = "".join(b.text for b in tiers.scan())
+        assert all(f"decision {i}" in text for i in range(len(DAYS)))
+        assert "deploy" in tiers.summarize("deploy rollback")
+
+
+def test_ids_name_their_tier(journal: MemoryJournal) -> None:
+    with TieredMemory(journal.root) as mem:
+        oldest = mem.search("decision", order="oldest", limit=1)[0].memory
+        assert oldest.id > store.shard_base("2024-Q1") and oldest.id < store.shard_base("2024-Q2")
+        got = mem.get(oldest.id)
+        assert got == oldest
+        trace = mem.trace(oldest.id)
+        assert trace is not None and trace.origin.startswith("cold/2024-Q1/") and trace.tier == "cold"
+        assert [m.title for m in mem.around(oldest.id, 0, 1)] == [
+            "deploy rollback decision 0",
+            "postgres failover decision 1",
+        ]
+        newest = mem.search("decision", order="newest", limit=1)[0].memory
+        assert newest.id < 1 << store.SHARD_ID_BITS and mem.get(newest.id) == newest
+        assert mem.get(store.shard_base("2019-Q1") + 1) is None and mem.trace(10**15) is None
+        assert mem.dupes(oldest.id) == ()
+
+
+def test_shards_are_read_only_and_stay_unchanged(journal: MemoryJournal) -> None:
+    shard = journal.root / "cold/2024-Q1/shard.sqlite"
+    before = shard.read_bytes()
+    with TieredMemory(journal.root) as mem:
+        mem.search("deploy")
+        mem.grep("PROJ")
+    assert shard.read_bytes() == before
+    assert shard.stat().st_mode & 0o777 == 0o444  # sealed for every non-root writer too
+    with TieredMemory(journal.root) as mem, pytest.raises(AttributeError):
+        _ = mem._conn  # type: ignore[attr-defined]  # no connection to reach through
+
+
+def test_open_memory_and_errors(journal: MemoryJournal, everything: Path, tmp_path: Path) -> None:
+    assert isinstance(open_memory(journal.root), TieredMemory)
+    assert isinstance(open_memory(everything), ThermalMemory)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(MemoryStoreError, match="no live index"):
+        TieredMemory(tmp_path / "empty")
