@@ -115,6 +115,30 @@ def test_budget_returns_partial(index: Path) -> None:
         assert res.truncated and res.total == -1 and "budget" in res.plan
 
 
+def test_every_call_honours_its_budget(tmp_path: Path) -> None:
+    from tests.unit.memory.conftest import make_records
+
+    base = make_records()[0]
+    db = tmp_path / "big.db"
+    store.build(
+        db,
+        [
+            dataclasses.replace(
+                base, uid=f"b{i}", date=f"2024-01-01T00:{i // 60 % 60:02d}:{i % 60:02d}Z", content=f"note {i}"
+            )
+            for i in range(5000)
+        ],
+    )
+    with ThermalMemory(db) as mem:
+        assert mem.count(since="2023-01-01") == 5000  # the default budget is ample
+        assert mem.count(tags="db", budget_ms=0) == -1
+        res = mem.filter(min_confidence=0.5, budget_ms=0)
+        assert res.truncated and res.total == -1 and "budget" in res.plan
+        with pytest.raises(UsageError, match="time budget"):
+            mem.facets(by="tag", budget_ms=0)
+        assert len(mem.facets(by="tag")) == 2
+
+
 def test_find_filter_get_and_friends(index: Path) -> None:
     with ThermalMemory(index) as mem:
         assert mem.find("proj-12").total == 1

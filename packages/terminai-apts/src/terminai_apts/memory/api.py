@@ -375,9 +375,10 @@ class ThermalMemory:
         until: str | None = None,
         tags: Sequence[str] | str | None = None,
         raw: bool = False,
+        budget_ms: int | None = None,
     ) -> int:
-        """Exact number of records matching ``query`` (all tokens) or, without one, the filters."""
-        self._start(None)
+        """Exact number of records matching ``query`` (all tokens) or, without one, the filters (-1: budget)."""
+        self._start(budget_ms)
         try:
             if query is None or not str(query).strip():
                 where, params = self._scope(since, until, tags, "m.id")
@@ -530,11 +531,12 @@ class ThermalMemory:
         since: str | None = None,
         until: str | None = None,
         order: str = "newest",
+        budget_ms: int | None = None,
     ) -> Results:
         """Records by metadata only; ``date_after``/``date_before`` are exclusive bounds (as in the seed)."""
         if order not in ("newest", "oldest"):
             raise UsageError(f"order must be newest or oldest, not {order!r}")
-        start = self._start(None)
+        start = self._start(budget_ms)
         try:
             # A tag (or the whole table) drives the loop in id order, which is event-time order.
             tag_list = _tag_list(tags)
@@ -627,13 +629,19 @@ class ThermalMemory:
         return tuple(_memory(r) for r in rows)
 
     def facets(
-        self, query: str | None = None, by: str = "month", *, since: str | None = None, until: str | None = None
+        self,
+        query: str | None = None,
+        by: str = "month",
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        budget_ms: int | None = None,
     ) -> tuple[Facet, ...]:
         """Counts of matching records per month, tag or source (largest first for tag/source)."""
         keys = {"month": "substr(m.date, 1, 7)", "source": "m.source", "tag": "t.tag"}
         if by not in keys:
             raise UsageError(f"facets by must be month, tag or source, not {by!r}")
-        self._start(None)
+        self._start(budget_ms)
         where, params = self._window(since, until)
         joins = " JOIN memory_tags t ON t.id = m.id" if by == "tag" else ""
         if query is not None and q.fts_and(str(query)):
@@ -641,10 +649,16 @@ class ThermalMemory:
             params.append(q.fts_and(str(query)))
         clause = " WHERE " + " AND ".join(where) if where else ""
         ordering = "1" if by == "month" else "2 DESC, 1"
-        rows = self._rows(
-            f"SELECT {keys[by]}, count(*) FROM memories m{joins}{clause} GROUP BY 1 ORDER BY {ordering} LIMIT 1000",
-            params,
-        )
+        try:
+            rows = self._rows(
+                f"SELECT {keys[by]}, count(*) FROM memories m{joins}{clause} GROUP BY 1 ORDER BY {ordering} LIMIT 1000",
+                params,
+            )
+        except _Interrupted:
+            # Partial buckets would read as real counts: refuse instead.
+            raise UsageError(
+                "facets ran out of its time budget", hint="narrow it with since/until or pass a larger budget_ms"
+            ) from None
         return tuple(Facet(key=str(k), count=int(c)) for k, c in rows)
 
     def summarize(self, query: str, max_results: int = 5) -> str:

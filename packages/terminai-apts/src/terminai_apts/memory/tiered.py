@@ -142,9 +142,14 @@ class TieredMemory:
         until: str | None = None,
         tags: Sequence[str] | str | None = None,
         raw: bool = False,
+        budget_ms: int | None = None,
     ) -> int:
-        """Exact matches across every tier (-1 when a file ran out of time)."""
-        counts = [mem.count(query, since=since, until=until, tags=tags, raw=raw) for _n, mem in self._sources]
+        """Exact matches across every tier (-1 when the budget ran out)."""
+        start = time.monotonic()
+        counts = [
+            mem.count(query, since=since, until=until, tags=tags, raw=raw, budget_ms=self._left(start, budget_ms))
+            for _n, mem in self._sources
+        ]
         return -1 if any(c < 0 for c in counts) else sum(counts)
 
     def _newest_first(
@@ -211,6 +216,7 @@ class TieredMemory:
         since: str | None = None,
         until: str | None = None,
         order: str = "newest",
+        budget_ms: int | None = None,
     ) -> Results:
         """:meth:`ThermalMemory.filter` over every tier, merged by date."""
         start = time.monotonic()
@@ -228,6 +234,7 @@ class TieredMemory:
                     since=since,
                     until=until,
                     order=order,
+                    budget_ms=self._left(start, budget_ms),
                 ),
             )
             for name, mem in self._sources
@@ -262,12 +269,19 @@ class TieredMemory:
         return tuple(sorted(found, key=lambda m: m.id)[:MAX_ROWS])
 
     def facets(
-        self, query: str | None = None, by: str = "month", *, since: str | None = None, until: str | None = None
+        self,
+        query: str | None = None,
+        by: str = "month",
+        *,
+        since: str | None = None,
+        until: str | None = None,
+        budget_ms: int | None = None,
     ) -> tuple[Facet, ...]:
         """Per-tier facet counts, summed."""
+        start = time.monotonic()
         sums: dict[str, int] = {}
         for _name, mem in self._sources:
-            for facet in mem.facets(query, by, since=since, until=until):
+            for facet in mem.facets(query, by, since=since, until=until, budget_ms=self._left(start, budget_ms)):
                 sums[facet.key] = sums.get(facet.key, 0) + facet.count
         if by == "month":
             return tuple(Facet(key=k, count=c) for k, c in sorted(sums.items()))
