@@ -234,7 +234,9 @@ class ThermalMemory:
         terms = self._terms(match.replace('"', " "))
         if not terms:
             return False
-        half = self._rows("SELECT coalesce(max(id) - min(id) + 1, 0) FROM memories", [])[0][0] / 2
+        # Two subqueries: min() and max() in one SELECT would lose SQLite's O(1) rowid shortcut.
+        span = self._rows("SELECT (SELECT max(id) FROM memories) - (SELECT min(id) FROM memories) + 1", [])[0][0]
+        half = (span or 0) / 2
         marks = ",".join("?" * len(terms))
         dfs = self._rows(f"SELECT df FROM term_stats WHERE term IN ({marks})", terms)
         return len(dfs) == len(terms) and all(df > half for (df,) in dfs)
