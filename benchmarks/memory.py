@@ -3,7 +3,8 @@
 Generates a synthetic archive per size (realistic titles, prose, tags, sources, dates over
 three years), builds the index (time and size), then times each call and the LIKE baseline
 on the same data in the same run. Usage:
-``python benchmarks/memory.py --sizes 6700,100000 [--queries 40]``.
+``python benchmarks/memory.py --sizes 6700,100000 [--queries 40] [--tiered]``; ``--tiered``
+also times the same calls over per-quarter sealed shards plus a live index.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 from terminai_apts.memory import store
 from terminai_apts.memory.api import ThermalMemory
 from terminai_apts.memory.records import NewMemory
+from terminai_apts.memory.tiered import LIVE_INDEX, TieredMemory
 
 # English function words head the Zipf ranking; domain words sit at ranks spread
 # geometrically from 20 to 5,000, so queries span document frequencies from ~30%
@@ -180,7 +182,7 @@ def timed(fn: Callable[[str], object], queries: list[str]) -> tuple[float, float
     return statistics.median(samples), samples[max(0, int(len(samples) * 0.95) - 1)], samples[-1]
 
 
-def run(n: int, reps: int, workdir: Path) -> None:
+def run(n: int, reps: int, workdir: Path, *, tiered: bool) -> None:
     recs = synth(n)
     db, seed = workdir / f"mem{n}.db", workdir / f"seed{n}.db"
     seed_db(seed, recs)
@@ -207,7 +209,15 @@ def run(n: int, reps: int, workdir: Path) -> None:
     base = timed(seed_search, queries)
     print(f"{'call':34} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9} {'x LIKE p50':>11}")
     print(f"{'seed LIKE scan (baseline)':34} {base[0]:9.2f} {base[1]:9.2f} {base[2]:9.2f} {1.0:11.1f}")
-    mem = ThermalMemory(db)
+    with ThermalMemory(db) as mem:
+        _table(mem, n, queries, base[0])
+    if tiered:
+        _tiered(recs, n, queries, base[0], workdir)
+    like.close()
+
+
+def _table(mem: ThermalMemory | TieredMemory, n: int, queries: list[str], baseline_p50: float) -> None:
+    some_id = mem.filter(order="oldest", limit=1).ids[0]
     calls: dict[str, Callable[[str], object]] = {
         "search (bm25 top 20)": mem.search,
         "search since 90d window": lambda qt: mem.search(qt, since="2025-10-01"),
@@ -217,24 +227,48 @@ def run(n: int, reps: int, workdir: Path) -> None:
         "grep literal 'timeout after \\d+ms'": lambda _qt: mem.grep(r"timeout after \d+ms"),
         "grep no literal '\\d{5}ms'": lambda _qt: mem.grep(r"\d{5}ms"),
         "filter(tags, since)": lambda _qt: mem.filter(tags=["incident"], since="2025-01-01"),
-        "get(id)": lambda _qt: mem.get(n // 2),
+        "get(id)": lambda _qt: mem.get(some_id),
     }
     for name, fn in calls.items():
-        reps_here = queries if "grep" not in name else queries[: max(5, reps // 4)]
+        reps_here = queries if "grep" not in name else queries[: max(5, len(queries) // 4)]
         p50, p95, mx = timed(fn, reps_here)
-        print(f"{name:34} {p50:9.2f} {p95:9.2f} {mx:9.2f} {base[0] / p50 if p50 else 0:11.1f}")
-    mem.close()
-    like.close()
+        print(f"{name:34} {p50:9.2f} {p95:9.2f} {mx:9.2f} {baseline_p50 / p50 if p50 else 0:11.1f}")
+
+
+def _tiered(recs: list[NewMemory], n: int, queries: list[str], baseline_p50: float, workdir: Path) -> None:
+    """The same calls over quarter shards plus a live index, as a compacted journal holds them."""
+    root = workdir / f"tiered{n}"
+    quarters: dict[str, list[NewMemory]] = {}
+    for rec in recs:
+        quarters.setdefault(f"{rec.date[:4]}-Q{(int(rec.date[5:7]) - 1) // 3 + 1}", []).append(rec)
+    *sealed, live = sorted(quarters)
+    longest = ("", 0.0)
+    t = time.perf_counter()
+    for quarter in sealed:
+        shard = root / "cold" / quarter / "shard.sqlite"
+        shard.parent.mkdir(parents=True)
+        s = time.perf_counter()
+        store.build(shard, quarters[quarter], first_id=store.shard_base(quarter) + 1)
+        longest = max(longest, (quarter, time.perf_counter() - s), key=lambda step: step[1])
+    store.build(root / LIVE_INDEX, quarters[live])
+    print(
+        f"\n### {n:,} records as {len(sealed)} sealed quarter shards + live index: build "
+        f"{time.perf_counter() - t:.1f} s (longest shard: {longest[0]} {longest[1]:.1f} s)"
+    )
+    print(f"{'call (TieredMemory)':34} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9} {'x LIKE p50':>11}")
+    with TieredMemory(root) as mem:
+        _table(mem, n, queries, baseline_p50)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--sizes", default="6700,100000,1000000")
     parser.add_argument("--queries", type=int, default=40)
+    parser.add_argument("--tiered", action="store_true", help="also time quarter shards + a live index")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="membench-") as tmp:
         for size in (int(s) for s in args.sizes.split(",")):
-            run(size, args.queries, Path(tmp))
+            run(size, args.queries, Path(tmp), tiered=args.tiered)
 
 
 if __name__ == "__main__":

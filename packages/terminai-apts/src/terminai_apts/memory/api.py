@@ -27,8 +27,8 @@ from terminai_apts.memory.terms import Terms
 
 MAX_ROWS = 100
 # Matches (times query words: each word's postings are scored) beyond which relevance
-# ranking is limited to the newest matches; about 4 ms of bm25 on the reference machine.
-RANK_CAP = 4_000
+# ranking is limited to the newest matches; about 3 ms of bm25 on the reference machine.
+RANK_CAP = 3_000
 SCORE = "bm25(f.memories_fts, 5.0, 2.0, 1.0, 3.0)"  # column weights: title, summary, content, tags
 GREP_TEXT_CAP = 20_000  # per-record characters a regex sees: bounds the cost of one match
 _COLS = (
