@@ -317,47 +317,77 @@ class ThermalMemory:
             raise UsageError(f"order must be one of {', '.join(_ORDERS)}, not {order!r}")
         start = self._start(budget_ms)
         limit, offset = self._limit(limit), max(0, int(offset))
-        forms = (
-            [("fts-raw", str(query))] if raw else [("fts-and", q.fts_and(str(query))), ("fts-or", q.fts_or(str(query)))]
-        )
-        if not forms[0][1].strip():
-            return Results(hits=(), total=0, truncated=False, elapsed_ms=self._elapsed(start), plan="empty-query")
-        plan, total, page, match = forms[0][0], 0, [], forms[0][1]
+        plan = "fts"
         try:
-            where, params = self._scope(since, until, tags, "f.rowid", date_range)
-            for idx, (name, match) in enumerate(forms):
-                if idx and (total or len(q.fts_tokens(str(query))) < 2):
-                    break
-                plan = name if idx == 0 else f"{name} (relaxed: no record had every word)"
-                total = self._match_count(match, where, params, raw)
-                if not total or limit == 0:
-                    continue
-                used, scope, values = order, list(where), list(params)
-                cap = max(1, RANK_CAP // max(1, len(q.fts_tokens(str(query))) if not raw else 1))
-                if order == "relevance" and total > cap and not exhaustive:
-                    if self._common(match, raw):
-                        used = "newest"
-                        plan += " (every word is in most records, so bm25 cannot rank them: newest first)"
-                    else:
-                        scope.append("f.rowid >= ?")
-                        values.append(self._nth_newest(match, where, params, cap))
-                        plan += f" (ranked within newest {cap} of {total} matches)"
-                page = self._page(match, scope, values, used, limit, offset)
-            ids = [r[0] for r in page]
-            records = self._hydrate(ids) if ids else {}
-            snippets = self._snippets(match, ids) if ids else {}
+            page, total, plan, match = self._ranked(
+                str(query), date_range, tags, limit, offset, order, since, until, raw, exhaustive
+            )
+            hits = self._hits(match, page)
         except _Interrupted:
             return Results(hits=(), total=-1, truncated=True, elapsed_ms=self._elapsed(start), plan=f"{plan} (budget)")
-        hits = tuple(
-            Hit(memory=records[i], score=float(score), snippet=snippets.get(i, "")) for i, score in page if i in records
-        )
         return Results(
             hits=hits,
             total=total,
             truncated=offset + len(hits) < total,
             elapsed_ms=self._elapsed(start),
-            plan=f"{plan} order={order}",
+            plan=plan if plan == "empty-query" else f"{plan} order={order}",
         )
+
+    def _ranked(
+        self,
+        query: str,
+        date_range: Sequence[str] | None,
+        tags: Sequence[str] | str | None,
+        limit: int,
+        offset: int,
+        order: str,
+        since: str | None,
+        until: str | None,
+        raw: bool,
+        exhaustive: bool,
+    ) -> tuple[list[Any], int, str, str]:
+        """``(page of (id, score), total, plan, match)``: the search without its records.
+
+        Kept apart from :meth:`_hits` so :class:`TieredMemory` reads records and snippets
+        only for the hits that survive its merge.
+        """
+        forms = [("fts-raw", query)] if raw else [("fts-and", q.fts_and(query)), ("fts-or", q.fts_or(query))]
+        if not forms[0][1].strip():
+            return [], 0, "empty-query", ""
+        plan, total, page, match = forms[0][0], 0, [], forms[0][1]
+        where, params = self._scope(since, until, tags, "f.rowid", date_range)
+        for idx, (name, match) in enumerate(forms):
+            if idx and (total or len(q.fts_tokens(query)) < 2):
+                break
+            plan = name if idx == 0 else f"{name} (relaxed: no record had every word)"
+            total = self._match_count(match, where, params, raw)
+            if not total or limit == 0:
+                continue
+            used, scope, values = order, list(where), list(params)
+            cap = max(1, RANK_CAP // max(1, len(q.fts_tokens(query)) if not raw else 1))
+            if order == "relevance" and total > cap and not exhaustive:
+                if self._common(match, raw):
+                    used = "newest"
+                    plan += " (every word is in most records, so bm25 cannot rank them: newest first)"
+                else:
+                    scope.append("f.rowid >= ?")
+                    values.append(self._nth_newest(match, where, params, cap))
+                    plan += f" (ranked within newest {cap} of {total} matches)"
+            page = self._page(match, scope, values, used, limit, offset)
+        return page, total, plan, match
+
+    def _hits(self, match: str, page: Sequence[Any]) -> tuple[Hit, ...]:
+        ids = [r[0] for r in page]
+        if not ids:
+            return ()
+        records, snippets = self._hydrate(ids), self._snippets(match, ids)
+        return tuple(
+            Hit(memory=records[i], score=float(score), snippet=snippets.get(i, "")) for i, score in page if i in records
+        )
+
+    def _dates(self, ids: Sequence[int]) -> dict[int, str]:
+        marks = ",".join("?" * len(ids))
+        return dict(self._rows(f"SELECT id, date FROM memories WHERE id IN ({marks})", ids)) if ids else {}
 
     def _nth_newest(self, match: str, where: list[str], params: list[object], n: int) -> int:
         scope = "".join(f" AND {w}" for w in where)

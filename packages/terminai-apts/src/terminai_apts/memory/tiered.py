@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from terminai_apts.errors import MemoryStoreError
+from terminai_apts.errors import MemoryStoreError, UsageError
 from terminai_apts.memory import store
-from terminai_apts.memory.api import MAX_ROWS, ThermalMemory, digest
+from terminai_apts.memory.api import MAX_ROWS, ThermalMemory, _Interrupted, digest
 from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results
 
 LIVE_INDEX = "index.sqlite"
@@ -108,31 +108,53 @@ class TieredMemory:
         exhaustive: bool = False,
         budget_ms: int | None = None,
     ) -> Results:
-        """:meth:`ThermalMemory.search` over every tier; each file returns its best ``offset + limit``."""
+        """:meth:`ThermalMemory.search` over every tier, merged; records are read for the survivors only."""
+        if order not in _ORDER_KEYS:
+            raise UsageError(f"order must be one of {', '.join(_ORDER_KEYS)}, not {order!r}")
         start = time.monotonic()
-        want = min(MAX_ROWS, max(0, int(limit)) + max(0, int(offset)))
-        parts = [
-            (
-                name,
-                mem.search(
-                    query,
-                    date_range,
-                    tags,
-                    limit=want,
-                    order=order,
-                    since=since,
-                    until=until,
-                    raw=raw,
-                    exhaustive=exhaustive,
-                    budget_ms=self._left(start, budget_ms),
-                ),
-            )
-            for name, mem in self._sources
-        ]
-        key, reverse = _ORDER_KEYS.get(order, _ORDER_KEYS["relevance"])
-        ranked = sorted((h for _n, r in parts for h in r.hits), key=key, reverse=reverse)
-        lo = max(0, int(offset))
-        return self._merged(parts, ranked[lo : lo + min(MAX_ROWS, max(0, int(limit)))], start, offset=lo)
+        lo, size = max(0, int(offset)), min(MAX_ROWS, max(0, int(limit)))
+        want = min(MAX_ROWS, lo + size)
+        found: list[tuple[tuple[object, ...], int, int, float]] = []  # (sort key, tier, id, score)
+        totals: list[int] = []
+        plans: list[str] = []
+        matches: list[str] = []
+        for tier, (name, mem) in enumerate(self._sources):
+            mem._start(self._left(start, budget_ms))
+            try:
+                page, total, plan, match = mem._ranked(
+                    str(query), date_range, tags, want, 0, order, since, until, raw, exhaustive
+                )
+                dates = mem._dates([i for i, _s in page]) if order != "relevance" else {}
+            except _Interrupted:
+                page, total, plan, match, dates = [], -1, "budget", "", {}
+            totals.append(total)
+            plans.append(f"{name}: {plan}")
+            matches.append(match)
+            for mid, score in page:
+                key = (float(score), -mid) if order == "relevance" else (dates.get(mid, ""), mid)
+                found.append((key, tier, mid, float(score)))
+        found.sort(key=lambda f: f[0], reverse=order == "newest")
+        chosen = found[lo : lo + size]
+        by_tier: dict[int, list[tuple[int, float]]] = {}
+        for _key, tier, mid, score in chosen:
+            by_tier.setdefault(tier, []).append((mid, score))
+        hits: dict[tuple[int, int], Hit] = {}
+        for tier, page in by_tier.items():
+            mem = self._sources[tier][1]
+            mem._start(self._left(start, budget_ms))
+            try:
+                hits.update(((tier, h.id), h) for h in mem._hits(matches[tier], page))
+            except _Interrupted:
+                totals[tier] = -1
+        ordered = [hits[(tier, mid)] for _k, tier, mid, _s in chosen if (tier, mid) in hits]
+        total = -1 if any(t < 0 for t in totals) else sum(totals)
+        return Results(
+            hits=tuple(ordered),
+            total=total,
+            truncated=total < 0 or lo + len(ordered) < total,
+            elapsed_ms=round((time.monotonic() - start) * 1000, 3),
+            plan="; ".join(f"{p} order={order}" for p in plans),
+        )
 
     def count(
         self,
