@@ -17,7 +17,7 @@ from terminai_sandbox.errors import ConfigError, SigningError
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient, docker_config_credentials
 from terminai_sandbox.secret import Secret
-from terminai_sandbox.signing import attest, bundles, cosign, keyless, keys
+from terminai_sandbox.signing import attest, bundles, cosign, keyless, keys, legacy_keyless
 from terminai_sandbox.signing.policy import KeylessIdentity, VerificationPolicy, load_policy
 from terminai_sandbox.signing.verify import verify_image
 
@@ -102,15 +102,29 @@ def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_regi
 def sign_cmd(
     reference: str, key_path: Path | None, keyless_: bool, bundle_format: bool, insecure_registry: bool
 ) -> None:
-    """Sign REFERENCE by digest (a tag is resolved once) in cosign's .sig layout."""
+    """Sign REFERENCE by digest (a tag is resolved once) in cosign's .sig layout.
+
+    With --keyless (CI): a Sigstore bundle referrer and a .sig layer carrying the Fulcio
+    certificate, its chain and the Rekor entry, both from one ephemeral certificate.
+    """
     if bool(key_path) == keyless_:
         raise ConfigError("pass exactly one of --key or --keyless")
     ref = ImageRef.parse(reference)
     client = _client(ref, insecure_registry)
     digest = ref.digest or client.resolve(ref.repository, ref.tag or "latest")
     if keyless_:
-        artifact = bundles.attach(client, ref.repository, digest, keyless.sign_keyless(ref.name, digest))
+        # One session, one certificate: the bundle referrer (cosign v3) and the legacy .sig
+        # layer (cosign v2, podman/skopeo) are two stores of the same signing event.
+        with keyless.ambient_session() as session:
+            artifact = bundles.attach(
+                client, ref.repository, digest, keyless.sign_statement(session.signer, ref.name, digest)
+            )
+            _, _, added = legacy_keyless.sign(
+                client, ref.repository, digest, session.signer, session.trust, docker_reference=ref.name
+            )
         click.echo(f"signed {ref.name}@{digest} keyless (bundle referrer {artifact})")
+        where = cosign.signature_tag(digest)
+        click.echo(f"{'added' if added else 'already present:'} keyless signature in {where} (cosign .sig layout)")
         return
     assert key_path is not None
     key = keys.load_private(key_path.read_bytes(), _password(confirm=False))
@@ -129,6 +143,12 @@ def sign_cmd(
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path), default=None, help="policy file")
 @click.option("--attestation", default=None, help="also require a verified attestation of this type (cyclonedx)")
 @click.option("--offline", "offline_dir", type=click.Path(path_type=Path, exists=True, file_okay=False), default=None)
+@click.option(
+    "--trusted-root",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    default=None,
+    help="keyless: Sigstore trusted_root.json to verify against (default: public-good, offline)",
+)
 @click.option("--json", "as_json", is_flag=True)
 @_INSECURE
 def verify_cmd(
@@ -139,6 +159,7 @@ def verify_cmd(
     policy_path: Path | None,
     attestation: str | None,
     offline_dir: Path | None,
+    trusted_root: Path | None,
     as_json: bool,
     insecure_registry: bool,
 ) -> None:
@@ -172,7 +193,9 @@ def verify_cmd(
             if ref.tag is None:
                 raise ConfigError(f"{reference} has neither tag nor digest")
             ref = ref.with_digest(client.resolve(ref.repository, ref.tag))
-    result = verify_image(ref, policy, client=client, offline_dir=offline_dir, attestation=attestation)
+    result = verify_image(
+        ref, policy, client=client, offline_dir=offline_dir, attestation=attestation, trusted_root=trusted_root
+    )
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
         return

@@ -6,49 +6,36 @@ and checks what the library leaves to the caller: the DSSE payload type is in-to
 subject digest equals the image digest, and the predicate type is the expected one.
 Identities match exactly or by a full regular expression (``re.fullmatch``).
 
-Signing (CI only: GitHub Actions with ``id-token: write``) builds the in-toto statement
-that ``cosign sign`` v3 signs and asks Fulcio and Rekor through sigstore-python.
+Signing (CI only: GitHub Actions with ``id-token: write``) opens one session (one
+ephemeral key and Fulcio certificate) and signs through sigstore-python: the in-toto
+statement ``cosign sign`` v3 signs, and (see :mod:`legacy_keyless`) the simple-signing
+payload of cosign's ``.sig`` layout. Both go through :class:`KeylessSigner`, so tests can
+inject a signer backed by a test CA and log.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from cryptography import x509
 
 from terminai_sandbox.errors import SigningError, VerificationError
+from terminai_sandbox.signing.certs import identity_problem
 from terminai_sandbox.signing.policy import KeylessIdentity
+from terminai_sandbox.signing.trustroot import SigstoreTrust, from_sigstore
+
+if TYPE_CHECKING:  # sigstore is imported lazily: it is slow to import and only some commands need it
+    from sigstore.dsse import Statement
+    from sigstore.models import Bundle
 
 INTOTO = "application/vnd.in-toto+json"
 COSIGN_SIGN_PREDICATE = "https://sigstore.dev/cosign/sign/v1"
-_ISSUER_V1 = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
-_ISSUER_V2 = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.8")
-
-
-def _cert_identity(cert: x509.Certificate) -> tuple[list[str], str | None]:
-    names: list[str] = []
-    try:
-        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-        names += [str(v) for v in san.get_values_for_type(x509.RFC822Name)]
-        names += [str(v) for v in san.get_values_for_type(x509.UniformResourceIdentifier)]
-        names += [o.value.decode(errors="replace")[2:] for o in san.get_values_for_type(x509.OtherName)]
-    except x509.ExtensionNotFound:
-        pass
-    issuer = None
-    for oid in (_ISSUER_V2, _ISSUER_V1):
-        try:
-            raw = cert.extensions.get_extension_for_oid(oid).value
-        except x509.ExtensionNotFound:
-            continue
-        data = raw.value if isinstance(raw, x509.UnrecognizedExtension) else b""
-        # v2 is a DER UTF8String (tag 0x0c + length), v1 is the raw string.
-        issuer = data[2:].decode() if oid == _ISSUER_V2 and data[:1] == b"\x0c" else data.decode()
-        break
-    return names, issuer
 
 
 class _IdentityPolicy:
@@ -60,16 +47,9 @@ class _IdentityPolicy:
     def verify(self, cert: x509.Certificate) -> None:
         from sigstore.errors import VerificationError as SigstoreVerificationError
 
-        names, issuer = _cert_identity(cert)
-        w = self.wanted
-        if w.issuer is not None and issuer != w.issuer:
-            raise SigstoreVerificationError(f"certificate issuer {issuer!r} is not {w.issuer!r}")
-        if w.issuer_regexp is not None and not (issuer and re.fullmatch(w.issuer_regexp, issuer)):
-            raise SigstoreVerificationError(f"certificate issuer {issuer!r} does not match {w.issuer_regexp!r}")
-        if w.identity is not None and w.identity not in names:
-            raise SigstoreVerificationError(f"certificate identity {names} is not {w.identity!r}")
-        if w.identity_regexp is not None and not any(re.fullmatch(w.identity_regexp, n) for n in names):
-            raise SigstoreVerificationError(f"certificate identity {names} does not match {w.identity_regexp!r}")
+        problem = identity_problem(cert, self.wanted)
+        if problem is not None:
+            raise SigstoreVerificationError(problem)
 
 
 def verify_bundle(
@@ -118,15 +98,25 @@ def signing_statement(repository: str, digest: str) -> dict[str, Any]:
     }
 
 
-def sign_keyless(
-    repository: str, digest: str, *, predicate_type: str = COSIGN_SIGN_PREDICATE, predicate: Any = None
-) -> str:
-    """Sign a statement about ``digest`` with the ambient OIDC identity (CI); return the bundle JSON.
+class KeylessSigner(Protocol):
+    """What signing needs from sigstore-python's ``Signer`` (tests inject their own)."""
 
-    The default statement is the one ``cosign sign`` v3 signs; an attestation passes its own
-    predicate type and predicate (e.g. the CycloneDX SBOM). Needs network access.
-    """
-    from sigstore.dsse import DigestSet, StatementBuilder, Subject
+    def sign_artifact(self, input_: bytes) -> Bundle: ...
+
+    def sign_dsse(self, input_: Statement) -> Bundle: ...
+
+
+@dataclass(frozen=True, slots=True)
+class KeylessSession:
+    """One ephemeral Fulcio certificate for every signature of a run, and the root it chains to."""
+
+    signer: KeylessSigner
+    trust: SigstoreTrust
+
+
+@contextmanager
+def ambient_session() -> Iterator[KeylessSession]:
+    """A signing session for the ambient OIDC identity (CI). Needs network access."""
     from sigstore.errors import Error as SigstoreError
     from sigstore.models import ClientTrustConfig
     from sigstore.oidc import IdentityToken, detect_credential
@@ -141,6 +131,33 @@ def sign_keyless(
             "no ambient OIDC identity for keyless signing",
             hint="run in GitHub Actions with 'permissions: id-token: write', or sign with --key",
         )
+    try:
+        config = ClientTrustConfig.production()
+        trust = from_sigstore(config.trusted_root, "the Sigstore public-good trusted root")
+        # The signer requests the Fulcio certificate on entry; sigstore errors raised while
+        # signing inside the session surface here too.
+        with SigningContext.from_trust_config(config).signer(IdentityToken(credential)) as signer:
+            yield KeylessSession(signer=signer, trust=trust)
+    except SigstoreError as exc:
+        raise SigningError(f"keyless signing failed: {exc}") from None
+
+
+def sign_statement(
+    signer: KeylessSigner,
+    repository: str,
+    digest: str,
+    *,
+    predicate_type: str = COSIGN_SIGN_PREDICATE,
+    predicate: Any = None,
+) -> str:
+    """Sign a statement about ``digest``; return the bundle JSON.
+
+    The default statement is the one ``cosign sign`` v3 signs; an attestation passes its own
+    predicate type and predicate (e.g. the CycloneDX SBOM).
+    """
+    from sigstore.dsse import DigestSet, StatementBuilder, Subject
+    from sigstore.errors import Error as SigstoreError
+
     body = signing_statement(repository, digest)
     statement = (
         StatementBuilder()
@@ -150,12 +167,17 @@ def sign_keyless(
         .build()
     )
     try:
-        context = SigningContext.from_trust_config(ClientTrustConfig.production())
-        with context.signer(IdentityToken(credential)) as signer:
-            bundle = signer.sign_dsse(statement)
+        return str(signer.sign_dsse(statement).to_json())
     except SigstoreError as exc:
         raise SigningError(f"keyless signing failed: {exc}") from None
-    return str(bundle.to_json())
+
+
+def sign_keyless(
+    repository: str, digest: str, *, predicate_type: str = COSIGN_SIGN_PREDICATE, predicate: Any = None
+) -> str:
+    """Sign a statement about ``digest`` with the ambient OIDC identity (CI); return the bundle JSON."""
+    with ambient_session() as session:
+        return sign_statement(session.signer, repository, digest, predicate_type=predicate_type, predicate=predicate)
 
 
 def statement_digest(bundle_json: str) -> str | None:

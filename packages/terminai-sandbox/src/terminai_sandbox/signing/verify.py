@@ -6,6 +6,10 @@ Numbered steps (tests name the step they break):
 2. Fetch the signatures stored for that digest (``.sig`` tag); none → refuse.
 3. For each: the payload blob's bytes must hash to its descriptor digest (the registry
    client checks), and the DER signature must verify over the payload with a trusted key.
+   Keyless policies (identities) instead accept a Sigstore bundle referrer verified by
+   sigstore-python, or a ``.sig`` layer with a Fulcio certificate and Rekor bundle
+   annotations (cosign's legacy keyless layout) verified in steps 3k.1–3k.6
+   (:mod:`legacy_verify`) against the Sigstore trusted root.
 4. The verified payload must be in the exact cosign format and name the same digest.
 5. The verified payload's repository identity must be this repository.
 6. With ``attestation``: some DSSE attestation of that type for that digest must verify
@@ -30,9 +34,12 @@ from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.signing import attest, cosign, keyless
 from terminai_sandbox.signing.bundles import is_key_bundle
 from terminai_sandbox.signing.bundles import verify_key_bundle as key_bundle_check
-from terminai_sandbox.signing.payload import parse
+from terminai_sandbox.signing.legacy_verify import is_keyless
+from terminai_sandbox.signing.legacy_verify import verify_keyless as verify_legacy
+from terminai_sandbox.signing.payload import SignedClaims, parse
 from terminai_sandbox.signing.policy import VerificationPolicy
 from terminai_sandbox.signing.sources import OfflineSource, RegistrySource, SignatureSource
+from terminai_sandbox.signing.trustroot import load_trust
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -84,8 +91,13 @@ def verify_image(
     client: RegistryClient | None,
     offline_dir: Path | None = None,
     attestation: str | None = None,
+    trusted_root: Path | None = None,
 ) -> VerificationResult:
-    """Verify ``ref`` (pinned by digest) against ``policy``; raise :class:`VerificationError` otherwise."""
+    """Verify ``ref`` (pinned by digest) against ``policy``; raise :class:`VerificationError` otherwise.
+
+    ``trusted_root`` pins the Sigstore trusted root for keyless signatures (default: the
+    public-good root sigstore-python holds offline).
+    """
     # Step 1
     if ref.digest is None:
         raise VerificationError(f"{ref} is not pinned to a digest", hint="resolve the tag once, then verify by digest")
@@ -102,9 +114,9 @@ def verify_image(
     else:
         raise VerificationError("nothing to verify against: give a registry client or an offline directory")
     try:
-        result = _verify_signatures(ref, ref.digest, policy, source)
+        result = _verify_signatures(ref, ref.digest, policy, source, trusted_root)
         if attestation is not None:
-            claims = _verify_attestation(ref.digest, policy, source, attest.predicate_type(attestation))
+            claims = _verify_attestation(ref.digest, policy, source, attest.predicate_type(attestation), trusted_root)
             result = VerificationResult(
                 digest=result.digest,
                 repository=result.repository,
@@ -122,17 +134,35 @@ def verify_image(
 
 
 def _verify_signatures(
-    ref: ImageRef, digest: str, policy: VerificationPolicy, source: SignatureSource
+    ref: ImageRef, digest: str, policy: VerificationPolicy, source: SignatureSource, trusted_root: Path | None
 ) -> VerificationResult:
+    keyless_refusal: VerificationError | None = None
     if policy.identities:
-        found = _verify_keyless(ref, digest, policy, source)
+        try:
+            found = _verify_keyless(ref, digest, policy, source, trusted_root)
+        except VerificationError as exc:
+            if not policy.keys:
+                raise
+            found, keyless_refusal = None, exc  # a trusted key may still pass
         if found is not None:
             return found
         if not policy.keys:
             raise VerificationError(
-                f"step 2: no keyless (Sigstore bundle) signature found for {ref.pinned}",
+                f"step 2: no keyless signature found for {ref.pinned} "
+                f"(neither a Sigstore bundle referrer nor a certificate in {cosign.signature_tag(digest)})",
                 hint="sign with 'terminai-sandbox sign --keyless' in CI",
             )
+    try:
+        return _verify_keyed(ref, digest, policy, source)
+    except VerificationError as exc:
+        if keyless_refusal is None:
+            raise
+        raise VerificationError(f"{exc.message}; and {keyless_refusal.message}", hint=exc.hint) from None
+
+
+def _verify_keyed(
+    ref: ImageRef, digest: str, policy: VerificationPolicy, source: SignatureSource
+) -> VerificationResult:
     repository = ref.name
     verified: list[VerifiedSignature] = []
     problems: list[str] = []
@@ -153,7 +183,7 @@ def _verify_signatures(
                 key_id=key.key_id, key_source=key.source, docker_reference=repository, payload_digest="bundle"
             )
         )
-    stored = source.signatures(digest)
+    stored = [item for item in source.signatures(digest) if not policy.identities or not is_keyless(item)]
     if not stored and verified:
         return VerificationResult(
             digest=digest, repository=repository, signatures=tuple(verified), policy_fingerprint=policy.fingerprint()
@@ -175,21 +205,11 @@ def _verify_signatures(
                 "step 3: signature does not verify with any trusted key (wrong key, or altered payload or signature)"
             )
             continue
-        # Step 4
+        # Steps 4 and 5
         try:
-            claims = parse(item.payload)
+            claims = _check_claims(parse(item.payload), digest, repository)
         except VerificationError as exc:
-            problems.append(f"step 4: {exc.message}")
-            continue
-        if claims.manifest_digest != digest:
-            problems.append(f"step 4: signature is for another image digest ({claims.manifest_digest})")
-            continue
-        # Step 5
-        if (
-            claims.docker_reference.split("@")[0].rsplit(":", 1)[0] != repository
-            and claims.docker_reference != repository
-        ):
-            problems.append(f"step 5: signed for repository {claims.docker_reference!r}, not {repository!r}")
+            problems.append(exc.message)
             continue
         for key in trusted:
             verified.append(
@@ -212,7 +232,7 @@ def _verify_signatures(
 
 
 def _verify_attestation(
-    digest: str, policy: VerificationPolicy, source: SignatureSource, predicate_uri: str
+    digest: str, policy: VerificationPolicy, source: SignatureSource, predicate_uri: str, trusted_root: Path | None
 ) -> tuple[dict[str, Any], ...]:
     # Step 6: keyed DSSE envelopes first, then keyless bundles carrying that predicate.
     claims: list[dict[str, Any]] = []
@@ -229,7 +249,11 @@ def _verify_attestation(
             for identity in policy.identities:
                 try:
                     statement = keyless.verify_bundle(
-                        bundle, digest=digest, identity=identity, predicate_type=predicate_uri
+                        bundle,
+                        digest=digest,
+                        identity=identity,
+                        predicate_type=predicate_uri,
+                        trusted_root=trusted_root,
                     )
                 except VerificationError as exc:
                     problems.append(exc.message)
@@ -271,20 +295,26 @@ def referrer_bundles(client: RegistryClient, repo: str, digest: str) -> list[str
 
 
 def _verify_keyless(
-    ref: ImageRef, digest: str, policy: VerificationPolicy, source: SignatureSource
+    ref: ImageRef, digest: str, policy: VerificationPolicy, source: SignatureSource, trusted_root: Path | None
 ) -> VerificationResult | None:
+    """The first keyless signature (bundle referrer, then legacy ``.sig``) that passes; None if none exists."""
     bundles = [bundle for bundle in source.bundles(digest) if not is_key_bundle(bundle)]
-    if not bundles:
+    legacy = [item for item in source.signatures(digest) if is_keyless(item)]
+    if not bundles and not legacy:
         return None
-    problems = []
+    problems: list[VerificationError] = []
     for bundle in bundles:
         for identity in policy.identities:
             try:
                 keyless.verify_bundle(
-                    bundle, digest=digest, identity=identity, predicate_type=keyless.COSIGN_SIGN_PREDICATE
+                    bundle,
+                    digest=digest,
+                    identity=identity,
+                    predicate_type=keyless.COSIGN_SIGN_PREDICATE,
+                    trusted_root=trusted_root,
                 )
             except VerificationError as exc:
-                problems.append(exc.message)
+                problems.append(exc)
                 continue
             signed = VerifiedSignature(
                 key_id="keyless",
@@ -296,12 +326,53 @@ def _verify_keyless(
                 rekor_log_index=_tlog_field(bundle, "logIndex"),
                 rekor_integrated_time=_tlog_field(bundle, "integratedTime"),
             )
-            return VerificationResult(
-                digest=digest, repository=ref.name, signatures=(signed,), policy_fingerprint=policy.fingerprint()
-            )
+            return _keyless_result(ref, digest, policy, signed)
+    if legacy:
+        trust = load_trust(trusted_root)
+        for item in legacy:
+            for identity in policy.identities:
+                try:
+                    proof = verify_legacy(item, identity, trust)
+                    claims = _check_claims(parse(item.payload), digest, ref.name)
+                except VerificationError as exc:
+                    problems.append(exc)
+                    continue
+                signed = VerifiedSignature(
+                    key_id="keyless",
+                    key_source="sigstore (.sig)",
+                    docker_reference=claims.docker_reference,
+                    payload_digest=item.payload_digest,
+                    certificate_identity=proof.identity,
+                    certificate_issuer=proof.issuer,
+                    rekor_log_index=proof.log_index,
+                    rekor_integrated_time=proof.integrated_time,
+                )
+                return _keyless_result(ref, digest, policy, signed)
+    if len(problems) == 1:
+        only = problems[0]
+        raise VerificationError(
+            f"{ref.pinned}: no keyless signature matches the policy: {only.message}", hint=only.hint
+        )
     raise VerificationError(
-        f"{ref.pinned}: no keyless signature matches the policy: {'; '.join(sorted(set(problems)))}"
+        f"{ref.pinned}: no keyless signature matches the policy: {'; '.join(sorted({p.message for p in problems}))}"
     )
+
+
+def _keyless_result(
+    ref: ImageRef, digest: str, policy: VerificationPolicy, signed: VerifiedSignature
+) -> VerificationResult:
+    return VerificationResult(
+        digest=digest, repository=ref.name, signatures=(signed,), policy_fingerprint=policy.fingerprint()
+    )
+
+
+def _check_claims(claims: SignedClaims, digest: str, repository: str) -> SignedClaims:
+    """Steps 4 and 5 for a verified payload: this digest, this repository."""
+    if claims.manifest_digest != digest:
+        raise VerificationError(f"step 4: signature is for another image digest ({claims.manifest_digest})")
+    if claims.docker_reference.split("@")[0].rsplit(":", 1)[0] != repository and claims.docker_reference != repository:
+        raise VerificationError(f"step 5: signed for repository {claims.docker_reference!r}, not {repository!r}")
+    return claims
 
 
 def _tlog_field(bundle_json: str, name: str) -> int | None:
