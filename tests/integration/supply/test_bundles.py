@@ -15,7 +15,7 @@ from terminai_sandbox.signing.verify import verify_image
 
 from tests.fixtures.registry import RegistryServer
 
-FIXTURE = Path("/work/shared/fixtures/sigstore/cosign-oci-attestation.sigstore.json")
+FIXTURE = Path(__file__).resolve().parents[2] / "fixtures/sigstore/cosign-oci-attestation.sigstore.json"
 
 
 def test_key_bundle_referrers(registry: RegistryServer, built_image: BuildResult, tmp_path: Path) -> None:

@@ -34,7 +34,7 @@ from terminai_sandbox.signing.trustroot import load_trust, parse_trust
 
 from tests.unit.supply.sigstore_testing import IDENTITY, ISSUER, FakeSigner, TestSigstore
 
-FIXTURES = Path("/work/shared/fixtures/sigstore")
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures/sigstore"
 PRODUCTION_ROOT = FIXTURES / "production-trusted_root.json"
 PRODUCTION_BUNDLE = FIXTURES / "cosign-oci-attestation.sigstore.json"
 PRODUCTION_REKOR_LOG = "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d"

@@ -13,7 +13,7 @@ from terminai_sandbox.sbom import SbomOptions, generate, parse_dpkg_status, pars
 from terminai_sandbox.signing import attest, keyless, keys
 from terminai_sandbox.signing.policy import KeylessIdentity
 
-FIXTURES = Path("/work/shared/fixtures/sigstore")
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures/sigstore"
 BUNDLE = FIXTURES / "cosign-oci-attestation.sigstore.json"
 BUNDLE_DIGEST = "sha256:732112270d7e59418a8c080b134b24cabd67d250d0d0147a97ed95ba5c280aa4"
 CODY = KeylessIdentity(identity="cody@soyland.com", issuer="https://github.com/login/oauth")
