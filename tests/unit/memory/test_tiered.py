@@ -127,3 +127,16 @@ def test_open_memory_and_errors(journal: MemoryJournal, everything: Path, tmp_pa
     (tmp_path / "empty").mkdir()
     with pytest.raises(MemoryStoreError, match="no live index"):
         TieredMemory(tmp_path / "empty")
+
+
+def test_one_ranking_cap_is_spent_newest_tier_first(journal: MemoryJournal, monkeypatch: pytest.MonkeyPatch) -> None:
+    from terminai_apts.memory import api
+
+    monkeypatch.setattr(api, "RANK_CAP", 2)
+    with TieredMemory(journal.root) as mem:
+        res = mem.search("decision")  # two matches in the live index use the whole cap
+        assert res.total == len(DAYS)
+        assert sorted(h.memory.title for h in res) == ["deploy rollback decision 6", "postgres failover decision 5"]
+        assert res.plan.count("counted only") == 2  # both sealed quarters
+        full = mem.search("decision", exhaustive=True)
+        assert len(full) == len(DAYS) and "counted only" not in full.plan

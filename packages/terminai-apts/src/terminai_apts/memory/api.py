@@ -61,6 +61,11 @@ def _memory(row: Sequence[Any]) -> Memory:
     )
 
 
+def rank_cap(query: str, raw: bool) -> int:
+    """Matches one query may score with bm25: ``RANK_CAP`` shared among its words."""
+    return max(1, RANK_CAP // (1 if raw else max(1, len(q.fts_tokens(query)))))
+
+
 def digest(query: str, res: Results) -> str:
     """The text ``summarize`` returns: one line per best match, with its id."""
     if not res.hits:
@@ -345,11 +350,13 @@ class ThermalMemory:
         until: str | None,
         raw: bool,
         exhaustive: bool,
+        cap: int | None = None,
     ) -> tuple[list[Any], int, str, str]:
         """``(page of (id, score), total, plan, match)``: the search without its records.
 
         Kept apart from :meth:`_hits` so :class:`TieredMemory` reads records and snippets
-        only for the hits that survive its merge.
+        only for the hits that survive its merge, and can share one ranking ``cap`` (the
+        matches bm25 may score; 0 counts only) across its files.
         """
         forms = [("fts-raw", query)] if raw else [("fts-and", q.fts_and(query)), ("fts-or", q.fts_or(query))]
         if not forms[0][1].strip():
@@ -364,7 +371,11 @@ class ThermalMemory:
             if not total or limit == 0:
                 continue
             used, scope, values = order, list(where), list(params)
-            cap = max(1, RANK_CAP // max(1, len(q.fts_tokens(query)) if not raw else 1))
+            if cap is None:
+                cap = rank_cap(query, raw)
+            if order == "relevance" and cap == 0:
+                plan += " (counted only: the ranking cap was spent on newer files)"
+                continue
             if order == "relevance" and total > cap and not exhaustive:
                 if self._common(match, raw):
                     used = "newest"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from terminai_apts.errors import MemoryStoreError, UsageError
 from terminai_apts.memory import store
-from terminai_apts.memory.api import MAX_ROWS, ThermalMemory, _Interrupted, digest
+from terminai_apts.memory.api import MAX_ROWS, ThermalMemory, _Interrupted, digest, rank_cap
 from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results
 
 LIVE_INDEX = "index.sqlite"
@@ -118,12 +118,16 @@ class TieredMemory:
         totals: list[int] = []
         plans: list[str] = []
         matches: list[str] = []
+        # One ranking cap for the whole archive, spent newest tier first, as one index would.
+        cap: int | None = None if exhaustive else rank_cap(str(query), raw)
         for tier, (name, mem) in enumerate(self._sources):
             mem._start(self._left(start, budget_ms))
             try:
                 page, total, plan, match = mem._ranked(
-                    str(query), date_range, tags, want, 0, order, since, until, raw, exhaustive
+                    str(query), date_range, tags, want, 0, order, since, until, raw, exhaustive, cap
                 )
+                if cap is not None and order == "relevance":
+                    cap = max(0, cap - total)
                 dates = mem._dates([i for i, _s in page]) if order != "relevance" else {}
             except _Interrupted:
                 page, total, plan, match, dates = [], -1, "budget", "", {}
