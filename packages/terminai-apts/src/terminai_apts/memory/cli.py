@@ -106,6 +106,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
                 since=args.since,
                 until=args.until,
                 raw=args.raw,
+                exhaustive=args.exhaustive,
             ),
         )
 
@@ -197,6 +198,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--order", choices=["relevance", "newest", "oldest"], default="relevance")
     p.add_argument("--raw", action="store_true", help="pass FTS5 syntax through")
+    p.add_argument("--exhaustive", action="store_true", help="rank every match, however common the words")
     window(p)
     p = parser("grep", _cmd_grep, "regular-expression search")
     p.add_argument("pattern")
