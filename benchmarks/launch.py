@@ -5,15 +5,21 @@ Setup: the image (cached build) pushed to a loopback `docker-registry` and signe
 throwaway key. Then, N times each, interleaved:
 
 * baseline: `docker run --rm --network none IMAGE@DIGEST true`;
-* launcher, warm verification cache: `terminai-sandbox run --image REF --key K -- true`;
-* launcher, first verification: the same with an empty state directory (cache cold).
+* hardened floor: the exact `docker run` command line the launcher builds (read from its
+  audit ledger), run directly: what the hardening flags alone cost;
+* launcher, warm verification cache, digest reference (`REPO:TAG@sha256:...`, the form a
+  release configures): no registry round trip;
+* launcher, warm verification cache, tag reference (`REPO:TAG`): one registry round trip
+  to resolve the tag (and the HTTP stack it needs);
+* launcher, first verification: the tag reference with an empty state directory.
 
-    python benchmarks/launch.py [--runs 7]
+    python benchmarks/launch.py [--runs 11]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import statistics
@@ -40,7 +46,7 @@ def timed(cmd: list[str], env: dict[str, str]) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--runs", type=int, default=11)
     args = parser.parse_args()
     ensure()
     with tempfile.TemporaryDirectory(prefix="bench-launch-") as tmp:
@@ -58,28 +64,42 @@ def main() -> int:
             base_env = {"PATH": os.environ["PATH"], "TERMINAI_SANDBOX": "docker"}
             warm_home, cold_home = work / "warm", work / "cold"
             warm_home.mkdir()
-            launch = [
-                CLI,
-                "run",
-                "--image",
-                f"{host}/terminai/sandbox:0.1.0",
-                "--key",
-                str(work / "k.pub"),
-                "--",
-                "true",
-            ]
-            subprocess.run(launch, env={**base_env, "HOME": str(warm_home)}, check=True, capture_output=True)
-            baseline, warm, cold = [], [], []
-            for _ in range(args.runs):
-                baseline.append(timed(["docker", "run", "--rm", "--network", "none", pinned, "true"], base_env))
-                warm.append(timed(launch, {**base_env, "HOME": str(warm_home)}))
+            tag_ref = f"{host}/terminai/sandbox:0.1.0"
+            launch_tag = [CLI, "run", "--image", tag_ref, "--key", str(work / "k.pub"), "--", "true"]
+            launch_pinned = [CLI, "run", "--image", f"{tag_ref}@{digest}", "--key", str(work / "k.pub"), "--", "true"]
+            warm_env = {**base_env, "HOME": str(warm_home)}
+            subprocess.run(launch_tag, env=warm_env, check=True, capture_output=True)
+            ledger = warm_home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
+            hardened = next(
+                json.loads(line)["argv"] for line in ledger.read_text().splitlines() if '"event": "run"' in line
+            )
+            name = hardened[hardened.index("--name") + 1]
+            series: dict[str, list[float]] = {k: [] for k in ("baseline", "floor", "pinned", "tag", "cold")}
+            for run in range(args.runs):
+                series["baseline"].append(
+                    timed(["docker", "run", "--rm", "--network", "none", pinned, "true"], base_env)
+                )
+                fresh = f"{name}-{run}"
+                series["floor"].append(timed([a.replace(name, fresh) for a in hardened], base_env))
+                series["pinned"].append(timed(launch_pinned, warm_env))
+                series["tag"].append(timed(launch_tag, warm_env))
                 shutil.rmtree(cold_home, ignore_errors=True)
                 cold_home.mkdir()
-                cold.append(timed(launch, {**base_env, "HOME": str(cold_home)}))
-    b, w, c = (statistics.median(x) for x in (baseline, warm, cold))
+                series["cold"].append(timed(launch_tag, {**base_env, "HOME": str(cold_home)}))
+    m = {k: statistics.median(v) for k, v in series.items()}
+    b = m["baseline"]
     print(f"plain docker run --rm --network none IMAGE true : {b * 1000:7.0f} ms (median of {args.runs})")
-    print(f"terminai-sandbox run, warm verification cache    : {w * 1000:7.0f} ms  ratio {w / b:.2f}x")
-    print(f"terminai-sandbox run, first verification         : {c * 1000:7.0f} ms  +{(c - w) * 1000:.0f} ms over warm")
+    print(
+        f"hardened docker run (the launcher's argv) alone  : {m['floor'] * 1000:7.0f} ms  ratio {m['floor'] / b:.2f}x"
+    )
+    print(
+        f"terminai-sandbox run, warm cache, REPO:TAG@sha256: {m['pinned'] * 1000:7.0f} ms  ratio {m['pinned'] / b:.2f}x"
+    )
+    print(f"terminai-sandbox run, warm cache, REPO:TAG       : {m['tag'] * 1000:7.0f} ms  ratio {m['tag'] / b:.2f}x")
+    print(
+        f"terminai-sandbox run, first verification         : {m['cold'] * 1000:7.0f} ms  "
+        f"+{(m['cold'] - m['tag']) * 1000:.0f} ms over warm (REPO:TAG)"
+    )
     return 0
 
 

@@ -50,6 +50,8 @@ _SAFE_VALUES = {
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Mount:
+    """One ``SANDBOX_MOUNTS`` entry: a host path mounted at a container path."""
+
     source: str
     target: str
     read_only: bool = True
@@ -57,18 +59,24 @@ class Mount:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Port:
+    """One ``SANDBOX_PORTS`` entry, published on the host's loopback only."""
+
     host: int
     container: int
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EnvItem:
+    """One ``SANDBOX_ENV`` entry: a value, or a name inherited from the launcher."""
+
     name: str
     value: str | None  # None: inherited by name from the launcher's environment (never in argv)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LaunchConfig:
+    """Every launcher knob, resolved and validated; where each value came from is kept for messages."""
+
     engine: str | None  # None: the sandbox is off
     engine_from: str
     image: ImageRef | None

@@ -4,27 +4,31 @@ Everything that talks to an engine goes through :class:`Engine`: it checks the A
 version with an actionable message, labels every container it creates, and removes them
 on every path (:meth:`Engine.container`). :func:`ensure` starts Debian's ``dockerd`` on a
 Debian/Ubuntu host where we are root and no engine answers.
+
+The docker SDK (with requests and urllib3 under it) takes ~80 ms to import. A session
+launch needs only ``GET /version`` and ``GET /images/{ref}/json``, so :func:`api_get` asks
+those over a plain socket with the standard library, and :attr:`Engine.client` creates the
+SDK client on first use (pulls, builds, containers).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
-import subprocess
+import socket
 import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import docker
-import docker.errors
-import requests
+from typing import TYPE_CHECKING, Any
 
 from terminai_sandbox.errors import EngineError
+
+if TYPE_CHECKING:
+    import docker
 
 LABEL = "dev.terminai.sandbox"
 MIN_API_VERSION = (1, 40)  # Docker 19.03 / podman 2: the oldest API we exercise
@@ -44,6 +48,97 @@ def candidate_hosts(env: Mapping[str, str]) -> list[str]:
         hosts.append(f"unix://{runtime}/podman/podman.sock")
     hosts.append("unix:///run/podman/podman.sock")
     return hosts
+
+
+def _plain_socket(host: str, timeout: float) -> socket.socket | None:
+    """A connected socket for ``unix://`` and ``tcp://`` hosts; None for schemes left to the SDK."""
+    if host.startswith("unix://"):
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(timeout)
+        try:
+            sock.connect(host.removeprefix("unix://"))
+        except OSError:
+            sock.close()
+            raise
+        return sock
+    if host.startswith(("tcp://", "http://")):
+        address = host.split("://", 1)[1].rstrip("/")
+        name, _, port = address.rpartition(":")
+        return socket.create_connection((name.strip("[]"), int(port)), timeout=timeout)
+    return None
+
+
+def _dechunk(body: bytes) -> bytes:
+    out, rest = bytearray(), body
+    while rest:
+        size_line, _, rest = rest.partition(b"\r\n")
+        size = int(size_line.split(b";")[0], 16)
+        if size == 0:
+            break
+        out += rest[:size]
+        rest = rest[size + 2 :]
+    return bytes(out)
+
+
+def api_request(host: str, path: str, *, timeout: float = 30) -> tuple[int, dict[str, str], bytes] | None:
+    """``GET path`` on a Docker API host with the standard library: (status, headers, body).
+
+    Returns None when the host's scheme (ssh://, https) needs the SDK. Raises OSError when
+    the socket cannot be reached and ValueError when the answer is not HTTP. HTTP/1.0 makes
+    the server close the connection after one response, so the body is everything up to EOF.
+    """
+    sock = _plain_socket(host, timeout)
+    if sock is None:
+        return None
+    with sock:
+        sock.sendall(f"GET {path} HTTP/1.0\r\nHost: engine\r\nAccept: application/json\r\n\r\n".encode())
+        chunks = []
+        while data := sock.recv(65536):
+            chunks.append(data)
+    head, sep, body = b"".join(chunks).partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    parts = status_line.split()
+    if not sep or len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
+        raise ValueError(f"not an HTTP answer from {host}: {status_line[:80]!r}")
+    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in header_lines)}
+    if headers.get("transfer-encoding", "").lower() == "chunked":
+        body = _dechunk(body)
+    return int(parts[1]), headers, body
+
+
+def api_get(host: str, path: str, *, timeout: float = 30) -> tuple[int, Any] | None:
+    """Like :func:`api_request`, with the body decoded as JSON (None when empty)."""
+    answer = api_request(host, path, timeout=timeout)
+    if answer is None:
+        return None
+    status, _, body = answer
+    return status, (json.loads(body) if body.strip() else None)
+
+
+def _ping_version(host: str, timeout: float) -> dict[str, Any] | None:
+    """``/_ping`` (what the docker CLI itself asks first): API version and server from the headers.
+
+    It answers in well under a millisecond where ``/version`` takes several. None when the
+    headers do not say enough (then :meth:`Engine.connect` asks ``/version``).
+    """
+    answer = api_request(host, "/_ping", timeout=timeout)
+    if answer is None or answer[0] != 200:
+        return None
+    headers = answer[1]
+    server, api = headers.get("server", ""), headers.get("api-version", "")
+    product, _, rest = server.partition("/")
+    if not api or not rest or product.lower() not in ("docker", "libpod"):
+        return None
+    name = "podman" if product.lower() == "libpod" or "libpod-api-version" in headers else "Engine"
+    return {"ApiVersion": api, "Version": rest.split()[0], "Components": [{"Name": name}]}
+
+
+_SAFE_PATH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/:@")
+
+
+def _quote(text: str) -> str:
+    """Percent-encode ``text`` for a URL path (image references rarely need it; urllib.parse is not loaded)."""
+    return "".join(c if c in _SAFE_PATH else "".join(f"%{b:02X}" for b in c.encode()) for c in text)
 
 
 def _diagnose(host: str, exc: Exception) -> EngineError:
@@ -74,6 +169,8 @@ def _diagnose(host: str, exc: Exception) -> EngineError:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class EngineInfo:
+    """Which engine answered, where, and its API version."""
+
     host: str
     name: str  # "docker" | "podman"
     version: str
@@ -83,9 +180,21 @@ class EngineInfo:
 class Engine:
     """A connected, version-checked Docker API client."""
 
-    def __init__(self, client: docker.DockerClient, info: EngineInfo) -> None:
-        self.client = client
+    def __init__(self, client: docker.DockerClient | None, info: EngineInfo, *, timeout: int = 120) -> None:
+        self._client = client
         self.info = info
+        self.timeout = timeout
+
+    @property
+    def client(self) -> docker.DockerClient:
+        """The docker SDK client, created on first use (pinned to the API version already read)."""
+        if self._client is None:
+            import docker  # noqa: PLC0415  (slow import; see the module docstring)
+
+            self._client = docker.DockerClient(
+                base_url=self.info.host, timeout=self.timeout, version=self.info.api_version
+            )
+        return self._client
 
     @classmethod
     def connect(cls, env: Mapping[str, str] | None = None, *, timeout: int = 120) -> Engine:
@@ -93,10 +202,17 @@ class Engine:
         env = os.environ if env is None else env
         errors: list[EngineError] = []
         for host in candidate_hosts(env):
+            client = None
             try:
-                client = docker.DockerClient(base_url=host, timeout=timeout, version="auto")
-                version = client.version()
-            except (docker.errors.DockerException, requests.RequestException, OSError) as exc:
+                pinged = _ping_version(host, min(timeout, 30))
+                answer = (200, pinged) if pinged is not None else api_get(host, "/version", timeout=min(timeout, 30))
+                if answer is None:
+                    client, version = _sdk_version(host, timeout)
+                elif answer[0] != 200 or not isinstance(answer[1], dict):
+                    raise ValueError(f"GET /version answered {answer[0]}")
+                else:
+                    version = answer[1]
+            except (OSError, ValueError) as exc:
                 errors.append(_diagnose(host, exc))
                 if env.get("DOCKER_HOST"):
                     break
@@ -108,19 +224,47 @@ class Engine:
                     f"engine API {api} at {host} is too old (need {MIN_API_VERSION[0]}.{MIN_API_VERSION[1]}+)",
                     hint="upgrade Docker to 19.03+ or Podman to 2.0+",
                 )
-            components = " ".join(c.get("Name", "") for c in version.get("Components", []))
+            components = " ".join(c.get("Name", "") for c in version.get("Components", []) or [])
             name = "podman" if "podman" in components.lower() else "docker"
             info = EngineInfo(host=host, name=name, version=str(version.get("Version", "?")), api_version=api)
-            return cls(client, info)
+            return cls(client, info, timeout=timeout)
         # The default socket's story matters most, unless some socket refused us outright.
         denied = [e for e in errors if "permission denied" in e.message]
         raise (denied or errors or [EngineError("no container engine found")])[0]
 
+    def inspect_image(self, reference: str) -> dict[str, Any] | None:
+        """The engine's ``image inspect`` document for ``reference``, or None when it has no such image."""
+        path = f"/v{self.info.api_version}/images/{_quote(reference)}/json"
+        try:
+            answer = api_get(self.info.host, path, timeout=self.timeout)
+        except (OSError, ValueError) as exc:
+            raise EngineError(f"the engine at {self.info.host} stopped answering: {exc}") from None
+        if answer is None:
+            import docker.errors  # noqa: PLC0415
+
+            try:
+                found: dict[str, Any] = self.client.api.inspect_image(reference)
+            except docker.errors.ImageNotFound:
+                return None
+            except docker.errors.APIError as exc:
+                raise EngineError(f"the engine cannot look up {reference}: {exc.explanation}") from None
+            return found
+        status, body = answer
+        if status == 404:
+            return None
+        if status != 200 or not isinstance(body, dict):
+            message = body.get("message") if isinstance(body, dict) else body
+            raise EngineError(f"the engine cannot look up {reference} ({status}): {message}")
+        return body
+
     @contextlib.contextmanager
     def container(self, image: str, command: Sequence[str] | None = None, **kwargs: Any) -> Iterator[Any]:
         """Create a labelled container, yield it, and remove it on every path."""
+        import docker.errors  # noqa: PLC0415
+        import requests  # noqa: PLC0415
+
         labels = {LABEL: "1", **kwargs.pop("labels", {})}
-        name = kwargs.pop("name", f"terminai-{uuid.uuid4().hex[:12]}")
+        name = kwargs.pop("name", f"terminai-{os.urandom(6).hex()}")
         created = self.client.containers.create(image, command, labels=labels, name=name, **kwargs)
         try:
             yield created
@@ -132,6 +276,8 @@ class Engine:
         self, image: str, command: Sequence[str] | None = None, *, timeout: float = 300, **kwargs: Any
     ) -> tuple[int, bytes, bytes]:
         """Run a container to completion; return (exit code, stdout, stderr). Always removed."""
+        import requests  # noqa: PLC0415
+
         with self.container(image, command, **kwargs) as created:
             created.start()
             try:
@@ -142,6 +288,18 @@ class Engine:
             out = created.logs(stdout=True, stderr=False)
             err = created.logs(stdout=False, stderr=True)
             return int(status.get("StatusCode", 1)), bytes(out), bytes(err)
+
+
+def _sdk_version(host: str, timeout: int) -> tuple[docker.DockerClient, dict[str, Any]]:
+    """For hosts the plain socket does not speak (ssh://, TLS): ask through the SDK."""
+    import docker  # noqa: PLC0415
+    import requests  # noqa: PLC0415
+
+    try:
+        client = docker.DockerClient(base_url=host, timeout=timeout, version="auto")
+        return client, dict(client.version())
+    except (docker.errors.DockerException, requests.RequestException) as exc:
+        raise ConnectionError(str(exc)) from None
 
 
 def _is_debian_root() -> bool:
@@ -171,6 +329,8 @@ def ensure(env: Mapping[str, str] | None = None, *, wait_seconds: float = 90) ->
                 first.message,
                 hint=first.hint + " (automatic start is only done as root on Debian/Ubuntu without DOCKER_HOST)",
             ) from None
+    import subprocess  # noqa: PLC0415  (only when starting dockerd; launches never do)
+
     if shutil.which("dockerd") is None:
         subprocess.run(["apt-get", "update", "-qq"], check=True, capture_output=True)
         subprocess.run(

@@ -10,21 +10,25 @@ from pathlib import Path
 from typing import Any
 
 import click
-from terminai_apts.health import load_manifest
+import terminai_apts
 
 from terminai_sandbox.config import LaunchConfig, load_launch_config
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launcher import audit
+from terminai_sandbox.launcher import audit, trust
+from terminai_sandbox.launcher.engines import run_binary
 from terminai_sandbox.launcher.preflight import PreflightOptions, StepResult, VerifiedImage, preflight
 from terminai_sandbox.launcher.run import Limits, build_argv, execute, host_identity
-from terminai_sandbox.signing.policy import VerificationPolicy, load_policy
+from terminai_sandbox.launcher.trust import TrustSource
 
 #: Set by the release process to REGISTRY/terminai/sandbox:X.Y.Z@sha256:...; None in development.
 DEFAULT_IMAGE: str | None = None
 
 
 def _supported_contract() -> str:
-    return str(load_manifest()["contract_version"])
+    # The manifest shipped with terminai_apts (package data); read directly because importing
+    # terminai_apts.health (inspect, argparse, ...) costs more than a launch should.
+    manifest = Path(terminai_apts.__file__).with_name("contract.json")
+    return str(json.loads(manifest.read_text(encoding="utf-8"))["contract_version"])
 
 
 def _launch_options(func: click.decorators.FC) -> click.decorators.FC:
@@ -50,21 +54,21 @@ def _launch_options(func: click.decorators.FC) -> click.decorators.FC:
 
 def _policy(
     key_path: Path | None, identity: str | None, issuer: str | None, policy_path: Path | None, skip: bool
-) -> VerificationPolicy | None:
+) -> TrustSource | None:
     chosen = [x for x in (key_path, identity or issuer, policy_path) if x]
     if len(chosen) > 1:
         raise ConfigError("pass only one of --key, --certificate-identity/--certificate-oidc-issuer, --policy")
     if bool(identity) != bool(issuer):
         raise ConfigError("--certificate-identity and --certificate-oidc-issuer go together")
     if key_path:
-        return VerificationPolicy.single_key(key_path)
+        return trust.key_file(key_path)
     if identity and issuer:
-        return VerificationPolicy.single_identity(identity, issuer)
+        return trust.keyless_identity(identity, issuer)
     if policy_path:
-        return load_policy(policy_path)
+        return trust.policy_file(policy_path)
     default = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "terminai-sandbox" / "policy.json"
     if default.exists():
-        return load_policy(default)
+        return trust.policy_file(default)
     if skip:
         return None
     raise ConfigError(
@@ -106,7 +110,7 @@ def _prepare(
     policy = _policy(key_path, certificate_identity, certificate_oidc_issuer, policy_path, unsafe_skip_verify)
     state = audit.default_path(env).parent
     options = PreflightOptions(
-        policy=policy,
+        trust=policy,
         unsafe_skip_verify=unsafe_skip_verify,
         allow_floating_tag=allow_floating_tag,
         insecure_registry=insecure_registry,
@@ -181,6 +185,7 @@ def run_cmd(as_json: bool, network: str, memory: str, cpus: str, command: tuple[
         gid=gid,
         limits=Limits(memory=memory, cpus=cpus, network=network),
         bashrc=str(bashrc) if bashrc.is_file() else None,
+        binary=run_binary(config.engine, os.environ),
     )
     ledger.append(
         "run",

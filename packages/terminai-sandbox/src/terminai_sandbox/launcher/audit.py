@@ -12,8 +12,8 @@ import fcntl
 import hashlib
 import json
 import os
+import time
 from collections.abc import Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,13 @@ def default_path(env: Mapping[str, str]) -> Path:
     return Path(state) / "terminai-sandbox" / "audit.jsonl"
 
 
+def _now() -> str:
+    """UTC time as ``datetime.now(UTC).isoformat()`` writes it (without importing datetime)."""
+    now = time.time_ns()
+    seconds, micro = divmod(now // 1000, 1_000_000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{micro:06d}+00:00"
+
+
 def _digest(record: Mapping[str, Any]) -> str:
     body = {k: v for k, v in record.items() if k != "hash"}
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
@@ -36,30 +43,50 @@ class Ledger:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def append(self, event: str, **fields: Any) -> dict[str, Any]:
-        """Append one record under an exclusive lock (concurrent launchers serialise here)."""
+    def append(self, event: str, *, durable: bool = True, **fields: Any) -> dict[str, Any]:
+        """Append one record under an exclusive lock (concurrent launchers serialise here).
+
+        ``durable`` records are fsync'd before returning; an fsync also makes every earlier
+        record of the file durable, so records written just before a durable one (the
+        preflight steps before ``run``) may skip their own.
+        """
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            with open(self.path, "rb") as handle:
-                lines = handle.read().splitlines()
+            last = _last_line(fd)
             prev = GENESIS
-            if lines:
+            if last is not None:
                 try:
-                    prev = json.loads(lines[-1])["hash"]
+                    prev = json.loads(last)["hash"]
                 except (ValueError, KeyError):
                     raise AuditError(
                         f"the last line of {self.path} is corrupt; refusing to extend the chain",
                         hint="run 'terminai-sandbox audit verify' and investigate",
                     ) from None
-            record: dict[str, Any] = {"time": datetime.now(UTC).isoformat(), "event": event, **fields, "prev": prev}
+            record: dict[str, Any] = {"time": _now(), "event": event, **fields, "prev": prev}
             record["hash"] = _digest(record)
             os.write(fd, (json.dumps(record, sort_keys=True) + "\n").encode())
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
             return record
         finally:
             os.close(fd)
+
+
+def _last_line(fd: int, window: int = 65536) -> bytes | None:
+    """The ledger's last non-empty line, reading only the tail (the ledger grows with every launch)."""
+    size = os.fstat(fd).st_size
+    start = size
+    while start > 0:
+        start = max(0, start - window)
+        tail = os.pread(fd, size - start, start)
+        lines = tail.rstrip(b"\n").split(b"\n")
+        # The first piece may be a partial line unless the read reached the file's start.
+        if len(lines) > 1 or start == 0:
+            return lines[-1] if lines[-1] else None
+        window *= 2
+    return None
 
 
 def verify(path: Path) -> int:

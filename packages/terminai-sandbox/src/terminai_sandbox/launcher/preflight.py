@@ -6,7 +6,8 @@
    the digest is pinned from here on;
 3. image present by digest, else pulled by digest;
 4. signature verified against the policy (a cache keyed by digest + policy fingerprint
-   holds passes only, so it can never turn a failure into a pass);
+   holds passes only, so it can never turn a failure into a pass; see
+   :mod:`terminai_sandbox.launcher.trust`);
 5. contract compatibility from the image's labels (no container needed);
 6. health: the entrypoint's own check runs at the session's start; ``deep`` also runs the
    contract suite now;
@@ -15,32 +16,36 @@
 
 Each step is timed, recorded in the audit ledger and named in its error. Only this module
 can create a :class:`VerifiedImage`, and the run step accepts nothing else.
+
+Every step runs on every launch; what a warm cache saves is work, never a check. The
+registry client (and the HTTP stack it imports) is created only when a step needs the
+registry: to resolve a tag (step 2), or to fetch signatures when the digest and policy
+have no cached pass (step 4). A ``repo:tag@sha256:…`` reference needs neither.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-
-import docker.errors
+from typing import TYPE_CHECKING, Any
 
 from terminai_sandbox.config import LaunchConfig
-from terminai_sandbox.contracts import run_contracts
-from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import LaunchError, SandboxError, VerificationError
+from terminai_sandbox.launcher import trust
 from terminai_sandbox.launcher.audit import Ledger
+from terminai_sandbox.launcher.engines import ImageFacts, LaunchEngine, connect
 from terminai_sandbox.launcher.project import build_project_layer, project_dockerfile
+from terminai_sandbox.launcher.trust import TrustSource
 from terminai_sandbox.reference import ImageRef
-from terminai_sandbox.registry import RegistryClient, docker_config_credentials
-from terminai_sandbox.signing.policy import VerificationPolicy
-from terminai_sandbox.signing.verify import verify_image
+
+if TYPE_CHECKING:
+    from terminai_sandbox.registry import RegistryClient
 
 CONTRACT_LABEL = "dev.terminai.contract.version"
 FLOATING_TAGS = ("latest", "stable", "edge", "nightly", "main", "master", "dev")
+LAST_STEP = 7
 _TOKEN = object()
 
 
@@ -63,6 +68,8 @@ class VerifiedImage:
 
 @dataclass(slots=True)
 class StepResult:
+    """One numbered preflight step: whether it passed, what it found, how long it took."""
+
     number: int
     name: str
     ok: bool
@@ -72,7 +79,9 @@ class StepResult:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PreflightOptions:
-    policy: VerificationPolicy | None
+    """How preflight verifies: the trust source, what it may accept, where its cache lives."""
+
+    trust: TrustSource | None  # the policy as given; loaded only when the cache cannot answer
     unsafe_skip_verify: bool = False
     allow_floating_tag: bool = False
     insecure_registry: bool = False
@@ -123,38 +132,17 @@ class _Steps:
         self.results.append(result)
         self.report(result)
         if self.ledger is not None:
+            # One fsync per preflight: at a refusal, or at the last step (an fsync makes the
+            # earlier records durable too).
             self.ledger.append(
                 "preflight-step",
+                durable=not result.ok or result.number == LAST_STEP,
                 step=result.number,
                 name=result.name,
                 ok=result.ok,
                 detail=result.detail,
                 seconds=round(result.seconds, 4),
             )
-
-
-def _cache_hit(path: Path | None, digest: str, fingerprint: str) -> bool:
-    if path is None or not path.exists():
-        return False
-    try:
-        entries = json.loads(path.read_text())
-    except ValueError:
-        return False
-    return bool(entries.get(f"{digest}|{fingerprint}") is True)
-
-
-def _cache_store(path: Path | None, digest: str, fingerprint: str) -> None:
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        entries = json.loads(path.read_text()) if path.exists() else {}
-    except ValueError:
-        entries = {}
-    entries[f"{digest}|{fingerprint}"] = True
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(entries, sort_keys=True))
-    tmp.replace(path)
 
 
 def preflight(
@@ -181,16 +169,26 @@ def preflight(
 
     ref: ImageRef = steps.run(0, "configuration", step0)
 
-    def step1() -> tuple[Engine, str]:
-        found = Engine.connect(options.env)
-        return found, f"{found.info.name} {found.info.version} at {found.info.host}"
+    def step1() -> tuple[LaunchEngine, str]:
+        assert config.engine is not None
+        found = connect(config.engine, options.env)
+        return found, found.describe()
 
-    engine: Engine = steps.run(1, "engine", step1)
-    client = RegistryClient(
-        ref.registry,
-        insecure=options.insecure_registry,
-        credentials=docker_config_credentials(ref.registry, options.env),
-    )
+    engine: LaunchEngine = steps.run(1, "engine", step1)
+    registry: list[RegistryClient] = []
+
+    def registry_client() -> RegistryClient:
+        if not registry:
+            from terminai_sandbox.registry import RegistryClient, docker_config_credentials  # noqa: PLC0415
+
+            registry.append(
+                RegistryClient(
+                    ref.registry,
+                    insecure=options.insecure_registry,
+                    credentials=docker_config_credentials(ref.registry, options.env),
+                )
+            )
+        return registry[0]
 
     def step2() -> tuple[ImageRef, str]:
         if ref.digest is not None:
@@ -201,63 +199,60 @@ def preflight(
                 f"{ref} uses the floating tag {tag!r}",
                 hint="use a release tag (X.Y.Z) or a digest, or pass --allow-floating-tag",
             )
-        digest = client.resolve(ref.repository, tag)
+        digest = registry_client().resolve(ref.repository, tag)
         return ref.with_digest(digest), f"{tag} -> {digest}"
 
     pinned: ImageRef = steps.run(2, "resolve digest", step2)
 
-    def step3() -> tuple[Any, str]:
-        try:
-            return engine.client.images.get(pinned.pinned), "present"
-        except docker.errors.ImageNotFound:
-            pass
-        except docker.errors.APIError as exc:
-            raise LaunchError(f"the engine cannot look up {pinned.pinned}: {exc.explanation}") from None
-        try:
-            image = engine.client.images.pull(pinned.name, tag=pinned.digest)
-        except docker.errors.APIError as exc:
-            raise LaunchError(
-                f"pulling {pinned.pinned} failed: {exc.explanation}", hint="check the registry and your login"
-            ) from None
-        return image, "pulled by digest"
+    def step3() -> tuple[ImageFacts, str]:
+        present = engine.inspect(pinned.pinned)
+        if present is not None:
+            return present, "present"
+        return engine.pull(pinned, insecure=options.insecure_registry), "pulled by digest"
 
-    image = steps.run(3, "image by digest", step3)
+    image: ImageFacts = steps.run(3, "image by digest", step3)
 
     def step4() -> tuple[tuple[str, ...], str]:
         if options.unsafe_skip_verify:
             return (), "SKIPPED (--unsafe-skip-verify): this session runs an unverified image"
-        if options.policy is None:
+        if options.trust is None:
             raise VerificationError("no verification policy", hint="pass --key, --policy, or a keyless identity")
-        fingerprint = options.policy.fingerprint()
         assert pinned.digest is not None
-        if _cache_hit(options.cache_path, pinned.digest, fingerprint):
+        remembered = trust.known_fingerprint(options.cache_path, options.trust)
+        if remembered is not None and trust.cache_hit(options.cache_path, pinned.digest, remembered):
+            return ("cache",), f"verified earlier for this digest and policy ({remembered[:19]})"
+        policy = options.trust.load()
+        fingerprint = policy.fingerprint()
+        if trust.cache_hit(options.cache_path, pinned.digest, fingerprint):
+            trust.cache_store(options.cache_path, pinned.digest, fingerprint, options.trust)
             return ("cache",), f"verified earlier for this digest and policy ({fingerprint[:19]})"
+        from terminai_sandbox.signing.verify import verify_image  # noqa: PLC0415  (HTTP and crypto stacks)
+
         try:
-            result = verify_image(pinned, options.policy, client=client)
+            result = verify_image(pinned, policy, client=registry_client())
         except VerificationError as exc:
-            if options.policy.mode == "warn":
+            if policy.mode == "warn":
                 return (), f"WARNING (policy mode warn): {exc.message}"
             raise
-        _cache_store(options.cache_path, pinned.digest, fingerprint)
+        trust.cache_store(options.cache_path, pinned.digest, fingerprint, options.trust)
         keys = tuple(s.key_id for s in result.signatures)
         return keys, f"signed by {', '.join(keys)}"
 
     verified_by = steps.run(4, "signature", step4)
 
     def step5() -> tuple[None, str]:
-        labels = image.labels or {}
-        problem = contract_compatible(labels.get(CONTRACT_LABEL), options.supported_contract)
+        problem = contract_compatible(image.labels.get(CONTRACT_LABEL), options.supported_contract)
         if problem:
             raise LaunchError(problem, hint="use an image release built for this launcher version")
-        return None, f"contract {labels.get(CONTRACT_LABEL)} satisfies {options.supported_contract}"
+        return None, f"contract {image.labels.get(CONTRACT_LABEL)} satisfies {options.supported_contract}"
 
     steps.run(5, "contract label", step5)
 
     def step6() -> tuple[None, str]:
         if not options.deep:
             return None, "the entrypoint checks health when the session starts"
-        report_ = run_contracts(engine, image.id)
-        return None, f"contract suite passed inside the image ({len(report_.passed)} tests)"
+        passed = engine.contract_suite(image.id)
+        return None, f"contract suite passed inside the image ({passed} tests)"
 
     steps.run(6, "health", step6)
     assert pinned.digest is not None
@@ -270,7 +265,7 @@ def preflight(
         # Run the derived image by its content id, not its tag: a tag could be re-pointed
         # between this step and `docker run`, an id cannot.
         what = "built project layer" if built else "cached project layer"
-        return str(derived.id), f"{what} {derived.id[:19]} FROM {digest[:19]} (derived from verified)"
+        return derived.id, f"{what} {derived.id[:19]} FROM {digest[:19]} (derived from verified)"
 
     run_ref: str = steps.run(7, "project layer", step7)
     if ledger is not None and run_ref != pinned.pinned:

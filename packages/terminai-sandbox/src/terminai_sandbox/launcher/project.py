@@ -12,12 +12,9 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
-from typing import Any
 
-import docker.errors
-
-from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import LaunchError
+from terminai_sandbox.launcher.engines import ImageFacts, LaunchEngine
 
 DOCKERFILE = Path(".terminai") / "sandbox.Dockerfile"
 DERIVED_LABEL = "dev.terminai.derived-from"
@@ -29,7 +26,9 @@ def project_dockerfile(project: Path) -> Path | None:
     return path if path.is_file() else None
 
 
-def build_project_layer(engine: Engine, project: Path, base_pinned: str, base_digest: str) -> tuple[Any, bool]:
+def build_project_layer(
+    engine: LaunchEngine, project: Path, base_pinned: str, base_digest: str
+) -> tuple[ImageFacts, bool]:
     """Build (or reuse) the project image; return (image, built_now)."""
     dockerfile = project / DOCKERFILE
     text = dockerfile.read_text()
@@ -42,25 +41,15 @@ def build_project_layer(engine: Engine, project: Path, base_pinned: str, base_di
     key = hashlib.sha256(text.encode() + b"\0" + base_digest.encode()).hexdigest()[:16]
     name = "terminai-project/" + hashlib.sha256(str(project.resolve()).encode()).hexdigest()[:12]
     tag = f"{name}:{key}"
-    try:
-        return engine.client.images.get(tag), False
-    except docker.errors.ImageNotFound:
-        pass
-    try:
-        image, _ = engine.client.images.build(
-            path=str(project),
-            dockerfile=str(DOCKERFILE),
-            buildargs={"BASE_IMAGE": base_pinned},
-            tag=tag,
-            labels={DERIVED_LABEL: base_digest, "dev.terminai.project": str(project.resolve())},
-            network_mode="none",
-            rm=True,
-            forcerm=True,
-            pull=False,
-        )
-    except docker.errors.BuildError as exc:
-        tail = "\n".join(str(line.get("stream", line.get("error", ""))).rstrip() for line in list(exc.build_log)[-15:])
-        raise LaunchError(f"building {dockerfile} failed:\n{tail}") from None
-    except docker.errors.APIError as exc:
-        raise LaunchError(f"building {dockerfile} failed: {exc.explanation}") from None
-    return image, True
+    existing = engine.inspect(tag)
+    # A tag can be re-pointed by anyone with engine access: reuse it only if it says what it derives from.
+    if existing is not None and existing.labels.get(DERIVED_LABEL) == base_digest:
+        return existing, False
+    built = engine.build(
+        context=project,
+        dockerfile=str(DOCKERFILE),
+        build_args={"BASE_IMAGE": base_pinned},
+        tag=tag,
+        labels={DERIVED_LABEL: base_digest, "dev.terminai.project": str(project.resolve())},
+    )
+    return built, True

@@ -3,8 +3,9 @@
 Only a :class:`~terminai_sandbox.launcher.preflight.VerifiedImage` is accepted, and the
 image is always addressed by digest. Defaults: ``--rm --init``, read-only root with tmpfs
 ``/tmp`` and home, ``--cap-drop ALL``, ``no-new-privileges``, ``--network none``, pids,
-memory and CPU limits, a random name and labels, the host uid:gid (podman:
-``--userns=keep-id``), the working directory mounted at the same path, ``-t`` only with a
+memory and CPU limits, a random name and labels, the host uid:gid (rootless podman:
+``--userns=keep-id``; see :mod:`~terminai_sandbox.launcher.engines` for every engine
+difference), the working directory mounted at the same path, ``-t`` only with a
 TTY, ``SANDBOX`` set inside, stdin passed through, signals forwarded, the exit code
 returned unchanged. Inherited environment values are passed by name (``-e NAME``), so they
 never appear in the command line or the ledger.
@@ -13,15 +14,14 @@ never appear in the command line or the ledger.
 from __future__ import annotations
 
 import os
-import secrets
 import shutil
 import signal
-import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from terminai_sandbox.config import LaunchConfig
 from terminai_sandbox.errors import LaunchError
+from terminai_sandbox.launcher.engines import session_flags
 from terminai_sandbox.launcher.preflight import VerifiedImage
 
 HOME_IN_IMAGE = "/home/sandbox"
@@ -30,6 +30,8 @@ IMAGE_UID = 10001
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Limits:
+    """Resource limits and network of a session (the defaults are the hardened ones)."""
+
     memory: str = "2g"
     cpus: str = "2"
     pids: int = 512
@@ -49,12 +51,23 @@ def build_argv(
     limits: Limits = Limits(),
     name: str | None = None,
     bashrc: str | None = None,
+    binary: str | None = None,
+    rlimits: Mapping[str, tuple[int, int]] | None = None,
 ) -> list[str]:
     if not isinstance(image, VerifiedImage):
         raise TypeError("build_argv needs a VerifiedImage from preflight()")
-    binary = shutil.which(engine) or engine
-    name = name or f"terminai-{secrets.token_hex(6)}"
-    argv = [binary, "run", "--rm", "--init", "-i"]
+    name = name or f"terminai-{os.urandom(6).hex()}"
+    specific = session_flags(
+        engine,
+        home=HOME_IN_IMAGE,
+        home_size="256m",
+        uid=uid,
+        gid=gid,
+        image_uid=IMAGE_UID,
+        set_uid_gid=config.set_uid_gid,
+        rlimits=rlimits,
+    )
+    argv = [binary or shutil.which(engine) or engine, "run", "--rm", "--init", "-i"]
     if tty:
         argv.append("-t")
     argv += [
@@ -68,7 +81,7 @@ def build_argv(
         "--tmpfs",
         "/tmp:rw,nosuid,nodev,size=512m",
         "--tmpfs",
-        f"{HOME_IN_IMAGE}:rw,nosuid,nodev,size=256m,uid={uid},gid={gid},mode=0700",
+        specific.home_tmpfs,
         "--cap-drop",
         "ALL",
         "--security-opt",
@@ -89,13 +102,9 @@ def build_argv(
         f"{cwd}:{cwd}:rw",
         "--workdir",
         cwd,
+        *specific.identity,
+        *specific.extra,
     ]
-    if engine == "podman":
-        argv += ["--userns=keep-id"]
-    # The host identity keeps files in mounted folders owned by the user; root on the host
-    # is never carried into the container (the image's unprivileged user is used instead).
-    if config.set_uid_gid is not False and uid != 0:
-        argv += ["--user", f"{uid}:{gid}"]
     if bashrc:
         argv += [
             "--volume",
@@ -116,18 +125,23 @@ def build_argv(
 
 
 def execute(argv: Sequence[str], env: Mapping[str, str]) -> int:
-    """Run the engine CLI with stdin/stdout/stderr passed through; forward signals; return its code."""
+    """Run the engine CLI with stdin/stdout/stderr passed through; forward signals; return its code.
+
+    ``posix_spawn`` and ``waitpid`` do what ``subprocess.Popen`` would here, without its import
+    cost. The code is the child's exit status, or ``-SIGNAL`` when a signal ended it.
+    """
     try:
-        proc = subprocess.Popen(list(argv), env=dict(env))
+        pid = os.posix_spawnp(argv[0], list(argv), dict(env))
     except OSError as exc:
         raise LaunchError(f"cannot start {argv[0]}: {exc.strerror}") from None
 
     def forward(signum: int, _frame: object) -> None:
-        proc.send_signal(signum)
+        os.kill(pid, signum)
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     try:
-        return proc.wait()
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -1,0 +1,317 @@
+"""The engines a session runs on, and every difference between them, in one place.
+
+``docker``: preflight asks dockerd's API (:class:`~terminai_sandbox.engine.Engine`: a plain
+socket for inspects, the SDK for pulls and builds); the session runs through the docker CLI.
+
+``podman``: preflight and the session both use the ``podman`` CLI. Podman needs no daemon,
+and the image preflight inspects is then the image in the storage ``podman run`` reads (a
+podman API socket can belong to another user's storage). The differences:
+
+===================  ==================================  =========================================
+                     docker                              podman
+===================  ==================================  =========================================
+home tmpfs owner     ``uid=``/``gid=`` mount options     ``U`` (podman refuses ``uid=``/``gid=``)
+host identity        ``--user UID:GID``                  rootless: ``--userns=keep-id`` + ``--user``;
+                                                         as root: the image's user (keep-id is a
+                                                         rootless-only mode)
+``--init``           docker-init                         catatonit (Debian package ``catatonit``)
+ulimits              inherited from dockerd              explicit ``nofile``/``nproc`` no higher
+                                                         than the launcher's own hard limits
+plain-HTTP registry  dockerd allows 127.0.0.0/8          ``--tls-verify=false`` for loopback
+                                                         registries or ``--insecure-registry``
+``--deep``           contract suite via the Docker API   refused (the suite needs the Docker API)
+===================  ==================================  =========================================
+
+Rootful podman asks the kernel for RLIMIT_NOFILE 1048576 and a high RLIMIT_NPROC by
+default; where root lacks CAP_SYS_RESOURCE (some VMs and nested containers) every run then
+fails with "error setting rlimit type 7: operation not permitted". The explicit limits
+avoid that and are modest anyway: the pids cgroup limit stays the real cap on processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from terminai_sandbox.errors import EngineError, LaunchError
+from terminai_sandbox.reference import ImageRef
+
+if TYPE_CHECKING:
+    import subprocess
+
+NOFILE_CAP = 65536
+NPROC_CAP = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class ImageFacts:
+    """What preflight needs to know about a local image."""
+
+    id: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+
+
+class LaunchEngine(Protocol):
+    """The engine operations preflight uses; see the module docstring for the two kinds."""
+
+    name: str
+
+    def describe(self) -> str: ...
+
+    def inspect(self, reference: str) -> ImageFacts | None: ...
+
+    def pull(self, pinned: ImageRef, *, insecure: bool) -> ImageFacts: ...
+
+    def build(
+        self, *, context: Path, dockerfile: str, build_args: Mapping[str, str], tag: str, labels: Mapping[str, str]
+    ) -> ImageFacts: ...
+
+    def contract_suite(self, image_id: str) -> int: ...
+
+
+def connect(name: str, env: Mapping[str, str]) -> LaunchEngine:
+    """The engine called ``name``, checked to answer; :class:`EngineError` says why not."""
+    if name == "podman":
+        return PodmanEngine.connect(env)
+    return DockerEngine.connect(env)
+
+
+def _facts(document: Mapping[str, Any]) -> ImageFacts:
+    config = document.get("Config") or {}
+    labels = config.get("Labels") or document.get("Labels") or {}
+    return ImageFacts(id=str(document["Id"]), labels=dict(labels))
+
+
+class DockerEngine:
+    name = "docker"
+
+    def __init__(self, engine: Any) -> None:
+        self.engine = engine
+
+    @classmethod
+    def connect(cls, env: Mapping[str, str]) -> DockerEngine:
+        from terminai_sandbox.engine import Engine  # noqa: PLC0415  (keeps `podman` launches off the SDK path)
+
+        return cls(Engine.connect(env))
+
+    def describe(self) -> str:
+        info = self.engine.info
+        return f"{info.name} {info.version} at {info.host}"
+
+    def inspect(self, reference: str) -> ImageFacts | None:
+        document = self.engine.inspect_image(reference)
+        return None if document is None else _facts(document)
+
+    def pull(self, pinned: ImageRef, *, insecure: bool) -> ImageFacts:
+        # dockerd decides plain HTTP itself (127.0.0.0/8 and its insecure-registries list).
+        import docker.errors  # noqa: PLC0415
+
+        try:
+            self.engine.client.images.pull(pinned.name, tag=pinned.digest)
+        except docker.errors.APIError as exc:
+            raise LaunchError(
+                f"pulling {pinned.pinned} failed: {exc.explanation}", hint="check the registry and your login"
+            ) from None
+        found = self.inspect(pinned.pinned)
+        if found is None:
+            raise LaunchError(f"the engine pulled {pinned.pinned} but cannot find it afterwards")
+        return found
+
+    def build(
+        self, *, context: Path, dockerfile: str, build_args: Mapping[str, str], tag: str, labels: Mapping[str, str]
+    ) -> ImageFacts:
+        import docker.errors  # noqa: PLC0415
+
+        try:
+            image, _ = self.engine.client.images.build(
+                path=str(context),
+                dockerfile=dockerfile,
+                buildargs=dict(build_args),
+                tag=tag,
+                labels=dict(labels),
+                network_mode="none",
+                rm=True,
+                forcerm=True,
+                pull=False,
+            )
+        except docker.errors.BuildError as exc:
+            tail = "\n".join(
+                str(line.get("stream", line.get("error", ""))).rstrip() for line in list(exc.build_log)[-15:]
+            )
+            raise LaunchError(f"building {dockerfile} failed:\n{tail}") from None
+        except docker.errors.APIError as exc:
+            raise LaunchError(f"building {dockerfile} failed: {exc.explanation}") from None
+        return ImageFacts(id=str(image.id), labels=dict(image.labels or {}))
+
+    def contract_suite(self, image_id: str) -> int:
+        from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
+
+        return len(run_contracts(self.engine, image_id).passed)
+
+
+class PodmanEngine:
+    name = "podman"
+
+    def __init__(self, binary: str, version: str, *, rootless: bool, env: Mapping[str, str]) -> None:
+        self.binary, self.version, self.rootless, self.env = binary, version, rootless, dict(env)
+
+    def _run(self, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        import subprocess  # noqa: PLC0415  (docker launches never need it)
+
+        try:
+            return subprocess.run(
+                [self.binary, *args], capture_output=True, text=True, env=self.env, timeout=timeout, check=False
+            )
+        except OSError as exc:
+            raise EngineError(f"cannot start {self.binary}: {exc.strerror}", hint="install podman") from None
+        except subprocess.TimeoutExpired:
+            raise EngineError(f"podman {args[0]} did not finish within {timeout:.0f} s") from None
+
+    @classmethod
+    def connect(cls, env: Mapping[str, str]) -> PodmanEngine:
+        binary = shutil.which("podman", path=env.get("PATH"))
+        if binary is None:
+            raise EngineError("podman is not installed", hint="install podman (Debian/Ubuntu: apt-get install podman)")
+        probe = cls(binary, "?", rootless=os.geteuid() != 0, env=env)
+        result = probe._run("version", "--format", "json", timeout=60)
+        if result.returncode != 0:
+            raise EngineError(
+                f"podman does not work: {_last_line(result.stderr)}",
+                hint="run 'podman info' to see what is wrong with its configuration or storage",
+            )
+        try:
+            version = str(json.loads(result.stdout)["Client"]["Version"])
+        except (ValueError, KeyError, TypeError):
+            raise EngineError(f"podman version printed something unexpected: {result.stdout[:200]!r}") from None
+        return cls(binary, version, rootless=probe.rootless, env=env)
+
+    def describe(self) -> str:
+        return f"podman {self.version} ({'rootless' if self.rootless else 'rootful'}, {self.binary})"
+
+    def inspect(self, reference: str) -> ImageFacts | None:
+        result = self._run("image", "inspect", reference, timeout=120)
+        if result.returncode != 0:
+            if "image not known" in result.stderr or "no such image" in result.stderr.lower():
+                return None
+            raise EngineError(f"podman cannot look up {reference}: {_last_line(result.stderr)}")
+        try:
+            documents = json.loads(result.stdout)
+            return _facts(documents[0])
+        except (ValueError, KeyError, IndexError, TypeError):
+            raise EngineError(f"podman image inspect printed something unexpected for {reference}") from None
+
+    def pull(self, pinned: ImageRef, *, insecure: bool) -> ImageFacts:
+        args = ["pull", "--quiet"]
+        if insecure or _is_loopback(pinned.registry):
+            # Loopback registries speak plain HTTP; dockerd allows that for 127.0.0.0/8, podman must be told.
+            args.append("--tls-verify=false")
+        result = self._run(*args, pinned.pinned)
+        if result.returncode != 0:
+            raise LaunchError(
+                f"pulling {pinned.pinned} failed: {_last_line(result.stderr)}", hint="check the registry and your login"
+            )
+        found = self.inspect(pinned.pinned)
+        if found is None:
+            raise LaunchError(f"podman pulled {pinned.pinned} but cannot find it afterwards")
+        return found
+
+    def build(
+        self, *, context: Path, dockerfile: str, build_args: Mapping[str, str], tag: str, labels: Mapping[str, str]
+    ) -> ImageFacts:
+        args = ["build", "--quiet", "--network=none", "--pull=never", "--file", str(context / dockerfile), "--tag", tag]
+        for key, value in build_args.items():
+            args += ["--build-arg", f"{key}={value}"]
+        for key, value in labels.items():
+            args += ["--label", f"{key}={value}"]
+        result = self._run(*args, str(context))
+        if result.returncode != 0:
+            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+            raise LaunchError(f"building {dockerfile} failed:\n{tail}")
+        found = self.inspect(tag)
+        if found is None:
+            raise LaunchError(f"podman built {tag} but cannot find it afterwards")
+        return found
+
+    def contract_suite(self, image_id: str) -> int:
+        raise LaunchError(
+            "--deep runs the contract suite through the Docker API, which the podman engine does not use",
+            hint="run 'terminai-sandbox contracts IMAGE' against dockerd, or drop --deep "
+            "(the entrypoint still checks health when the session starts)",
+        )
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1] if lines else "no error message"
+
+
+def _is_loopback(registry: str) -> bool:
+    from terminai_sandbox.registry import is_loopback  # noqa: PLC0415  (registry imports requests)
+
+    return is_loopback(registry)
+
+
+# -- the engine-specific part of the session's command line ----------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionFlags:
+    """The part of the session's command line that depends on the engine."""
+
+    home_tmpfs: str  # the --tmpfs value for the home directory
+    identity: tuple[str, ...]  # --user / --userns
+    extra: tuple[str, ...] = ()  # ulimits and other engine-only flags
+
+
+def _bounded(limit: int, cap: int) -> int:
+    return cap if limit == resource.RLIM_INFINITY else min(limit, cap)
+
+
+def session_flags(
+    engine: str,
+    *,
+    home: str,
+    home_size: str,
+    uid: int,
+    gid: int,
+    image_uid: int,
+    set_uid_gid: bool | None,
+    rlimits: Mapping[str, tuple[int, int]] | None = None,
+) -> SessionFlags:
+    """The flags in which docker and podman differ (pure: the host's values are passed in).
+
+    The host identity keeps files in mounted folders owned by the user; root on the host is
+    never carried into the container (the image's unprivileged user runs instead).
+    ``SANDBOX_SET_UID_GID=false`` also keeps the image's user.
+    """
+    use_host_identity = set_uid_gid is not False and uid != 0
+    user = ("--user", f"{uid}:{gid}") if use_host_identity else ()
+    base = f"{home}:rw,nosuid,nodev,size={home_size},mode=0700"
+    if engine == "podman":
+        limits = rlimits if rlimits is not None else host_rlimits()
+        nofile = _bounded(limits["nofile"][1], NOFILE_CAP)
+        nproc = _bounded(limits["nproc"][1], NPROC_CAP)
+        ulimits = ("--ulimit", f"nofile={nofile}:{nofile}", "--ulimit", f"nproc={nproc}:{nproc}")
+        # keep-id maps the rootless user to the same uid inside; it does not exist for root.
+        userns = ("--userns=keep-id",) if use_host_identity else ()
+        return SessionFlags(home_tmpfs=f"{base},U", identity=userns + user, extra=ulimits)
+    owner = f"uid={uid},gid={gid}" if use_host_identity else f"uid={image_uid},gid={image_uid}"
+    return SessionFlags(home_tmpfs=f"{base},{owner}", identity=user)
+
+
+def host_rlimits() -> dict[str, tuple[int, int]]:
+    return {
+        "nofile": resource.getrlimit(resource.RLIMIT_NOFILE),
+        "nproc": resource.getrlimit(resource.RLIMIT_NPROC),
+    }
+
+
+def run_binary(engine: str, env: Mapping[str, str]) -> str:
+    """The engine CLI that runs the session (found on the launcher's PATH)."""
+    return shutil.which(engine, path=env.get("PATH")) or engine

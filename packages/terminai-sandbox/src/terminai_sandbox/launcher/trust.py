@@ -1,0 +1,140 @@
+"""The verification policy as the user gave it, and the verification cache.
+
+A :class:`TrustSource` is the policy before it is loaded. Loading imports cryptography
+(~25 ms); a launch whose digest already verified under the same policy does not need it.
+``source_key`` is a sha256 over the exact inputs (the key file's bytes, the keyless
+identity, a policy file whose keys are all inline), or None when the inputs cannot be
+hashed that simply (a policy file naming key files by path): then the policy always loads.
+
+The cache is one JSON file in the launcher's state directory:
+
+* ``"<digest>|<policy fingerprint>": true``: written only after signature verification
+  passed for that digest under that policy; failures are never written;
+* ``"source:<source_key>": "<policy fingerprint>"``: the fingerprint these exact inputs
+  loaded as.
+
+A hit needs both. Identical inputs load as the identical policy, so the second entry can
+only save the loading, never change what is trusted; inputs that changed, or a file that
+is unreadable or corrupt, miss and take the full path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from terminai_sandbox._version import __version__
+
+if TYPE_CHECKING:
+    from terminai_sandbox.signing.policy import VerificationPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class TrustSource:
+    """A policy as given: a description, the key of its exact inputs, and how to load it."""
+
+    describe: str
+    source_key: str | None
+    load: Callable[[], VerificationPolicy]
+
+
+def _key(kind: str, *parts: bytes) -> str:
+    # The launcher's version is part of the key: a new release re-derives every fingerprint once.
+    digest = hashlib.sha256(f"{kind}\0{__version__}".encode())
+    for part in parts:
+        digest.update(b"\0" + hashlib.sha256(part).digest())
+    return "sha256:" + digest.hexdigest()
+
+
+def _read(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None  # the loader reports it
+
+
+def key_file(path: Path) -> TrustSource:
+    def load() -> VerificationPolicy:
+        from terminai_sandbox.signing.policy import VerificationPolicy  # noqa: PLC0415  (imports cryptography)
+
+        return VerificationPolicy.single_key(path)
+
+    data = _read(path)
+    return TrustSource(f"key {path}", None if data is None else _key("key", data), load)
+
+
+def keyless_identity(identity: str, issuer: str) -> TrustSource:
+    def load() -> VerificationPolicy:
+        from terminai_sandbox.signing.policy import VerificationPolicy  # noqa: PLC0415
+
+        return VerificationPolicy.single_identity(identity, issuer)
+
+    return TrustSource(f"keyless {identity} from {issuer}", _key("identity", identity.encode(), issuer.encode()), load)
+
+
+def policy_file(path: Path) -> TrustSource:
+    def load() -> VerificationPolicy:
+        from terminai_sandbox.signing.policy import load_policy  # noqa: PLC0415
+
+        return load_policy(path)
+
+    data = _read(path)
+    contained = data is not None and _self_contained(path, data)
+    return TrustSource(
+        f"policy {path}", _key("policy", path.suffix.encode(), data) if data and contained else None, load
+    )
+
+
+def _self_contained(path: Path, data: bytes) -> bool:
+    """True when the policy file holds everything it trusts (no key files named by path)."""
+    try:
+        if path.suffix == ".toml":
+            import tomllib  # noqa: PLC0415
+
+            parsed: Any = tomllib.loads(data.decode())
+        else:
+            parsed = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return False
+    keys = parsed.get("keys", []) if isinstance(parsed, dict) else None
+    return isinstance(keys, list) and all(isinstance(k, dict) and set(k) == {"pem"} for k in keys)
+
+
+def _entries(path: Path | None) -> dict[str, Any]:
+    if path is None:
+        return {}
+    try:
+        entries = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return entries if isinstance(entries, dict) else {}
+
+
+def known_fingerprint(path: Path | None, source: TrustSource) -> str | None:
+    """The fingerprint these exact inputs loaded as before, if the cache remembers it."""
+    if source.source_key is None:
+        return None
+    value = _entries(path).get(f"source:{source.source_key}")
+    return value if isinstance(value, str) else None
+
+
+def cache_hit(path: Path | None, digest: str, fingerprint: str) -> bool:
+    return _entries(path).get(f"{digest}|{fingerprint}") is True
+
+
+def cache_store(path: Path | None, digest: str, fingerprint: str, source: TrustSource | None = None) -> None:
+    """Record a pass (call only after verification succeeded)."""
+    if path is None:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    entries = _entries(path)
+    entries[f"{digest}|{fingerprint}"] = True
+    if source is not None and source.source_key is not None:
+        entries[f"source:{source.source_key}"] = fingerprint
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(entries, sort_keys=True))
+    tmp.replace(path)

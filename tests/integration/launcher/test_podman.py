@@ -1,0 +1,125 @@
+"""The launcher on podman: a verified, signed image pulled by digest into podman's storage and run hardened.
+
+Podman is a required host tool (``scripts/ensure-host-tools`` installs it with catatonit
+for ``--init``); a missing podman fails these tests, it never skips them. Preflight and the
+session use the podman CLI, so the image is checked in the same storage it runs from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from terminai_sandbox.build import BuildResult
+
+from tests.fixtures.registry import RegistryServer
+from tests.integration.launcher.test_launch import Site, _relabel
+
+PODMAN = {"TERMINAI_SANDBOX": "podman"}
+
+
+def _podman(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["podman", *args], capture_output=True, text=True, timeout=300, check=False)
+
+
+@pytest.fixture()
+def podman_site(registry: RegistryServer, tmp_path: Path, built_image: BuildResult) -> Iterator[Site]:
+    assert shutil.which("podman"), "podman is not installed: run 'make host-tools' (scripts/ensure-host-tools)"
+    assert shutil.which("catatonit") or Path("/usr/libexec/podman/catatonit").exists(), "catatonit is missing"
+    pulled_before = set(_podman("images", "--quiet", "--no-trunc").stdout.split())
+    os.chmod(tmp_path, 0o755)
+    yield Site(registry, tmp_path)
+    # Leave podman's storage as it was: remove what these tests pulled from the throwaway registry.
+    for image in set(_podman("images", "--quiet", "--no-trunc").stdout.split()) - pulled_before:
+        _podman("rmi", "--force", image)
+
+
+def test_podman_runs_the_verified_image_hardened(podman_site: Site, built_image: BuildResult) -> None:
+    site = podman_site
+    digest = site.push(built_image.oci_layout, "0.1.0")
+    holder: dict[str, subprocess.CompletedProcess[str]] = {}
+    thread = threading.Thread(
+        target=lambda: holder.setdefault(
+            "r", site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "sleep", "30", env=PODMAN)
+        )
+    )
+    thread.start()
+    try:
+        found = ""
+        deadline = time.monotonic() + 120
+        while not found and time.monotonic() < deadline and thread.is_alive():
+            found = _podman("ps", "--filter", f"label=dev.terminai.verified={digest}", "--format", "{{.ID}}").stdout
+            time.sleep(0.2)
+        assert found.strip(), f"the podman session did not start: {holder.get('r')}"
+        container = json.loads(_podman("inspect", found.split()[0]).stdout)[0]
+        host = container["HostConfig"]
+        assert host["ReadonlyRootfs"] is True and host["CapAdd"] == [] and "CAP_SETUID" in host["CapDrop"]
+        assert "no-new-privileges" in host["SecurityOpt"] and host["NetworkMode"] == "none"
+        assert host["AutoRemove"] is True and host["Init"] is True
+        assert host["PidsLimit"] == 512 and host["Memory"] == 2 * 1024**3 and host["NanoCpus"] == 2 * 10**9
+        assert {"/tmp", "/home/sandbox"} <= set(host["Tmpfs"])
+        assert "mode=0700" in host["Tmpfs"]["/home/sandbox"]
+        assert {u["Name"] for u in host["Ulimits"]} >= {"RLIMIT_NOFILE", "RLIMIT_NPROC"}
+        expected_user = "10001:10001" if os.getuid() == 0 else f"{os.getuid()}:{os.getgid()}"
+        assert container["Config"]["User"] == expected_user
+        assert container["ImageDigest"] == digest and container["ImageName"].endswith(f"@{digest}")
+        assert any(e.startswith("SANDBOX=terminai-") for e in container["Config"]["Env"])
+        _podman("kill", found.split()[0])
+    finally:
+        thread.join(timeout=120)
+    result = holder["r"]
+    assert "1. engine: podman" in result.stderr and "3. image by digest: pulled by digest" in result.stderr
+    # The image reached podman's storage by digest (and only through preflight).
+    assert _podman("image", "exists", f"{site.ref('0.1.0').rsplit(':', 1)[0]}@{digest}").returncode == 0
+
+
+def test_podman_passes_output_and_exit_code_through(podman_site: Site, built_image: BuildResult) -> None:
+    site = podman_site
+    site.push(built_image.oci_layout, "0.1.0")
+    script = "echo out; echo err >&2; grep CapEff /proc/self/status; touch $HOME/ok; exit 7"
+    result = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "sh", "-c", script, env=PODMAN)
+    assert result.returncode == 7, result.stderr
+    assert result.stdout.splitlines()[0] == "out" and "err" in result.stderr
+    assert "CapEff:\t0000000000000000" in result.stdout  # no capabilities at all
+    # The second launch hits the verification cache; every step still runs and is audited.
+    again = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true", env=PODMAN)
+    assert again.returncode == 0 and "verified earlier for this digest" in again.stderr
+    assert "3. image by digest: present" in again.stderr
+    ledger = site.home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
+    events = [json.loads(line) for line in ledger.read_text().splitlines()]
+    assert [e["code"] for e in events if e["event"] == "exit"] == [7, 0]
+    assert sum(1 for e in events if e["event"] == "preflight-step") == 16
+    assert all(e["argv"][0].endswith("podman") for e in events if e["event"] == "run")
+
+
+def test_podman_refuses_what_docker_refuses(podman_site: Site, built_image: BuildResult, tmp_path: Path) -> None:
+    site = podman_site
+    site.push(built_image.oci_layout, "0.1.0", sign=False, repo="unsigned/sandbox")
+    unsigned = site.cli(
+        "run",
+        "--image",
+        site.ref("0.1.0", "unsigned/sandbox"),
+        "--key",
+        str(site.pub),
+        "--",
+        "sh",
+        "-c",
+        "echo COMMAND-RAN",
+        env=PODMAN,
+    )
+    assert unsigned.returncode == 11 and "no signature found" in unsigned.stderr
+    assert "COMMAND-RAN" not in unsigned.stdout
+    future = _relabel(built_image.oci_layout, tmp_path / "future", {"dev.terminai.contract.version": "2.0.0"})
+    site.push(future, "2.0.0-future")
+    refused = site.cli("run", "--image", site.ref("2.0.0-future"), "--key", str(site.pub), "--", "true", env=PODMAN)
+    assert refused.returncode == 13 and "major differs" in refused.stderr
+    site.push(built_image.oci_layout, "0.1.0")
+    deep = site.cli("preflight", "--deep", "--image", site.ref("0.1.0"), "--key", str(site.pub), env=PODMAN)
+    assert deep.returncode == 13 and "--deep runs the contract suite through the Docker API" in deep.stderr

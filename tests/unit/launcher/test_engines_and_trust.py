@@ -1,0 +1,192 @@
+"""Engine differences, the verification cache and the plain-socket Docker API client (no engine needed)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from terminai_sandbox.config import LaunchConfig
+from terminai_sandbox.engine import Engine, api_request
+from terminai_sandbox.errors import EngineError
+from terminai_sandbox.launcher import audit, preflight, trust
+from terminai_sandbox.launcher.engines import NPROC_CAP, session_flags
+from terminai_sandbox.launcher.run import build_argv, execute
+from terminai_sandbox.signing import keys
+
+LIMITS = {"nofile": (1024, 20000), "nproc": (96365, 96365)}
+
+
+def test_docker_and_podman_differ_only_where_they_must() -> None:
+    common = dict(home="/home/sandbox", home_size="256m", gid=1000, image_uid=10001, rlimits=LIMITS)
+    docker_user = session_flags("docker", uid=1000, set_uid_gid=None, **common)  # type: ignore[arg-type]
+    assert docker_user.home_tmpfs.endswith("mode=0700,uid=1000,gid=1000")
+    assert docker_user.identity == ("--user", "1000:1000") and docker_user.extra == ()
+    podman_user = session_flags("podman", uid=1000, set_uid_gid=None, **common)  # type: ignore[arg-type]
+    assert podman_user.home_tmpfs.endswith("mode=0700,U") and "uid=" not in podman_user.home_tmpfs
+    assert podman_user.identity == ("--userns=keep-id", "--user", "1000:1000")
+    assert podman_user.extra == ("--ulimit", "nofile=20000:20000", "--ulimit", f"nproc={NPROC_CAP}:{NPROC_CAP}")
+    # Root on the host: no keep-id (rootless-only) and no --user; the image's own user runs.
+    podman_root = session_flags("podman", uid=0, set_uid_gid=None, **common)  # type: ignore[arg-type]
+    assert podman_root.identity == () and "--userns=keep-id" not in podman_root.extra
+    docker_root = session_flags("docker", uid=0, set_uid_gid=None, **common)  # type: ignore[arg-type]
+    assert docker_root.identity == () and docker_root.home_tmpfs.endswith("uid=10001,gid=10001")
+    # SANDBOX_SET_UID_GID=false keeps the image's user for everyone.
+    assert session_flags("podman", uid=1000, set_uid_gid=False, **common).identity == ()  # type: ignore[arg-type]
+    # Unlimited or low hard limits: never above the launcher's own hard limit.
+    low = session_flags(
+        "podman", uid=0, set_uid_gid=None, **{**common, "rlimits": {"nofile": (64, 256), "nproc": (-1, -1)}}
+    )  # type: ignore[arg-type]
+    assert low.extra == ("--ulimit", "nofile=256:256", "--ulimit", f"nproc={NPROC_CAP}:{NPROC_CAP}")
+
+
+def _verified(engine_name: str = "docker") -> preflight.VerifiedImage:
+    digest = "sha256:" + "b" * 64
+    return preflight.VerifiedImage(
+        f"r.example/x@{digest}",
+        digest,
+        "sha256:" + "c" * 64,
+        ("k",),
+        False,
+        f"r.example/x@{digest}",
+        _token=preflight._TOKEN,
+    )
+
+
+def test_podman_argv_carries_the_same_hardening() -> None:
+    config = LaunchConfig(engine="podman", engine_from="test", image=None, image_from="test")
+    argv = build_argv(
+        "podman",
+        _verified(),
+        config,
+        ["true"],
+        cwd="/w",
+        tty=False,
+        uid=1000,
+        gid=1000,
+        binary="podman",
+        rlimits=LIMITS,
+    )
+    for flag in ("--read-only", "--init", "--rm", "--userns=keep-id"):
+        assert flag in argv
+    for pair in (("--cap-drop", "ALL"), ("--security-opt", "no-new-privileges"), ("--network", "none")):
+        assert argv[argv.index(pair[0]) + 1] == pair[1]
+    assert argv[-2:] == ["r.example/x@sha256:" + "b" * 64, "true"]
+    assert not any("uid=" in a for a in argv)
+
+
+def test_execute_passes_the_exit_code_through() -> None:
+    assert execute(["sh", "-c", "exit 7"], {"PATH": "/usr/bin:/bin"}) == 7
+    assert execute(["sh", "-c", "kill -TERM $$"], {"PATH": "/usr/bin:/bin"}) == -15
+
+
+def test_cache_holds_passes_only_and_keys_on_exact_inputs(tmp_path: Path) -> None:
+    cache = tmp_path / "verified.json"
+    pub = tmp_path / "k.pub"
+    pub.write_bytes(keys.public_pem(keys.generate()))
+    source = trust.key_file(pub)
+    digest = "sha256:" + "d" * 64
+    assert trust.known_fingerprint(cache, source) is None and not trust.cache_hit(cache, digest, "fp")
+    fingerprint = source.load().fingerprint()
+    trust.cache_store(cache, digest, fingerprint, source)
+    assert trust.known_fingerprint(cache, source) == fingerprint
+    assert trust.cache_hit(cache, digest, fingerprint) and not trust.cache_hit(cache, "sha256:" + "e" * 64, fingerprint)
+    # Another key (other bytes) is unknown: it must load and verify on its own.
+    pub.write_bytes(keys.public_pem(keys.generate()))
+    assert trust.known_fingerprint(cache, trust.key_file(pub)) is None
+    # A policy naming key files by path cannot be keyed by its own bytes; one with inline keys can.
+    by_path = tmp_path / "p.json"
+    by_path.write_text(json.dumps({"version": 1, "keys": [{"path": str(pub)}]}))
+    assert trust.policy_file(by_path).source_key is None
+    inline = tmp_path / "q.json"
+    inline.write_text(json.dumps({"version": 1, "keys": [{"pem": pub.read_text()}]}))
+    assert trust.policy_file(inline).source_key is not None
+    # A corrupt cache is a miss, never an error or a pass.
+    cache.write_text("{not json")
+    assert not trust.cache_hit(cache, digest, fingerprint) and trust.known_fingerprint(cache, source) is None
+
+
+class _FakeEngine:
+    """A unix-socket HTTP server answering like dockerd (or not at all)."""
+
+    def __init__(self, path: Path, answers: dict[str, bytes]) -> None:
+        self.server = socket.socket(socket.AF_UNIX)
+        self.server.bind(str(path))
+        self.server.listen(8)
+        self.answers = answers
+        self.requests: list[str] = []
+        self.thread = threading.Thread(target=self.serve, daemon=True)
+        self.thread.start()
+
+    def serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.server.accept()
+            except OSError:
+                return
+            with conn:
+                request = conn.recv(65536).decode()
+                path = request.split()[1]
+                self.requests.append(path)
+                conn.sendall(self.answers.get(path, b'HTTP/1.0 404 Not Found\r\n\r\n{"message":"no such image"}'))
+
+
+@pytest.fixture()
+def fake(tmp_path: Path) -> Iterator[tuple[Path, dict[str, bytes]]]:
+    answers: dict[str, bytes] = {}
+    server = _FakeEngine(tmp_path / "e.sock", answers)
+    yield tmp_path / "e.sock", answers
+    server.server.close()
+
+
+def test_engine_probe_uses_ping_headers_then_version(fake: tuple[Path, dict[str, bytes]]) -> None:
+    sock, answers = fake
+    answers["/_ping"] = b"HTTP/1.0 200 OK\r\nApi-Version: 1.41\r\nServer: Docker/20.10.24 (linux)\r\n\r\nOK"
+    engine = Engine.connect({"DOCKER_HOST": f"unix://{sock}"})
+    assert (engine.info.name, engine.info.version, engine.info.api_version) == ("docker", "20.10.24", "1.41")
+    answers["/_ping"] = b"HTTP/1.0 200 OK\r\nApi-Version: 1.41\r\nServer: Libpod/4.3.1 (linux)\r\n\r\nOK"
+    assert Engine.connect({"DOCKER_HOST": f"unix://{sock}"}).info.name == "podman"
+    # No usable headers: fall back to /version (chunked bodies are decoded).
+    answers["/_ping"] = b"HTTP/1.0 200 OK\r\n\r\nOK"
+    body = json.dumps({"ApiVersion": "1.39", "Version": "18.09"}).encode()
+    answers["/version"] = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n%s\r\n0\r\n\r\n" % (
+        len(body),
+        body,
+    )
+    with pytest.raises(EngineError, match="too old"):
+        Engine.connect({"DOCKER_HOST": f"unix://{sock}"})
+
+
+def test_image_inspect_over_the_plain_socket(fake: tuple[Path, dict[str, bytes]]) -> None:
+    sock, answers = fake
+    answers["/_ping"] = b"HTTP/1.0 200 OK\r\nApi-Version: 1.41\r\nServer: Docker/20.10.24 (linux)\r\n\r\nOK"
+    ref = "127.0.0.1:5000/terminai/sandbox@sha256:" + "a" * 64
+    answers[f"/v1.41/images/{ref}/json"] = (
+        b'HTTP/1.0 200 OK\r\n\r\n{"Id": "sha256:1", "Config": {"Labels": {"a": "b"}}}'
+    )
+    engine = Engine.connect({"DOCKER_HOST": f"unix://{sock}"})
+    assert engine.inspect_image(ref) == {"Id": "sha256:1", "Config": {"Labels": {"a": "b"}}}
+    assert engine.inspect_image("other:1") is None
+    answers["/v1.41/images/broken:1/json"] = b'HTTP/1.0 500 Internal Server Error\r\n\r\n{"message": "disk on fire"}'
+    with pytest.raises(EngineError, match="disk on fire"):
+        engine.inspect_image("broken:1")
+    answers["/garbage"] = b"SSH-2.0-OpenSSH\r\n"
+    with pytest.raises(ValueError, match="not an HTTP answer"):
+        api_request(f"unix://{sock}", "/garbage")
+
+
+def test_dead_socket_is_diagnosed(tmp_path: Path) -> None:
+    with pytest.raises(EngineError) as caught:
+        Engine.connect({"DOCKER_HOST": f"unix://{tmp_path}/none.sock"})
+    assert "not running" in caught.value.message or "no container engine" in caught.value.message
+
+
+def test_ledger_reads_only_its_tail(tmp_path: Path) -> None:
+    ledger = audit.Ledger(tmp_path / "audit.jsonl")
+    ledger.append("big", blob="x" * 200_000)  # one record longer than the tail window
+    for index in range(3):
+        ledger.append("event", n=index)
+    assert audit.verify(ledger.path) == 4
