@@ -287,3 +287,34 @@ def test_term_statistics_stay_exact_across_appends(index: Path) -> None:
         for word in ("deploy", "deployed", "postgres", "secret", "nothing"):
             assert mem.count(word) == mem.count(word, since="1970-01-01"), word
         assert mem.count("deploy") == 6
+
+
+def test_frequent_term_bitmaps_count_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from terminai_apts.memory import query as q
+    from terminai_apts.memory import termbits
+
+    from tests.unit.memory.conftest import make_records
+
+    monkeypatch.setattr(termbits, "MIN_DF", 1)  # every term gets a bitmap
+    records = make_records()
+    later = [
+        dataclasses.replace(r, uid=f"later{i}", date=f"2024-06-0{i + 1}T00:00:00Z") for i, r in enumerate(records[:3])
+    ]
+    db = tmp_path / "bits.db"
+    store.build(db, records)
+    assert store.append(db, later) == 3  # appended records set their bits too
+    windows: list[dict[str, str]] = [
+        {},
+        {"since": "2024-03-01"},
+        {"until": "2024-03-15"},
+        {"since": "2024-03-16", "until": "2024-06-01"},
+        {"since": "2030-01-01"},
+    ]
+    with ThermalMemory(db) as mem:
+        assert mem._bits_count("deploy secret", None, None, None) is not None  # the bitmap path is taken
+        assert mem._bits_count("PROJ-1234", None, None, None) is None  # a phrase is FTS5's job
+        for query in ("deploy", "deploy secret", "postgres deploy", "missing secret", "PROJ-1234", "nothing"):
+            for window in windows:
+                exact = mem.count(q.fts_and(query), raw=True, **window)  # raw text always counts with FTS5
+                assert mem.count(query, **window) == exact, (query, window)
+                assert mem.search(query, **window).total == exact or exact == 0, (query, window)

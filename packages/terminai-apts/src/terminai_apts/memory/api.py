@@ -21,6 +21,7 @@ from urllib.parse import quote
 
 from terminai_apts.errors import MemoryStoreError, UsageError
 from terminai_apts.memory import query as q
+from terminai_apts.memory import termbits
 from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results, split_tags
 from terminai_apts.memory.store import check_schema
 from terminai_apts.memory.terms import Terms
@@ -101,7 +102,7 @@ class ThermalMemory:
     at 100 rows; times accept ISO dates (date-only = whole day) or ``7d``-style offsets.
     """
 
-    __slots__ = ("_budget_ms", "_conn", "_deadline", "_ordered", "_terms")
+    __slots__ = ("_bits_base", "_budget_ms", "_conn", "_deadline", "_ordered", "_terms")
 
     def __init__(self, path: str | Path, *, immutable: bool = False, budget_ms: int = 2000) -> None:
         target = Path(path).resolve()
@@ -117,9 +118,11 @@ class ThermalMemory:
             conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'x' LIMIT 0").fetchall()
             conn.execute("SELECT rowid FROM memories_tri WHERE memories_tri MATCH 'xyz' LIMIT 0").fetchall()
             row = conn.execute("SELECT value FROM meta WHERE key='ordered'").fetchone()
+            base = conn.execute("SELECT value FROM meta WHERE key='bits_base'").fetchone()
         except sqlite3.DatabaseError as exc:
             raise MemoryStoreError(f"cannot open memory index {target}: {exc}", hint="rebuild the index") from None
         self._ordered = bool(row and row[0] == "1")
+        self._bits_base = int(base[0]) if base else 1
         self._terms = Terms()
         conn.set_authorizer(_authorizer)
         conn.setlimit(sqlite3.SQLITE_LIMIT_ATTACHED, 0)
@@ -185,19 +188,17 @@ class ThermalMemory:
         """
         if date_range is not None:
             since, until = date_range[0], date_range[1]
-        lo, hi = q.parse_bound(since, end=False), q.parse_bound(until, end=True)
         where: list[str] = []
         params: list[object] = []
         if self._ordered:
-            if lo is not None:
-                row = self._rows("SELECT id FROM memories WHERE date >= ? ORDER BY date, id LIMIT 1", [lo])
+            first, last = self._id_bounds(since, until)
+            if first is not None:
                 where.append(f"{id_col} >= ?")
-                params.append(row[0][0] if row else 1 << 62)
-            if hi is not None:
-                row = self._rows("SELECT id FROM memories WHERE date < ? ORDER BY date DESC, id DESC LIMIT 1", [hi])
+                params.append(first)
+            if last is not None:
                 where.append(f"{id_col} <= ?")
-                params.append(row[0][0] if row else -1)
-        elif lo is not None or hi is not None:
+                params.append(last)
+        elif since is not None or until is not None:
             dates, values = self._window(since, until, col="d")
             where.append(f"{id_col} IN (SELECT d.id FROM memories d WHERE {' AND '.join(dates)})")
             params.extend(values)
@@ -205,6 +206,44 @@ class ThermalMemory:
             where.append(f"{id_col} IN (SELECT id FROM memory_tags WHERE tag = ?)")
             params.append(tag)
         return where, params
+
+    def _id_bounds(self, since: str | None, until: str | None) -> tuple[int | None, int | None]:
+        """The first and last id of a date window (ids follow time), by two index probes."""
+        lo, hi = q.parse_bound(since, end=False), q.parse_bound(until, end=True)
+        first = last = None
+        if lo is not None:
+            row = self._rows("SELECT id FROM memories WHERE date >= ? ORDER BY date, id LIMIT 1", [lo])
+            first = row[0][0] if row else 1 << 62
+        if hi is not None:
+            row = self._rows("SELECT id FROM memories WHERE date < ? ORDER BY date DESC, id DESC LIMIT 1", [hi])
+            last = row[0][0] if row else -1
+        return first, last
+
+    def _bits_count(
+        self, query: str, since: str | None, until: str | None, date_range: Sequence[str] | None
+    ) -> int | None:
+        """Exact AND count from the frequent-term bitmaps, or None when a word has none."""
+        if date_range is not None:
+            since, until = date_range[0], date_range[1]
+        if not self._ordered and (since is not None or until is not None):
+            return None
+        terms: list[str] = []
+        for token in q.fts_tokens(query):
+            found = self._terms(token[1:-1].replace('""', '"'))
+            if len(found) != 1:
+                return None  # a phrase (PROJ-1234 is "proj 1234"): FTS5 checks positions
+            terms.append(found[0])
+        unique = sorted(set(terms))
+        if not unique:
+            return None
+        rows = self._rows(f"SELECT bits FROM term_bits WHERE term IN ({','.join('?' * len(unique))})", unique)
+        if len(rows) != len(unique):
+            return None
+        first, last = self._id_bounds(since, until)
+        base = self._bits_base
+        return termbits.count(
+            [r[0] for r in rows], None if first is None else first - base, None if last is None else last - base
+        )
 
     @staticmethod
     def _elapsed(start: float) -> float:
@@ -367,7 +406,8 @@ class ThermalMemory:
             if idx and (total or len(q.fts_tokens(query)) < 2):
                 break
             plan = name if idx == 0 else f"{name} (relaxed: no record had every word)"
-            total = self._match_count(match, where, params, raw)
+            counted = None if idx or raw or tags else self._bits_count(query, since, until, date_range)
+            total = self._match_count(match, where, params, raw) if counted is None else counted
             if not total or limit == 0:
                 continue
             used, scope, values = order, list(where), list(params)
@@ -430,6 +470,9 @@ class ThermalMemory:
             match = str(query) if raw else q.fts_and(str(query))
             if not match.strip():
                 return 0
+            counted = None if raw or tags else self._bits_count(str(query), since, until, None)
+            if counted is not None:
+                return counted
             where, params = self._scope(since, until, tags, "f.rowid")
             return self._match_count(match, where, params, raw)
         except _Interrupted:

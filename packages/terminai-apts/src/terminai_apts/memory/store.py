@@ -17,10 +17,11 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from terminai_apts.errors import MemoryStoreError
+from terminai_apts.memory import termbits
 from terminai_apts.memory.records import NewMemory, content_hash
 from terminai_apts.memory.terms import TOKENIZER, Terms
 
-SCHEMA_VERSION = "2"
+SCHEMA_VERSION = "3"
 # bm25 weights for (title, summary, content, tags): a title hit counts most.
 RANK = "bm25(5.0, 2.0, 1.0, 3.0)"
 
@@ -36,6 +37,7 @@ CREATE INDEX memories_hash ON memories(content_hash);
 CREATE INDEX memories_source ON memories(source, date);
 CREATE TABLE memory_tags(tag TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY(tag, id)) WITHOUT ROWID;
 CREATE TABLE term_stats(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE term_bits(term TEXT PRIMARY KEY, bits BLOB NOT NULL);
 CREATE VIRTUAL TABLE memories_fts USING fts5(title, summary, content, tags,
   content='memories', content_rowid='id', tokenize='{tokenizer}');
 CREATE VIRTUAL TABLE memories_tri USING fts5(title, summary, content,
@@ -166,11 +168,15 @@ def build(
             conn.execute("INSERT INTO term_stats(term, df) SELECT term, doc FROM temp.vocab")
             conn.execute("DROP TABLE temp.vocab")
             conn.executemany(
-                "INSERT INTO meta(key, value) VALUES (?, ?)", [("schema_version", SCHEMA_VERSION), ("ordered", "1")]
+                "INSERT INTO meta(key, value) VALUES (?, ?)",
+                [("schema_version", SCHEMA_VERSION), ("ordered", "1"), ("bits_base", str(first_id))],
             )
         conn.executescript(_TRIGGERS)
         conn.commit()
         clock.lap("term statistics")
+        with conn:
+            termbits.build(conn, first_id)
+        clock.lap("term bitmaps")
     finally:
         conn.close()
     with open(tmp, "rb+") as fh:
@@ -200,16 +206,19 @@ def _link_superseded(conn: sqlite3.Connection, fresh: Sequence[NewMemory]) -> No
     )
 
 
-def _count_terms(conn: sqlite3.Connection, fresh: Sequence[NewMemory]) -> None:
-    terms = Terms()
+def _count_terms(conn: sqlite3.Connection, fresh: Sequence[tuple[int, NewMemory]]) -> None:
+    """Keep ``term_stats`` and the frequent-term bitmaps exact for appended records."""
+    tokenize = Terms()
     try:
-        for rec in fresh:
-            conn.executemany(
-                "INSERT INTO term_stats(term, df) VALUES (?, 1) ON CONFLICT(term) DO UPDATE SET df = df + 1",
-                [(t,) for t in terms(f"{rec.title}\n{rec.summary}\n{rec.content}\n{','.join(rec.tags)}")],
-            )
+        postings = [(mid, tokenize(f"{r.title}\n{r.summary}\n{r.content}\n{','.join(r.tags)}")) for mid, r in fresh]
     finally:
-        terms.close()
+        tokenize.close()
+    conn.executemany(
+        "INSERT INTO term_stats(term, df) VALUES (?, 1) ON CONFLICT(term) DO UPDATE SET df = df + 1",
+        [(t,) for _mid, terms in postings for t in terms],
+    )
+    base = int(conn.execute("SELECT value FROM meta WHERE key = 'bits_base'").fetchone()[0])
+    termbits.add(conn, base, postings)
 
 
 def append(path: Path, records: Sequence[NewMemory]) -> int:
@@ -232,7 +241,7 @@ def append(path: Path, records: Sequence[NewMemory]) -> int:
                 ((t, top + i) for i, r in enumerate(fresh, start=1) for t in r.tags),
             )
             _link_superseded(conn, fresh)
-            _count_terms(conn, fresh)
+            _count_terms(conn, [(top + i, r) for i, r in enumerate(fresh, start=1)])
         return len(fresh)
     finally:
         conn.close()
