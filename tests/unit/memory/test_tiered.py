@@ -140,3 +140,18 @@ def test_one_ranking_cap_is_spent_newest_tier_first(journal: MemoryJournal, monk
         assert res.plan.count("counted only") == 2  # both sealed quarters
         full = mem.search("decision", exhaustive=True)
         assert len(full) == len(DAYS) and "counted only" not in full.plan
+
+
+def test_newest_first_with_old_summaries_in_the_live_index(journal: MemoryJournal, tmp_path: Path) -> None:
+    # Summaries stay in warm/ (the live index) whatever their date: tiers overlap in time.
+    journal.write_daily_summary("2024-05-03", "decision review of the day")
+    journal.write_daily_summary("2024-01-10", "decision review of the day")
+    store.build(journal.root / LIVE_INDEX, journal.records(cold=False))
+    one = tmp_path / "one.db"
+    store.build(one, journal.records())
+    with TieredMemory(journal.root) as tiers, ThermalMemory(one) as reference:
+        for limit in range(1, 12):
+            got = tiers.search("decision", order="newest", limit=limit)
+            want = reference.search("decision", order="newest", limit=limit)
+            assert _keys([h.memory for h in got]) == _keys([h.memory for h in want]), limit
+            assert got.total == want.total == len(DAYS) + 2

@@ -31,6 +31,12 @@ _ORDER_KEYS: dict[str, tuple[_Key, bool]] = {
 }
 
 
+def _quarter_end(quarter: str) -> str:
+    """The first instant after a ``YYYY-Qn`` quarter, as an ISO timestamp prefix."""
+    year, q = int(quarter[:4]), int(quarter[-1])
+    return f"{year + q // 4}-{q % 4 * 3 + 1:02d}-01"
+
+
 class TieredMemory:
     """``TieredMemory(journal_root)``: the methods of :class:`ThermalMemory` over every tier."""
 
@@ -122,9 +128,16 @@ class TieredMemory:
         cap: int | None = None if exhaustive else rank_cap(str(query), raw)
         for tier, (name, mem) in enumerate(self._sources):
             mem._start(self._left(start, budget_ms))
+            # Newest first: once `want` hits are newer than anything this sealed quarter can
+            # hold, it only needs counting (the live index comes first and may hold old summaries).
+            enough = (
+                order == "newest"
+                and name != "live"
+                and sum(1 for f in found if str(f[0][0]) >= _quarter_end(name)) >= want
+            )
             try:
                 page, total, plan, match = mem._ranked(
-                    str(query), date_range, tags, want, 0, order, since, until, raw, exhaustive, cap
+                    str(query), date_range, tags, 0 if enough else want, 0, order, since, until, raw, exhaustive, cap
                 )
                 if cap is not None and order == "relevance":
                     cap = max(0, cap - total)
