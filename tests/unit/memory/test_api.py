@@ -311,8 +311,8 @@ def test_frequent_term_bitmaps_count_exactly(tmp_path: Path, monkeypatch: pytest
         {"since": "2030-01-01"},
     ]
     with ThermalMemory(db) as mem:
-        assert mem._bits_count("deploy secret", None, None, None) is not None  # the bitmap path is taken
-        assert mem._bits_count("PROJ-1234", None, None, None) is None  # a phrase is FTS5's job
+        assert mem._stats_count("deploy secret", None, None, None) is not None  # the bitmap path is taken
+        assert mem._stats_count("PROJ-1234", None, None, None) is None  # a phrase is FTS5's job
         for query in ("deploy", "deploy secret", "postgres deploy", "missing secret", "PROJ-1234", "nothing"):
             for window in windows:
                 exact = mem.count(q.fts_and(query), raw=True, **window)  # raw text always counts with FTS5

@@ -219,10 +219,14 @@ class ThermalMemory:
             last = row[0][0] if row else -1
         return first, last
 
-    def _bits_count(
+    def _stats_count(
         self, query: str, since: str | None, until: str | None, date_range: Sequence[str] | None
     ) -> int | None:
-        """Exact AND count from the frequent-term bitmaps, or None when a word has none."""
+        """Exact AND count from the index's statistics, or None when FTS5 must count.
+
+        One word over the whole index is its ``term_stats`` document frequency; words that
+        all have a frequent-term bitmap are a popcount, in any date window.
+        """
         if date_range is not None:
             since, until = date_range[0], date_range[1]
         if not self._ordered and (since is not None or until is not None):
@@ -236,6 +240,9 @@ class ThermalMemory:
         unique = sorted(set(terms))
         if not unique:
             return None
+        if len(unique) == 1 and since is None and until is None:
+            row = self._rows("SELECT df FROM term_stats WHERE term = ?", unique)
+            return int(row[0][0]) if row else 0
         rows = self._rows(f"SELECT bits FROM term_bits WHERE term IN ({','.join('?' * len(unique))})", unique)
         if len(rows) != len(unique):
             return None
@@ -256,13 +263,8 @@ class ThermalMemory:
         marks = ",".join("?" * len(ids))
         return {r[0]: r for r in self._rows(f"SELECT {_COLS} FROM memories m WHERE m.id IN ({marks})", ids)}
 
-    def _match_count(self, match: str, where: list[str], params: list[object], raw: bool) -> int:
-        """Exact matches: from ``term_stats`` for one plain term over everything, else FTS5 doclists."""
-        if not where and not raw:
-            terms = self._terms(match.replace('"', " "))
-            if len(terms) == 1:
-                row = self._rows("SELECT df FROM term_stats WHERE term = ?", terms)
-                return int(row[0][0]) if row else 0
+    def _match_count(self, match: str, where: list[str], params: list[object]) -> int:
+        """Exact matches counted by FTS5 from its doclists."""
         extra = "".join(f" AND {w}" for w in where)
         sql = f"SELECT count(*) FROM memories_fts f WHERE memories_fts MATCH ?{extra}"
         return int(self._rows(sql, [match, *params])[0][0])
@@ -406,8 +408,8 @@ class ThermalMemory:
             if idx and (total or len(q.fts_tokens(query)) < 2):
                 break
             plan = name if idx == 0 else f"{name} (relaxed: no record had every word)"
-            counted = None if idx or raw or tags else self._bits_count(query, since, until, date_range)
-            total = self._match_count(match, where, params, raw) if counted is None else counted
+            counted = None if idx or raw or tags else self._stats_count(query, since, until, date_range)
+            total = self._match_count(match, where, params) if counted is None else counted
             if not total or limit == 0:
                 continue
             used, scope, values = order, list(where), list(params)
@@ -470,11 +472,11 @@ class ThermalMemory:
             match = str(query) if raw else q.fts_and(str(query))
             if not match.strip():
                 return 0
-            counted = None if raw or tags else self._bits_count(str(query), since, until, None)
+            counted = None if raw or tags else self._stats_count(str(query), since, until, None)
             if counted is not None:
                 return counted
             where, params = self._scope(since, until, tags, "f.rowid")
-            return self._match_count(match, where, params, raw)
+            return self._match_count(match, where, params)
         except _Interrupted:
             return -1
 

@@ -175,7 +175,7 @@ def build(
         conn.commit()
         clock.lap("term statistics")
         with conn:
-            termbits.build(conn, first_id)
+            termbits.build(conn, first_id, len(ordered))
         clock.lap("term bitmaps")
     finally:
         conn.close()

@@ -17,14 +17,13 @@ MIN_DF = 2_000  # below this a term's doclist is short enough for FTS5 to count 
 MIN_SHARE = 50  # and a bitmap needs df >= records / MIN_SHARE: a sparse one costs more than its doclist
 
 
-def build(conn: sqlite3.Connection, base: int) -> None:
+def build(conn: sqlite3.Connection, base: int, records: int) -> None:
     """Fill ``term_bits`` from the FTS index for every term in ``MIN_DF`` or more records.
 
     A term's records come from a MATCH on the term itself, which the tokenizer maps back
     to the same term for nearly every porter stem; a bitmap whose popcount is not exactly
     the term's document frequency is not stored, so a count can never come out wrong.
     """
-    records = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
     floor = max(MIN_DF, records // MIN_SHARE)
     common = conn.execute("SELECT term, df FROM term_stats WHERE df >= ?", (floor,)).fetchall()
     for term, df in common:
