@@ -227,11 +227,15 @@ def test_verified_session_runs_hardened_and_plans_the_cleanup(
     assert applied.returncode == 0, applied.stderr
     assert not (downloads / "report-q3 (1).pdf").exists()
     assert list((downloads / ".terminai-cleanup" / "quarantine").glob("*/report-q3 (1).pdf"))
+    # The session's exit code comes back unchanged, and the ledger records it.
+    failed = site.launch("0.1.0", "sh", "-c", "exit 7")
+    assert failed.returncode == 7, failed.stderr
     # Every launch is in the ledger, and the chain verifies until someone edits one byte.
     ledger = site.home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
     events = [json.loads(line) for line in ledger.read_text().splitlines()]
     assert any(e["event"] == "run" and e["image"].endswith(digest) for e in events)
     assert any(e["event"] == "exit" and e["code"] == 0 for e in events)
+    assert events[-1]["event"] == "exit" and events[-1]["code"] == 7
     ok = site.cli("audit", "verify")
     assert ok.returncode == 0, ok.stderr
     data = bytearray(ledger.read_bytes())

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.errors import RegistryError
-from terminai_sandbox.registry import Credentials, RegistryClient, docker_config_credentials
+from terminai_sandbox.registry import RegistryClient
+from terminai_sandbox.registry_auth import Credentials, docker_config_credentials
 from terminai_sandbox.secret import Secret
 
 MANIFEST = b'{"schemaVersion":2}'

@@ -118,7 +118,7 @@ def test_ports_and_env() -> None:
 
 
 def test_image_precedence_and_empty_values() -> None:
-    base = dict(default_image="reg.example/terminai/sandbox:0.1.0", available=ALL, platform="linux")
+    base = dict(default_image=lambda: "reg.example/terminai/sandbox:0.1.0", available=ALL, platform="linux")
     cfg = load_launch_config(
         {"TERMINAI_SANDBOX_IMAGE": "a.example/x:1", "GEMINI_SANDBOX_IMAGE": "b.example/y:1"},
         image_flag="c.example/z:1",

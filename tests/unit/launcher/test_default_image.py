@@ -112,13 +112,23 @@ def test_an_unreadable_file_is_refused_not_ignored(tmp_path: Path) -> None:
         builtin_default(tmp_path / FILE_NAME, version="1.2.3")
 
 
-def test_the_default_feeds_the_launch_config_as_the_built_in_default(tmp_path: Path) -> None:
-    default = builtin_default(_write(tmp_path, GOOD), version="1.2.3")
-    base = {"available": ["docker"], "platform": "linux", "default_image": default}
+def test_the_default_is_read_only_when_nothing_else_names_an_image(tmp_path: Path) -> None:
+    path = _write(tmp_path, GOOD)
+    base = {
+        "available": ["docker"],
+        "platform": "linux",
+        "default_image": lambda: builtin_default(path, version="1.2.3"),
+    }
     cfg = load_launch_config({}, **base)  # type: ignore[arg-type]
     assert str(cfg.image) == GOOD and cfg.image_from == "the built-in default"
     cfg = load_launch_config({"TERMINAI_SANDBOX_IMAGE": "r.example/x:1"}, **base)  # type: ignore[arg-type]
     assert str(cfg.image) == "r.example/x:1" and cfg.image_from == "TERMINAI_SANDBOX_IMAGE"
+    # A damaged default stops only the launches that would use it.
+    path.write_text("r.example/x:latest\n")
+    cfg = load_launch_config({}, image_flag="r.example/y:2", **base)  # type: ignore[arg-type]
+    assert str(cfg.image) == "r.example/y:2"
+    with pytest.raises(ConfigError, match=FILE_NAME):
+        load_launch_config({}, **base)  # type: ignore[arg-type]
 
 
 def test_reading_the_default_stays_off_the_heavy_imports() -> None:

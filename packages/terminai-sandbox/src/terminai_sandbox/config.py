@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -282,21 +282,32 @@ def parse_env(value: str, *, inherited: Mapping[str, str]) -> tuple[EnvItem, ...
     return tuple(items)
 
 
+def _unset() -> str | None:
+    return None
+
+
 def load_launch_config(
     env: Mapping[str, str],
     *,
     image_flag: str | None = None,
     engine_flag: str | None = None,
-    default_image: str | None,
+    default_image: Callable[[], str | None] = _unset,
     available: Sequence[str],
     platform: str,
     allowed_flags: Sequence[str] = (),
-    settings_engine: str | None = None,
+    settings_engine: Callable[[], str | None] = _unset,
 ) -> LaunchConfig:
-    """Resolve every knob: environment over flag over settings file (as the launcher we replace)."""
+    """Resolve every knob: environment over flag over settings file (as the launcher we replace).
+
+    ``default_image`` and ``settings_engine`` read files, so they are called only when the
+    environment and the flags leave the choice to them: a broken settings file never stands
+    in the way of a user who chose explicitly.
+    """
     raw_engine, engine_var = _var(env, "TERMINAI_SANDBOX", "GEMINI_SANDBOX")
     if raw_engine is None:
-        raw_engine, engine_var = (engine_flag, "--engine") if engine_flag is not None else (settings_engine, "settings")
+        raw_engine, engine_var = (
+            (engine_flag, "--engine") if engine_flag is not None else (settings_engine(), "settings")
+        )
     engine = parse_engine(
         raw_engine if raw_engine is not None else "true", engine_var, available=available, platform=platform
     )
@@ -304,7 +315,7 @@ def load_launch_config(
     if raw_image is None and image_flag is not None:
         raw_image, image_var = image_flag, "--image"
     if raw_image is None:
-        raw_image, image_var = default_image, "the built-in default"
+        raw_image, image_var = default_image(), "the built-in default"
     if raw_image is not None and not raw_image.strip():
         raise ConfigError(f"{image_var} is set but empty", hint="unset it to use the default image, or name an image")
     image = ImageRef.parse(raw_image, what=image_var) if raw_image else None

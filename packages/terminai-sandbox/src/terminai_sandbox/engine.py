@@ -23,11 +23,14 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from terminai_sandbox.errors import EngineError
+from terminai_sandbox.errors import EngineError, RegistryError
+from terminai_sandbox.reference import is_digest
 
+TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
+    from typing import Any
+
     import docker
 
 LABEL = "dev.terminai.sandbox"
@@ -80,7 +83,9 @@ def _dechunk(body: bytes) -> bytes:
     return bytes(out)
 
 
-def api_request(host: str, path: str, *, timeout: float = 30) -> tuple[int, dict[str, str], bytes] | None:
+def api_request(
+    host: str, path: str, *, timeout: float = 30, headers: Mapping[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes] | None:
     """``GET path`` on a Docker API host with the standard library: (status, headers, body).
 
     Returns None when the host's scheme (ssh://, https) needs the SDK. Raises OSError when
@@ -91,7 +96,8 @@ def api_request(host: str, path: str, *, timeout: float = 30) -> tuple[int, dict
     if sock is None:
         return None
     with sock:
-        sock.sendall(f"GET {path} HTTP/1.0\r\nHost: engine\r\nAccept: application/json\r\n\r\n".encode())
+        extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+        sock.sendall(f"GET {path} HTTP/1.0\r\nHost: engine\r\nAccept: application/json\r\n{extra}\r\n".encode())
         chunks = []
         while data := sock.recv(65536):
             chunks.append(data)
@@ -100,15 +106,17 @@ def api_request(host: str, path: str, *, timeout: float = 30) -> tuple[int, dict
     parts = status_line.split()
     if not sep or len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
         raise ValueError(f"not an HTTP answer from {host}: {status_line[:80]!r}")
-    headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in header_lines)}
-    if headers.get("transfer-encoding", "").lower() == "chunked":
+    answered = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in header_lines)}
+    if answered.get("transfer-encoding", "").lower() == "chunked":
         body = _dechunk(body)
-    return int(parts[1]), headers, body
+    return int(parts[1]), answered, body
 
 
-def api_get(host: str, path: str, *, timeout: float = 30) -> tuple[int, Any] | None:
+def api_get(
+    host: str, path: str, *, timeout: float = 30, headers: Mapping[str, str] | None = None
+) -> tuple[int, Any] | None:
     """Like :func:`api_request`, with the body decoded as JSON (None when empty)."""
-    answer = api_request(host, path, timeout=timeout)
+    answer = api_request(host, path, timeout=timeout, headers=headers)
     if answer is None:
         return None
     status, _, body = answer
@@ -256,6 +264,47 @@ class Engine:
             message = body.get("message") if isinstance(body, dict) else body
             raise EngineError(f"the engine cannot look up {reference} ({status}): {message}")
         return body
+
+    def distribution_digest(self, reference: str, *, auth: Mapping[str, str] | None = None) -> str:
+        """The digest the registry serves for ``reference`` now, asked through the engine.
+
+        ``auth`` is what the docker CLI would send for the registry (username, password,
+        serveraddress); it travels only over the engine's own socket.
+        """
+        path = f"/v{self.info.api_version}/distribution/{_quote(reference)}/json"
+        headers = {}
+        if auth:
+            import base64  # noqa: PLC0415  (only with credentials)
+
+            headers["X-Registry-Auth"] = base64.urlsafe_b64encode(json.dumps(dict(auth)).encode()).decode()
+        try:
+            answer = api_get(self.info.host, path, timeout=self.timeout, headers=headers)
+        except (OSError, ValueError) as exc:
+            raise EngineError(f"the engine at {self.info.host} stopped answering: {exc}") from None
+        if answer is None:
+            import docker.errors  # noqa: PLC0415
+
+            try:
+                body = self.client.api.inspect_distribution(reference, auth_config=dict(auth) if auth else None)
+            except docker.errors.APIError as exc:
+                answer = (exc.status_code or 500, {"message": exc.explanation})
+            else:
+                answer = (200, body)
+        status, body = answer
+        digest = (body.get("Descriptor") or {}).get("digest") if isinstance(body, dict) else None
+        if status == 200 and isinstance(digest, str) and is_digest(digest):
+            return digest
+        message = str(body.get("message") if isinstance(body, dict) else body)
+        if status == 404 or "manifest unknown" in message:
+            raise RegistryError(f"{reference}: manifest unknown", hint="check the repository and tag")
+        if status in (401, 403) or "unauthorized" in message.lower() or "denied" in message.lower():
+            raise RegistryError(
+                f"the registry refused {reference}: {message}", hint="log in first (docker login REGISTRY)"
+            )
+        raise RegistryError(
+            f"the engine could not resolve {reference} ({status}): {message}",
+            hint="check the registry address and that the engine can reach it",
+        )
 
     @contextlib.contextmanager
     def container(self, image: str, command: Sequence[str] | None = None, **kwargs: Any) -> Iterator[Any]:

@@ -15,13 +15,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import ipaddress
 import json
-import os
 import re
-import subprocess
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +26,7 @@ import requests
 
 from terminai_sandbox.errors import RegistryError
 from terminai_sandbox.reference import is_digest
+from terminai_sandbox.registry_auth import Credentials, is_loopback
 from terminai_sandbox.secret import Secret
 
 OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
@@ -42,54 +39,6 @@ CHUNK = 8 << 20
 
 def sha256_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-def is_loopback(registry: str) -> bool:
-    host = registry.rsplit(":", 1)[0] if registry.count(":") == 1 or registry.startswith("[") else registry
-    host = host.strip("[]")
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Credentials:
-    username: str
-    password: Secret[str]
-
-
-def docker_config_credentials(registry: str, env: Mapping[str, str] | None = None) -> Credentials | None:
-    """Credentials for ``registry`` from the Docker config (``auths``, ``credHelpers``, ``credsStore``)."""
-    env = os.environ if env is None else env
-    config_dir = Path(env.get("DOCKER_CONFIG") or Path(env.get("HOME", "~")).expanduser() / ".docker")
-    try:
-        config = json.loads((config_dir / "config.json").read_text())
-    except (OSError, ValueError):
-        return None
-    helper = config.get("credHelpers", {}).get(registry) or config.get("credsStore")
-    if helper:
-        try:
-            proc = subprocess.run(
-                [f"docker-credential-{helper}", "get"],
-                input=registry,
-                capture_output=True,
-                text=True,
-                timeout=30,
-                check=False,
-            )
-        except OSError as exc:
-            raise RegistryError(f"credential helper docker-credential-{helper} cannot run: {exc}") from None
-        if proc.returncode == 0:
-            data = json.loads(proc.stdout)
-            return Credentials(username=data["Username"], password=Secret(data["Secret"]))
-    entry = config.get("auths", {}).get(registry) or config.get("auths", {}).get(f"https://{registry}")
-    if entry and entry.get("auth"):
-        user, _, password = base64.b64decode(entry["auth"]).decode().partition(":")
-        return Credentials(username=user, password=Secret(password))
-    return None
 
 
 _CHALLENGE = re.compile(r'(\w+)="([^"]*)"')

@@ -37,13 +37,43 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
 
 from terminai_sandbox.errors import EngineError, LaunchError
 from terminai_sandbox.reference import ImageRef
 
+TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
     import subprocess
+    from collections.abc import Callable
+    from typing import Any, Protocol
+
+    from terminai_sandbox.registry import RegistryClient
+
+    class LaunchEngine(Protocol):
+        """The engine operations preflight uses; see the module docstring for the two kinds."""
+
+        name: str
+
+        def describe(self) -> str: ...
+
+        def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], RegistryClient]) -> str: ...
+
+        def inspect(self, reference: str) -> ImageFacts | None: ...
+
+        def pull(self, pinned: ImageRef, *, insecure: bool) -> ImageFacts: ...
+
+        def build(
+            self,
+            *,
+            context: Path,
+            dockerfile: str,
+            build_args: Mapping[str, str],
+            tag: str,
+            labels: Mapping[str, str],
+        ) -> ImageFacts: ...
+
+        def contract_suite(self, image_id: str) -> int: ...
+
 
 NOFILE_CAP = 65536
 NPROC_CAP = 4096
@@ -55,24 +85,6 @@ class ImageFacts:
 
     id: str
     labels: Mapping[str, str] = field(default_factory=dict)
-
-
-class LaunchEngine(Protocol):
-    """The engine operations preflight uses; see the module docstring for the two kinds."""
-
-    name: str
-
-    def describe(self) -> str: ...
-
-    def inspect(self, reference: str) -> ImageFacts | None: ...
-
-    def pull(self, pinned: ImageRef, *, insecure: bool) -> ImageFacts: ...
-
-    def build(
-        self, *, context: Path, dockerfile: str, build_args: Mapping[str, str], tag: str, labels: Mapping[str, str]
-    ) -> ImageFacts: ...
-
-    def contract_suite(self, image_id: str) -> int: ...
 
 
 def connect(name: str, env: Mapping[str, str]) -> LaunchEngine:
@@ -91,18 +103,26 @@ def _facts(document: Mapping[str, Any]) -> ImageFacts:
 class DockerEngine:
     name = "docker"
 
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
+    def __init__(self, engine: Any, env: Mapping[str, str]) -> None:
+        self.engine, self.env = engine, env
 
     @classmethod
     def connect(cls, env: Mapping[str, str]) -> DockerEngine:
         from terminai_sandbox.engine import Engine  # noqa: PLC0415  (keeps `podman` launches off the SDK path)
 
-        return cls(Engine.connect(env))
+        return cls(Engine.connect(env), env)
 
     def describe(self) -> str:
         info = self.engine.info
         return f"{info.name} {info.version} at {info.host}"
+
+    def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], RegistryClient]) -> str:
+        # dockerd asks the registry (with the credentials the docker CLI would send), so a
+        # launch needs no HTTP client of its own; the digest is then verified like any other.
+        from terminai_sandbox.registry_auth import docker_config_credentials, engine_auth  # noqa: PLC0415
+
+        auth = engine_auth(docker_config_credentials(ref.registry, self.env), ref.registry)
+        return str(self.engine.distribution_digest(f"{ref.name}:{tag}", auth=auth))
 
     def inspect(self, reference: str) -> ImageFacts | None:
         document = self.engine.inspect_image(reference)
@@ -194,6 +214,9 @@ class PodmanEngine:
     def describe(self) -> str:
         return f"podman {self.version} ({'rootless' if self.rootless else 'rootful'}, {self.binary})"
 
+    def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], RegistryClient]) -> str:
+        return registry().resolve(ref.repository, tag)
+
     def inspect(self, reference: str) -> ImageFacts | None:
         result = self._run("image", "inspect", reference, timeout=120)
         if result.returncode != 0:
@@ -252,7 +275,7 @@ def _last_line(text: str) -> str:
 
 
 def _is_loopback(registry: str) -> bool:
-    from terminai_sandbox.registry import is_loopback  # noqa: PLC0415  (registry imports requests)
+    from terminai_sandbox.registry_auth import is_loopback  # noqa: PLC0415  (podman only)
 
     return is_loopback(registry)
 

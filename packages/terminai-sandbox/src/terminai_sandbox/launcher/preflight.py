@@ -19,8 +19,10 @@ can create a :class:`VerifiedImage`, and the run step accepts nothing else.
 
 Every step runs on every launch; what a warm cache saves is work, never a check. The
 registry client (and the HTTP stack it imports) is created only when a step needs the
-registry: to resolve a tag (step 2), or to fetch signatures when the digest and policy
-have no cached pass (step 4). A ``repo:tag@sha256:…`` reference needs neither.
+registry: to fetch signatures when the digest and policy have no cached pass (step 4), or
+to resolve a tag on podman (step 2; dockerd resolves tags itself, see
+:meth:`~terminai_sandbox.launcher.engines.DockerEngine.resolve`). A ``repo:tag@sha256:…``
+reference needs neither.
 """
 
 from __future__ import annotations
@@ -29,18 +31,21 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from terminai_sandbox.config import LaunchConfig
 from terminai_sandbox.errors import LaunchError, SandboxError, VerificationError
 from terminai_sandbox.launcher import trust
 from terminai_sandbox.launcher.audit import Ledger
-from terminai_sandbox.launcher.engines import ImageFacts, LaunchEngine, connect
+from terminai_sandbox.launcher.engines import ImageFacts, connect
 from terminai_sandbox.launcher.project import build_project_layer, project_dockerfile
 from terminai_sandbox.launcher.trust import TrustSource
 from terminai_sandbox.reference import ImageRef
 
+TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
+    from typing import Any
+
+    from terminai_sandbox.launcher.engines import LaunchEngine
     from terminai_sandbox.registry import RegistryClient
 
 CONTRACT_LABEL = "dev.terminai.contract.version"
@@ -179,7 +184,8 @@ def preflight(
 
     def registry_client() -> RegistryClient:
         if not registry:
-            from terminai_sandbox.registry import RegistryClient, docker_config_credentials  # noqa: PLC0415
+            from terminai_sandbox.registry import RegistryClient  # noqa: PLC0415
+            from terminai_sandbox.registry_auth import docker_config_credentials  # noqa: PLC0415
 
             registry.append(
                 RegistryClient(
@@ -199,7 +205,7 @@ def preflight(
                 f"{ref} uses the floating tag {tag!r}",
                 hint="use a release tag (X.Y.Z) or a digest, or pass --allow-floating-tag",
             )
-        digest = registry_client().resolve(ref.repository, tag)
+        digest = engine.resolve(ref, tag, registry_client)
         return ref.with_digest(digest), f"{tag} -> {digest}"
 
     pinned: ImageRef = steps.run(2, "resolve digest", step2)

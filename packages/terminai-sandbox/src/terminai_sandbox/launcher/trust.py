@@ -25,11 +25,13 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from terminai_sandbox._version import __version__
 
+TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
+    from typing import Any
+
     from terminai_sandbox.signing.policy import VerificationPolicy
 
 

@@ -1,0 +1,164 @@
+"""A launch from its options to the session's exit code: configuration, preflight, run, ledger.
+
+Both ways into a launch call this module: the click commands in
+:mod:`terminai_sandbox.cli.launch_cmd`, and the console script's path for ``run``
+(:mod:`terminai_sandbox.console`). It imports neither click nor the registry and crypto
+stacks; preflight loads those only when a step needs them. Output goes through the
+``say`` callback (one line to stderr), so the library itself never prints.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import terminai_apts
+
+from terminai_sandbox.config import LaunchConfig, load_launch_config
+from terminai_sandbox.default_image import builtin_default
+from terminai_sandbox.errors import ConfigError
+from terminai_sandbox.launcher import audit, trust
+from terminai_sandbox.launcher.engines import run_binary
+from terminai_sandbox.launcher.preflight import PreflightOptions, StepResult, VerifiedImage, preflight
+from terminai_sandbox.launcher.run import Limits, build_argv, execute, host_identity
+from terminai_sandbox.launcher.trust import TrustSource
+from terminai_sandbox.settings import engine_setting
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchRequest:
+    """What the user asked for on the command line (``preflight`` and ``run`` share these)."""
+
+    image: str | None = None
+    engine: str | None = None
+    key_path: Path | None = None
+    certificate_identity: str | None = None
+    certificate_oidc_issuer: str | None = None
+    policy_path: Path | None = None
+    unsafe_skip_verify: bool = False
+    unsafe_allow_flag: tuple[str, ...] = ()
+    allow_floating_tag: bool = False
+    insecure_registry: bool = False
+    as_json: bool = False
+
+
+def supported_contract() -> str:
+    # The manifest shipped with terminai_apts (package data); read directly because importing
+    # terminai_apts.health (inspect, argparse, ...) costs more than a launch should.
+    manifest = Path(terminai_apts.__file__).with_name("contract.json")
+    return str(json.loads(manifest.read_text(encoding="utf-8"))["contract_version"])
+
+
+def trust_source(request: LaunchRequest, env: Mapping[str, str]) -> TrustSource | None:
+    """The one verification policy the request names, else the user's policy file."""
+    key_path, identity, issuer, policy_path = (
+        request.key_path,
+        request.certificate_identity,
+        request.certificate_oidc_issuer,
+        request.policy_path,
+    )
+    chosen = [x for x in (key_path, identity or issuer, policy_path) if x]
+    if len(chosen) > 1:
+        raise ConfigError("pass only one of --key, --certificate-identity/--certificate-oidc-issuer, --policy")
+    if bool(identity) != bool(issuer):
+        raise ConfigError("--certificate-identity and --certificate-oidc-issuer go together")
+    if key_path:
+        return trust.key_file(key_path)
+    if identity and issuer:
+        return trust.keyless_identity(identity, issuer)
+    if policy_path:
+        return trust.policy_file(policy_path)
+    config_home = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
+    default = Path(config_home) / "terminai-sandbox" / "policy.json"
+    if default.exists():
+        return trust.policy_file(default)
+    if request.unsafe_skip_verify:
+        return None
+    raise ConfigError(
+        "no verification policy: nothing can be verified",
+        hint=f"pass --key cosign.pub, a keyless identity, --policy FILE, or create {default}",
+    )
+
+
+def prepare(
+    request: LaunchRequest,
+    *,
+    env: Mapping[str, str],
+    say: Callable[[str], None],
+    deep: bool = False,
+    project: Path | None = None,
+) -> tuple[LaunchConfig, VerifiedImage, audit.Ledger, list[StepResult]]:
+    """Resolve the configuration and run preflight; every step is reported and audited."""
+    config = load_launch_config(
+        env,
+        image_flag=request.image,
+        engine_flag=request.engine,
+        default_image=builtin_default,
+        available=[name for name in ("docker", "podman") if shutil.which(name)],
+        platform=sys.platform,
+        allowed_flags=request.unsafe_allow_flag,
+        settings_engine=lambda: engine_setting(env),
+    )
+    ledger = audit.Ledger(audit.default_path(env))
+    if request.unsafe_skip_verify:
+        say("WARNING: --unsafe-skip-verify: the image's signature is NOT checked; this is audited.")
+        ledger.append("unsafe-skip-verify", image=str(config.image))
+    options = PreflightOptions(
+        trust=trust_source(request, env),
+        unsafe_skip_verify=request.unsafe_skip_verify,
+        allow_floating_tag=request.allow_floating_tag,
+        insecure_registry=request.insecure_registry,
+        supported_contract=supported_contract(),
+        deep=deep,
+        project=project,
+        cache_path=ledger.path.parent / "verified.json",
+        env=env,
+    )
+
+    def report(result: StepResult) -> None:
+        if not request.as_json:
+            mark = "ok " if result.ok else "FAIL"
+            say(f"  [{mark}] {result.number}. {result.name}: {result.detail} ({result.seconds * 1000:.0f} ms)")
+
+    verified, results = preflight(config, options, ledger=ledger, report=report)
+    return config, verified, ledger, results
+
+
+def run(
+    request: LaunchRequest,
+    command: Sequence[str],
+    *,
+    limits: Limits,
+    env: Mapping[str, str],
+    say: Callable[[str], None],
+) -> int:
+    """Preflight, then COMMAND (default ``bash``) in a hardened session; the session's exit code."""
+    cwd = os.getcwd()
+    config, verified, ledger, _ = prepare(request, env=env, say=say, project=Path(cwd))
+    assert config.engine is not None  # preflight step 0 refuses a switched-off sandbox
+    uid, gid = host_identity()
+    bashrc = Path(cwd) / ".terminai" / "sandbox.bashrc"
+    argv = build_argv(
+        config.engine,
+        verified,
+        config,
+        command or ("bash",),
+        cwd=cwd,
+        tty=sys.stdin.isatty() and sys.stdout.isatty(),
+        uid=uid,
+        gid=gid,
+        limits=limits,
+        bashrc=str(bashrc) if bashrc.is_file() else None,
+        binary=run_binary(config.engine, env),
+    )
+    ledger.append(
+        "run", image=verified.pinned, runs=verified.run_ref, verified_by=list(verified.verified_by), argv=argv
+    )
+    code = execute(argv, env)
+    ledger.append("exit", image=verified.pinned, code=code)
+    return code

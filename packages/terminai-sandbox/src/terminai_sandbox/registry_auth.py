@@ -1,0 +1,74 @@
+"""Who may talk to a registry and how, without the HTTP stack: loopback hosts and Docker-config credentials.
+
+The registry client (:mod:`terminai_sandbox.registry`) and the launcher both need these;
+the launcher resolves tags through the engine and must not pay for importing requests.
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import json
+import os
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from terminai_sandbox.errors import RegistryError
+from terminai_sandbox.secret import Secret
+
+
+def is_loopback(registry: str) -> bool:
+    host = registry.rsplit(":", 1)[0] if registry.count(":") == 1 or registry.startswith("[") else registry
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Credentials:
+    username: str
+    password: Secret[str]
+
+
+def docker_config_credentials(registry: str, env: Mapping[str, str] | None = None) -> Credentials | None:
+    """Credentials for ``registry`` from the Docker config (``auths``, ``credHelpers``, ``credsStore``)."""
+    env = os.environ if env is None else env
+    config_dir = Path(env.get("DOCKER_CONFIG") or Path(env.get("HOME", "~")).expanduser() / ".docker")
+    try:
+        config = json.loads((config_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    helper = config.get("credHelpers", {}).get(registry) or config.get("credsStore")
+    if helper:
+        try:
+            proc = subprocess.run(
+                [f"docker-credential-{helper}", "get"],
+                input=registry,
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+            )
+        except OSError as exc:
+            raise RegistryError(f"credential helper docker-credential-{helper} cannot run: {exc}") from None
+        if proc.returncode == 0:
+            data = json.loads(proc.stdout)
+            return Credentials(username=data["Username"], password=Secret(data["Secret"]))
+    entry = config.get("auths", {}).get(registry) or config.get("auths", {}).get(f"https://{registry}")
+    if entry and entry.get("auth"):
+        user, _, password = base64.b64decode(entry["auth"]).decode().partition(":")
+        return Credentials(username=user, password=Secret(password))
+    return None
+
+
+def engine_auth(credentials: Credentials | None, registry: str) -> dict[str, str] | None:
+    """The auth document the Docker API takes for ``registry`` (None: anonymous)."""
+    if credentials is None:
+        return None
+    return {"username": credentials.username, "password": credentials.password.reveal(), "serveraddress": registry}

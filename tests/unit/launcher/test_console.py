@@ -1,0 +1,125 @@
+"""The console script's click-free ``run`` path: it parses exactly as click does, or declines."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+import pytest
+from click.testing import CliRunner
+from terminai_sandbox import console
+from terminai_sandbox.cli import main
+from terminai_sandbox.cli.launch_cmd import run_cmd
+from terminai_sandbox.launcher import session
+from terminai_sandbox.launcher.options import limits_from, parse_run, request_from
+from terminai_sandbox.launcher.run import Limits
+
+CLI = str(Path(sys.executable).with_name("terminai-sandbox"))
+PINNED = "127.0.0.1:5000/terminai/sandbox:0.1.0@sha256:" + "a" * 64
+
+ACCEPTED = [
+    [],
+    ["true"],
+    ["--", "true"],
+    ["--image", PINNED, "--key", "k.pub", "--", "python3", "-m", "apts.action.cleanup", "--image", "x"],
+    ["--image=foo:1", "--json", "bash"],
+    ["--unsafe-allow-flag", "--privileged", "--unsafe-allow-flag=--cap-add", "--", "sh"],
+    ["--network", "bridge", "--memory", "1g", "--cpus", "1.5", "ls", "-la"],
+    ["--policy", "p.json", "--allow-floating-tag", "--insecure-registry", "--unsafe-skip-verify", "-", "x"],
+    ["--image", "a:1", "--image", "b:2", "true"],
+    ["--certificate-identity", "id", "--certificate-oidc-issuer", "https://issuer", "cmd", "--", "y"],
+    ["--engine", "podman", "--", "--", "x"],
+    ["--image", "", "--key=", "true"],
+    ["ls", "--json", "-h", "--help"],
+]
+
+DECLINED = [
+    ["--help"],
+    ["-h"],
+    ["--nope", "true"],
+    ["-x", "true"],
+    ["--imag", "a:1"],
+    ["--json=yes"],
+    ["--image"],
+    ["--key", "k.pub", "--memory"],
+]
+
+
+@pytest.mark.parametrize("args", ACCEPTED, ids=" ".join)
+def test_accepted_command_lines_parse_exactly_as_click_parses_them(args: list[str]) -> None:
+    ctx = run_cmd.make_context("run", list(args))
+    assert parse_run(args) == ctx.params
+
+
+@pytest.mark.parametrize("args", DECLINED, ids=" ".join)
+def test_declined_command_lines_are_left_to_click(args: list[str]) -> None:
+    assert parse_run(args) is None
+    with pytest.raises((click.exceptions.Exit, click.UsageError)):
+        run_cmd.make_context("run", list(args))
+
+
+def test_options_after_the_command_belong_to_the_command() -> None:
+    params = parse_run(["--memory", "1g", "python3", "--memory", "4g", "--", "--json"])
+    assert params is not None
+    assert params["command"] == ("python3", "--memory", "4g", "--", "--json")
+    assert limits_from(params) == Limits(memory="1g")
+    assert request_from(params) == session.LaunchRequest()
+
+
+def _fast_run(args: list[str], tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    base = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "PYTHONPROFILEIMPORTTIME": "1"}
+    return subprocess.run(
+        [CLI, "run", *args], env={**base, **env}, capture_output=True, text=True, timeout=60, check=False
+    )
+
+
+def test_a_launch_imports_neither_click_nor_typing_nor_the_http_and_crypto_stacks(tmp_path: Path) -> None:
+    # The engine is down (no socket), so the launch is refused at step 1, after every module
+    # the warm path loads has been imported.
+    key = tmp_path / "k.pub"
+    key.write_text("not a key: the warm path never reads it before step 4\n")
+    done = _fast_run(
+        ["--image", PINNED, "--key", str(key), "--", "true"],
+        tmp_path,
+        TERMINAI_SANDBOX="docker",
+        DOCKER_HOST=f"unix://{tmp_path}/absent.sock",
+    )
+    assert done.returncode == 4, done.stderr
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
+    assert "terminai_sandbox.launcher.preflight" in imported and "terminai_sandbox.engine" in imported
+    assert not imported & {"click", "typing", "requests", "docker", "cryptography", "sigstore", "subprocess"}
+    errors = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
+    assert any(line.startswith("error: preflight step 1 (engine) refused:") for line in errors), errors
+
+
+def test_both_paths_report_a_refusal_with_the_same_message_and_exit_code(tmp_path: Path) -> None:
+    env = {"TERMINAI_SANDBOX": "docker", "SANDBOX_MOUNTS": "relative/path"}
+    fast = _fast_run(["--image", PINNED, "--unsafe-skip-verify", "true"], tmp_path, **env)
+    fast_errors = [line for line in fast.stderr.splitlines() if not line.startswith("import time:")]
+    via_click = CliRunner().invoke(
+        main, ["run", "--image", PINNED, "--unsafe-skip-verify", "true"], env={**env, "HOME": str(tmp_path)}
+    )
+    assert fast.returncode == via_click.exit_code == 3
+    assert "SANDBOX_MOUNTS" in fast_errors[-2] or "SANDBOX_MOUNTS" in fast_errors[-1]
+    assert fast_errors == via_click.stderr.splitlines()
+
+
+def test_an_interrupt_is_exit_130_with_a_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(*_args: object, **_kwargs: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(session, "run", interrupted)
+    assert console._launch(["true"]) == 130
+    assert capsys.readouterr().err == "error: interrupted\n"
+
+
+def test_other_command_lines_go_to_click(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "argv", ["terminai-sandbox", "run", "--help"])
+    with pytest.raises(SystemExit) as exit_info:
+        console.main()
+    assert exit_info.value.code == 0
