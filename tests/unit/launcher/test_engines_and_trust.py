@@ -9,9 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.config import LaunchConfig
+from terminai_sandbox.config import LaunchConfig, load_launch_config
 from terminai_sandbox.engine import Engine, api_request
-from terminai_sandbox.errors import EngineError
+from terminai_sandbox.errors import EngineError, LaunchError
 from terminai_sandbox.launcher import audit, preflight, trust
 from terminai_sandbox.launcher.engines import NPROC_CAP, session_flags
 from terminai_sandbox.launcher.run import build_argv, execute
@@ -190,3 +190,45 @@ def test_ledger_reads_only_its_tail(tmp_path: Path) -> None:
     for index in range(3):
         ledger.append("event", n=index)
     assert audit.verify(ledger.path) == 4
+
+
+def _preflight_on(
+    sock: Path, answers: dict[str, bytes], labels: dict[str, str], tmp_path: Path
+) -> tuple[LaunchConfig, preflight.PreflightOptions, audit.Ledger]:
+    answers["/_ping"] = b"HTTP/1.0 200 OK\r\nApi-Version: 1.41\r\nServer: Docker/20.10.24 (linux)\r\n\r\nOK"
+    ref = "127.0.0.1:5000/terminai/sandbox@sha256:" + "a" * 64
+    image = {"Id": "sha256:1", "Config": {"Labels": labels}}
+    answers[f"/v1.41/images/{ref}/json"] = b"HTTP/1.0 200 OK\r\n\r\n" + json.dumps(image).encode()
+    env = {"DOCKER_HOST": f"unix://{sock}", "TERMINAI_SANDBOX": "docker"}
+    config = load_launch_config(env, image_flag=ref, available=["docker"], platform="linux")
+    options = preflight.PreflightOptions(trust=None, unsafe_skip_verify=True, supported_contract="1.0.0", env=env)
+    return config, options, audit.Ledger(tmp_path / "audit.jsonl")
+
+
+def test_preflight_records_every_step_in_one_write_even_when_it_stops_early(
+    fake: tuple[Path, dict[str, bytes]], tmp_path: Path
+) -> None:
+    config, options, ledger = _preflight_on(*fake, {preflight.CONTRACT_LABEL: "2.0.0"}, tmp_path)
+    with pytest.raises(LaunchError, match=r"preflight step 5 \(contract label\) refused: .*major differs"):
+        preflight.preflight(config, options, ledger=ledger)
+    records = [json.loads(line) for line in ledger.path.read_text().splitlines()]
+    assert [(r["step"], r["ok"]) for r in records] == [
+        (0, True),
+        (1, True),
+        (2, True),
+        (3, True),
+        (4, True),
+        (5, False),
+    ]
+    assert audit.verify(ledger.path) == 6
+
+    # An interrupt between steps (here: while step 3 is reported) still leaves the steps done so far.
+    ledger.path.unlink()
+
+    def interrupt(result: preflight.StepResult) -> None:
+        if result.number == 3:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        preflight.preflight(config, options, ledger=ledger, report=interrupt)
+    assert [json.loads(line)["step"] for line in ledger.path.read_text().splitlines()] == [0, 1, 2, 3]

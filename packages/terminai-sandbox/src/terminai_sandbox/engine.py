@@ -141,6 +141,9 @@ def _ping_version(host: str, timeout: float) -> dict[str, Any] | None:
     return {"ApiVersion": api, "Version": rest.split()[0], "Components": [{"Name": name}]}
 
 
+# How dockerd words a registry's refusal to an anonymous or wrong login (it answers 500 for them).
+_AUTH_REFUSALS = ("unauthorized", "denied", "no basic auth credentials", "authentication required")
+
 _SAFE_PATH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/:@")
 
 
@@ -297,7 +300,7 @@ class Engine:
         message = str(body.get("message") if isinstance(body, dict) else body)
         if status == 404 or "manifest unknown" in message:
             raise RegistryError(f"{reference}: manifest unknown", hint="check the repository and tag")
-        if status in (401, 403) or "unauthorized" in message.lower() or "denied" in message.lower():
+        if status in (401, 403) or any(word in message.lower() for word in _AUTH_REFUSALS):
             raise RegistryError(
                 f"the registry refused {reference}: {message}", hint="log in first (docker login REGISTRY)"
             )

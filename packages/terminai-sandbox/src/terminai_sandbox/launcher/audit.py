@@ -13,7 +13,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from terminai_sandbox.errors import AuditError
@@ -46,13 +46,12 @@ class Ledger:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def append(self, event: str, *, durable: bool = True, **fields: Any) -> dict[str, Any]:
-        """Append one record under an exclusive lock (concurrent launchers serialise here).
+    def append(self, event: str, **fields: Any) -> dict[str, Any]:
+        """Append one record and fsync it."""
+        return self.extend([(event, fields)])[0]
 
-        ``durable`` records are fsync'd before returning; an fsync also makes every earlier
-        record of the file durable, so records written just before a durable one (the
-        preflight steps before ``run``) may skip their own.
-        """
+    def extend(self, entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+        """Append records in order under one exclusive lock and one fsync (concurrent launchers serialise here)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:
@@ -67,12 +66,15 @@ class Ledger:
                         f"the last line of {self.path} is corrupt; refusing to extend the chain",
                         hint="run 'terminai-sandbox audit verify' and investigate",
                     ) from None
-            record: dict[str, Any] = {"time": _now(), "event": event, **fields, "prev": prev}
-            record["hash"] = _digest(record)
-            os.write(fd, (json.dumps(record, sort_keys=True) + "\n").encode())
-            if durable:
-                os.fsync(fd)
-            return record
+            records, lines = [], []
+            for event, fields in entries:
+                record: dict[str, Any] = {"time": _now(), "event": event, **fields, "prev": prev}
+                record["hash"] = prev = _digest(record)
+                records.append(record)
+                lines.append(json.dumps(record, sort_keys=True) + "\n")
+            os.write(fd, "".join(lines).encode())
+            os.fsync(fd)
+            return records
         finally:
             os.close(fd)
 

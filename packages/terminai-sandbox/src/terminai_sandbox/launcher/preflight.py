@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 
 CONTRACT_LABEL = "dev.terminai.contract.version"
 FLOATING_TAGS = ("latest", "stable", "edge", "nightly", "main", "master", "dev")
-LAST_STEP = 7
 _TOKEN = object()
 
 
@@ -114,9 +113,17 @@ def contract_compatible(image_version: str | None, supported: str) -> str | None
 
 
 class _Steps:
+    """Runs, reports and times the steps; their ledger records are written together.
+
+    One write and one fsync per preflight: at a refusal, after the last step, or (``flush``
+    in a ``finally``) when anything else ends the preflight early, such as an interrupt
+    during a pull.
+    """
+
     def __init__(self, ledger: Ledger | None, report: Callable[[StepResult], None]) -> None:
         self.ledger, self.report = ledger, report
         self.results: list[StepResult] = []
+        self.pending: list[tuple[str, dict[str, Any]]] = []
 
     def run(self, number: int, name: str, action: Callable[[], tuple[Any, str]]) -> Any:
         started = time.monotonic()
@@ -135,19 +142,17 @@ class _Steps:
 
     def _record(self, result: StepResult) -> None:
         self.results.append(result)
+        fields = {"step": result.number, "name": result.name, "ok": result.ok, "detail": result.detail}
+        self.pending.append(("preflight-step", {**fields, "seconds": round(result.seconds, 4)}))
         self.report(result)
-        if self.ledger is not None:
-            # One fsync per preflight: at a refusal, or at the last step (an fsync makes the
-            # earlier records durable too).
-            self.ledger.append(
-                "preflight-step",
-                durable=not result.ok or result.number == LAST_STEP,
-                step=result.number,
-                name=result.name,
-                ok=result.ok,
-                detail=result.detail,
-                seconds=round(result.seconds, 4),
-            )
+
+    def note(self, event: str, **fields: Any) -> None:
+        self.pending.append((event, fields))
+
+    def flush(self) -> None:
+        if self.ledger is not None and self.pending:
+            self.ledger.extend(self.pending)
+        self.pending = []
 
 
 def preflight(
@@ -158,6 +163,15 @@ def preflight(
     report: Callable[[StepResult], None] = lambda _r: None,
 ) -> tuple[VerifiedImage, list[StepResult]]:
     steps = _Steps(ledger, report)
+    try:
+        return _preflight(config, options, steps)
+    finally:
+        steps.flush()
+
+
+def _preflight(
+    config: LaunchConfig, options: PreflightOptions, steps: _Steps
+) -> tuple[VerifiedImage, list[StepResult]]:
 
     def step0() -> tuple[ImageRef, str]:
         if config.engine is None:
@@ -274,8 +288,8 @@ def preflight(
         return derived.id, f"{what} {derived.id[:19]} FROM {digest[:19]} (derived from verified)"
 
     run_ref: str = steps.run(7, "project layer", step7)
-    if ledger is not None and run_ref != pinned.pinned:
-        ledger.append("derived-from-verified", base=pinned.pinned, image=run_ref)
+    if run_ref != pinned.pinned:
+        steps.note("derived-from-verified", base=pinned.pinned, image=run_ref)
     verified = VerifiedImage(
         pinned.pinned, digest, image.id, verified_by, options.unsafe_skip_verify, run_ref, _token=_TOKEN
     )
