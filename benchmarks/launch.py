@@ -9,11 +9,12 @@ throwaway key. Then, N times each, interleaved:
   audit ledger), run directly: what the hardening flags alone cost;
 * launcher, warm verification cache, digest reference (`REPO:TAG@sha256:...`, the form a
   release configures): no registry round trip;
-* launcher, warm verification cache, tag reference (`REPO:TAG`): one registry round trip
-  to resolve the tag (and the HTTP stack it needs);
-* launcher, first verification: the tag reference with an empty state directory.
+* launcher, warm verification cache, tag reference (`REPO:TAG`): dockerd resolves the tag
+  (one registry round trip);
+* launcher, first verification: the tag reference with an empty state directory;
+* for scale: the launcher's Python interpreter starting and exiting (`python -c pass`).
 
-    python benchmarks/launch.py [--runs 11]
+    python benchmarks/launch.py [--runs 21]
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def timed(cmd: list[str], env: dict[str, str]) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=11)
+    parser.add_argument("--runs", type=int, default=21)
     args = parser.parse_args()
     ensure()
     with tempfile.TemporaryDirectory(prefix="bench-launch-") as tmp:
@@ -74,7 +75,7 @@ def main() -> int:
                 json.loads(line)["argv"] for line in ledger.read_text().splitlines() if '"event": "run"' in line
             )
             name = hardened[hardened.index("--name") + 1]
-            series: dict[str, list[float]] = {k: [] for k in ("baseline", "floor", "pinned", "tag", "cold")}
+            series: dict[str, list[float]] = {k: [] for k in ("baseline", "floor", "pinned", "tag", "cold", "python")}
             for run in range(args.runs):
                 series["baseline"].append(
                     timed(["docker", "run", "--rm", "--network", "none", pinned, "true"], base_env)
@@ -86,6 +87,7 @@ def main() -> int:
                 shutil.rmtree(cold_home, ignore_errors=True)
                 cold_home.mkdir()
                 series["cold"].append(timed(launch_tag, {**base_env, "HOME": str(cold_home)}))
+                series["python"].append(timed([sys.executable, "-c", "pass"], base_env))
     m = {k: statistics.median(v) for k, v in series.items()}
     b = m["baseline"]
     print(f"plain docker run --rm --network none IMAGE true : {b * 1000:7.0f} ms (median of {args.runs})")
@@ -100,6 +102,7 @@ def main() -> int:
         f"terminai-sandbox run, first verification         : {m['cold'] * 1000:7.0f} ms  "
         f"+{(m['cold'] - m['tag']) * 1000:.0f} ms over warm (REPO:TAG)"
     )
+    print(f"for scale: python -c pass                        : {m['python'] * 1000:7.0f} ms")
     return 0
 
 
