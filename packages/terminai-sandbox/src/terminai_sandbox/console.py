@@ -29,14 +29,15 @@ def _launch(args: list[str]) -> int | None:
     if params is None:
         return None
     try:
-        try:
-            request, limits = request_from(params), limits_from(params)
-            return session.run(request, params["command"], limits=limits, env=os.environ, say=_say)
-        except KeyboardInterrupt:
-            raise Interrupted("interrupted") from None
+        return session.run(
+            request_from(params), params["command"], limits=limits_from(params), env=os.environ, say=_say
+        )
     except SandboxError as exc:
         _say(exc.render())
         return exc.exit_code
+    except KeyboardInterrupt:
+        _say(Interrupted("interrupted").render())
+        return Interrupted.exit_code
 
 
 def main() -> None:

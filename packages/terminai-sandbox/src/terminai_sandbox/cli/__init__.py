@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from terminai_sandbox._version import __version__
-from terminai_sandbox.errors import SandboxError
+from terminai_sandbox.errors import Interrupted, SandboxError
 
 # Modules that attach commands to ``main``; each exposes ``register(group)``. They are
 # imported only when one of their commands runs (the SBOM stack alone takes ~1 s to
@@ -69,8 +69,8 @@ class _Group(click.Group):
             click.echo(exc.render(), err=True)
             sys.exit(exc.exit_code)
         except KeyboardInterrupt:
-            click.echo("error: interrupted", err=True)
-            sys.exit(130)
+            click.echo(Interrupted("interrupted").render(), err=True)
+            sys.exit(Interrupted.exit_code)
 
 
 @click.group(cls=_Group, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
