@@ -145,7 +145,14 @@ def test_contract_compatibility() -> None:
 
 def test_only_preflight_makes_a_verified_image() -> None:
     with pytest.raises(TypeError, match="only created by preflight"):
-        VerifiedImage("r/x@sha256:" + "a" * 64, "sha256:" + "a" * 64, "id", (), False, "r/x")
+        VerifiedImage(
+            pinned="r/x@sha256:" + "a" * 64,
+            digest="sha256:" + "a" * 64,
+            image_id="id",
+            verified_by=(),
+            skipped_verification=False,
+            run_ref="r/x",
+        )
 
 
 def test_ledger_chain_detects_edits_removals_and_reordering(tmp_path: Path) -> None:

@@ -46,12 +46,12 @@ def test_docker_and_podman_differ_only_where_they_must() -> None:
 def _verified(engine_name: str = "docker") -> preflight.VerifiedImage:
     digest = "sha256:" + "b" * 64
     return preflight.VerifiedImage(
-        f"r.example/x@{digest}",
-        digest,
-        "sha256:" + "c" * 64,
-        ("k",),
-        False,
-        f"r.example/x@{digest}",
+        pinned=f"r.example/x@{digest}",
+        digest=digest,
+        image_id="sha256:" + "c" * 64,
+        verified_by=("k",),
+        skipped_verification=False,
+        run_ref=f"r.example/x@{digest}",
         _token=preflight._TOKEN,
     )
 

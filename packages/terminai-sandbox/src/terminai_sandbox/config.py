@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from terminai_sandbox.errors import ConfigError
+from terminai_sandbox.records import frozen_record
 from terminai_sandbox.reference import ImageRef
 
 ENGINES = ("docker", "podman", "sandbox-exec")
@@ -48,7 +48,7 @@ _SAFE_VALUES = {
 }
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_record
 class Mount:
     """One ``SANDBOX_MOUNTS`` entry: a host path mounted at a container path."""
 
@@ -57,7 +57,7 @@ class Mount:
     read_only: bool = True
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_record
 class Port:
     """One ``SANDBOX_PORTS`` entry, published on the host's loopback only."""
 
@@ -65,7 +65,7 @@ class Port:
     container: int
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_record
 class EnvItem:
     """One ``SANDBOX_ENV`` entry: a value, or a name inherited from the launcher."""
 
@@ -73,7 +73,7 @@ class EnvItem:
     value: str | None  # None: inherited by name from the launcher's environment (never in argv)
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_record
 class LaunchConfig:
     """Every launcher knob, resolved and validated; where each value came from is kept for messages."""
 

@@ -21,10 +21,10 @@ import signal
 import socket
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from terminai_sandbox.errors import EngineError, RegistryError
+from terminai_sandbox.records import frozen_record
 from terminai_sandbox.reference import is_digest
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -178,7 +178,7 @@ def _diagnose(host: str, exc: Exception) -> EngineError:
     )
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_record
 class EngineInfo:
     """Which engine answered, where, and its API version."""
 

@@ -9,9 +9,9 @@ contains a ``.`` or ``:`` or is ``localhost``; otherwise the reference names Doc
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from terminai_sandbox.errors import ConfigError
+from terminai_sandbox.records import frozen_record
 
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")
@@ -30,7 +30,7 @@ def is_digest(value: str) -> bool:
     return bool(_DIGEST_RE.match(value))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_record
 class ImageRef:
     """A parsed image reference. ``registry`` is ``docker.io`` when none was given."""
 

@@ -12,10 +12,10 @@ import json
 import os
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from terminai_sandbox.errors import RegistryError
+from terminai_sandbox.records import frozen_record
 from terminai_sandbox.secret import Secret
 
 
@@ -30,7 +30,7 @@ def is_loopback(registry: str) -> bool:
         return False
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_record
 class Credentials:
     username: str
     password: Secret[str]

@@ -35,10 +35,10 @@ import os
 import resource
 import shutil
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from terminai_sandbox.errors import EngineError, LaunchError
+from terminai_sandbox.records import field, frozen_record
 from terminai_sandbox.reference import ImageRef
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -79,7 +79,7 @@ NOFILE_CAP = 65536
 NPROC_CAP = 4096
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class ImageFacts:
     """What preflight needs to know about a local image."""
 
@@ -283,7 +283,7 @@ def _is_loopback(registry: str) -> bool:
 # -- the engine-specific part of the session's command line ----------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_record
 class SessionFlags:
     """The part of the session's command line that depends on the engine."""
 

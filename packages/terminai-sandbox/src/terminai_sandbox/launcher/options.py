@@ -11,18 +11,18 @@ parses as usual. A unit test checks that both parsers agree on every command lin
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-from terminai_sandbox.launcher.run import Limits
+from terminai_sandbox.launcher.run import HARDENED_LIMITS, Limits
 from terminai_sandbox.launcher.session import LaunchRequest
+from terminai_sandbox.records import frozen_record
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
     from typing import Any
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class Option:
     """One long option: its flag, the parameter it sets, and how it takes a value."""
 
@@ -33,25 +33,30 @@ class Option:
     default: str | None = None
 
 
-LAUNCH_OPTIONS = (
-    Option("--image", "image", "image reference (env TERMINAI_SANDBOX_IMAGE wins)"),
-    Option("--engine", "engine", "docker or podman (env TERMINAI_SANDBOX wins)"),
-    Option("--key", "key_path", "trusted cosign.pub", kind="path"),
-    Option("--certificate-identity", "certificate_identity", "keyless: expected certificate identity"),
-    Option("--certificate-oidc-issuer", "certificate_oidc_issuer", "keyless: expected OIDC issuer"),
-    Option("--policy", "policy_path", "verification policy file", kind="path"),
-    Option("--unsafe-skip-verify", "unsafe_skip_verify", "run without verifying (warned and audited)", kind="flag"),
-    Option("--unsafe-allow-flag", "unsafe_allow_flag", "allow this dangerous SANDBOX_FLAGS flag", kind="multiple"),
-    Option("--allow-floating-tag", "allow_floating_tag", "accept tags such as 'latest' (resolved once)", kind="flag"),
-    Option("--insecure-registry", "insecure_registry", "plain HTTP to a non-loopback registry", kind="flag"),
-    Option("--json", "as_json", "report preflight steps as JSON", kind="flag"),
+LAUNCH_OPTIONS = tuple(
+    Option(flag=flag, dest=dest, kind=kind, help=text)
+    for flag, dest, kind, text in (
+        ("--image", "image", "text", "image reference (env TERMINAI_SANDBOX_IMAGE wins)"),
+        ("--engine", "engine", "text", "docker or podman (env TERMINAI_SANDBOX wins)"),
+        ("--key", "key_path", "path", "trusted cosign.pub"),
+        ("--certificate-identity", "certificate_identity", "text", "keyless: expected certificate identity"),
+        ("--certificate-oidc-issuer", "certificate_oidc_issuer", "text", "keyless: expected OIDC issuer"),
+        ("--policy", "policy_path", "path", "verification policy file"),
+        ("--unsafe-skip-verify", "unsafe_skip_verify", "flag", "run without verifying (warned and audited)"),
+        ("--unsafe-allow-flag", "unsafe_allow_flag", "multiple", "allow this dangerous SANDBOX_FLAGS flag"),
+        ("--allow-floating-tag", "allow_floating_tag", "flag", "accept tags such as 'latest' (resolved once)"),
+        ("--insecure-registry", "insecure_registry", "flag", "plain HTTP to a non-loopback registry"),
+        ("--json", "as_json", "flag", "report preflight steps as JSON"),
+    )
 )
 
-_HARDENED = Limits()
-LIMIT_OPTIONS = (
-    Option("--network", "network", "container network (none unless you need one)", default=_HARDENED.network),
-    Option("--memory", "memory", "memory limit of the session", default=_HARDENED.memory),
-    Option("--cpus", "cpus", "CPUs the session may use", default=_HARDENED.cpus),
+LIMIT_OPTIONS = tuple(
+    Option(flag=flag, dest=dest, help=text, default=getattr(HARDENED_LIMITS, dest))
+    for flag, dest, text in (
+        ("--network", "network", "container network (none unless you need one)"),
+        ("--memory", "memory", "memory limit of the session"),
+        ("--cpus", "cpus", "CPUs the session may use"),
+    )
 )
 
 RUN_OPTIONS = LAUNCH_OPTIONS + LIMIT_OPTIONS

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from terminai_sandbox.config import LaunchConfig
@@ -39,6 +38,7 @@ from terminai_sandbox.launcher.audit import Ledger
 from terminai_sandbox.launcher.engines import ImageFacts, connect
 from terminai_sandbox.launcher.project import build_project_layer, project_dockerfile
 from terminai_sandbox.launcher.trust import TrustSource
+from terminai_sandbox.records import field, frozen_record
 from terminai_sandbox.reference import ImageRef
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -53,7 +53,7 @@ FLOATING_TAGS = ("latest", "stable", "edge", "nightly", "main", "master", "dev")
 _TOKEN = object()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class VerifiedImage:
     """An image that passed preflight. Construct only through :func:`preflight`."""
 
@@ -70,7 +70,7 @@ class VerifiedImage:
             raise TypeError("a VerifiedImage is only created by preflight()")
 
 
-@dataclass(slots=True)
+@frozen_record
 class StepResult:
     """One numbered preflight step: whether it passed, what it found, how long it took."""
 
@@ -81,7 +81,7 @@ class StepResult:
     seconds: float
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_record
 class PreflightOptions:
     """How preflight verifies: the trust source, what it may accept, where its cache lives."""
 
@@ -130,13 +130,15 @@ class _Steps:
         try:
             value, detail = action()
         except SandboxError as exc:
-            result = StepResult(number, name, False, exc.message, time.monotonic() - started)
+            result = StepResult(
+                number=number, name=name, ok=False, detail=exc.message, seconds=time.monotonic() - started
+            )
             self._record(result)
             if not exc.message.startswith(f"preflight step {number}"):
                 exc.message = f"preflight step {number} ({name}) refused: {exc.message}"
                 exc.args = (exc.message,)
             raise
-        result = StepResult(number, name, True, detail, time.monotonic() - started)
+        result = StepResult(number=number, name=name, ok=True, detail=detail, seconds=time.monotonic() - started)
         self._record(result)
         return value
 
@@ -291,6 +293,12 @@ def _preflight(
     if run_ref != pinned.pinned:
         steps.note("derived-from-verified", base=pinned.pinned, image=run_ref)
     verified = VerifiedImage(
-        pinned.pinned, digest, image.id, verified_by, options.unsafe_skip_verify, run_ref, _token=_TOKEN
+        pinned=pinned.pinned,
+        digest=digest,
+        image_id=image.id,
+        verified_by=verified_by,
+        skipped_verification=options.unsafe_skip_verify,
+        run_ref=run_ref,
+        _token=_TOKEN,
     )
     return verified, steps.results

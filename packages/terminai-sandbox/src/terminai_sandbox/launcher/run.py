@@ -17,18 +17,18 @@ import os
 import shutil
 import signal
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from terminai_sandbox.config import LaunchConfig
 from terminai_sandbox.errors import LaunchError
 from terminai_sandbox.launcher.engines import session_flags
 from terminai_sandbox.launcher.preflight import VerifiedImage
+from terminai_sandbox.records import frozen_record
 
 HOME_IN_IMAGE = "/home/sandbox"
 IMAGE_UID = 10001
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_record
 class Limits:
     """Resource limits and network of a session (the defaults are the hardened ones)."""
 
@@ -36,6 +36,9 @@ class Limits:
     cpus: str = "2"
     pids: int = 512
     network: str = "none"
+
+
+HARDENED_LIMITS = Limits()
 
 
 def build_argv(
@@ -48,7 +51,7 @@ def build_argv(
     tty: bool,
     uid: int,
     gid: int,
-    limits: Limits = Limits(),
+    limits: Limits = HARDENED_LIMITS,
     name: str | None = None,
     bashrc: str | None = None,
     binary: str | None = None,

@@ -14,7 +14,6 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import terminai_apts
@@ -27,10 +26,11 @@ from terminai_sandbox.launcher.engines import run_binary
 from terminai_sandbox.launcher.preflight import PreflightOptions, StepResult, VerifiedImage, preflight
 from terminai_sandbox.launcher.run import Limits, build_argv, execute, host_identity
 from terminai_sandbox.launcher.trust import TrustSource
+from terminai_sandbox.records import frozen_record
 from terminai_sandbox.settings import engine_setting
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_record
 class LaunchRequest:
     """What the user asked for on the command line (``preflight`` and ``run`` share these)."""
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from terminai_sandbox._version import __version__
+from terminai_sandbox.records import frozen_record
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
     from terminai_sandbox.signing.policy import VerificationPolicy
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class TrustSource:
     """A policy as given: a description, the key of its exact inputs, and how to load it."""
 
@@ -66,7 +66,7 @@ def key_file(path: Path) -> TrustSource:
         return VerificationPolicy.single_key(path)
 
     data = _read(path)
-    return TrustSource(f"key {path}", None if data is None else _key("key", data), load)
+    return TrustSource(describe=f"key {path}", source_key=None if data is None else _key("key", data), load=load)
 
 
 def keyless_identity(identity: str, issuer: str) -> TrustSource:
@@ -75,7 +75,8 @@ def keyless_identity(identity: str, issuer: str) -> TrustSource:
 
         return VerificationPolicy.single_identity(identity, issuer)
 
-    return TrustSource(f"keyless {identity} from {issuer}", _key("identity", identity.encode(), issuer.encode()), load)
+    key = _key("identity", identity.encode(), issuer.encode())
+    return TrustSource(describe=f"keyless {identity} from {issuer}", source_key=key, load=load)
 
 
 def policy_file(path: Path) -> TrustSource:
@@ -86,9 +87,8 @@ def policy_file(path: Path) -> TrustSource:
 
     data = _read(path)
     contained = data is not None and _self_contained(path, data)
-    return TrustSource(
-        f"policy {path}", _key("policy", path.suffix.encode(), data) if data and contained else None, load
-    )
+    key = _key("policy", path.suffix.encode(), data) if data and contained else None
+    return TrustSource(describe=f"policy {path}", source_key=key, load=load)
 
 
 def _self_contained(path: Path, data: bytes) -> bool:
