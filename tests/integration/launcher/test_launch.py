@@ -294,6 +294,8 @@ def test_project_layer_is_built_from_the_verified_digest_and_cached(
     second = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true", cwd=project)
     assert second.returncode == 0 and "cached project layer" in second.stderr
     derived = [i for i in engine.client.images.list(filters={"label": f"dev.terminai.derived-from={digest}"})]
+    for image in derived:
+        engine.client.images.remove(image.id, force=True)  # a project image only this test uses
     assert derived and all(t.startswith("terminai-project/") for i in derived for t in i.tags)
     (project / ".terminai" / "sandbox.Dockerfile").write_text("FROM debian:bookworm\n")
     refused = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true", cwd=project)
