@@ -227,9 +227,13 @@ def test_verified_session_runs_hardened_and_plans_the_cleanup(
     assert applied.returncode == 0, applied.stderr
     assert not (downloads / "report-q3 (1).pdf").exists()
     assert list((downloads / ".terminai-cleanup" / "quarantine").glob("*/report-q3 (1).pdf"))
-    # The session's exit code comes back unchanged, and the ledger records it.
-    failed = site.launch("0.1.0", "sh", "-c", "exit 7")
+    # The session's exit code comes back unchanged, and the ledger records it. This warm
+    # launch of a tag (resolved through dockerd, no credentials) loads nothing heavy.
+    failed = site.launch("0.1.0", "sh", "-c", "exit 7", env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert failed.returncode == 7, failed.stderr
+    imported = {line.split("|")[-1].strip() for line in failed.stderr.splitlines() if line.startswith("import time:")}
+    assert "terminai_sandbox.registry_auth" in imported
+    assert not imported & {"click", "typing", "dataclasses", "subprocess", "requests", "docker", "cryptography"}
     # Every launch is in the ledger, and the chain verifies until someone edits one byte.
     ledger = site.home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
     events = [json.loads(line) for line in ledger.read_text().splitlines()]

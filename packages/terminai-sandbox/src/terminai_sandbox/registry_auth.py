@@ -6,17 +6,20 @@ the launcher resolves tags through the engine and must not pay for importing req
 
 from __future__ import annotations
 
-import base64
-import ipaddress
 import json
 import os
-import subprocess
 from collections.abc import Mapping
 from pathlib import Path
 
 from terminai_sandbox.errors import RegistryError
 from terminai_sandbox.records import frozen_record
-from terminai_sandbox.secret import Secret
+
+# Every docker launch of a `REPO:TAG` reads the Docker config, and most find no credentials:
+# what only credentials need (base64, subprocess for helpers, Secret and with it typing) is
+# imported when they are found.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from terminai_sandbox.secret import Secret
 
 
 def is_loopback(registry: str) -> bool:
@@ -24,6 +27,8 @@ def is_loopback(registry: str) -> bool:
     host = host.strip("[]")
     if host == "localhost":
         return True
+    import ipaddress  # noqa: PLC0415
+
     try:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
@@ -46,6 +51,10 @@ def docker_config_credentials(registry: str, env: Mapping[str, str] | None = Non
         return None
     helper = config.get("credHelpers", {}).get(registry) or config.get("credsStore")
     if helper:
+        import subprocess  # noqa: PLC0415
+
+        from terminai_sandbox.secret import Secret  # noqa: PLC0415
+
         try:
             proc = subprocess.run(
                 [f"docker-credential-{helper}", "get"],
@@ -62,6 +71,10 @@ def docker_config_credentials(registry: str, env: Mapping[str, str] | None = Non
             return Credentials(username=data["Username"], password=Secret(data["Secret"]))
     entry = config.get("auths", {}).get(registry) or config.get("auths", {}).get(f"https://{registry}")
     if entry and entry.get("auth"):
+        import base64  # noqa: PLC0415
+
+        from terminai_sandbox.secret import Secret  # noqa: PLC0415
+
         user, _, password = base64.b64decode(entry["auth"]).decode().partition(":")
         return Credentials(username=user, password=Secret(password))
     return None
