@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import json
 import os
+import pwd
 import shutil
 import subprocess
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from terminai_sandbox.build import BuildResult
 
 from tests.fixtures.registry import RegistryServer
-from tests.integration.launcher.test_launch import Site, _relabel
+from tests.integration.launcher.test_launch import CLI, Site, _relabel
 
 PODMAN = {"TERMINAI_SANDBOX": "podman"}
 
@@ -123,3 +126,95 @@ def test_podman_refuses_what_docker_refuses(podman_site: Site, built_image: Buil
     site.push(built_image.oci_layout, "0.1.0")
     deep = site.cli("preflight", "--deep", "--image", site.ref("0.1.0"), "--key", str(site.pub), env=PODMAN)
     assert deep.returncode == 13 and "--deep runs the contract suite through the Docker API" in deep.stderr
+
+
+@dataclass(frozen=True)
+class _User:
+    name: str
+    uid: int
+    gid: int
+    home: Path
+
+
+@pytest.fixture()
+def rootless_user() -> Iterator[_User]:
+    """An unprivileged user with subordinate id ranges: rootless podman's requirements.
+
+    As root, a throwaway user is created and removed with its home and processes (podman
+    leaves a pause process per user). As anyone else, the tests run as that user, who
+    needs ranges in /etc/subuid and /etc/subgid.
+    """
+    if os.geteuid() != 0:
+        me = pwd.getpwuid(os.getuid())
+        assert me.pw_name in Path("/etc/subuid").read_text(), (
+            f"rootless podman needs /etc/subuid ranges for {me.pw_name}"
+        )
+        yield _User(me.pw_name, me.pw_uid, me.pw_gid, Path(me.pw_dir))
+        return
+    name = f"terminai-rl{os.getpid() % 100000}"
+    home = Path(tempfile.mkdtemp(prefix="terminai-rootless-"))
+    home.rmdir()
+    subprocess.run(["useradd", "--create-home", "--home-dir", str(home), "--user-group", name], check=True)
+    try:
+        if name not in Path("/etc/subuid").read_text():  # useradd adds ranges when login.defs asks
+            start = 1_000_000 + os.getpid() % 1000 * 65536
+            ids = f"{start}-{start + 65535}"
+            subprocess.run(["usermod", "--add-subuids", ids, "--add-subgids", ids, name], check=True)
+        entry = pwd.getpwnam(name)
+        yield _User(name, entry.pw_uid, entry.pw_gid, home)
+    finally:
+        subprocess.run(["pkill", "-KILL", "-u", name], check=False)
+        time.sleep(0.5)
+        subprocess.run(["userdel", "--remove", name], check=False, capture_output=True)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def test_rootless_podman_keeps_the_host_identity(
+    rootless_user: _User, registry: RegistryServer, built_image: BuildResult
+) -> None:
+    user = rootless_user
+    shared = Path(tempfile.mkdtemp(prefix="terminai-rootless-site-"))
+    try:
+        shared.chmod(0o755)
+        site = Site(registry, shared)
+        site.pub.chmod(0o644)
+        site.push(built_image.oci_layout, "0.1.0")
+        project = shared / "project"
+        project.mkdir()
+        os.chown(project, user.uid, user.gid)
+        runtime = shared / "runtime"
+        runtime.mkdir(mode=0o700)
+        os.chown(runtime, user.uid, user.gid)
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(user.home),
+            "USER": user.name,
+            "LOGNAME": user.name,
+            "XDG_RUNTIME_DIR": str(runtime),
+            **PODMAN,
+        }
+        drop = [] if os.geteuid() != 0 else ["setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups"]
+        command = "id -u; id -g; pwd; touch made-in-the-session"
+        result = subprocess.run(
+            [*drop, CLI, "run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "sh", "-c", command],
+            env=env,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert result.returncode == 0, result.stderr
+        assert "1. engine: podman" in result.stderr and "rootless" in result.stderr
+        if not (Path("/sys/fs/cgroup") / "cgroup.controllers").exists():
+            assert "NOT enforced: rootless podman on cgroups v1" in result.stderr
+        # Inside, the session is the host user (--userns=keep-id), in the same working directory ...
+        assert result.stdout.split() == [str(user.uid), str(user.gid), str(project)]
+        # ... so what it writes in the mounted project belongs to that user on the host.
+        made = (project / "made-in-the-session").stat()
+        assert (made.st_uid, made.st_gid) == (user.uid, user.gid)
+        ledger = user.home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
+        runs = [json.loads(line) for line in ledger.read_text().splitlines() if '"event": "run"' in line]
+        assert "--userns=keep-id" in runs[-1]["argv"] and f"{user.uid}:{user.gid}" in runs[-1]["argv"]
+    finally:
+        shutil.rmtree(shared, ignore_errors=True)

@@ -12,8 +12,8 @@ import pytest
 from terminai_sandbox.config import LaunchConfig, load_launch_config
 from terminai_sandbox.engine import Engine, api_request
 from terminai_sandbox.errors import EngineError, LaunchError
-from terminai_sandbox.launcher import audit, preflight, trust
-from terminai_sandbox.launcher.engines import NPROC_CAP, session_flags
+from terminai_sandbox.launcher import audit, engines, preflight, trust
+from terminai_sandbox.launcher.engines import NPROC_CAP, PodmanEngine, session_flags
 from terminai_sandbox.launcher.run import build_argv, execute
 from terminai_sandbox.signing import keys
 
@@ -232,3 +232,18 @@ def test_preflight_records_every_step_in_one_write_even_when_it_stops_early(
     with pytest.raises(KeyboardInterrupt):
         preflight.preflight(config, options, ledger=ledger, report=interrupt)
     assert [json.loads(line)["step"] for line in ledger.path.read_text().splitlines()] == [0, 1, 2, 3]
+
+
+def test_rootless_podman_on_cgroups_v1_says_its_limits_do_not_hold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert not engines.cgroups_v2(tmp_path)
+    (tmp_path / "cgroup.controllers").write_text("cpu memory pids\n")
+    assert engines.cgroups_v2(tmp_path)
+    rootless = PodmanEngine("/usr/bin/podman", "4.3.1", rootless=True, env={})
+    rootful = PodmanEngine("/usr/bin/podman", "4.3.1", rootless=False, env={})
+    monkeypatch.setattr(engines, "cgroups_v2", lambda: False)
+    assert "--pids-limit NOT enforced: rootless podman on cgroups v1" in rootless.describe()
+    assert "NOT enforced" not in rootful.describe()
+    monkeypatch.setattr(engines, "cgroups_v2", lambda: True)
+    assert rootless.describe() == "podman 4.3.1 (rootless, /usr/bin/podman)"

@@ -26,6 +26,11 @@ Rootful podman asks the kernel for RLIMIT_NOFILE 1048576 and a high RLIMIT_NPROC
 default; where root lacks CAP_SYS_RESOURCE (some VMs and nested containers) every run then
 fails with "error setting rlimit type 7: operation not permitted". The explicit limits
 avoid that and are modest anyway: the pids cgroup limit stays the real cap on processes.
+
+Rootless podman on a cgroups v1 host cannot apply ``--memory``, ``--cpus`` or
+``--pids-limit`` (it says "Resource limits are not supported and ignored" and runs anyway).
+Preflight says so in step 1, and with it the audit ledger, instead of implying limits that
+do not hold.
 """
 
 from __future__ import annotations
@@ -212,7 +217,10 @@ class PodmanEngine:
         return cls(binary, version, rootless=probe.rootless, env=env)
 
     def describe(self) -> str:
-        return f"podman {self.version} ({'rootless' if self.rootless else 'rootful'}, {self.binary})"
+        mode = "rootless" if self.rootless else "rootful"
+        if self.rootless and not cgroups_v2():
+            mode += "; --memory, --cpus and --pids-limit NOT enforced: rootless podman on cgroups v1"
+        return f"podman {self.version} ({mode}, {self.binary})"
 
     def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], RegistryClient]) -> str:
         return registry().resolve(ref.repository, tag)
@@ -267,6 +275,11 @@ class PodmanEngine:
             hint="run 'terminai-sandbox contracts IMAGE' against dockerd, or drop --deep "
             "(the entrypoint still checks health when the session starts)",
         )
+
+
+def cgroups_v2(root: Path = Path("/sys/fs/cgroup")) -> bool:
+    """True on a unified (v2) cgroup hierarchy, where rootless podman can apply resource limits."""
+    return (root / "cgroup.controllers").exists()
 
 
 def _last_line(text: str) -> str:
