@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.build import BuildResult
+from terminai_sandbox.launcher.engines import cgroups_v2
 
 from tests.fixtures.registry import RegistryServer
 from tests.integration.launcher.test_launch import CLI, Site, _relabel
@@ -206,7 +207,7 @@ def test_rootless_podman_keeps_the_host_identity(
         )
         assert result.returncode == 0, result.stderr
         assert "1. engine: podman" in result.stderr and "rootless" in result.stderr
-        if not (Path("/sys/fs/cgroup") / "cgroup.controllers").exists():
+        if not cgroups_v2():
             assert "NOT enforced: rootless podman on cgroups v1" in result.stderr
         # Inside, the session is the host user (--userns=keep-id), in the same working directory ...
         assert result.stdout.split() == [str(user.uid), str(user.gid), str(project)]
