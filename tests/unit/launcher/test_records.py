@@ -5,11 +5,14 @@ Each test builds the same class body both ways and checks that the two agree.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
+import pickle
 from collections.abc import Callable
 from typing import Any, ClassVar
 
 import pytest
+from terminai_sandbox.launcher.run import Limits
 from terminai_sandbox.records import FrozenRecordError, field, frozen_record
 
 STRICT = dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,6 +86,20 @@ def test_new_attributes_are_refused() -> None:
     (_, _), (ours, _) = _both(_session)
     with pytest.raises(FrozenRecordError, match="other"):
         ours(name="a").other = 1
+
+
+@pytest.mark.parametrize(("cls", "frozen_error"), _both(_session))
+def test_copies_are_equal_and_still_frozen(cls: Any, frozen_error: type[Exception]) -> None:
+    record = cls(name="a", tags=("t",), notes=["n"])
+    for copied in (copy.copy(record), copy.deepcopy(record)):
+        assert copied == record and copied.notes == ["n"]
+        with pytest.raises(frozen_error):
+            copied.name = "b"
+
+
+def test_launch_records_survive_pickling() -> None:
+    limits = Limits(memory="1g", cpus="1", pids=64, network="bridge")
+    assert pickle.loads(pickle.dumps(limits)) == limits
 
 
 def _checked(decorate: Callable[[type], type], field_: Any) -> type:

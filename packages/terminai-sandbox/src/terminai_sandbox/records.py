@@ -3,12 +3,13 @@
 ``@frozen_record`` gives a class what ``@dataclass(frozen=True, slots=True, kw_only=True)``
 gives it, and only that: ``__slots__``, a keyword-only ``__init__`` (defaults, ``field``
 default factories, ``__post_init__``), ``__eq__``/``__hash__`` over the compared fields,
-``__repr__``, and assignment or deletion refused with :class:`FrozenRecordError`. Type
-checkers see it as a dataclass through ``dataclass_transform`` (PEP 681).
+``__repr__``, copy and pickle support, and assignment or deletion refused with
+:class:`FrozenRecordError`. Type checkers see it as a dataclass through
+``dataclass_transform`` (PEP 681).
 
 Why not dataclasses itself: importing it pulls in ``inspect``, ``ast``, ``dis`` and
 ``tokenize``, and each class it builds compiles generated source. On the session-start path
-(``terminai-sandbox run``) that was ~15 ms of a ~50 ms launcher overhead (measured in
+(``terminai-sandbox run``) that was ~13 ms of a ~50 ms launcher overhead (measured in
 ``docs/BENCHMARKS.md``). Code off that path keeps using dataclasses.
 """
 
@@ -99,6 +100,16 @@ def _repr(self: Any) -> str:
     return f"{cls.__qualname__}({shown})"
 
 
+def _getstate(self: Any) -> tuple[object, ...]:
+    return tuple(getattr(self, name) for name in type(self).__slots__)
+
+
+def _setstate(self: Any, state: tuple[object, ...]) -> None:
+    # copy and pickle restore state through here; __setattr__ would refuse them
+    for name, value in zip(type(self).__slots__, state, strict=True):
+        object.__setattr__(self, name, value)
+
+
 _METHODS = {
     "__init__": _init,
     "__setattr__": _setattr,
@@ -106,6 +117,8 @@ _METHODS = {
     "__eq__": _eq,
     "__hash__": _hash,
     "__repr__": _repr,
+    "__getstate__": _getstate,
+    "__setstate__": _setstate,
 }
 
 
