@@ -45,6 +45,34 @@ def timed(cmd: list[str], env: dict[str, str]) -> float:
     return time.perf_counter() - started
 
 
+def measure(host: str, digest: str, pub: Path, work: Path, runs: int) -> dict[str, list[float]]:
+    """Every series, interleaved run by run; the image is already in the engine by digest."""
+    pinned = f"{host}/terminai/sandbox@{digest}"
+    base_env = {"PATH": os.environ["PATH"], "TERMINAI_SANDBOX": "docker"}
+    warm_home, cold_home = work / "warm", work / "cold"
+    warm_home.mkdir()
+    tag_ref = f"{host}/terminai/sandbox:0.1.0"
+    launch_tag = [CLI, "run", "--image", tag_ref, "--key", str(pub), "--", "true"]
+    launch_pinned = [CLI, "run", "--image", f"{tag_ref}@{digest}", "--key", str(pub), "--", "true"]
+    warm_env = {**base_env, "HOME": str(warm_home)}
+    subprocess.run(launch_tag, env=warm_env, check=True, capture_output=True)
+    ledger = warm_home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
+    hardened = next(json.loads(line)["argv"] for line in ledger.read_text().splitlines() if '"event": "run"' in line)
+    name = hardened[hardened.index("--name") + 1]
+    series: dict[str, list[float]] = {k: [] for k in ("baseline", "floor", "pinned", "tag", "cold", "python")}
+    for run in range(runs):
+        series["baseline"].append(timed(["docker", "run", "--rm", "--network", "none", pinned, "true"], base_env))
+        fresh = f"{name}-{run}"
+        series["floor"].append(timed([a.replace(name, fresh) for a in hardened], base_env))
+        series["pinned"].append(timed(launch_pinned, warm_env))
+        series["tag"].append(timed(launch_tag, warm_env))
+        shutil.rmtree(cold_home, ignore_errors=True)
+        cold_home.mkdir()
+        series["cold"].append(timed(launch_tag, {**base_env, "HOME": str(cold_home)}))
+        series["python"].append(timed([sys.executable, "-c", "pass"], base_env))
+    return series
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=21)
@@ -54,40 +82,18 @@ def main() -> int:
         work = Path(tmp)
         result = build_image(BuildOptions(output_dir=work / "out", load=False))
         with loopback_registry(work / "registry") as registry:
-            host = registry.host
-            client = RegistryClient(host)
+            client = RegistryClient(registry.host)
             digest = client.push_layout(result.oci_layout, "terminai/sandbox", tag="0.1.0").digest
             key = keys.generate()
-            cosign.sign(client, "terminai/sandbox", digest, key, docker_reference=f"{host}/terminai/sandbox")
+            cosign.sign(client, "terminai/sandbox", digest, key, docker_reference=f"{registry.host}/terminai/sandbox")
             (work / "k.pub").write_bytes(keys.public_pem(key))
-            pinned = f"{host}/terminai/sandbox@{digest}"
+            pinned = f"{registry.host}/terminai/sandbox@{digest}"
             subprocess.run(["docker", "pull", pinned], check=True, capture_output=True)
-            base_env = {"PATH": os.environ["PATH"], "TERMINAI_SANDBOX": "docker"}
-            warm_home, cold_home = work / "warm", work / "cold"
-            warm_home.mkdir()
-            tag_ref = f"{host}/terminai/sandbox:0.1.0"
-            launch_tag = [CLI, "run", "--image", tag_ref, "--key", str(work / "k.pub"), "--", "true"]
-            launch_pinned = [CLI, "run", "--image", f"{tag_ref}@{digest}", "--key", str(work / "k.pub"), "--", "true"]
-            warm_env = {**base_env, "HOME": str(warm_home)}
-            subprocess.run(launch_tag, env=warm_env, check=True, capture_output=True)
-            ledger = warm_home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
-            hardened = next(
-                json.loads(line)["argv"] for line in ledger.read_text().splitlines() if '"event": "run"' in line
-            )
-            name = hardened[hardened.index("--name") + 1]
-            series: dict[str, list[float]] = {k: [] for k in ("baseline", "floor", "pinned", "tag", "cold", "python")}
-            for run in range(args.runs):
-                series["baseline"].append(
-                    timed(["docker", "run", "--rm", "--network", "none", pinned, "true"], base_env)
-                )
-                fresh = f"{name}-{run}"
-                series["floor"].append(timed([a.replace(name, fresh) for a in hardened], base_env))
-                series["pinned"].append(timed(launch_pinned, warm_env))
-                series["tag"].append(timed(launch_tag, warm_env))
-                shutil.rmtree(cold_home, ignore_errors=True)
-                cold_home.mkdir()
-                series["cold"].append(timed(launch_tag, {**base_env, "HOME": str(cold_home)}))
-                series["python"].append(timed([sys.executable, "-c", "pass"], base_env))
+            try:
+                series = measure(registry.host, digest, work / "k.pub", work, args.runs)
+            finally:
+                # Each run's registry has a new port: leave no reference to it in the engine.
+                subprocess.run(["docker", "rmi", pinned], check=False, capture_output=True)
     m = {k: statistics.median(v) for k, v in series.items()}
     b = m["baseline"]
     print(f"plain docker run --rm --network none IMAGE true : {b * 1000:7.0f} ms (median of {args.runs})")
