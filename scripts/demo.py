@@ -84,6 +84,8 @@ def main() -> int:
             plan = json.loads(out)
             say("7. audit ledger")
             run([CLI, "audit", "verify"], env)
+            # The registry goes away with the demo; so does the engine's reference to it.
+            subprocess.run(["docker", "rmi", str(release["reference"])], check=False, capture_output=True)
     print(f"\ncleanup plan for the sample downloads folder ({plan['scanned']} objects), made inside the sandbox:")
     for entry in plan["entries"]:
         print(f"  {entry['label']:8} {entry['path']:40} {entry['reason']}")
