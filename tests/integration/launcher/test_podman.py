@@ -137,6 +137,13 @@ class _User:
     home: Path
 
 
+def _has_subids(name: str) -> bool:
+    def listed(path: str) -> bool:
+        return any(line.startswith(f"{name}:") for line in Path(path).read_text().splitlines())
+
+    return listed("/etc/subuid") and listed("/etc/subgid")
+
+
 @pytest.fixture()
 def rootless_user() -> Iterator[_User]:
     """An unprivileged user with subordinate id ranges: rootless podman's requirements.
@@ -147,9 +154,7 @@ def rootless_user() -> Iterator[_User]:
     """
     if os.geteuid() != 0:
         me = pwd.getpwuid(os.getuid())
-        assert me.pw_name in Path("/etc/subuid").read_text(), (
-            f"rootless podman needs /etc/subuid ranges for {me.pw_name}"
-        )
+        assert _has_subids(me.pw_name), f"rootless podman needs /etc/subuid and /etc/subgid ranges for {me.pw_name}"
         yield _User(me.pw_name, me.pw_uid, me.pw_gid, Path(me.pw_dir))
         return
     name = f"terminai-rl{os.getpid() % 100000}"
@@ -157,15 +162,17 @@ def rootless_user() -> Iterator[_User]:
     home.rmdir()
     subprocess.run(["useradd", "--create-home", "--home-dir", str(home), "--user-group", name], check=True)
     try:
-        if name not in Path("/etc/subuid").read_text():  # useradd adds ranges when login.defs asks
+        if not _has_subids(name):  # useradd adds ranges itself when login.defs asks for them
             start = 1_000_000 + os.getpid() % 1000 * 65536
             ids = f"{start}-{start + 65535}"
             subprocess.run(["usermod", "--add-subuids", ids, "--add-subgids", ids, name], check=True)
         entry = pwd.getpwnam(name)
         yield _User(name, entry.pw_uid, entry.pw_gid, home)
     finally:
-        subprocess.run(["pkill", "-KILL", "-u", name], check=False)
-        time.sleep(0.5)
+        deadline = time.monotonic() + 30
+        while subprocess.run(["pkill", "-KILL", "-u", name], check=False).returncode == 0:
+            assert time.monotonic() < deadline, f"processes of {name} survive SIGKILL"
+            time.sleep(0.1)
         subprocess.run(["userdel", "--remove", name], check=False, capture_output=True)
         shutil.rmtree(home, ignore_errors=True)
 
