@@ -50,12 +50,18 @@ class Site:
         return self.cli("run", "--image", self.ref(tag), "--key", str(self.pub), "--", *command, env=env)
 
     def cli(
-        self, *args: str, env: dict[str, str] | None = None, cwd: Path | None = None, user: int | None = None
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+        user: int | None = None,
+        group: int | None = None,
     ) -> subprocess.CompletedProcess[str]:
+        """The launcher's CLI, as ``user`` (and ``group``, default: the same number) when given."""
         full = {"PATH": os.environ["PATH"], "HOME": str(self.home), "TERMINAI_SANDBOX": "docker", **(env or {})}
         cmd = [CLI, *args]
         if user is not None:
-            cmd = ["setpriv", f"--reuid={user}", f"--regid={user}", "--clear-groups", *cmd]
+            cmd = ["setpriv", f"--reuid={user}", f"--regid={user if group is None else group}", "--clear-groups", *cmd]
         return subprocess.run(
             cmd, capture_output=True, text=True, env=full, cwd=cwd or self.tmp, timeout=300, check=False
         )

@@ -24,7 +24,7 @@ from terminai_sandbox.build import BuildResult
 from terminai_sandbox.launcher.engines import cgroups_v2
 
 from tests.fixtures.registry import RegistryServer
-from tests.integration.launcher.test_launch import CLI, Site, _relabel
+from tests.integration.launcher.test_launch import Site, _relabel
 
 PODMAN = {"TERMINAI_SANDBOX": "podman"}
 
@@ -193,24 +193,15 @@ def test_rootless_podman_keeps_the_host_identity(
         runtime = shared / "runtime"
         runtime.mkdir(mode=0o700)
         os.chown(runtime, user.uid, user.gid)
-        env = {
-            "PATH": os.environ["PATH"],
-            "HOME": str(user.home),
-            "USER": user.name,
-            "LOGNAME": user.name,
-            "XDG_RUNTIME_DIR": str(runtime),
-            **PODMAN,
-        }
-        drop = [] if os.geteuid() != 0 else ["setpriv", f"--reuid={user.uid}", f"--regid={user.gid}", "--clear-groups"]
+        env = {"HOME": str(user.home), "USER": user.name, "LOGNAME": user.name, "XDG_RUNTIME_DIR": str(runtime)}
         command = "id -u; id -g; pwd; touch made-in-the-session"
-        result = subprocess.run(
-            [*drop, CLI, "run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "sh", "-c", command],
-            env=env,
+        as_root = os.geteuid() == 0  # else the test already runs as that user
+        result = site.cli(
+            *("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "sh", "-c", command),
+            env={**env, **PODMAN},
             cwd=project,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
+            user=user.uid if as_root else None,
+            group=user.gid if as_root else None,
         )
         assert result.returncode == 0, result.stderr
         assert "1. engine: podman" in result.stderr and "rootless" in result.stderr

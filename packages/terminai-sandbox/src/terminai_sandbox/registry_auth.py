@@ -53,8 +53,6 @@ def docker_config_credentials(registry: str, env: Mapping[str, str] | None = Non
     if helper:
         import subprocess  # noqa: PLC0415
 
-        from terminai_sandbox.secret import Secret  # noqa: PLC0415
-
         try:
             proc = subprocess.run(
                 [f"docker-credential-{helper}", "get"],
@@ -68,16 +66,20 @@ def docker_config_credentials(registry: str, env: Mapping[str, str] | None = Non
             raise RegistryError(f"credential helper docker-credential-{helper} cannot run: {exc}") from None
         if proc.returncode == 0:
             data = json.loads(proc.stdout)
-            return Credentials(username=data["Username"], password=Secret(data["Secret"]))
+            return _credentials(data["Username"], data["Secret"])
     entry = config.get("auths", {}).get(registry) or config.get("auths", {}).get(f"https://{registry}")
     if entry and entry.get("auth"):
         import base64  # noqa: PLC0415
 
-        from terminai_sandbox.secret import Secret  # noqa: PLC0415
-
         user, _, password = base64.b64decode(entry["auth"]).decode().partition(":")
-        return Credentials(username=user, password=Secret(password))
+        return _credentials(user, password)
     return None
+
+
+def _credentials(username: str, password: str) -> Credentials:
+    from terminai_sandbox.secret import Secret  # noqa: PLC0415
+
+    return Credentials(username=username, password=Secret(password))
 
 
 def engine_auth(credentials: Credentials | None, registry: str) -> dict[str, str] | None:
