@@ -1,5 +1,10 @@
-"""The forked child: hardening (layer 6), restricted compile (3), globals (4/5) and
-JSON results (7). Runs only in a process forked from the zygote."""
+"""A run's processes: the keeper and the sandboxed process (layer 6), restricted compile
+(3), globals (4/5) and JSON results (7). Runs only in processes forked from the zygote.
+
+The run reads its setup and code from the host directly (never through the zygote, which
+therefore holds no caller's data); it answers with one "ready" frame once hardened, then
+one result frame per cell.
+"""
 
 from __future__ import annotations
 
@@ -8,49 +13,23 @@ import json
 import os
 import random
 import re
-import struct
+import resource
 import traceback
+from collections.abc import Callable
 from typing import Any, NoReturn
 
 from RestrictedPython.compile import compile_restricted
 
-from terminai_apts.executor import guards
-from terminai_apts.executor.limits import close_inherited, harden_child
+from terminai_apts.executor import frames, guards, isolation
+from terminai_apts.executor.limits import die_with_parent
 from terminai_apts.executor.policy import ApiSpec, Mode, modules_for
 
 _HOST_PATH = re.compile(r"(/[\w.+-]+)+\.py\b|(/[\w.+-]+){2,}")
-MAX_ERROR_CHARS = 4_000
-
-
-def read_frame(fd: int) -> bytes | None:
-    head = _read_exact(fd, 4)
-    if head is None:
-        return None
-    (size,) = struct.unpack(">I", head)
-    return _read_exact(fd, size)
-
-
-def _read_exact(fd: int, size: int) -> bytes | None:
-    chunks: list[bytes] = []
-    while size:
-        chunk = os.read(fd, min(size, 1 << 20))
-        if not chunk:
-            return None
-        chunks.append(chunk)
-        size -= len(chunk)
-    return b"".join(chunks)
-
-
-def write_frame(fd: int, payload: bytes) -> None:
-    data = struct.pack(">I", len(payload)) + payload
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def _sanitize(text: str) -> str:
     """Strip host paths from messages (layer 7)."""
-    return _HOST_PATH.sub("<host>", text)[:MAX_ERROR_CHARS]
+    return _HOST_PATH.sub("<host>", text)[: frames.MAX_ERROR_CHARS]
 
 
 def _user_line(exc: BaseException) -> int:
@@ -107,45 +86,119 @@ def run_cell(code: str, glb: dict[str, Any], buffer: guards.OutputBuffer) -> dic
     return result
 
 
-def _build_api(spec_json: dict[str, object] | None) -> dict[str, object]:
+def _build_api(spec_json: dict[str, object] | None) -> tuple[dict[str, object], tuple[str, ...]]:
+    """The injected API (built before hardening) and the paths Landlock must leave readable."""
     if not spec_json:
-        return {}
+        return {}, ()
     spec = ApiSpec.from_json(spec_json)
     module_name, _, attr = spec.factory.partition(":")
     factory = getattr(importlib.import_module(module_name), attr)
-    return {spec.name: guards.wrap_api(spec, factory(*spec.args))}
+    paths = tuple(
+        candidate
+        for arg in spec.args
+        if os.path.isabs(arg)
+        for candidate in (arg, f"{arg}-wal", f"{arg}-shm", f"{arg}-journal")
+        if os.path.exists(candidate)
+    )
+    return {spec.name: guards.wrap_api(spec, factory(*spec.args))}, paths
 
 
-def serve(
+Runner = Callable[[str, dict[str, Any], guards.OutputBuffer], dict[str, Any]]
+SETUP_LIMIT = 1 << 20
+CELL_LIMIT = 1 << 24
+
+
+def keeper(
     cmd_fd: int,
     res_fd: int,
-    config: dict[str, Any],
-    api: dict[str, object] | None,
-    proxies: dict[str, guards.ModuleProxy],
+    hardening: isolation.Hardening,
+    base: str,
+    proxies: dict[str, dict[str, guards.ModuleProxy]],
+    runner: Runner,
 ) -> NoReturn:
-    """Child main loop: harden once, then run cells until the command pipe closes."""
+    """The run's first process: enters the run's namespaces and forks the sandboxed
+    process into them (or becomes it when namespaces are unavailable). The zygote forks
+    keepers ahead of demand, so nothing here may depend on the caller's setup."""
+    code = 70
+    try:
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        die_with_parent()
+        report = isolation.Isolation()
+        if isolation.enter_namespaces(hardening, report):
+            pid = os.fork()
+            if pid:
+                os.close(cmd_fd)
+                os.close(res_fd)
+                _, status = os.waitpid(pid, 0)
+                code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+                os._exit(code)
+        _sandboxed(cmd_fd, res_fd, hardening, report, base, proxies, runner)
+    except BaseException:
+        code = 70
+    finally:
+        os._exit(code)
+
+
+def _warm_up(proxies: dict[str, dict[str, guards.ModuleProxy]]) -> None:
+    """Touch, while no caller waits, the memory a first cell would copy on write."""
+    buffer = guards.OutputBuffer(64)
+    run_cell("print(len([1]))", guards.build_globals("high", dict(proxies["high"]), buffer, {}), buffer)
+
+
+def _make_scratch(base: str, config: dict[str, Any]) -> str:
+    path = os.path.join(base, "scratch")
+    os.mkdir(path, 0o700)
+    if os.geteuid() == 0:
+        os.chown(path, int(config["unprivileged_uid"]), int(config["unprivileged_gid"]))
+    return path
+
+
+def _sandboxed(
+    cmd_fd: int,
+    res_fd: int,
+    hardening: isolation.Hardening,
+    report: isolation.Isolation,
+    base: str,
+    proxies: dict[str, dict[str, guards.ModuleProxy]],
+    runner: Runner,
+) -> NoReturn:
+    """Wait for the caller's setup, harden once (layer 6), then run cells until the
+    command pipe closes."""
     code = 0
     try:
-        close_inherited({cmd_fd, res_fd})
+        if "parent-death" not in hardening.skip:
+            die_with_parent()
+        isolation.harden_early(hardening, keep={cmd_fd, res_fd})
+        _warm_up(proxies)
+        frame = frames.read_frame(cmd_fd, SETUP_LIMIT)
+        if frame is None:
+            os._exit(0)
+        setup = json.loads(frame)
+        config: dict[str, Any] = setup["config"]
+        scratch = _make_scratch(base, config) if config.get("scratch") else None
         try:
-            injected = _build_api(api)
+            injected, api_paths = _build_api(setup.get("api"))
         except Exception as exc:
-            injected = {}
+            injected, api_paths = {}, ()
             setup_error: str | None = f"injected API unavailable ({type(exc).__name__})"
         else:
             setup_error = None
-        harden_child(config, {cmd_fd, res_fd})
+        isolation.harden(hardening, report, config=config, api_paths=api_paths, scratch=scratch)
+        # Sent before any user code runs, so the host may trust this one frame.
+        ready = {"isolation": report.layers(), "notes": report.notes}
+        frames.write_frame(res_fd, json.dumps(ready).encode())
         mode: Mode = config["security_mode"]
-        own = dict(proxies)
+        own = dict(proxies[mode])
         if "random" in own:  # per-run random state, never the zygote's
             rng = random.Random(  # noqa: S311 - data work, not cryptography
                 int.from_bytes(os.urandom(16), "big")
             )
             own["random"] = guards.ModuleProxy("random", {a: getattr(rng, a) for a in modules_for(mode)["random"]})
-        buffer = guards.OutputBuffer(int(config["max_output_bytes"]))
+        max_output = int(config["max_output_bytes"])
+        buffer = guards.OutputBuffer(max_output)
         glb = guards.build_globals(mode, own, buffer, injected)
         while True:
-            frame = read_frame(cmd_fd)
+            frame = frames.read_frame(cmd_fd, CELL_LIMIT)
             if frame is None:
                 break
             request = json.loads(frame)
@@ -163,10 +216,10 @@ def serve(
                     "line": 0,
                 }
             else:
-                result = run_cell(str(request["code"]), glb, buffer)
+                result = runner(str(request["code"]), glb, buffer)
             result["stdout"] = buffer.text()
             result["output_truncated"] = buffer.truncated
-            write_frame(res_fd, _encode(result, int(config["max_output_bytes"])))
+            frames.write_frame(res_fd, _encode(result, max_output))
     except BaseException:
         code = 70
     finally:
@@ -178,10 +231,9 @@ def _encode(result: dict[str, Any], max_output: int) -> bytes:
         payload = json.dumps(result, ensure_ascii=False, default=str).encode()
     except (MemoryError, ValueError):
         result = {k: v for k, v in result.items() if k != "stdout"}
-        result.update(stdout="", output_truncated=True)
+        result.update(stdout="")
         payload = json.dumps(result, default=str).encode()
-    if len(payload) > max_output + 65_536:
-        result["stdout"] = result["stdout"][: max_output // 2]
-        result["output_truncated"] = True
+    if len(payload) > max_output + frames.FRAME_OVERHEAD // 2:
+        result["stdout"] = result["stdout"][: max_output // 4]
         payload = json.dumps(result, default=str).encode()
     return payload

@@ -92,7 +92,10 @@ class SandboxConfig:
 
     ``max_memory_mb`` is the address space granted to user code on top of the warm
     interpreter's own baseline (measured in the child just before the limit is set).
-    ``cpu_seconds`` defaults to ``timeout_seconds``. ``audit_path`` enables the
+    ``cpu_seconds`` defaults to ``timeout_seconds``. ``scratch`` gives the run a private
+    writable directory (its working directory, removed when the run ends; each file at
+    most ``scratch_file_mb``); without it the run cannot create or write any file.
+    ``audit_path`` enables the
     hash-chained audit log; ``caller_id`` is recorded in it.
     """
 
@@ -104,7 +107,8 @@ class SandboxConfig:
     max_open_files: int = 32
     unprivileged_uid: int = 65534
     unprivileged_gid: int = 65534
-    seccomp: bool = True
+    scratch: bool = False
+    scratch_file_mb: int = 16
     audit_path: str | None = None
     caller_id: str = "anonymous"
     extra: tuple[tuple[str, str], ...] = field(default=())
@@ -140,7 +144,8 @@ class SandboxConfig:
             "max_open_files": self.max_open_files,
             "unprivileged_uid": self.unprivileged_uid,
             "unprivileged_gid": self.unprivileged_gid,
-            "seccomp": self.seccomp,
+            "scratch": self.scratch,
+            "scratch_file_bytes": self.scratch_file_mb * 1024 * 1024,
         }
 
 

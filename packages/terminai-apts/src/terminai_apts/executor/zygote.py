@@ -1,9 +1,12 @@
-"""The warm zygote: a helper process that pre-imports RestrictedPython and the module
-proxies, then forks one fresh child per run (or per session) and enforces the wall clock
-by killing the child's process group. It never runs user code itself.
+"""The warm zygote: pre-imports RestrictedPython, the module proxies of every mode and
+the compiled seccomp filters, then forks one keeper per run. It never runs user code and
+never sees a caller's code, setup or results: those travel on pipes between the host and
+the run, whose ends it hands to the host (``SCM_RIGHTS``) right after the fork.
 
-Protocol (JSON lines on stdin/stdout): {"op": "open", "config", "api"} starts a child;
-{"op": "cell", "code", "timeout"} runs a cell in it; {"op": "close"} ends it.
+Control protocol (one JSON message per SOCK_SEQPACKET datagram on the inherited socket):
+``{"op": "spawn"}`` -> ``{"pid": N}`` plus the run's command-write and result-read
+descriptors (keepers are forked one ahead of demand); ``{"op": "end", "pid": N}`` -> ``{"status": S}`` once the run's
+process group is killed and reaped and its scratch directory removed.
 """
 
 from __future__ import annotations
@@ -11,139 +14,116 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import select
+import shutil
 import signal
+import socket
 import sys
-import time
+import tempfile
 from typing import Any
 
-from terminai_apts.executor import child, guards
+from terminai_apts.executor import child, guards, isolation
+from terminai_apts.executor.limits import become_subreaper
 from terminai_apts.executor.policy import MODES
 
+MAX_MESSAGE = 4096
 
-class _Child:
-    def __init__(
-        self, config: dict[str, Any], api: dict[str, object] | None, proxies: dict[str, guards.ModuleProxy]
-    ) -> None:
+
+class Zygote:
+    def __init__(self, control: socket.socket, runner: child.Runner, hardening: isolation.Hardening) -> None:
+        self.control = control
+        self.runner = runner
+        self.hardening = hardening
+        self.proxies = {mode: guards.build_proxies(mode) for mode in MODES}
+        self.runs: dict[int, str] = {}  # keeper pid -> its base directory
+        self.spare: list[tuple[int, int, int]] = []  # forked keepers no caller has seen
+        self.exited: dict[int, int] = {}  # keepers reaped before their end()
+
+    def _fork(self) -> tuple[int, int, int]:
+        """A keeper waiting for a caller: its pid, command-write and result-read ends."""
         cmd_r, cmd_w = os.pipe()
         res_r, res_w = os.pipe()
+        # The run makes its scratch directory inside, owned by the run's uid.
+        base = tempfile.mkdtemp(prefix="terminai-run-")
+        os.chmod(base, 0o711)
         pid = os.fork()
         if pid == 0:
+            self.control.close()
+            for fd in (cmd_w, res_r, *(fd for spare in self.spare for fd in spare[1:])):
+                os.close(fd)
             os.setpgid(0, 0)
-            os.close(cmd_w)
-            os.close(res_r)
-            child.serve(cmd_r, res_w, config, api, proxies)
-        # The child may already have done it (or already exited).
-        with contextlib.suppress(OSError):
+            child.keeper(cmd_r, res_w, self.hardening, base, self.proxies, self.runner)
+        with contextlib.suppress(OSError):  # the keeper may already have done it
             os.setpgid(pid, pid)
         os.close(cmd_r)
         os.close(res_w)
-        self.pid, self.cmd, self.res = pid, cmd_w, res_r
+        self.runs[pid] = base
+        return pid, cmd_w, res_r
 
-    def kill(self) -> int:
-        with contextlib.suppress(OSError):
-            os.killpg(self.pid, signal.SIGKILL)
-        return self.reap()
-
-    def reap(self) -> int:
-        for fd in (self.cmd, self.res):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+    def spawn(self) -> None:
+        """Hand a waiting keeper to the host, then fork its successor ahead of demand."""
+        pid, cmd_w, res_r = self.spare.pop() if self.spare else self._fork()
         try:
-            _, status = os.waitpid(self.pid, 0)
-        except ChildProcessError:
-            return 0
+            socket.send_fds(self.control, [json.dumps({"pid": pid}).encode()], [cmd_w, res_r])
+        finally:
+            os.close(cmd_w)
+            os.close(res_r)
+        self.spare.append(self._fork())
+
+    def end(self, pid: int) -> int | None:
+        """Kill the run's whole process group, reap the keeper, remove its scratch."""
+        if pid not in self.runs:
+            return None
+        status = self.exited.pop(pid, None)
+        if status is None:
+            # Not reaped yet, so the group id cannot have been reused by anyone else.
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:
+                status = 0
+        shutil.rmtree(self.runs.pop(pid), ignore_errors=True)
+        self.reap_orphans()
         return status
 
-    def cell(self, code: str, timeout: float) -> dict[str, Any]:
-        try:
-            child.write_frame(self.cmd, json.dumps({"code": code}).encode())
-        except OSError:
-            return self._died(self.reap())
-        deadline = time.monotonic() + timeout
-        buf = b""
-        need = 4
+    def reap_orphans(self) -> None:
+        """Reap what was re-parented to this subreaper (already killed with its group),
+        and remember the status of a keeper that ended by itself until its end()."""
         while True:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                self.kill()
-                return _failure("TimeoutError", f"wall-clock limit of {timeout:g}s exceeded", timed_out=True, dead=True)
-            ready, _, _ = select.select([self.res], [], [], left)
-            if not ready:
-                continue
-            chunk = os.read(self.res, 1 << 20)
-            if not chunk:
-                return self._died(self.reap())
-            buf += chunk
-            if len(buf) >= 4:
-                need = 4 + int.from_bytes(buf[:4], "big")
-            if len(buf) >= need:
-                result: dict[str, Any] = json.loads(buf[4:need])
-                return result
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            if pid in self.runs:
+                self.exited[pid] = status
 
-    @staticmethod
-    def _died(status: int) -> dict[str, Any]:
-        if os.WIFSIGNALED(status):
-            sig = os.WTERMSIG(status)
-            if sig == signal.SIGXCPU:
-                return _failure("TimeoutError", "CPU time limit exceeded", timed_out=True, dead=True)
-            if sig == signal.SIGKILL:
-                return _failure("MemoryError", "killed (memory limit)", memory=True, dead=True)
-            if sig == signal.SIGSYS:
-                return _failure("SandboxViolation", "refused by the seccomp filter", dead=True)
-            return _failure("ChildCrashed", f"child ended by signal {sig}", dead=True)
-        return _failure("ChildCrashed", "child exited unexpectedly", dead=True)
-
-
-def _failure(
-    kind: str, message: str, *, timed_out: bool = False, memory: bool = False, dead: bool = False
-) -> dict[str, Any]:
-    return {
-        "success": False, "stdout": "", "error": message, "error_type": kind,
-        "timed_out": timed_out, "memory_exceeded": memory, "output_truncated": False,
-        "violations": [], "refused_by": "L6-limits" if (timed_out or memory) else None,
-        "line": 0, "session_ended": dead,
-    }  # fmt: skip
-
-
-def main() -> None:
-    proxies = {mode: guards.build_proxies(mode) for mode in MODES}
-    out = sys.stdout
-    current: _Child | None = None
-    for raw in sys.stdin:
-        request = json.loads(raw)
-        op = request.get("op")
-        reply: dict[str, Any]
-        if op == "open":
-            if current is not None:
-                current.kill()
-            config = request["config"]
-            current = _Child(config, request.get("api"), proxies[config["security_mode"]])
-            reply = {"ok": True, "pid": current.pid}
-        elif op == "run":  # one fresh child for exactly one cell
-            config = request["config"]
-            once = _Child(config, request.get("api"), proxies[config["security_mode"]])
-            reply = once.cell(str(request["code"]), float(request["timeout"]))
-            if not reply.get("session_ended"):
-                once.kill()
-        elif op == "cell":
-            if current is None:
-                reply = _failure("SessionClosed", "no session is open", dead=True)
+    def serve(self) -> None:
+        while True:
+            message = self.control.recv(MAX_MESSAGE)
+            if not message:
+                break
+            request: dict[str, Any] = json.loads(message)
+            if request.get("op") == "spawn":
+                self.spawn()
+            elif request.get("op") == "end":
+                status = self.end(int(request["pid"]))
+                self.control.send(json.dumps({"status": status}).encode())
             else:
-                reply = current.cell(str(request["code"]), float(request["timeout"]))
-                if reply.get("session_ended"):
-                    current = None
-        elif op == "close":
-            if current is not None:
-                current.kill()
-            current = None
-            reply = {"ok": True}
-        else:
-            reply = {"ok": False, "error": f"unknown op {op!r}"}
-        out.write(json.dumps(reply) + "\n")
-        out.flush()
-    if current is not None:
-        current.kill()
+                self.control.send(json.dumps({"error": "unknown op"}).encode())
+        for pid in list(self.runs):
+            self.end(pid)
+        for _, cmd_w, res_r in self.spare:
+            os.close(cmd_w)
+            os.close(res_r)
+
+
+def main(runner: child.Runner = child.run_cell, skip: frozenset[str] = frozenset()) -> None:
+    """Serve the control socket whose descriptor number is the first argument."""
+    control = socket.socket(fileno=int(sys.argv[1]))
+    become_subreaper()
+    Zygote(control, runner, isolation.prepare(skip)).serve()
 
 
 if __name__ == "__main__":

@@ -1,0 +1,151 @@
+"""Layer 6, the OS boundary of one run (numbered steps, applied in this order).
+
+The Python layers above are defence in depth; this layer assumes arbitrary native code
+in the run. The zygote prepares what can be prepared once (``prepare``); every run then
+takes the steps below in a process forked from it:
+
+6a  namespaces: the run's keeper unshares PID, IPC and network namespaces (and a user
+    namespace when not root) and forks the sandboxed process as PID 1 of them
+    (``namespaces.py``; unavailable in an unprivileged container, reported);
+6b  descriptors: stdio to /dev/null, every descriptor but the run's two pipes closed;
+6c  environment emptied, working directory ``/`` (or the scratch directory);
+6d  not dumpable: other processes of the same uid cannot read this one's /proc files;
+6e  no_new_privs, then root drops to the configured uid/gid and every capability goes;
+6f  dies with its parent (the zygote's kill of the keeper takes the run with it);
+6g  resource limits: address space, CPU, file size, descriptors, no processes, no core,
+    no locked memory, no message queues;
+6h  Landlock: reads confined to the interpreter, ``sys.path``, time zone data and the
+    injected API's own paths; writes to the scratch directory only; no TCP; signals and
+    abstract unix sockets scoped to the run (kernel ABI permitting, reported);
+6i  seccomp: a default-deny allowlist compiled by libseccomp (``seccomp.py``).
+
+A step that cannot be applied where it must be fails the run closed; optional steps
+(6a, 6h) report what they could not do in ``Isolation.notes``.
+"""
+
+from __future__ import annotations
+
+import os
+import sysconfig
+from dataclasses import dataclass, field
+
+import RestrictedPython
+
+import terminai_apts
+from terminai_apts.executor import landlock, limits, namespaces, seccomp
+
+STEPS: tuple[str, ...] = (
+    "namespaces", "descriptors", "environment", "dumpable", "privileges",
+    "parent-death", "rlimits", "landlock", "seccomp",
+)  # fmt: skip
+_EXTRA_READ = ("/usr/share/zoneinfo", "/etc/localtime", "/dev/urandom", "/dev/null")
+_LIBRARY_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Hardening:
+    """What the zygote prepared for every run it forks."""
+
+    filters: dict[bool, bytes]  # scratch allowed? -> compiled seccomp program
+    landlock_abi: int
+    read_paths: tuple[str, ...]
+    skip: frozenset[str] = field(default=frozenset())
+
+
+def prepare(skip: frozenset[str] = frozenset()) -> Hardening:
+    unknown = skip - set(STEPS)
+    if unknown:
+        raise ValueError(f"unknown isolation steps: {sorted(unknown)}")
+    filters = {} if "seccomp" in skip else {s: seccomp.compile_filter(seccomp.rules(scratch=s)) for s in (False, True)}
+    abi = 0 if "landlock" in skip else landlock.abi_version()
+    return Hardening(filters=filters, landlock_abi=abi, read_paths=_read_paths(), skip=skip)
+
+
+def _read_paths() -> tuple[str, ...]:
+    """The interpreter's library directories and where this package and its one
+    dependency live; never ``sys.path`` as a whole (it may hold a script's directory)."""
+    found = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
+    found.update(os.path.dirname(os.path.dirname(module.__file__ or "")) for module in (terminai_apts, RestrictedPython))
+    found.update(_LIBRARY_DIRS + _EXTRA_READ)
+    return tuple(sorted(p for p in found if p and os.path.exists(p)))
+
+
+@dataclass(slots=True)
+class Isolation:
+    """What a run got (reported to the host in every result)."""
+
+    namespaces: bool = False
+    landlock: int = 0
+    seccomp: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def layers(self) -> list[str]:
+        out = ["namespaces"] if self.namespaces else []
+        if self.landlock:
+            out.append(f"landlock-abi{self.landlock}")
+        if self.seccomp:
+            out.append("seccomp")
+        return out
+
+
+def enter_namespaces(hardening: Hardening, isolation: Isolation) -> bool:
+    """Step 6a, in the keeper. True when the keeper must fork the sandboxed process."""
+    if "namespaces" in hardening.skip:
+        return False
+    isolation.namespaces = namespaces.enter_run_namespaces()
+    if not isolation.namespaces:
+        isolation.notes.append("namespaces unavailable: processes and IPC rest on seccomp and the kill")
+    return isolation.namespaces
+
+
+def harden_early(hardening: Hardening, *, keep: set[int]) -> None:
+    """Steps 6b-6e that need no caller setup (taken while the run waits for one)."""
+    skip = hardening.skip
+    if "descriptors" not in skip:
+        limits.close_inherited(keep)
+    if "environment" not in skip:
+        os.environ.clear()
+        os.chdir("/")
+    if "dumpable" not in skip:
+        limits.set_not_dumpable()
+    limits.set_no_new_privs()
+
+
+def harden(
+    hardening: Hardening,
+    isolation: Isolation,
+    *,
+    config: dict[str, object],
+    api_paths: tuple[str, ...],
+    scratch: str | None,
+) -> None:
+    """Steps 6e-6i once the caller's setup is known; raises (the run fails) on any error."""
+    skip = hardening.skip
+    if scratch:
+        os.chdir(scratch)
+    if "privileges" not in skip:
+        limits.drop_privileges(int(str(config["unprivileged_uid"])), int(str(config["unprivileged_gid"])))
+        namespaces.drop_capabilities()
+    if "parent-death" not in skip:
+        limits.die_with_parent()
+    if "rlimits" not in skip:
+        limits.set_rlimits(
+            memory_mb=int(str(config["max_memory_mb"])),
+            cpu_seconds=int(str(config["cpu_seconds"])),
+            max_open_files=int(str(config["max_open_files"])),
+            file_bytes=int(str(config["scratch_file_bytes"])) if scratch else 0,
+        )
+    if hardening.landlock_abi:
+        landlock.restrict(
+            read=hardening.read_paths + api_paths,
+            write=(scratch,) if scratch else (),
+            abi=hardening.landlock_abi,
+        )
+        isolation.landlock = hardening.landlock_abi
+    elif "landlock" not in skip:
+        if scratch:
+            raise OSError("a scratch directory needs Landlock, which this kernel does not offer")
+        isolation.notes.append("Landlock unavailable: reads rest on file permissions, writes on seccomp")
+    if "seccomp" not in skip:
+        seccomp.load_filter(hardening.filters[scratch is not None])
+        isolation.seccomp = True

@@ -1,0 +1,42 @@
+"""Host side of the harness: run raw code through the production host client."""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Iterable
+
+from terminai_apts.executor import run
+from terminai_apts.executor.policy import ApiSpec, SandboxConfig
+
+DEFAULT = SandboxConfig(timeout_seconds=10, security_mode="standard")
+
+
+@functools.cache
+def zygote(skip: frozenset[str] = frozenset()) -> run._Zygote:
+    return run._Zygote(module="tests.breach.zygote", args=(",".join(sorted(skip)),))
+
+
+def _factory(skip: frozenset[str]) -> run._Zygote:
+    current = zygote(skip)
+    if not current.alive():
+        zygote.cache_clear()
+        current = zygote(skip)
+    return current
+
+
+def breach(
+    code: str, config: SandboxConfig = DEFAULT, *, api: ApiSpec | None = None, skip: Iterable[str] = ()
+) -> run.ExecutionResult:
+    """Run unrestricted ``code`` in a hardened run (with ``skip`` steps switched off)."""
+    frozen = frozenset(skip)
+    # No host-side validation: the layers above the OS boundary are assumed fallen.
+    return run._run_fresh(code, config, api.to_json() if api else None, lambda: _factory(frozen))
+
+
+def report(code: str, **kwargs: object) -> dict[str, object]:
+    """Run ``code``, which must print one JSON object as its last line; that object."""
+    result = breach(code, **kwargs)  # type: ignore[arg-type]
+    assert result.success, f"{result.error_type}: {result.error}"
+    data: dict[str, object] = json.loads(result.stdout.splitlines()[-1])
+    return data

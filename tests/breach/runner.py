@@ -1,0 +1,27 @@
+"""The raw runner: plain ``exec`` with the real builtins (ctypes, os, socket included)."""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import io
+import traceback
+from typing import Any
+
+from terminai_apts.executor import guards
+
+
+def run_raw(code: str, glb: dict[str, Any], buffer: guards.OutputBuffer) -> dict[str, Any]:
+    namespace = glb.setdefault("__breach__", {"__name__": "__breach__", "__builtins__": builtins})
+    out = io.StringIO()
+    result: dict[str, Any] = {
+        "success": True, "error": None, "error_type": None, "memory_exceeded": False,
+        "violations": [], "refused_by": None, "line": 0,
+    }  # fmt: skip
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, "<breach>", "exec"), namespace)  # noqa: S102 - the point of the harness
+    except BaseException as exc:  # noqa: BLE001 - reported to the test
+        result.update(success=False, error_type=type(exc).__name__, error=traceback.format_exc()[-2000:])
+    buffer.write(out.getvalue())
+    return result

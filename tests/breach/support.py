@@ -1,0 +1,104 @@
+"""What every breach test shares: the attack prelude, the environment's expected layers."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import platform
+import signal
+import socket
+import threading
+from collections.abc import Iterator
+
+from terminai_apts.executor import landlock
+
+from tests.breach import harness
+
+assert platform.machine() == "x86_64", "the breach suite's system-call numbers are x86_64's"
+
+# Unrestricted code starts with this: raw system calls by number, errno names back.
+PRELUDE = """
+import ctypes, errno, json, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def sc(nr, *args):
+    rc = libc.syscall(nr, *args)
+    return "ok" if rc >= 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+def attempt(fn, *args, **kwargs):
+    try:
+        fn(*args, **kwargs)
+        return "ok"
+    except OSError as exc:
+        return errno.errorcode.get(exc.errno, str(exc.errno)) if exc.errno else type(exc).__name__
+    except Exception as exc:
+        return type(exc).__name__
+out = {}
+"""
+EMIT = "\nprint(json.dumps(out))\n"
+
+# The layers a run is expected to get here (namespaces need a kernel and a seccomp
+# profile that allow unshare; an unprivileged container refuses it).
+EVERYTHING_OFF = ("namespaces", "landlock", "seccomp", "privileges", "dumpable", "rlimits", "parent-death")
+
+
+@functools.cache
+def namespaces_available() -> bool:
+    pid = os.fork()
+    if pid == 0:
+        from terminai_apts.executor import namespaces
+
+        os._exit(0 if namespaces.enter_run_namespaces() else 1)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def landlock_abi() -> int:
+    return landlock.abi_version()
+
+
+def attack(body: str, **kwargs: object) -> dict[str, object]:
+    """Run ``PRELUDE + body`` unrestricted in a hardened run; the ``out`` dict it built."""
+    return harness.report(PRELUDE + body + EMIT, **kwargs)
+
+
+@contextlib.contextmanager
+def tcp_listener() -> Iterator[int]:
+    """A loopback TCP server (stopped on exit) that accepts and closes connections."""
+    server = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.2)
+    stop = threading.Event()
+
+    def serve() -> None:
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                conn, _ = server.accept()
+                conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server.getsockname()[1]
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+
+
+def processes_with(marker: str) -> list[int]:
+    """Host pids whose command line contains ``marker``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError), open(f"/proc/{name}/cmdline", "rb") as fh:
+                if marker.encode() in fh.read():
+                    found.append(int(name))
+    return found
+
+
+def kill_all(pids: list[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)

@@ -1,0 +1,146 @@
+"""No writes anywhere but the run's scratch directory (removed after the run); no reads
+beyond what a run needs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from terminai_apts.executor import SandboxConfig
+
+from tests.breach.harness import DEFAULT
+from tests.breach.support import EVERYTHING_OFF, attack, landlock_abi
+
+WRITES = """
+import stat
+name = "breach-{tag}"
+targets = ["/tmp", "/dev/shm", "/var/tmp", os.path.expanduser("~") if "HOME" in os.environ else "/root", "/", "{here}"]
+for base in targets:
+    p = os.path.join(base, name)
+    out["create:" + base] = attempt(lambda: os.close(os.open(p, os.O_WRONLY | os.O_CREAT, 0o666)))
+    out["mkdir:" + base] = attempt(os.mkdir, p + ".d")
+    out["symlink:" + base] = attempt(os.symlink, "/etc/passwd", p + ".ln")
+    out["fifo:" + base] = attempt(os.mkfifo, p + ".fifo")
+out["append-existing"] = attempt(lambda: open("{victim}", "a").write("owned"))
+out["truncate-existing"] = attempt(os.truncate, "{victim}", 0)
+out["rename-existing"] = attempt(os.rename, "{victim}", "{victim}.moved")
+out["chmod-existing"] = attempt(os.chmod, "{victim}", 0o777)
+out["unlink-existing"] = attempt(os.unlink, "{victim}")
+out["link-existing"] = attempt(os.link, "{victim}", "{victim}.hard")
+out["posix-shm"] = attempt(lambda: os.close(os.open("/dev/shm/breach-{tag}-shm", os.O_RDWR | os.O_CREAT, 0o666)))
+"""
+
+
+@pytest.fixture
+def tmp_path() -> Iterator[Path]:
+    """A directory every uid may enter (pytest's own sits under a 0700 parent): file
+    permissions must not be what stops these attacks."""
+    path = Path(tempfile.mkdtemp(prefix="terminai-breach-"))
+    path.chmod(0o777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _victim(tmp_path: Path) -> Path:
+    # World-writable, in a world-writable directory: only the sandbox stands in the way.
+    victim = tmp_path / "victim.txt"
+    victim.write_text("intact")
+    victim.chmod(0o666)
+    return victim
+
+
+def _leftovers(tag: str, here: Path) -> list[str]:
+    found = []
+    for base in ("/tmp", "/dev/shm", "/var/tmp", "/root", "/", str(here)):
+        found += [str(p) for p in Path(base).glob(f"breach-{tag}*")] if os.access(base, os.R_OK) else []
+    return found
+
+
+def test_no_write_of_any_kind_outside_scratch(tmp_path: Path) -> None:
+    victim, tag = _victim(tmp_path), uuid.uuid4().hex[:8]
+    out = attack(WRITES.format(tag=tag, here=tmp_path, victim=victim))
+    assert {k: v for k, v in out.items() if v == "ok"} == {}, out
+    assert victim.read_text() == "intact" and victim.stat().st_mode & 0o777 == 0o666
+    assert _leftovers(tag, tmp_path) == []
+
+
+def test_the_writes_land_when_every_layer_is_off(tmp_path: Path) -> None:
+    victim, tag = _victim(tmp_path), uuid.uuid4().hex[:8]
+    try:
+        out = attack(WRITES.format(tag=tag, here=tmp_path, victim=victim), skip=EVERYTHING_OFF)
+        assert out["create:/tmp"] == "ok" and out["append-existing"] == "ok", out
+    finally:
+        for path in _leftovers(tag, tmp_path):
+            p = Path(path)
+            p.rmdir() if p.is_dir() and not p.is_symlink() else p.unlink()
+
+
+def test_each_layer_alone_refuses_the_write(tmp_path: Path) -> None:
+    victim, tag = _victim(tmp_path), uuid.uuid4().hex[:8]
+    for only in ("seccomp", "landlock"):
+        skip = tuple(s for s in EVERYTHING_OFF if s != only and s != "privileges")
+        out = attack(WRITES.format(tag=tag, here=tmp_path, victim=victim), skip=skip)
+        if only == "landlock" and not landlock_abi():
+            continue  # no Landlock on this kernel: the write guarantee rests on seccomp alone
+        assert {k: v for k, v in out.items() if v == "ok"} == {}, (only, out)
+    assert victim.read_text() == "intact"
+    assert _leftovers(tag, tmp_path) == []
+
+
+SCRATCH = """
+here = os.getcwd()
+out["cwd"] = here
+with open("notes.txt", "w") as fh:
+    fh.write("scratch works")
+os.mkdir("sub")
+os.rename("notes.txt", "sub/notes.txt")
+out["read-back"] = open("sub/notes.txt").read()
+out["escape"] = attempt(lambda: open(os.path.join(here, "..", "..", "escaped-{tag}"), "w").write("x"))
+out["big"] = attempt(lambda: open("big.bin", "wb").write(b"x" * (3 * 1024 * 1024)))
+"""
+
+
+def test_scratch_is_private_confined_capped_and_removed() -> None:
+    tag = uuid.uuid4().hex[:8]
+    config = SandboxConfig(timeout_seconds=10, security_mode="standard", scratch=True, scratch_file_mb=2)
+    out = attack(SCRATCH.format(tag=tag), config=config)
+    assert out["read-back"] == "scratch works"
+    assert out["escape"] in {"EACCES", "EPERM"}
+    assert out["big"] == "EFBIG"  # the per-file cap (RLIMIT_FSIZE)
+    scratch = Path(str(out["cwd"]))
+    assert not scratch.exists() and not scratch.parent.exists()  # removed with the run
+    assert not list(Path("/tmp").glob(f"escaped-{tag}"))
+
+
+READS = """
+for path in ["/etc/passwd", "/etc/shadow", "/proc/1/environ", "/proc/1/cmdline", "/proc/self/environ",
+             "/proc/self/status", "/root/.bashrc", "/home", "{secret}", "/var/run/docker.sock"]:
+    out[path] = attempt(lambda: os.listdir(path) if os.path.isdir(path) else open(path, "rb").read(1))
+out["library"] = attempt(lambda: open("/usr/lib/os-release").read(10))
+"""
+
+
+def test_reads_are_confined_to_what_a_run_needs(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host secret")
+    secret.chmod(0o644)
+    out = attack(READS.format(secret=secret))
+    assert out.pop("library") == "ok"  # under a read-allowed library directory
+    if landlock_abi():
+        assert {k: v for k, v in out.items() if v == "ok"} == {}, out
+    else:  # documented: without Landlock, reads rest on file permissions and the container
+        assert out["/etc/shadow"] != "ok" and out["/proc/1/environ"] != "ok", out
+
+
+def test_the_reads_succeed_when_landlock_is_off(tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host secret")
+    secret.chmod(0o644)
+    out = attack(READS.format(secret=secret), skip=("landlock",), config=DEFAULT)
+    assert out["/etc/passwd"] == "ok" and out[str(secret)] == "ok", out
