@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Iterable
 
@@ -12,16 +11,14 @@ from terminai_apts.executor.policy import ApiSpec, SandboxConfig
 DEFAULT = SandboxConfig(timeout_seconds=10, security_mode="standard")
 
 
-@functools.cache
+_ZYGOTES: dict[frozenset[str], run._Zygote] = {}
+
+
 def zygote(skip: frozenset[str] = frozenset()) -> run._Zygote:
-    return run._Zygote(module="tests.breach.zygote", args=(",".join(sorted(skip)),))
-
-
-def _factory(skip: frozenset[str]) -> run._Zygote:
-    current = zygote(skip)
-    if not current.alive():
-        zygote.cache_clear()
-        current = zygote(skip)
+    """The harness zygote with ``skip`` switched off (one per set, restarted if dead)."""
+    current = _ZYGOTES.get(skip)
+    if current is None or not current.alive():
+        current = _ZYGOTES[skip] = run._Zygote(module="tests.breach.zygote", args=(",".join(sorted(skip)),))
     return current
 
 
@@ -31,7 +28,7 @@ def breach(
     """Run unrestricted ``code`` in a hardened run (with ``skip`` steps switched off)."""
     frozen = frozenset(skip)
     # No host-side validation: the layers above the OS boundary are assumed fallen.
-    return run._run_fresh(code, config, api.to_json() if api else None, lambda: _factory(frozen))
+    return run._run_fresh(code, config, api.to_json() if api else None, lambda: zygote(frozen))
 
 
 def report(code: str, **kwargs: object) -> dict[str, object]:

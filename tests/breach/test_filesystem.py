@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from terminai_apts.executor import SandboxConfig
 
 from tests.breach.harness import DEFAULT
@@ -84,7 +83,7 @@ def test_the_writes_land_when_every_layer_is_off(tmp_path: Path) -> None:
 def test_each_layer_alone_refuses_the_write(tmp_path: Path) -> None:
     victim, tag = _victim(tmp_path), uuid.uuid4().hex[:8]
     for only in ("seccomp", "landlock"):
-        skip = tuple(s for s in EVERYTHING_OFF if s != only and s != "privileges")
+        skip = tuple(s for s in EVERYTHING_OFF if s not in {only, "privileges"})
         out = attack(WRITES.format(tag=tag, here=tmp_path, victim=victim), skip=skip)
         if only == "landlock" and not landlock_abi():
             continue  # no Landlock on this kernel: the write guarantee rests on seccomp alone

@@ -78,7 +78,8 @@ def test_no_inherited_socket_or_stray_descriptor() -> None:
         "        mode = os.fstat(fd).st_mode\n"
         "    except OSError:\n"
         "        continue\n"
-        "    kinds[fd] = 'sock' if stat.S_ISSOCK(mode) else 'fifo' if stat.S_ISFIFO(mode) else 'chr' if stat.S_ISCHR(mode) else 'other'\n"
+        "    kind = 'sock' if stat.S_ISSOCK(mode) else 'fifo' if stat.S_ISFIFO(mode) else 'other'\n"
+        "    kinds[fd] = 'chr' if stat.S_ISCHR(mode) else kind\n"
         "out['kinds'] = sorted(kinds.values())\n"
     )
     assert out["kinds"] == ["chr", "chr", "chr", "fifo", "fifo"], out

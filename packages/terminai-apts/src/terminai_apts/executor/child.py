@@ -113,7 +113,7 @@ def keeper(
     res_fd: int,
     hardening: isolation.Hardening,
     base: str,
-    proxies: dict[str, dict[str, guards.ModuleProxy]],
+    proxies: dict[Mode, dict[str, guards.ModuleProxy]],
     runner: Runner,
 ) -> NoReturn:
     """The run's first process: enters the run's namespaces and forks the sandboxed
@@ -139,7 +139,7 @@ def keeper(
         os._exit(code)
 
 
-def _warm_up(proxies: dict[str, dict[str, guards.ModuleProxy]]) -> None:
+def _warm_up(proxies: dict[Mode, dict[str, guards.ModuleProxy]]) -> None:
     """Touch, while no caller waits, the memory a first cell would copy on write."""
     buffer = guards.OutputBuffer(64)
     run_cell("print(len([1]))", guards.build_globals("high", dict(proxies["high"]), buffer, {}), buffer)
@@ -159,7 +159,7 @@ def _sandboxed(
     hardening: isolation.Hardening,
     report: isolation.Isolation,
     base: str,
-    proxies: dict[str, dict[str, guards.ModuleProxy]],
+    proxies: dict[Mode, dict[str, guards.ModuleProxy]],
     runner: Runner,
 ) -> NoReturn:
     """Wait for the caller's setup, harden once (layer 6), then run cells until the
@@ -219,6 +219,7 @@ def _sandboxed(
                 result = runner(str(request["code"]), glb, buffer)
             result["stdout"] = buffer.text()
             result["output_truncated"] = buffer.truncated
+            result["seq"] = int(request["seq"])
             frames.write_frame(res_fd, _encode(result, max_output))
     except BaseException:
         code = 70

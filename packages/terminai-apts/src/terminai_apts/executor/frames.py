@@ -92,12 +92,14 @@ _RESULT_FIELDS: dict[str, tuple[type, ...]] = {
     "violations": (list,),
     "refused_by": (str, type(None)),
     "line": (int,),
+    "seq": (int,),
 }
 _MAX_NAME = 200
 
 
-def parse_result(payload: bytes) -> dict[str, Any]:
-    """The child's result, checked field by field; raises ``FrameError`` otherwise."""
+def parse_result(payload: bytes, seq: int) -> dict[str, Any]:
+    """The child's answer to cell ``seq``, checked field by field (``FrameError`` if not):
+    a stale or early answer to another cell has another ``seq``."""
     try:
         data = json.loads(payload)
     except (ValueError, RecursionError) as exc:
@@ -110,6 +112,9 @@ def parse_result(payload: bytes) -> dict[str, Any]:
             raise FrameError(f"result field {name!r} has the wrong type")
     if data["violations"] or not 0 <= data["line"] < 1 << 31:
         raise FrameError("result frame carries impossible values")
+    if data["seq"] != seq:
+        raise FrameError(f"result frame answers cell {data['seq']}, not cell {seq}")
+    del data["seq"]
     for name in ("error_type", "refused_by"):
         if data[name] is not None and len(data[name]) > _MAX_NAME:
             raise FrameError(f"result field {name!r} is too long")

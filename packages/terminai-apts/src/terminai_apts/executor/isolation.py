@@ -36,7 +36,7 @@ from terminai_apts.executor import landlock, limits, namespaces, seccomp
 
 STEPS: tuple[str, ...] = (
     "namespaces", "descriptors", "environment", "dumpable", "privileges",
-    "parent-death", "rlimits", "landlock", "seccomp",
+    "parent-death", "rlimits", "landlock", "seccomp", "orphans",
 )  # fmt: skip
 _EXTRA_READ = ("/usr/share/zoneinfo", "/etc/localtime", "/dev/urandom", "/dev/null")
 _LIBRARY_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib")
@@ -65,7 +65,9 @@ def _read_paths() -> tuple[str, ...]:
     """The interpreter's library directories and where this package and its one
     dependency live; never ``sys.path`` as a whole (it may hold a script's directory)."""
     found = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
-    found.update(os.path.dirname(os.path.dirname(module.__file__ or "")) for module in (terminai_apts, RestrictedPython))
+    found.update(
+        os.path.dirname(os.path.dirname(module.__file__ or "")) for module in (terminai_apts, RestrictedPython)
+    )
     found.update(_LIBRARY_DIRS + _EXTRA_READ)
     return tuple(sorted(p for p in found if p and os.path.exists(p)))
 

@@ -100,11 +100,13 @@ class _Zygote:
                 raise ExecutorError("the executor zygote answered without the run's pipes", hint="retry")
             return pid, fds[0], fds[1]
 
-    def end(self, pid: int) -> int | None:
-        """Kill the run's process group and reap it; its wait status (None if unknown)."""
+    def end(self, pid: int, *, ended: bool = False) -> int | None:
+        """Kill the run's process group and reap it; its wait status (None if unknown).
+        ``ended``: the run closed its pipe, so its own exit status is worth a short wait."""
         with self.lock:
             try:
-                self.control.send(json.dumps({"op": "end", "pid": pid}).encode())
+                request = {"op": "end", "pid": pid, "grace": 0.5 if ended else 0}
+                self.control.send(json.dumps(request).encode())
                 status = json.loads(self.control.recv(_MAX_MESSAGE))["status"]
             except (OSError, ValueError, KeyError, TypeError):
                 self.close()  # the run dies with the zygote (parent-death signal)
@@ -162,6 +164,8 @@ class _Run:
         self.ended = False
         self.isolation: tuple[str, ...] = ()
         self.notes: tuple[str, ...] = ()
+        self.started = time.monotonic()
+        self.seq = 0
         self.setup_failure: dict[str, Any] | None = None
         self.awaiting_ready = True
         self.reader = frames.FrameReader()
@@ -191,7 +195,8 @@ class _Run:
             return self._failure("ProtocolError", "the run sent data nobody asked for")
         deadline = time.monotonic() + timeout
         try:
-            frames.write_frame(self.cmd, json.dumps({"code": code}).encode())
+            self.seq += 1
+            frames.write_frame(self.cmd, json.dumps({"code": code, "seq": self.seq}).encode())
         except OSError:
             return self._failure("ChildCrashed", "the run ended before it read its input")
         # Written before the ready frame is read: setup and code travel in one round trip.
@@ -204,7 +209,7 @@ class _Run:
         try:
             if self.reader.buffer:
                 raise frames.FrameError("bytes after the result frame")
-            result = frames.parse_result(reply["frame"])
+            result = frames.parse_result(reply["frame"], self.seq)
         except frames.FrameError as exc:
             return self._failure("ProtocolError", f"the run sent a malformed result: {exc}")
         return _cap(result, self.config.max_output_bytes)
@@ -242,7 +247,7 @@ class _Run:
         return _failure(kind, message, dead=True)
 
     def _died(self) -> dict[str, Any]:
-        status = self.end()
+        status = self.end(ended=True)
         if status is None:
             return _failure("ChildCrashed", "the executor lost the run", dead=True)
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
@@ -252,6 +257,9 @@ class _Run:
         if sig == signal.SIGXCPU:
             return _failure("TimeoutError", "CPU time limit exceeded", timed_out=True, dead=True)
         if sig == signal.SIGKILL:
+            # The CPU hard limit kills with SIGKILL too, but never before that much time.
+            if time.monotonic() - self.started >= self.config.effective_cpu_seconds:
+                return _failure("TimeoutError", "CPU time limit exceeded", timed_out=True, dead=True)
             return _failure("MemoryError", "killed (memory limit)", memory=True, dead=True)
         if sig == signal.SIGSYS:
             return _failure("SandboxViolation", "refused by the seccomp filter", dead=True)
@@ -259,7 +267,7 @@ class _Run:
             return _failure("ChildCrashed", f"the run ended by signal {sig}", dead=True)
         return _failure("ChildCrashed", "the run exited unexpectedly", dead=True)
 
-    def end(self) -> int | None:
+    def end(self, *, ended: bool = False) -> int | None:
         """Kill and reap the run (idempotent); the keeper's wait status when known."""
         if self.ended:
             return None
@@ -267,7 +275,7 @@ class _Run:
         for fd in (self.cmd, self.res):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        return self.zygote.end(self.pid)
+        return self.zygote.end(self.pid, ended=ended)
 
 
 def _parse_ready(payload: bytes) -> tuple[tuple[str, ...], tuple[str, ...]]:

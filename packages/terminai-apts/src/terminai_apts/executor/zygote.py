@@ -14,11 +14,13 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shutil
 import signal
 import socket
 import sys
 import tempfile
+import time
 from typing import Any
 
 from terminai_apts.executor import child, guards, isolation
@@ -26,6 +28,9 @@ from terminai_apts.executor.limits import become_subreaper
 from terminai_apts.executor.policy import MODES
 
 MAX_MESSAGE = 4096
+MAX_GRACE = 0.5
+SWEEP_IDLE = 0.05
+SWEEP_EVERY = 1.0
 
 
 class Zygote:
@@ -33,10 +38,12 @@ class Zygote:
         self.control = control
         self.runner = runner
         self.hardening = hardening
+        self.skip = hardening.skip
         self.proxies = {mode: guards.build_proxies(mode) for mode in MODES}
         self.runs: dict[int, str] = {}  # keeper pid -> its base directory
         self.spare: list[tuple[int, int, int]] = []  # forked keepers no caller has seen
         self.exited: dict[int, int] = {}  # keepers reaped before their end()
+        self.swept = time.monotonic()
 
     def _fork(self) -> tuple[int, int, int]:
         """A keeper waiting for a caller: its pid, command-write and result-read ends."""
@@ -44,7 +51,7 @@ class Zygote:
         res_r, res_w = os.pipe()
         # The run makes its scratch directory inside, owned by the run's uid.
         base = tempfile.mkdtemp(prefix="terminai-run-")
-        os.chmod(base, 0o711)
+        os.chmod(base, 0o711)  # noqa: S103 - traverse only: the run's uid enters its own subdirectory
         pid = os.fork()
         if pid == 0:
             self.control.close()
@@ -69,11 +76,22 @@ class Zygote:
             os.close(res_r)
         self.spare.append(self._fork())
 
-    def end(self, pid: int) -> int | None:
-        """Kill the run's whole process group, reap the keeper, remove its scratch."""
+    def end(self, pid: int, grace: float) -> int | None:
+        """Kill the run's whole process group, reap the keeper, remove its scratch.
+
+        ``grace``: a run that already ended gets that long to report how (its keeper
+        exits with the sandboxed process's status); a live run is killed at once.
+        """
         if pid not in self.runs:
             return None
         status = self.exited.pop(pid, None)
+        deadline = time.monotonic() + grace
+        while status is None and time.monotonic() < deadline:
+            done, found = os.waitpid(pid, os.WNOHANG)
+            if done:
+                status = found
+            else:
+                time.sleep(0.001)
         if status is None:
             # Not reaped yet, so the group id cannot have been reused by anyone else.
             with contextlib.suppress(OSError):
@@ -87,8 +105,7 @@ class Zygote:
         return status
 
     def reap_orphans(self) -> None:
-        """Reap what was re-parented to this subreaper (already killed with its group),
-        and remember the status of a keeper that ended by itself until its end()."""
+        """Reap what ended, remembering the status of a keeper that ended by itself."""
         while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
@@ -99,8 +116,31 @@ class Zygote:
             if pid in self.runs:
                 self.exited[pid] = status
 
+    def sweep(self) -> None:
+        """Kill whatever a run left re-parented to this subreaper: a process that escaped
+        its group and outlived its parents (possible only if seccomp and the process
+        limit both failed, and no PID namespace was available)."""
+        self.swept = time.monotonic()
+        if "orphans" in self.skip:
+            return
+        for _ in range(64):  # each round may orphan the next generation
+            strays = [pid for pid in _children() if pid not in self.runs]
+            for pid in strays:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            self.reap_orphans()
+            if not strays:
+                return
+
     def serve(self) -> None:
         while True:
+            # The sweep reads all of /proc (a few ms): done when idle, and at least
+            # once a second when busy, never on a caller's path.
+            idle, _, _ = select.select([self.control], [], [], SWEEP_IDLE)
+            if not idle or time.monotonic() - self.swept > SWEEP_EVERY:
+                self.sweep()
+                if not idle:
+                    continue
             message = self.control.recv(MAX_MESSAGE)
             if not message:
                 break
@@ -108,15 +148,29 @@ class Zygote:
             if request.get("op") == "spawn":
                 self.spawn()
             elif request.get("op") == "end":
-                status = self.end(int(request["pid"]))
+                status = self.end(int(request["pid"]), min(float(request.get("grace", 0)), MAX_GRACE))
                 self.control.send(json.dumps({"status": status}).encode())
             else:
                 self.control.send(json.dumps({"error": "unknown op"}).encode())
         for pid in list(self.runs):
-            self.end(pid)
-        for _, cmd_w, res_r in self.spare:
-            os.close(cmd_w)
-            os.close(res_r)
+            self.end(pid, 0)
+        self.sweep()
+
+
+def _children() -> list[int]:
+    """Pids whose parent is this process (scanning /proc: the per-task children list
+    needs a kernel option that is often off)."""
+    me, found = os.getpid(), []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                with open(f"/proc/{entry.name}/stat", "rb") as fh:
+                    stat = fh.read()
+                if int(stat[stat.rindex(b")") + 2 :].split()[1]) == me:
+                    found.append(int(entry.name))
+            except (OSError, ValueError):
+                continue
+    return found
 
 
 def main(runner: child.Runner = child.run_cell, skip: frozenset[str] = frozenset()) -> None:
