@@ -1,6 +1,8 @@
 """Restricted executor benchmark (figures measured in one run, printed as ratios).
 
-1. Warm per-run latency of `print(1)` (p50/p95) against spawning a fresh `python3 -c`.
+1. Warm per-run latency of `print(1)` (p50/p95) against spawning a fresh `python3 -c`, and
+   against the executor of an earlier commit (`--baseline-ref`, by default the last one
+   before the per-run OS boundary), measured interleaved in the same run.
 2. CPU-bound workloads under the executor against plain CPython `exec` (ratio).
 3. The same workloads under smolagents' LocalPythonExecutor, installed only in a separate
    benchmark venv (`.bench/venv`, created on first use; never in the dev lock).
@@ -11,10 +13,13 @@ Run: .venv/bin/python benchmarks/executor.py [--runs N] [--no-smolagents]
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import statistics
 import subprocess
 import sys
+import tarfile
+import tempfile
 import time
 from pathlib import Path
 
@@ -22,6 +27,20 @@ from terminai_apts.executor import SandboxConfig, execute
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_VENV = ROOT / ".bench" / "venv"
+# The last commit whose executor had no namespaces, Landlock or seccomp allowlist.
+BASELINE_REF = "52b6727"
+_LATENCY_SCRIPT = r"""
+import json, sys, time
+from terminai_apts.executor import SandboxConfig, execute
+cfg = SandboxConfig(timeout_seconds=10)
+execute("print(1)", cfg)
+samples = []
+for _ in range(int(sys.argv[1])):
+    t = time.perf_counter()
+    assert execute("print(1)", cfg).success
+    samples.append((time.perf_counter() - t) * 1000)
+print(json.dumps(samples))
+"""
 SMOLAGENTS_PIN = "smolagents==1.23.0"
 
 WORKLOADS: dict[str, str] = {
@@ -74,6 +93,33 @@ def warm_latency(runs: int) -> tuple[float, float, float]:
     return _pct(samples, 0.5), _pct(samples, 0.95), statistics.median(spawn)
 
 
+def _latency_samples(source: Path, runs: int) -> list[float]:
+    env = {"PYTHONPATH": str(source), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "-c", _LATENCY_SCRIPT, str(runs)], env=env, capture_output=True, text=True, check=True
+    )
+    samples: list[float] = json.loads(done.stdout.splitlines()[-1])
+    return samples
+
+
+def against_baseline(ref: str, runs: int, rounds: int = 5) -> tuple[list[float], list[float]]:
+    """print(1) latency of this tree's executor and of ``ref``'s, in alternating rounds."""
+    with tempfile.TemporaryDirectory(prefix="executor-baseline-") as tmp:
+        archive = subprocess.run(
+            ["git", "archive", ref, "packages/terminai-apts/src"], cwd=ROOT, capture_output=True, check=True
+        ).stdout
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(tmp, filter="data")
+        old_src = Path(tmp) / "packages/terminai-apts/src"
+        new_src = ROOT / "packages/terminai-apts/src"
+        new: list[float] = []
+        old: list[float] = []
+        for _ in range(rounds):
+            new += _latency_samples(new_src, runs // rounds)
+            old += _latency_samples(old_src, runs // rounds)
+    return new, old
+
+
 def best_of(fn: object, reps: int = 3) -> float:
     times = []
     for _ in range(reps):
@@ -116,11 +162,18 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--no-smolagents", action="store_true")
+    parser.add_argument("--baseline-ref", default=BASELINE_REF, help="git ref of the executor to compare with")
     args = parser.parse_args()
 
     p50, p95, spawn = warm_latency(args.runs)
     print(f"warm print(1): p50 {p50:.2f} ms  p95 {p95:.2f} ms  (goal p50 <= 10 ms)")
     print(f"fresh `python -c`: median {spawn:.2f} ms  -> executor is {spawn / p50:.1f}x faster")
+    new, old = against_baseline(args.baseline_ref, args.runs)
+    n50, n95, o50, o95 = _pct(new, 0.5), _pct(new, 0.95), _pct(old, 0.5), _pct(old, 0.95)
+    print(
+        f"same run, interleaved: this tree p50 {n50:.2f} / p95 {n95:.2f} ms; {args.baseline_ref} p50 {o50:.2f} / "
+        f"p95 {o95:.2f} ms -> the OS boundary costs {n50 - o50:+.2f} ms at p50 ({n50 / o50:.2f}x)"
+    )
 
     smol = None if args.no_smolagents else smolagents_times()
     print(f"{'workload':16} {'cpython s':>10} {'executor s':>11} {'ratio':>6} {'smolagents s':>13} {'speedup':>8}")

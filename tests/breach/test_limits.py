@@ -45,7 +45,7 @@ def test_cpu_is_capped_even_with_signals_ignored() -> None:
     )
     result = breach(code, SandboxConfig(timeout_seconds=30, cpu_seconds=1, security_mode="standard"))
     assert result.timed_out and not result.memory_exceeded, result
-    assert result.duration_ms < 10_000
+    assert "CPU" in (result.error or "")  # the CPU limit ended it, long before the wall clock
 
 
 def test_the_host_deadline_holds_when_the_run_blocks_every_signal() -> None:

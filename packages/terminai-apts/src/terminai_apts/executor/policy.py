@@ -107,11 +107,12 @@ class SandboxConfig:
     max_open_files: int = 32
     unprivileged_uid: int = 65534
     unprivileged_gid: int = 65534
-    scratch: bool = False
-    scratch_file_mb: int = 16
+    seccomp: bool = True
     audit_path: str | None = None
     caller_id: str = "anonymous"
     extra: tuple[tuple[str, str], ...] = field(default=())
+    scratch: bool = False
+    scratch_file_mb: int = 16
 
     def __post_init__(self) -> None:
         if self.security_mode not in MODES:
@@ -127,6 +128,13 @@ class SandboxConfig:
             raise UsageError("cpu_seconds must be at least 1", hint="raise cpu_seconds")
         if self.max_output_bytes < 1:
             raise UsageError("max_output_bytes must be positive", hint="raise --max-output")
+        if not self.seccomp:
+            raise UsageError(
+                "the seccomp filter cannot be switched off",
+                hint="it is part of the executor's OS boundary (docs/SECURITY.md); the field stays for compatibility",
+            )
+        if self.scratch_file_mb < 1:
+            raise UsageError("scratch_file_mb must be at least 1", hint="raise scratch_file_mb")
 
     @property
     def effective_cpu_seconds(self) -> int:

@@ -1,0 +1,87 @@
+"""The assume-breach suite (``tests/breach``) inside the built image: as the image user,
+read-only root, no capabilities, no network, under the engine's default seccomp profile
+(which refuses ``unshare``: the guarantees must hold on the remaining layers)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from terminai_sandbox.build import BuildResult, repo_root
+from terminai_sandbox.engine import Engine
+
+ROOT = repo_root()
+
+
+@pytest.fixture(scope="module")
+def pytest_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The contract suite's pinned pytest, unpacked for the image's interpreter."""
+    target = tmp_path_factory.mktemp("breach-pytest")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps",
+         "--only-binary=:all:", "--require-hashes", "-r", str(ROOT / "images/sandbox/requirements-test.lock"),
+         "--target", str(target)],
+        check=True,
+    )  # fmt: skip
+    target.chmod(0o755)
+    subprocess.run(["chmod", "-R", "a+rX", str(target)], check=True)
+    return target
+
+
+def _collected() -> int:
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", str(ROOT / "tests/breach")],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+    ).stdout
+    return sum(1 for line in listed.splitlines() if "::" in line)
+
+
+def test_every_breach_test_passes_inside_the_image(
+    engine: Engine, built_image: BuildResult, pytest_wheels: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    out.chmod(0o777)  # the image user writes the JUnit file here
+    code, stdout, stderr = engine.run(
+        built_image.config_digest,
+        ["python3", "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs", "--rootdir", "/opt/tb",
+         "/opt/tb/tests/breach", "--junitxml=/out/breach.xml", "-o", "junit_family=xunit2"],
+        network_mode="none",
+        read_only=True,
+        tmpfs={"/tmp": "rw,size=256m"},
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        environment={"PYTHONPATH": "/opt/pytest:/opt/tb", "HOME": "/tmp"},
+        volumes={
+            str(pytest_wheels): {"bind": "/opt/pytest", "mode": "ro"},
+            str(ROOT / "tests/breach"): {"bind": "/opt/tb/tests/breach", "mode": "ro"},
+            str(ROOT / "tests/__init__.py"): {"bind": "/opt/tb/tests/__init__.py", "mode": "ro"},
+            str(out): {"bind": "/out", "mode": "rw"},
+        },
+        timeout=600,
+    )  # fmt: skip
+    tail = (stdout + stderr).decode(errors="replace")[-4000:]
+    assert (out / "breach.xml").exists(), tail
+    report = ET.parse(out / "breach.xml").getroot()  # noqa: S314 - our own container's pytest output
+    cases = list(report.iter("testcase"))
+    failed = [c.get("name") for c in cases if c.find("failure") is not None or c.find("error") is not None]
+    skipped = [c.get("name") for c in cases if c.find("skipped") is not None]
+    assert code == 0 and not failed and not skipped, f"failed {failed}, skipped {skipped}\n{tail}"
+    assert len(cases) == _collected(), tail  # every test of the suite ran in the image
+
+
+def test_the_image_does_not_contain_the_harness(engine: Engine, built_image: BuildResult) -> None:
+    code, stdout, _ = engine.run(
+        built_image.config_digest,
+        ["sh", "-c", "find / -xdev -path '*breach*' 2>/dev/null; python3 -c 'import tests' 2>&1 | tail -1"],
+        network_mode="none",
+        read_only=True,
+        cap_drop=["ALL"],
+    )
+    assert code == 0 and stdout.decode().strip().endswith("No module named 'tests'"), stdout
