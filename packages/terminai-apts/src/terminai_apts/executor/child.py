@@ -168,7 +168,7 @@ def _sandboxed(
     try:
         if "parent-death" not in hardening.skip:
             die_with_parent()
-        isolation.harden_early(hardening, keep={cmd_fd, res_fd})
+        ruleset = isolation.harden_early(hardening, keep={cmd_fd, res_fd})
         _warm_up(proxies)
         frame = frames.read_frame(cmd_fd, SETUP_LIMIT)
         if frame is None:
@@ -183,7 +183,9 @@ def _sandboxed(
             setup_error: str | None = f"injected API unavailable ({type(exc).__name__})"
         else:
             setup_error = None
-        isolation.harden(hardening, report, config=config, api_paths=api_paths, scratch=scratch)
+        isolation.harden(
+            hardening, report, ruleset=ruleset, config=config, api_paths=api_paths, scratch=scratch
+        )
         # Sent before any user code runs, so the host may trust this one frame.
         ready = {"isolation": report.layers(), "notes": report.notes}
         frames.write_frame(res_fd, json.dumps(ready).encode())

@@ -100,8 +100,9 @@ def enter_namespaces(hardening: Hardening, isolation: Isolation) -> bool:
     return isolation.namespaces
 
 
-def harden_early(hardening: Hardening, *, keep: set[int]) -> None:
-    """Steps 6b-6e that need no caller setup (taken while the run waits for one)."""
+def harden_early(hardening: Hardening, *, keep: set[int]) -> landlock.Ruleset | None:
+    """Steps 6b-6e, and the common part of 6h's ruleset: what needs no caller setup is
+    done while the run waits for one."""
     skip = hardening.skip
     if "descriptors" not in skip:
         limits.close_inherited(keep)
@@ -111,12 +112,18 @@ def harden_early(hardening: Hardening, *, keep: set[int]) -> None:
     if "dumpable" not in skip:
         limits.set_not_dumpable()
     limits.set_no_new_privs()
+    if not hardening.landlock_abi:
+        return None
+    ruleset = landlock.Ruleset(hardening.landlock_abi)
+    ruleset.allow(hardening.read_paths)
+    return ruleset
 
 
 def harden(
     hardening: Hardening,
     isolation: Isolation,
     *,
+    ruleset: landlock.Ruleset | None,
     config: dict[str, object],
     api_paths: tuple[str, ...],
     scratch: str | None,
@@ -137,13 +144,11 @@ def harden(
             max_open_files=int(str(config["max_open_files"])),
             file_bytes=int(str(config["scratch_file_bytes"])) if scratch else 0,
         )
-    if hardening.landlock_abi:
-        landlock.restrict(
-            read=hardening.read_paths + api_paths,
-            write=(scratch,) if scratch else (),
-            abi=hardening.landlock_abi,
-        )
-        isolation.landlock = hardening.landlock_abi
+    if ruleset is not None:
+        ruleset.allow(api_paths)
+        ruleset.allow((scratch,) if scratch else (), write=True)
+        ruleset.restrict()
+        isolation.landlock = ruleset.abi
     elif "landlock" not in skip:
         if scratch:
             raise OSError("a scratch directory needs Landlock, which this kernel does not offer")

@@ -16,7 +16,6 @@ from __future__ import annotations
 import ctypes
 import os
 import stat
-from dataclasses import dataclass
 
 _SYS_CREATE_RULESET = 444
 _SYS_ADD_RULE = 445
@@ -70,38 +69,34 @@ def handled_fs(abi: int) -> int:
     return rights
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Confinement:
-    """What Landlock enforced for one run (reported in the run's isolation notes)."""
+class Ruleset:
+    """A ruleset the run fills while it waits for its caller, then applies to itself.
 
-    abi: int
-    filesystem: bool
-    tcp: bool
-    scoped: bool
-
-
-def restrict(*, read: tuple[str, ...], write: tuple[str, ...], abi: int) -> Confinement:
-    """Confine the calling thread: read ``read``, read and write ``write``, nothing else.
-
-    Paths that do not exist are skipped. Raises ``OSError`` when a step fails, so the
-    child fails closed rather than running half-confined.
+    Paths that do not exist (or that the run's uid could not reach) are skipped. Every
+    failure raises ``OSError``, so the run fails closed rather than half-confined.
     """
-    call = _syscall()
-    fs_rights = handled_fs(abi)
-    attr = _RulesetAttr(fs_rights, _NET_TCP if abi >= 4 else 0, _SCOPE if abi >= 6 else 0)
-    ruleset = int(call(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0))
-    if ruleset < 0:
-        raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
-    try:
-        readable = EXECUTE | READ_FILE | READ_DIR
-        for paths, rights in ((read, readable), (write, fs_rights)):
-            for path in paths:
-                _allow(call, ruleset, path, rights)
-        if int(call(_SYS_RESTRICT_SELF, ruleset, 0)) != 0:
-            raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
-    finally:
-        os.close(ruleset)
-    return Confinement(abi=abi, filesystem=True, tcp=abi >= 4, scoped=abi >= 6)
+
+    def __init__(self, abi: int) -> None:
+        self.call = _syscall()
+        self.abi = abi
+        self.rights = handled_fs(abi)
+        attr = _RulesetAttr(self.rights, _NET_TCP if abi >= 4 else 0, _SCOPE if abi >= 6 else 0)
+        self.fd = int(self.call(_SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr)), 0))
+        if self.fd < 0:
+            raise OSError(ctypes.get_errno(), "landlock_create_ruleset failed")
+
+    def allow(self, paths: tuple[str, ...], *, write: bool = False) -> None:
+        rights = self.rights if write else EXECUTE | READ_FILE | READ_DIR
+        for path in paths:
+            _allow(self.call, self.fd, path, rights)
+
+    def restrict(self) -> None:
+        """Apply the ruleset to the calling thread, for good."""
+        try:
+            if int(self.call(_SYS_RESTRICT_SELF, self.fd, 0)) != 0:
+                raise OSError(ctypes.get_errno(), "landlock_restrict_self failed")
+        finally:
+            os.close(self.fd)
 
 
 def _allow(call: ctypes._CFuncPtr, ruleset: int, path: str, rights: int) -> None:  # type: ignore[name-defined]

@@ -100,12 +100,13 @@ class _Zygote:
                 raise ExecutorError("the executor zygote answered without the run's pipes", hint="retry")
             return pid, fds[0], fds[1]
 
-    def end(self, pid: int, *, ended: bool = False) -> int | None:
-        """Kill the run's process group and reap it; its wait status (None if unknown).
-        ``ended``: the run closed its pipe, so its own exit status is worth a short wait."""
+    def end(self, pid: int, *, ended: bool = False, wait: bool = False) -> int | None:
+        """Kill the run's process group; its wait status when asked (None if unknown).
+        ``ended``: the run closed its pipe, so its own exit status is worth a short wait;
+        ``wait``: return only once it is reaped and its scratch directory removed."""
         with self.lock:
             try:
-                request = {"op": "end", "pid": pid, "grace": 0.5 if ended else 0}
+                request = {"op": "end", "pid": pid, "grace": 0.5 if ended else 0, "report": ended or wait}
                 self.control.send(json.dumps(request).encode())
                 status = json.loads(self.control.recv(_MAX_MESSAGE))["status"]
             except (OSError, ValueError, KeyError, TypeError):
@@ -275,7 +276,7 @@ class _Run:
         for fd in (self.cmd, self.res):
             with contextlib.suppress(OSError):
                 os.close(fd)
-        return self.zygote.end(self.pid, ended=ended)
+        return self.zygote.end(self.pid, ended=ended, wait=self.config.scratch)
 
 
 def _parse_ready(payload: bytes) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -425,12 +426,13 @@ class ExecutorSession:
         self.idle_timeout = idle_timeout
         self.max_lifetime = max_lifetime
         self._zygote = (_zygote_factory or _Zygote)()
-        self._opened = self._last = time.monotonic()
         self.closed = False
         self._run = _Run(self._zygote, self.config, _check_api(api))
         if self._run.ready(_SETUP_TIMEOUT) is not None:
             self.close()
             raise ExecutorError("could not start the session's run", hint="retry")
+        # The clocks start once the run is ready: a slow start must not eat the session.
+        self._opened = self._last = time.monotonic()
 
     @property
     def isolation(self) -> tuple[str, ...]:

@@ -5,8 +5,9 @@ the run, whose ends it hands to the host (``SCM_RIGHTS``) right after the fork.
 
 Control protocol (one JSON message per SOCK_SEQPACKET datagram on the inherited socket):
 ``{"op": "spawn"}`` -> ``{"pid": N}`` plus the run's command-write and result-read
-descriptors (keepers are forked one ahead of demand); ``{"op": "end", "pid": N}`` -> ``{"status": S}`` once the run's
-process group is killed and reaped and its scratch directory removed.
+descriptors (keepers are forked one ahead of demand); ``{"op": "end", "pid": N, "report": bool}`` -> ``{"status": S}`` once the run's
+process group is killed (and, with ``report``, reaped: S is its wait status); its scratch
+directory is removed before the next request is read.
 """
 
 from __future__ import annotations
@@ -76,16 +77,19 @@ class Zygote:
             os.close(res_r)
         self.spare.append(self._fork())
 
-    def end(self, pid: int, grace: float) -> int | None:
-        """Kill the run's whole process group, reap the keeper, remove its scratch.
+    def end(self, pid: int, grace: float, *, report: bool) -> None:
+        """Kill the run's whole process group and answer; then reap and clean up.
 
-        ``grace``: a run that already ended gets that long to report how (its keeper
-        exits with the sandboxed process's status); a live run is killed at once.
+        ``report``: the caller needs the run's wait status (it died on its own) or its
+        scratch gone, so the keeper gets ``grace`` seconds to exit by itself before the
+        kill, and the answer waits for the reap and the removal. Otherwise the answer goes out right after the SIGKILL (from
+        then on nothing of the run executes) and the reaping follows.
         """
         if pid not in self.runs:
-            return None
+            self._answer(None)
+            return
         status = self.exited.pop(pid, None)
-        deadline = time.monotonic() + grace
+        deadline = time.monotonic() + (grace if report else 0)
         while status is None and time.monotonic() < deadline:
             done, found = os.waitpid(pid, os.WNOHANG)
             if done:
@@ -96,13 +100,22 @@ class Zygote:
             # Not reaped yet, so the group id cannot have been reused by anyone else.
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
+            if not report:
+                self._answer(None)
             try:
                 _, status = os.waitpid(pid, 0)
             except ChildProcessError:
                 status = 0
+        elif not report:
+            self._answer(None)
         shutil.rmtree(self.runs.pop(pid), ignore_errors=True)
+        if report:
+            self._answer(status)
         self.reap_orphans()
-        return status
+
+    def _answer(self, status: int | None) -> None:
+        with contextlib.suppress(OSError):  # a host that went away learns nothing more
+            self.control.send(json.dumps({"status": status}).encode())
 
     def reap_orphans(self) -> None:
         """Reap what ended, remembering the status of a keeper that ended by itself."""
@@ -148,12 +161,12 @@ class Zygote:
             if request.get("op") == "spawn":
                 self.spawn()
             elif request.get("op") == "end":
-                status = self.end(int(request["pid"]), min(float(request.get("grace", 0)), MAX_GRACE))
-                self.control.send(json.dumps({"status": status}).encode())
+                grace = min(float(request.get("grace", 0)), MAX_GRACE)
+                self.end(int(request["pid"]), grace, report=bool(request.get("report")))
             else:
                 self.control.send(json.dumps({"error": "unknown op"}).encode())
         for pid in list(self.runs):
-            self.end(pid, 0)
+            self.end(pid, 0, report=False)
         self.sweep()
 
 
