@@ -1,0 +1,108 @@
+"""The reachability walk over the whole sandbox namespace, in every mode (see
+``reachability.py`` for the attacker model and what counts as an offender)."""
+
+from __future__ import annotations
+
+import pytest
+from terminai_apts.executor import guards, policy
+from terminai_apts.executor.policy import MODES, Mode
+from terminai_apts.executor.validate import validate_code
+from terminai_apts.memory import store
+from terminai_apts.memory.tiered import open_memory
+
+from tests.unit.executor import reachability
+from tests.unit.memory.conftest import make_records
+
+
+@pytest.fixture(scope="module")
+def thermal(tmp_path_factory: pytest.TempPathFactory) -> object:
+    path = tmp_path_factory.mktemp("walk") / "mem.db"
+    store.build(path, make_records())
+    return guards.wrap_api(policy.thermal_spec(str(path)), open_memory(str(path)))
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_nothing_dangerous_is_reachable(mode: Mode, thermal: object) -> None:
+    report = reachability.walk_sandbox(mode, {"thermal": thermal})
+    assert not report.offenders, "\n".join(str(o) for o in report.offenders)
+    # the walk really went through the surface it claims to cover
+    assert "thermal.search" in report.paths and "<thermal>[0].hits" in report.paths
+    assert any(p.startswith("<thermal>[0].hits[0].") for p in report.paths)
+    if mode != "strict":
+        for path in (
+            "import collections.Counter",
+            "import fractions.Fraction",
+            "import datetime.datetime.now",
+            "<collections>[0].most_common",
+            "<re>[1].span",
+        ):
+            assert path in report.paths, path
+        assert any(p.endswith(".traps") for p in report.paths)
+    assert report.visited > (500 if mode == "strict" else 3000)
+
+
+def test_walk_catches_each_kind_of_offender() -> None:
+    """The classifier is not vacuous: each forbidden kind, planted as a root, is reported."""
+    import collections
+    import fractions
+    import sys
+
+    def python_function() -> None:
+        pass
+
+    planted: dict[str, object] = {
+        "cls": collections.Counter,
+        "fn": python_function,
+        "module": sys,
+        "frame": sys._getframe(),
+        "code": python_function.__code__,
+        "prop": fractions.Fraction.__dict__["numerator"],
+        "classmethod": collections.Counter.__dict__["fromkeys"],
+        "getset": int.__dict__["real"],
+        "bound_to_class": collections.Counter.fromkeys,
+        "alias": list[int],
+    }
+    report = reachability.walk(planted)
+    assert {o.path for o in report.offenders} == set(planted)
+    # and reached through an attribute, with the path that leads there
+    proxy = guards.ModuleProxy("fake", {"leak": collections.Counter})
+    assert [str(o).split(":")[0] for o in reachability.walk({"fake": proxy}).offenders] == ["fake.leak"]
+
+
+def test_walk_reproduces_the_original_class_leak() -> None:
+    """Without the wrappers (a proxy holding the raw module attributes, as before), the
+    walk finds the class that handed out `type`, and the Fraction property."""
+    import collections
+    import fractions
+
+    raw = {
+        "collections": guards.ModuleProxy("collections", {"Counter": collections.Counter}),
+        "fractions": guards.ModuleProxy("fractions", {"Fraction": fractions.Fraction}),
+    }
+    found = {o.path: o.kind for o in reachability.walk(raw).offenders}
+    assert found == {"collections.Counter": "class", "fractions.Fraction": "class"}
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_internal_names_cannot_be_spelled(mode: Mode) -> None:
+    """The walk exempts the guard callables themselves because user code cannot name them:
+    every use of such a name, in any binding or load position, is refused."""
+    for name in sorted(reachability.INTERNAL_NAMES - {"__name__"}):
+        for code in (
+            f"x = {name}",
+            f"{name} = 1",
+            f"class C:\n    {name} = 1",
+            f"for {name} in []:\n    pass",
+            f"def f({name}):\n    pass",
+            f"import json as {name}",
+            f"try:\n    pass\nexcept Exception as {name}:\n    pass",
+            f"with x as {name}:\n    pass",
+            f"[{name} for {name} in []]",
+            f"({name} := 1)",
+            f"global {name}",
+            f"match 1:\n    case {name}:\n        pass",
+            f"match [1]:\n    case [*{name}]:\n        pass",
+            f"match {{}}:\n    case {{**{name}}}:\n        pass",
+            f"lambda {name}: 1",
+        ):
+            assert not validate_code(code, mode=mode).ok, code
