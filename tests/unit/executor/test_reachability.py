@@ -41,6 +41,14 @@ def test_nothing_dangerous_is_reachable(mode: Mode, thermal: object) -> None:
     assert report.visited > (500 if mode == "strict" else 3000)
 
 
+def raw_proxy(name: str, attrs: dict[str, object]) -> guards.ModuleProxy:
+    """A proxy holding raw module attributes, as proxies did before they wrapped them."""
+    proxy = object.__new__(guards.ModuleProxy)
+    object.__setattr__(proxy, "_name", name)
+    object.__setattr__(proxy, "_attrs", dict(attrs))
+    return proxy
+
+
 def test_walk_catches_each_kind_of_offender() -> None:
     """The classifier is not vacuous: each forbidden kind, planted as a root, is reported."""
     import collections
@@ -65,7 +73,7 @@ def test_walk_catches_each_kind_of_offender() -> None:
     report = reachability.walk(planted)
     assert {o.path for o in report.offenders} == set(planted)
     # and reached through an attribute, with the path that leads there
-    proxy = guards.ModuleProxy("fake", {"leak": collections.Counter})
+    proxy = raw_proxy("fake", {"leak": collections.Counter})
     assert [str(o).split(":")[0] for o in reachability.walk({"fake": proxy}).offenders] == ["fake.leak"]
 
 
@@ -76,8 +84,8 @@ def test_walk_reproduces_the_original_class_leak() -> None:
     import fractions
 
     raw = {
-        "collections": guards.ModuleProxy("collections", {"Counter": collections.Counter}),
-        "fractions": guards.ModuleProxy("fractions", {"Fraction": fractions.Fraction}),
+        "collections": raw_proxy("collections", {"Counter": collections.Counter}),
+        "fractions": raw_proxy("fractions", {"Fraction": fractions.Fraction}),
     }
     found = {o.path: o.kind for o in reachability.walk(raw).offenders}
     assert found == {"collections.Counter": "class", "fractions.Fraction": "class"}
@@ -106,3 +114,16 @@ def test_internal_names_cannot_be_spelled(mode: Mode) -> None:
             f"lambda {name}: 1",
         ):
             assert not validate_code(code, mode=mode).ok, code
+
+
+def test_proxies_wrap_whatever_they_are_given() -> None:
+    """The child builds its per-run `random` proxy from a Random instance's bound methods;
+    ModuleProxy wraps them itself, so no caller can hand out a raw method by mistake."""
+    import random
+
+    rng = random.Random(1)
+    proxy = guards.ModuleProxy("random", {a: getattr(rng, a) for a in policy.modules_for("high")["random"]})
+    report = reachability.walk({"random": proxy})
+    assert not report.offenders and report.visited > len(policy.modules_for("high")["random"])
+    assert repr(proxy.randint) == "<function random.randint>"
+    assert 1 <= proxy.randint(1, 3) <= 3

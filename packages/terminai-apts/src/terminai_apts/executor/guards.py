@@ -239,13 +239,17 @@ def guarded_build_class(func: Callable[[], None], name: str, *bases: Any, **keyw
 
 
 class ModuleProxy(metaclass=Sealed):
-    """A read-only stand-in for a stdlib module exposing only listed attributes."""
+    """A read-only stand-in for a stdlib module exposing only listed attributes.
+
+    Every value goes through :func:`expose` here, whoever builds the proxy: `from m import
+    name` reads a proxy without the attribute guard, so what it holds must be safe as is.
+    """
 
     __slots__ = ("_attrs", "_name")
 
     def __init__(self, name: str, attrs: dict[str, Any]) -> None:
         object.__setattr__(self, "_name", name)
-        object.__setattr__(self, "_attrs", types.MappingProxyType(dict(attrs)))
+        object.__setattr__(self, "_attrs", types.MappingProxyType({k: expose(name, k, v) for k, v in attrs.items()}))
 
     def __getattr__(self, item: str) -> Any:
         attrs: types.MappingProxyType[str, Any] = object.__getattribute__(self, "_attrs")
@@ -282,6 +286,8 @@ def expose(module: str, name: str, value: Any) -> Any:
     """What a proxy holds for ``module.name``: C functions and data as they are, Python
     functions as SafeCallable, Python classes as ClassFactory, enum members as plain ints."""
     label = f"{module}.{name}"
+    if isinstance(value, (SafeCallable, ClassFactory, ModuleProxy)):
+        return value
     special = _SPECIAL.get((module, name))
     if special is not None:
         return SafeCallable(special, label)
@@ -307,13 +313,13 @@ def build_proxies(mode: Mode, seed: int | None = None) -> dict[str, ModuleProxy]
             proxies[name] = random_proxy(mode, _random.Random(seed))  # noqa: S311 - data work
             continue
         module = importlib.import_module(name)
-        proxies[name] = ModuleProxy(name, {a: expose(name, a, getattr(module, a)) for a in attrs})
+        proxies[name] = ModuleProxy(name, {a: getattr(module, a) for a in attrs})
     return proxies
 
 
 def random_proxy(mode: Mode, rng: _random.Random) -> ModuleProxy:
     """`random` backed by one per-run ``Random`` instance (never the module-level state)."""
-    return ModuleProxy("random", {a: SafeCallable(getattr(rng, a), f"random.{a}") for a in modules_for(mode)["random"]})
+    return ModuleProxy("random", {a: getattr(rng, a) for a in modules_for(mode)["random"]})
 
 
 # Modules C code of the allowed modules imports while it runs (`datetime.strptime` imports
