@@ -189,6 +189,7 @@ class WalkReport:
     offenders: list[Offender]
     visited: int
     paths: set[str]
+    objects: dict[str, object]  # first path to each visited object
 
 
 def walk(roots: dict[str, object], *, exempt: frozenset[str] = frozenset(), max_nodes: int = 200_000) -> WalkReport:
@@ -197,6 +198,7 @@ def walk(roots: dict[str, object], *, exempt: frozenset[str] = frozenset(), max_
     offenders: list[Offender] = []
     seen: dict[int, object] = {}  # keeps every visited object alive so ids stay unique
     paths: set[str] = set()
+    objects: dict[str, object] = {}
     queue: list[tuple[str, object, int]] = [(name, value, 0) for name, value in roots.items()]
     while queue:
         path, obj, depth = queue.pop(0)
@@ -204,6 +206,7 @@ def walk(roots: dict[str, object], *, exempt: frozenset[str] = frozenset(), max_
             continue
         seen[id(obj)] = obj
         paths.add(path)
+        objects[path] = obj
         if len(seen) > max_nodes:
             raise AssertionError(f"walk exceeded {max_nodes} objects; last path {path}")
         if path not in exempt:
@@ -217,7 +220,7 @@ def walk(roots: dict[str, object], *, exempt: frozenset[str] = frozenset(), max_
             queue.append((f"{path}.{name}", value, depth + 1))
         for label, value in _items(obj):
             queue.append((f"{path}{label}", value, depth + 1))
-    return WalkReport(offenders=offenders, visited=len(seen), paths=paths)
+    return WalkReport(offenders=offenders, visited=len(seen), paths=paths, objects=objects)
 
 
 # ---- the sandbox namespace --------------------------------------------------------------
@@ -360,3 +363,67 @@ def walk_sandbox(mode: Mode, injected: dict[str, object] | None = None) -> WalkR
     roots = namespace_roots(glb, mode)
     roots.update(sample_roots(glb, mode))
     return walk(roots, exempt=INTERNAL_NAMES)
+
+
+# ---- calling what is reachable ------------------------------------------------------------
+
+FUZZ_SOURCE = """
+class Box:
+    def __init__(self, *args, **kwargs):
+        self.args = args
+box = Box()
+"""
+
+
+def fuzz_arguments(glb: dict[str, Any]) -> list[tuple[object, ...]]:
+    """Argument patterns an attacker would try: classes in place of instances is how
+    ``Counter.copy(int)`` returned ``type``."""
+    scope = dict(glb)
+    exec(compile_restricted(FUZZ_SOURCE, filename="<sandbox>", mode="exec"), scope)
+    box_class, box = scope["Box"], scope["box"]
+    return [(), (1,), ("a",), (int,), (dict,), (box_class,), (box,), (1, 2), ("a", int), (box_class, box)]
+
+
+@dataclass
+class FuzzReport:
+    offenders: list[Offender]
+    calls: int
+    returned: int
+
+
+def fuzz_calls(report: WalkReport, glb: dict[str, Any], *, per_call_seconds: int = 2) -> FuzzReport:
+    """Call every reachable callable (outside the internal roots) with each argument
+    pattern and classify what comes back, one attribute level deep. Meant to run in a
+    throwaway process: calls mutate what they are given and the decimal context."""
+    import signal
+
+    def stop(signum: int, frame: object) -> None:
+        raise TimeoutError
+
+    signal.signal(signal.SIGALRM, stop)
+    offenders: list[Offender] = []
+    calls = returned = 0
+    arguments = fuzz_arguments(glb)
+    for path, obj in list(report.objects.items()):
+        if path.split(".", 1)[0].split("[", 1)[0] in INTERNAL_NAMES or not callable(obj):
+            continue
+        for args in arguments:
+            signal.alarm(per_call_seconds)
+            calls += 1
+            try:
+                result = obj(*args)
+            except BaseException:
+                continue
+            finally:
+                signal.alarm(0)
+            returned += 1
+            label = f"{path}({', '.join(getattr(a, '__name__', repr(a)) for a in args)})"
+            kind = classify(result)
+            if kind is not None:
+                offenders.append(Offender(label, kind, repr(result)[:120]))
+                continue
+            for name, value in _attributes(result):
+                kind = classify(value)
+                if kind is not None:
+                    offenders.append(Offender(f"{label}.{name}", kind, repr(value)[:120]))
+    return FuzzReport(offenders=offenders, calls=calls, returned=returned)

@@ -3,10 +3,16 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 from terminai_apts.executor import guards, policy
 from terminai_apts.executor.policy import MODES, Mode
 from terminai_apts.executor.validate import validate_code
+from terminai_apts.executor.wrappers import SafeCallable
 from terminai_apts.memory import store
 from terminai_apts.memory.tiered import open_memory
 
@@ -127,3 +133,88 @@ def test_proxies_wrap_whatever_they_are_given() -> None:
     assert not report.offenders and report.visited > len(policy.modules_for("high")["random"])
     assert repr(proxy.randint) == "<function random.randint>"
     assert 1 <= proxy.randint(1, 3) <= 3
+
+
+def test_guard_refuses_each_kind_even_when_reached() -> None:
+    """Defence in depth behind the walk: if a class leaked anyway, the attribute and item
+    guards still refuse what it would hand out; instances keep their ordinary methods."""
+    import collections
+    import fractions
+    import sys
+
+    refused = [
+        (collections.Counter, "copy"),  # a Python function with any `self`
+        (collections.Counter, "fromkeys"),  # a Python classmethod bound to the class
+        (fractions.Fraction(1, 2), "from_float"),  # the same, reached through an instance
+        (fractions.Fraction, "numerator"),  # a property
+        (int, "real"),  # a getset descriptor
+        (sys, "path"),  # anything on a module
+    ]
+    for obj, name in refused:
+        with pytest.raises(guards.SandboxViolation):
+            guards.guarded_getattr(obj, name)
+    with pytest.raises(guards.SandboxViolation):
+        guards.guarded_getitem({"k": collections.Counter}, "k")
+    with pytest.raises(guards.SandboxViolation):
+        guards.guarded_getitem(collections.deque, int)  # types.GenericAlias
+    counter = collections.Counter("aab")
+    assert guards.guarded_getattr(counter, "most_common")(1) == [("a", 2)]
+    assert guards.guarded_getattr(fractions.Fraction(3, 4), "numerator") == 3
+
+
+def test_wrapper_classes_are_sealed(thermal: object) -> None:
+    """The objects user code holds cannot be changed through their classes either (a path
+    that needs `__class__`, which the guards refuse; this is the layer below)."""
+    search = guards.guarded_getattr(thermal, "search")
+    proxy = guards.build_proxies("high")["statistics"]
+    for obj in (thermal, search, proxy, guards.guarded_getattr(proxy, "mean")):
+        with pytest.raises(guards.SandboxViolation):
+            type(obj).search = len
+        with pytest.raises(guards.SandboxViolation):
+            delattr(type(obj), "__call__" if callable(obj) else "__getattr__")
+        with pytest.raises(guards.SandboxViolation):
+            obj.search = len
+    assert guards.guarded_getattr(thermal, "count")("deploy") == 3
+
+
+_FUZZ_SCRIPT = """
+import json, sys
+from terminai_apts.executor import guards, policy
+from terminai_apts.memory.tiered import open_memory
+from tests.unit.executor import reachability as r
+mode, db = sys.argv[1], sys.argv[2]
+glb = r.sandbox_globals(mode, {"thermal": guards.wrap_api(policy.thermal_spec(db), open_memory(db))})
+roots = r.namespace_roots(glb, mode)
+roots.update(r.sample_roots(glb, mode))
+report = r.fuzz_calls(r.walk(roots, exempt=r.INTERNAL_NAMES), glb)
+print(json.dumps({"calls": report.calls, "returned": report.returned, "offenders": [str(o) for o in report.offenders]}))
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_calling_what_is_reachable_returns_nothing_dangerous(mode: Mode, tmp_path: Path) -> None:
+    """The red team found `type` by calling a reachable method with a class argument.
+    Every reachable callable is called with such argument patterns (in a throwaway
+    process: the calls mutate shared state such as the decimal context)."""
+    db = tmp_path / "mem.db"
+    store.build(db, make_records())
+    done = subprocess.run(
+        [sys.executable, "-c", _FUZZ_SCRIPT, mode, str(db)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.splitlines()[-1])
+    assert result["offenders"] == []
+    assert result["calls"] > (3_000 if mode == "strict" else 30_000) and result["returned"] > 500
+
+
+def test_fuzzing_finds_a_planted_class_factory() -> None:
+    """Not vacuous: a callable that returns its argument's class is caught."""
+    glb = reachability.sandbox_globals("high")
+    planted = {"leaky": SafeCallable(type, "leaky")}
+    report = reachability.fuzz_calls(reachability.walk(planted), glb)
+    assert any(o.path == "leaky(int)" and o.kind == "class" for o in report.offenders), report.offenders
