@@ -11,8 +11,9 @@ proves that no *allowed* path leads to an object from which the Python layer wou
 depend on those refusals alone.
 
 An offender is a reachable
-  * class outside ``guards.SAFE_CLASSES`` (builtin data types and listed C types) that is
-    neither an exception class nor a class the sandbox made itself: a class hands out
+  * class outside ``ALLOWED_BUILTIN_TYPES`` and ``policy.SAFE_MODULE_CLASSES`` (C types)
+    that is neither an exception class nor a class the sandbox made itself (``type``,
+    ``object``, ``super``, ``property``... never): a class hands out
     unbound methods that accept any ``self`` (``Counter.copy(int)`` returned ``type``),
     and subclassing it picks its metaclass;
   * Python function not compiled from sandbox source (it carries ``__globals__``);
@@ -33,6 +34,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import decimal
+import importlib
 import types
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -44,6 +46,7 @@ from terminai_apts.executor.policy import (
     CLASS_HELPERS,
     FORBIDDEN_ATTR_PREFIXES,
     FORBIDDEN_ATTRS,
+    SAFE_MODULE_CLASSES,
     THERMAL_METHODS,
     Mode,
     modules_for,
@@ -76,6 +79,30 @@ class Offender:
         return f"{self.path}: {self.kind} ({self.value})"
 
 
+# The walk's own allowlist, kept apart from the implementation's (``guards.SAFE_CLASSES``
+# is derived from the builtins it installs, so adding a builtin would otherwise allow
+# itself). Builtin data types and iterator types are C types whose methods check the
+# type of ``self``; the module classes are the reviewed list in ``policy``.
+ALLOWED_BUILTIN_TYPES: frozenset[type] = frozenset(
+    {bool, int, float, complex, str, bytes, bytearray, list, tuple, dict, set, frozenset,
+     range, slice, enumerate, map, filter, zip, reversed}
+)  # fmt: skip
+# Never acceptable, whatever a list says: each one creates classes, reaches every class,
+# or is a descriptor factory.
+NEVER_TYPES: frozenset[type] = frozenset({type, object, super, property, classmethod, staticmethod, memoryview})
+
+
+def allowed_classes() -> frozenset[type]:
+    found = set(ALLOWED_BUILTIN_TYPES)
+    for module_name, names in SAFE_MODULE_CLASSES.items():
+        module = importlib.import_module(module_name)
+        found.update(getattr(module, n) for n in names)
+    return frozenset(found - NEVER_TYPES)
+
+
+_ALLOWED_CLASSES = allowed_classes()
+
+
 def classify(value: object) -> str | None:
     """Why ``value`` must not be reachable, or None."""
     if isinstance(value, (types.ModuleType, types.FrameType, types.CodeType, types.TracebackType)):
@@ -83,7 +110,9 @@ def classify(value: object) -> str | None:
     if isinstance(value, types.GenericAlias):
         return "generic alias"
     if isinstance(value, type):
-        if value in guards.SAFE_CLASSES or issubclass(value, BaseException):
+        if value in NEVER_TYPES:
+            return "class"
+        if value in _ALLOWED_CLASSES or issubclass(value, BaseException):
             return None
         if type(value) is type and value.__dict__.get("__module__") == guards.SANDBOX_MODULE:
             return None

@@ -218,3 +218,10 @@ def test_fuzzing_finds_a_planted_class_factory() -> None:
     planted = {"leaky": SafeCallable(type, "leaky")}
     report = reachability.fuzz_calls(reachability.walk(planted), glb)
     assert any(o.path == "leaky(int)" and o.kind == "class" for o in report.offenders), report.offenders
+
+
+def test_implementation_allowlist_is_within_the_walks() -> None:
+    """The guard's class allowlist can only shrink the walk's, never widen it."""
+    non_exceptions = {c for c in guards.SAFE_CLASSES if not issubclass(c, BaseException)}
+    assert non_exceptions <= reachability.allowed_classes()
+    assert not guards.SAFE_CLASSES & reachability.NEVER_TYPES
