@@ -183,8 +183,10 @@ def _declared(obj: object) -> set[str]:
 
 
 def _attributes(obj: object) -> Iterator[tuple[str, Any]]:
+    # The default listing, not the object's own __dir__ (a wrapper must not be able to hide
+    # a public attribute from the walk by listing fewer names).
     try:
-        names = set(dir(obj))
+        names = set(type.__dir__(obj) if isinstance(obj, type) else object.__dir__(obj))
     except Exception:
         names = set()
     names |= _declared(obj)

@@ -225,3 +225,15 @@ def test_implementation_allowlist_is_within_the_walks() -> None:
     non_exceptions = {c for c in guards.SAFE_CLASSES if not issubclass(c, BaseException)}
     assert non_exceptions <= reachability.allowed_classes()
     assert not guards.SAFE_CLASSES & reachability.NEVER_TYPES
+
+
+def test_a_wrapper_cannot_hide_attributes_from_the_walk() -> None:
+    class Hiding:
+        __slots__ = ()
+        data = ("kept",)
+
+        def __dir__(self) -> list[str]:
+            return []
+
+    report = reachability.walk({"w": Hiding()})
+    assert {"w.data", "w.data[0]"} <= report.paths
