@@ -1,13 +1,21 @@
 """Layers 4 and 5 (child side): restricted globals, runtime guards, import proxies,
-bounded print capture and the wrapper around injected APIs."""
+bounded print capture and the wrapper around injected APIs.
+
+What the guards hand out is checked by ``wrappers.refusal``; what the namespace exposes
+is proven safe by a reachability walk in the tests (``tests/unit/executor/reachability.py``).
+"""
 
 from __future__ import annotations
 
+import builtins as _builtins
 import collections
 import dataclasses
+import datetime
+import enum
 import importlib
 import operator
 import random as _random
+import sys
 import types
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -15,24 +23,44 @@ from typing import Any
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safe_builtins
 
 from terminai_apts.executor.policy import (
+    CLASS_HELPERS,
     FORBIDDEN_ATTR_PREFIXES,
     FORBIDDEN_ATTRS,
     FORBIDDEN_NAMES,
+    SAFE_MODULE_CLASSES,
     ApiSpec,
     Mode,
     allowed_imports_text,
     modules_for,
 )
+from terminai_apts.executor.wrappers import (
+    SANDBOX_MODULE,
+    ClassFactory,
+    SafeCallable,
+    SandboxViolation,
+    Sealed,
+    refusal,
+)
 
-SANDBOX_MODULE = "sandbox"
-_DANGEROUS_TYPES = (types.ModuleType, types.FrameType, types.CodeType, types.TracebackType)
+__all__ = ["SANDBOX_MODULE", "SandboxViolation"]
+
 _PLAIN_WRITABLE = (list, dict, set, bytearray, collections.deque)
 # Builtin types whose public attributes are all plain methods: no post-check needed.
 _FAST_TYPES = frozenset({dict, list, str, set, tuple, int, float, bytes, frozenset})
+# Values that need no check on the way out of a guard.
+_PLAIN_VALUES = frozenset({str, int, float, bool, type(None), bytes, tuple, list, dict, set, frozenset})
 
 
-class SandboxViolation(Exception):
-    """Raised by a runtime guard; reported to the user as a refusal."""
+def _safe_classes() -> frozenset[type]:
+    """Real classes user code may hold: the builtin types of the restricted builtins and
+    the C-implemented classes listed in ``policy.SAFE_MODULE_CLASSES`` (their methods check
+    the type of ``self``; they are walked like everything else)."""
+    found: set[type] = {v for v in (*safe_builtins.values(), *_EXTRA_BUILTINS.values()) if isinstance(v, type)}
+    found.add(bytes)  # not a builtin name here, but `b"..."` literals are everywhere
+    for module_name, names in SAFE_MODULE_CLASSES.items():
+        module = importlib.import_module(module_name)
+        found.update(getattr(module, n) for n in names)
+    return frozenset(found)
 
 
 class OutputBuffer:
@@ -63,26 +91,50 @@ class OutputBuffer:
         return "".join(self.parts)
 
 
-def _print_factory(buffer: OutputBuffer) -> Callable[..., Any]:
-    class _Print:
-        __slots__ = ()
+class _Printer(metaclass=Sealed):
+    """What RestrictedPython's ``_print_(_getattr_)`` returns for one scope."""
 
-        def __init__(self, _getattr_: object = None) -> None:
-            pass
+    __slots__ = ("_buffer",)
 
-        def _call_print(
-            self, *objects: object, sep: object = " ", end: object = "\n", file: object = None, flush: bool = False
-        ) -> None:
-            if file is not None:
-                raise SandboxViolation("print(file=...) is not allowed")
-            if not isinstance(sep, str) or not isinstance(end, str):
-                raise TypeError("sep and end must be strings")
-            buffer.write(sep.join(str(o) for o in objects) + end)
+    def __init__(self, buffer: OutputBuffer) -> None:
+        object.__setattr__(self, "_buffer", buffer)
 
-        def __call__(self) -> str:
-            return buffer.text()
+    def _call_print(
+        self, *objects: object, sep: object = " ", end: object = "\n", file: object = None, flush: bool = False
+    ) -> None:
+        if file is not None:
+            raise SandboxViolation("print(file=...) is not allowed")
+        if not isinstance(sep, str) or not isinstance(end, str):
+            raise TypeError("sep and end must be strings")
+        object.__getattribute__(self, "_buffer").write(sep.join(str(o) for o in objects) + end)
 
-    return _Print
+    def __call__(self) -> str:  # the `printed` name
+        text: str = object.__getattribute__(self, "_buffer").text()
+        return text
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise SandboxViolation("print is read-only")
+
+
+class _PrintFactory(metaclass=Sealed):
+    """The ``_print_`` global: a slotted callable (no class, no closure is handed out)."""
+
+    __slots__ = ("_buffer",)
+
+    def __init__(self, buffer: OutputBuffer) -> None:
+        object.__setattr__(self, "_buffer", buffer)
+
+    def __call__(self, _getattr_: object = None) -> _Printer:
+        return _Printer(object.__getattribute__(self, "_buffer"))
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise SandboxViolation("print is read-only")
+
+
+def _refuse_value(value: object, what: str) -> None:
+    reason = refusal(value, SAFE_CLASSES)
+    if reason is not None:
+        raise SandboxViolation(f"{what} is not allowed (it is a {reason})")
 
 
 def guarded_getattr(obj: object, name: str, default: object = None, /) -> Any:
@@ -90,16 +142,18 @@ def guarded_getattr(obj: object, name: str, default: object = None, /) -> Any:
         raise SandboxViolation(f"attribute '{name}' is not allowed")
     if type(obj) in _FAST_TYPES:
         return getattr(obj, name)
-    value = getattr(obj, name)
-    if isinstance(value, _DANGEROUS_TYPES) or isinstance(obj, types.ModuleType):
+    if isinstance(obj, types.ModuleType):
         raise SandboxViolation(f"attribute '{name}' is not allowed")
+    value = getattr(obj, name)
+    if type(value) not in _PLAIN_VALUES:
+        _refuse_value(value, f"attribute '{name}'")
     return value
 
 
 def guarded_getitem(obj: Any, key: Any) -> Any:
     value = obj[key]
-    if isinstance(value, _DANGEROUS_TYPES):
-        raise SandboxViolation("item is not allowed")
+    if type(value) not in _PLAIN_VALUES:
+        _refuse_value(value, "item")
     return value
 
 
@@ -107,7 +161,7 @@ def guarded_write(obj: Any) -> Any:
     """Allow writes only to containers and instances of sandbox-defined classes.
 
     Container instances (including Counter/defaultdict/OrderedDict) were created by the
-    sandbox in this child; classes, modules, proxies and records are refused.
+    sandbox in this child; classes, modules, proxies, wrappers and records are refused.
     """
     if isinstance(obj, _PLAIN_WRITABLE) and not isinstance(obj, type):
         return obj
@@ -141,17 +195,64 @@ def guarded_inplacevar(op: str, x: Any, y: Any) -> Any:
     return fn(x, y)
 
 
-class ModuleProxy:
-    """A read-only stand-in for a stdlib module exposing only listed attributes."""
+def guarded_apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    return fn(*args, **kwargs)
+
+
+_REAL_BUILD_CLASS = _builtins.__build_class__
+
+
+class _DefaultMetaclass(metaclass=Sealed):
+    """The ``__metaclass__`` global: a marker meaning "type", so ``type`` itself is never
+    stored in the sandbox namespace."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<default metaclass>"
+
+
+DEFAULT_METACLASS = _DefaultMetaclass()
+
+
+def guarded_build_class(func: Callable[[], None], name: str, *bases: Any, **keywords: Any) -> type:
+    """The ``class`` statement. RestrictedPython rewrites every class to
+    ``class C(..., metaclass=__metaclass__)``; the metaclass must be ``type`` itself, no
+    other keyword is accepted, and every base must be a real class whose metaclass is
+    exactly ``type``. So the class body always runs in the plain dict of
+    ``type.__prepare__``: nothing can pre-load it with names (``_write_``, ``_getattr_``,
+    ``__metaclass__``...) that would shadow the guards for the body's code."""
+    metaclass = keywords.pop("metaclass", DEFAULT_METACLASS)
+    if metaclass is not DEFAULT_METACLASS or keywords:
+        raise SandboxViolation("class keywords (metaclass=...) are not allowed")
+    for base in bases:
+        if isinstance(base, ClassFactory):
+            raise SandboxViolation(f"{base!r} cannot be subclassed in the sandbox; wrap an instance instead")
+        if not isinstance(base, type) or type(base) is not type:
+            raise SandboxViolation("base classes must be plain classes")
+        if refusal(base, SAFE_CLASSES) is not None:
+            raise SandboxViolation(f"class '{base.__name__}' cannot be subclassed")
+    cls: type = _REAL_BUILD_CLASS(func, name, *bases)
+    if type(cls) is not type:  # defence in depth: the metaclass must still be `type`
+        raise SandboxViolation("classes must use the default metaclass")
+    return cls
+
+
+class ModuleProxy(metaclass=Sealed):
+    """A read-only stand-in for a stdlib module exposing only listed attributes.
+
+    Every value goes through :func:`expose` here, whoever builds the proxy: `from m import
+    name` reads a proxy without the attribute guard, so what it holds must be safe as is.
+    """
 
     __slots__ = ("_attrs", "_name")
 
     def __init__(self, name: str, attrs: dict[str, Any]) -> None:
         object.__setattr__(self, "_name", name)
-        object.__setattr__(self, "_attrs", attrs)
+        object.__setattr__(self, "_attrs", types.MappingProxyType({k: expose(name, k, v) for k, v in attrs.items()}))
 
     def __getattr__(self, item: str) -> Any:
-        attrs: dict[str, Any] = object.__getattribute__(self, "_attrs")
+        attrs: types.MappingProxyType[str, Any] = object.__getattribute__(self, "_attrs")
         if item in attrs:
             return attrs[item]
         name = object.__getattribute__(self, "_name")
@@ -160,34 +261,95 @@ class ModuleProxy:
     def __setattr__(self, key: str, value: object) -> None:
         raise SandboxViolation("modules are read-only")
 
+    def __delattr__(self, key: str) -> None:
+        raise SandboxViolation("modules are read-only")
+
+    def __dir__(self) -> list[str]:
+        return sorted(object.__getattribute__(self, "_attrs"))
+
     def __repr__(self) -> str:
         return f"<module {object.__getattribute__(self, '_name')}>"
 
 
+def _sandbox_namedtuple(
+    typename: str, field_names: Any, *, rename: bool = False, defaults: Iterable[Any] | None = None
+) -> type:
+    """``collections.namedtuple`` whose class belongs to the sandbox (as a class statement's
+    would): its only public class attributes are tuple's methods and field descriptors."""
+    return collections.namedtuple(typename, field_names, rename=rename, defaults=defaults, module=SANDBOX_MODULE)
+
+
+_SPECIAL: dict[tuple[str, str], Callable[..., Any]] = {("collections", "namedtuple"): _sandbox_namedtuple}
+
+
+def expose(module: str, name: str, value: Any) -> Any:
+    """What a proxy holds for ``module.name``: C functions and data as they are, Python
+    functions as SafeCallable, Python classes as ClassFactory, enum members as plain ints."""
+    label = f"{module}.{name}"
+    if isinstance(value, (SafeCallable, ClassFactory, ModuleProxy)):
+        return value
+    special = _SPECIAL.get((module, name))
+    if special is not None:
+        return SafeCallable(special, label)
+    if isinstance(value, type):
+        if value in SAFE_CLASSES or issubclass(value, BaseException):
+            return value
+        return ClassFactory(value, label, CLASS_HELPERS.get(label, ()))
+    if isinstance(value, (types.FunctionType, types.MethodType, types.BuiltinMethodType)):
+        if isinstance(value, types.BuiltinMethodType) and isinstance(value.__self__, types.ModuleType):
+            return value  # a C function of the module itself
+        return SafeCallable(value, label)
+    if isinstance(value, enum.Enum) and isinstance(value, int):
+        return int(value)
+    return value
+
+
 def build_proxies(mode: Mode, seed: int | None = None) -> dict[str, ModuleProxy]:
     """Pre-import the allowed modules (done in the zygote so forks start warm)."""
+    _warm_lazy_imports()
     proxies: dict[str, ModuleProxy] = {}
     for name, attrs in modules_for(mode).items():
         if name == "random":
-            rng = _random.Random(seed)  # noqa: S311 - data work, not cryptography
-            proxies[name] = ModuleProxy(name, {a: getattr(rng, a) for a in attrs})
+            proxies[name] = random_proxy(mode, _random.Random(seed))  # noqa: S311 - data work
             continue
         module = importlib.import_module(name)
         proxies[name] = ModuleProxy(name, {a: getattr(module, a) for a in attrs})
     return proxies
 
 
+def random_proxy(mode: Mode, rng: _random.Random) -> ModuleProxy:
+    """`random` backed by one per-run ``Random`` instance (never the module-level state)."""
+    return ModuleProxy("random", {a: getattr(rng, a) for a in modules_for(mode)["random"]})
+
+
+# Modules C code of the allowed modules imports while it runs (`datetime.strptime` imports
+# `_strptime`, `strftime` imports `time`). CPython's PyImport_Import passes an empty *list*
+# as fromlist; an import statement passes None or a tuple, and user code cannot call
+# `__import__` itself (validation refuses the name, and no allowed path leads to it).
+_C_INTERNAL_IMPORTS = frozenset({"_strptime", "time"})
+
+
+def _warm_lazy_imports() -> None:
+    """Import (in the zygote) what allowed modules otherwise import on first use."""
+    stamp = datetime.datetime.strptime("2000-01-02", "%Y-%m-%d")
+    stamp.strftime("%Y %b %a")
+
+
 def make_import(mode: Mode, proxies: dict[str, ModuleProxy]) -> Callable[..., Any]:
     def guarded_import(
         name: str, globals: object = None, locals: object = None, fromlist: Iterable[str] | None = (), level: int = 0
     ) -> Any:
+        if type(fromlist) is list and not fromlist and not level and name in _C_INTERNAL_IMPORTS:
+            module = sys.modules.get(name)
+            if module is not None:
+                return module
         if level or name not in proxies:
             raise ImportError(
                 f"import of '{name}' is not allowed in {mode} mode; allowed: {allowed_imports_text(mode)}"
             )
         return proxies[name]
 
-    return guarded_import
+    return SafeCallable(guarded_import, "__import__")
 
 
 # ---- injected API wrapper -----------------------------------------------------------
@@ -198,13 +360,17 @@ class ApiError(Exception):
     """Generic failure of an injected API call (no internal detail is exposed)."""
 
 
-class Record:
-    """An immutable record handed to sandboxed code (attribute and key access)."""
+class Record(metaclass=Sealed):
+    """An immutable record handed to sandboxed code (attribute and key access).
+
+    Values are frozen when the record is built (lists become tuples, mappings Records), so
+    neither the record nor anything inside it can be changed; ``to_dict()`` is a fresh copy.
+    """
 
     __slots__ = ("_data",)
 
     def __init__(self, data: dict[str, Any]) -> None:
-        object.__setattr__(self, "_data", data)
+        object.__setattr__(self, "_data", types.MappingProxyType({k: _freeze(v) for k, v in data.items()}))
 
     def __getattr__(self, item: str) -> Any:
         data = object.__getattribute__(self, "_data")
@@ -218,14 +384,36 @@ class Record:
     def __setattr__(self, key: str, value: object) -> None:
         raise SandboxViolation("records are read-only")
 
+    def __delattr__(self, key: str) -> None:
+        raise SandboxViolation("records are read-only")
+
+    def __dir__(self) -> list[str]:
+        return sorted({"keys", "to_dict", *object.__getattribute__(self, "_data")})
+
     def keys(self) -> list[str]:
         return list(object.__getattribute__(self, "_data"))
 
     def to_dict(self) -> dict[str, Any]:
-        return dict(object.__getattribute__(self, "_data"))
+        return {k: _thaw(v) for k, v in object.__getattribute__(self, "_data").items()}
 
     def __repr__(self) -> str:
-        return f"Record({object.__getattribute__(self, '_data')!r})"
+        return f"Record({self.to_dict()!r})"
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_freeze(v) for v in value)
+    if isinstance(value, dict):
+        return Record(value)
+    return value
+
+
+def _thaw(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_thaw(v) for v in value]
+    if isinstance(value, Record):
+        return value.to_dict()
+    return value
 
 
 def _check_plain(value: object, depth: int = 0) -> None:
@@ -266,47 +454,96 @@ def to_plain(value: object, depth: int = 0) -> Any:
     raise ApiError(f"result of type '{type(value).__name__}' cannot be returned")
 
 
-def wrap_api(spec: ApiSpec, real: object) -> object:
-    """A slotted object whose only attributes are the spec's public methods."""
+class ApiMethod(metaclass=Sealed):
+    """One method of an injected API: argument checks, quotas, plain results, generic errors.
+
+    A slotted callable rather than a closure: nothing reachable from it leads to the real
+    object behind it (a closure's cells or a bound method's ``__self__`` would).
+    """
+
+    __slots__ = ("_api", "_bound", "_name", "_usage")
+
+    def __init__(self, spec: ApiSpec, name: str, bound: Callable[..., Any], usage: dict[str, int]) -> None:
+        object.__setattr__(self, "_api", spec)
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_bound", bound)
+        object.__setattr__(self, "_usage", usage)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        spec: ApiSpec = object.__getattribute__(self, "_api")
+        name: str = object.__getattribute__(self, "_name")
+        usage: dict[str, int] = object.__getattribute__(self, "_usage")
+        usage["calls"] += 1
+        if usage["calls"] > spec.max_calls:
+            raise ApiError(f"{spec.name}: call quota ({spec.max_calls}) exhausted")
+        _check_plain(list(args))
+        _check_plain(kwargs)
+        try:
+            result = to_plain(object.__getattribute__(self, "_bound")(*args, **kwargs))
+        except (TypeError, ValueError, KeyError, LookupError) as exc:
+            raise ApiError(f"{spec.name}.{name}: invalid arguments ({type(exc).__name__})") from None
+        except ApiError:
+            raise
+        except Exception as exc:
+            raise ApiError(f"{spec.name}.{name} failed ({type(exc).__name__})") from None
+        usage["rows"] += len(result) if isinstance(result, list) else 1
+        usage["bytes"] += len(repr(result))
+        if usage["rows"] > spec.max_rows or usage["bytes"] > spec.max_bytes:
+            raise ApiError(f"{spec.name}: row/byte quota exhausted")
+        return result
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise SandboxViolation("the injected API is read-only")
+
+    def __delattr__(self, key: str) -> None:
+        raise SandboxViolation("the injected API is read-only")
+
+    def __dir__(self) -> list[str]:
+        return []
+
+    def __repr__(self) -> str:
+        spec: ApiSpec = object.__getattribute__(self, "_api")
+        return f"<method {spec.name}.{object.__getattribute__(self, '_name')}>"
+
+
+class ApiObject(metaclass=Sealed):
+    """The injected API (``thermal``): only the spec's methods, nothing writable.
+
+    Its class is shared and sealed, its methods live in a read-only mapping, and neither
+    attribute assignment, deletion nor ``_write_`` accepts it, in this cell or later ones.
+    """
+
+    __slots__ = ("_api_name", "_methods")
+
+    def __init__(self, name: str, methods: dict[str, ApiMethod]) -> None:
+        object.__setattr__(self, "_api_name", name)
+        object.__setattr__(self, "_methods", types.MappingProxyType(dict(methods)))
+
+    def __getattr__(self, item: str) -> ApiMethod:
+        methods: types.MappingProxyType[str, ApiMethod] = object.__getattribute__(self, "_methods")
+        if item in methods:
+            return methods[item]
+        raise AttributeError(f"{object.__getattribute__(self, '_api_name')} has no method '{item}'")
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise SandboxViolation("the injected API is read-only")
+
+    def __delattr__(self, key: str) -> None:
+        raise SandboxViolation("the injected API is read-only")
+
+    def __dir__(self) -> list[str]:
+        return sorted(object.__getattribute__(self, "_methods"))
+
+    def __repr__(self) -> str:
+        names = ", ".join(object.__getattribute__(self, "_methods"))
+        return f"<api {object.__getattribute__(self, '_api_name')}: {names}>"
+
+
+def wrap_api(spec: ApiSpec, real: object) -> ApiObject:
+    """An ApiObject exposing the spec's public methods (all public callables when empty)."""
     names = spec.methods or tuple(n for n in dir(real) if not n.startswith("_") and callable(getattr(real, n)))
     usage = {"calls": 0, "rows": 0, "bytes": 0}
-
-    def make(method_name: str) -> Callable[..., Any]:
-        bound = getattr(real, method_name)
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            usage["calls"] += 1
-            if usage["calls"] > spec.max_calls:
-                raise ApiError(f"{spec.name}: call quota ({spec.max_calls}) exhausted")
-            _check_plain(list(args))
-            _check_plain(kwargs)
-            try:
-                result = to_plain(bound(*args, **kwargs))
-            except (TypeError, ValueError, KeyError, LookupError) as exc:
-                raise ApiError(f"{spec.name}.{method_name}: invalid arguments ({type(exc).__name__})") from None
-            except ApiError:
-                raise
-            except Exception as exc:
-                raise ApiError(f"{spec.name}.{method_name} failed ({type(exc).__name__})") from None
-            usage["rows"] += len(result) if isinstance(result, list) else 1
-            usage["bytes"] += len(repr(result))
-            if usage["rows"] > spec.max_rows or usage["bytes"] > spec.max_bytes:
-                raise ApiError(f"{spec.name}: row/byte quota exhausted")
-            return result
-
-        call.__name__ = method_name
-        return call
-
-    namespace: dict[str, Any] = {"__slots__": ()}
-    for n in names:
-        namespace[n] = staticmethod(make(n))
-    namespace["__repr__"] = lambda self: f"<api {spec.name}: {', '.join(names)}>"
-    namespace["__setattr__"] = _readonly_setattr
-    return type(f"{spec.name}_api", (), namespace)()
-
-
-def _readonly_setattr(self: object, key: str, value: object) -> None:
-    raise SandboxViolation("the injected API is read-only")
+    return ApiObject(spec.name, {n: ApiMethod(spec, n, getattr(real, n), usage) for n in names})
 
 
 # ---- globals -------------------------------------------------------------------------
@@ -318,6 +555,8 @@ _EXTRA_BUILTINS: dict[str, Any] = {
     "bin": bin, "ascii": ascii, "bytearray": bytearray,
     "Exception": Exception, "StopIteration": StopIteration,
 }  # fmt: skip
+
+SAFE_CLASSES: frozenset[type] = _safe_classes()
 
 _STRICT_BUILTINS = frozenset(
     {"None", "True", "False", "abs", "bool", "divmod", "float", "int", "len", "max", "min",
@@ -336,8 +575,17 @@ def build_builtins(mode: Mode, proxies: dict[str, ModuleProxy]) -> dict[str, Any
             del builtins[name]
     if mode == "strict":
         builtins = {k: v for k, v in builtins.items() if k in _STRICT_BUILTINS}
+    builtins["__build_class__"] = guarded_build_class
     builtins["__import__"] = make_import(mode, proxies)
     return builtins
+
+
+# The names RestrictedPython's generated code calls; user code can never spell them
+# (names starting with "_" are refused by validation and by compile_restricted).
+GUARD_NAMES: tuple[str, ...] = (
+    "_getattr_", "_getitem_", "_getiter_", "_write_", "_inplacevar_",
+    "_iter_unpack_sequence_", "_unpack_sequence_", "_print_", "_apply_",
+)  # fmt: skip
 
 
 def build_globals(
@@ -347,7 +595,7 @@ def build_globals(
     glb: dict[str, Any] = {
         "__builtins__": build_builtins(mode, proxies),
         "__name__": SANDBOX_MODULE,
-        "__metaclass__": type,
+        "__metaclass__": DEFAULT_METACLASS,  # RestrictedPython passes it to every class statement
         "_getattr_": guarded_getattr,
         "_getitem_": guarded_getitem,
         "_getiter_": iter,
@@ -355,8 +603,8 @@ def build_globals(
         "_inplacevar_": guarded_inplacevar,
         "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
         "_unpack_sequence_": guarded_unpack_sequence,
-        "_print_": _print_factory(buffer),
-        "_apply_": lambda f, *a, **k: f(*a, **k),
+        "_print_": _PrintFactory(buffer),
+        "_apply_": guarded_apply,
     }
     glb.update(injected)
     return glb

@@ -239,6 +239,29 @@ STANDARD_EXTRA_MODULES: dict[str, tuple[str, ...]] = {
 }  # fmt: skip
 
 
+# Real classes the proxies hand out as they are: C types whose methods check the type of
+# `self` (so they cannot be pointed at other objects) and whose metaclass is `type`. Every
+# other class in an allowed module is handed out as an instance factory (see
+# `executor.wrappers.ClassFactory`), except exception classes, which `except` needs as
+# classes. The reachability walk in the tests checks what each of them exposes.
+SAFE_MODULE_CLASSES: dict[str, tuple[str, ...]] = {
+    "collections": ("OrderedDict", "defaultdict", "deque"),
+    "datetime": ("date", "datetime", "time", "timedelta", "timezone"),
+    "decimal": ("Decimal",),
+    "itertools": (
+        "accumulate", "chain", "combinations", "combinations_with_replacement", "compress",
+        "count", "cycle", "dropwhile", "filterfalse", "groupby", "islice", "pairwise",
+        "permutations", "product", "repeat", "starmap", "takewhile", "zip_longest",
+    ),
+    "hashlib": ("blake2b",),
+}  # fmt: skip
+
+# Class-level helpers an instance factory keeps (as plain callables), by "module.Class".
+CLASS_HELPERS: dict[str, tuple[str, ...]] = {
+    "fractions.Fraction": ("from_float", "from_decimal"),
+}
+
+
 def modules_for(mode: Mode) -> dict[str, tuple[str, ...]]:
     """The import allowlist of ``mode`` (strict: none)."""
     if mode == "strict":

@@ -190,6 +190,28 @@ class _Checker(ast.NodeVisitor):
         for n in node.names:
             self._check_binding(node, n)
 
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
+        for n in node.names:
+            self._check_binding(node, n)
+
+    # Names bound by plain strings in the AST (not Name nodes): a class body must not be
+    # able to bind a guard name (`_write_`, `__metaclass__`...) through any of them.
+    def visit_ExceptHandler(self, node: ast.ExceptHandler) -> None:
+        self._check_binding(node, node.name)
+        self.generic_visit(node)
+
+    def visit_MatchAs(self, node: ast.MatchAs) -> None:
+        self._check_binding(node, node.name)
+        self.generic_visit(node)
+
+    def visit_MatchStar(self, node: ast.MatchStar) -> None:
+        self._check_binding(node, node.name)
+        self.generic_visit(node)
+
+    def visit_MatchMapping(self, node: ast.MatchMapping) -> None:
+        self._check_binding(node, node.rest)
+        self.generic_visit(node)
+
     # -- imports ----------------------------------------------------------------------
     def _import(self, node: ast.AST, module: str) -> None:
         root = module.split(".", maxsplit=1)[0]

@@ -1,0 +1,163 @@
+"""Layer 4/5 building blocks: what the sandbox may hold instead of stdlib functions and
+classes, and the check every attribute value passes before user code receives it.
+
+The invariant (tested by a reachability walk over the whole sandbox namespace): through
+the names the runtime guards allow, user code never obtains a Python function (it carries
+``__globals__``), a class outside a short allowlist (a class hands out ``type`` and the
+unbound methods of Python code), a descriptor, a module, a frame, a code object or a
+traceback. Python-level stdlib callables are held as :class:`SafeCallable`, Python-level
+stdlib classes as :class:`ClassFactory`; both are slotted, their classes are sealed, and
+neither has a public attribute.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+SANDBOX_MODULE = "sandbox"
+SANDBOX_FILENAME = "<sandbox>"
+
+_DANGEROUS_TYPES = (types.ModuleType, types.FrameType, types.CodeType, types.TracebackType, types.GenericAlias)
+# Callables implemented in C: their methods check the type of ``self``, so they cannot be
+# turned against other objects, and their only links to modules are dunder attributes.
+_C_ROUTINES = (
+    types.BuiltinFunctionType,
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.MethodWrapperType,
+    types.ClassMethodDescriptorType,
+)
+
+
+class SandboxViolation(Exception):
+    """Raised by a runtime guard; reported to the user as a refusal."""
+
+
+class Sealed(type):
+    """Metaclass of the wrapper classes: their attributes cannot be replaced at runtime."""
+
+    def __setattr__(cls, name: str, value: object) -> None:
+        raise SandboxViolation(f"'{cls.__name__}' is read-only")
+
+    def __delattr__(cls, name: str) -> None:
+        raise SandboxViolation(f"'{cls.__name__}' is read-only")
+
+
+class SafeCallable(metaclass=Sealed):
+    """A stdlib function as user code sees it: callable, and nothing else.
+
+    Unlike the function itself it has no ``__globals__``/``__code__``/``__defaults__``, and
+    unlike ``functools.partial`` or a closure no public attribute leads back to it.
+    """
+
+    __slots__ = ("_fn", "_label")
+
+    def __init__(self, fn: Any, label: str) -> None:
+        object.__setattr__(self, "_fn", fn)
+        object.__setattr__(self, "_label", label)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return object.__getattribute__(self, "_fn")(*args, **kwargs)
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise SandboxViolation("functions are read-only")
+
+    def __delattr__(self, key: str) -> None:
+        raise SandboxViolation("functions are read-only")
+
+    def __dir__(self) -> list[str]:
+        return []
+
+    def __repr__(self) -> str:
+        return f"<function {object.__getattribute__(self, '_label')}>"
+
+
+class ClassFactory(metaclass=Sealed):
+    """A Python-level stdlib class as user code sees it: an instance factory.
+
+    ``Counter("abc")`` builds a real ``Counter`` and ``isinstance(x, Counter)`` works, but the
+    class itself (whose unbound methods accept any ``self`` and whose metaclass is ``type``)
+    is never handed out. Listed class-level helpers (``Fraction.from_float``) are exposed as
+    :class:`SafeCallable`. It cannot be subclassed (the class statement refuses it).
+    """
+
+    __slots__ = ("_cls", "_helpers", "_label")
+
+    def __init__(self, cls: type, label: str, helpers: tuple[str, ...] = ()) -> None:
+        object.__setattr__(self, "_cls", cls)
+        object.__setattr__(self, "_label", label)
+        object.__setattr__(
+            self, "_helpers", {name: SafeCallable(getattr(cls, name), f"{label}.{name}") for name in helpers}
+        )
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return object.__getattribute__(self, "_cls")(*args, **kwargs)
+
+    def __instancecheck__(self, obj: object) -> bool:
+        return isinstance(obj, object.__getattribute__(self, "_cls"))
+
+    def __subclasscheck__(self, cls: type) -> bool:
+        return issubclass(cls, object.__getattribute__(self, "_cls"))
+
+    def __getattr__(self, item: str) -> Any:
+        helpers: dict[str, SafeCallable] = object.__getattribute__(self, "_helpers")
+        if item in helpers:
+            return helpers[item]
+        raise AttributeError(f"'{object.__getattribute__(self, '_label')}' exposes only: {', '.join(helpers)}")
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise SandboxViolation("classes are read-only")
+
+    def __delattr__(self, key: str) -> None:
+        raise SandboxViolation("classes are read-only")
+
+    def __dir__(self) -> list[str]:
+        return sorted(object.__getattribute__(self, "_helpers"))
+
+    def __repr__(self) -> str:
+        return f"<class {object.__getattribute__(self, '_label')}>"
+
+
+def is_sandbox_function(fn: types.FunctionType) -> bool:
+    """True for functions compiled from the user's own source (never for stdlib code)."""
+    return fn.__code__.co_filename == SANDBOX_FILENAME
+
+
+def is_sandbox_class(cls: type) -> bool:
+    """A class made by user code (class statements and ``namedtuple`` set this module)."""
+    return type(cls) is type and cls.__dict__.get("__module__") == SANDBOX_MODULE
+
+
+def is_descriptor(value: object) -> bool:
+    """property, classmethod, staticmethod, slot/getset descriptors and the like."""
+    if isinstance(value, (type, types.FunctionType, types.MethodType, *_C_ROUTINES)):
+        return False
+    return hasattr(type(value), "__get__")
+
+
+def refusal(value: object, allowed_classes: frozenset[type]) -> str | None:
+    """Why ``value`` may not be handed to user code, or None when it may."""
+    if isinstance(value, _DANGEROUS_TYPES):
+        return type(value).__name__
+    if isinstance(value, type):
+        if value in allowed_classes or is_sandbox_class(value) or issubclass(value, BaseException):
+            return None
+        return "class"
+    if isinstance(value, types.FunctionType):
+        return None if is_sandbox_function(value) else "function"
+    if isinstance(value, types.MethodType):
+        owner = value.__self__
+        if isinstance(owner, (type, types.ModuleType)) and not (
+            isinstance(value.__func__, types.FunctionType) and is_sandbox_function(value.__func__)
+        ):
+            return "method bound to a class"
+        return None
+    if isinstance(value, types.BuiltinFunctionType):
+        owner = value.__self__
+        if isinstance(owner, type) and refusal(owner, allowed_classes) is not None:
+            return "method bound to a class"
+        return None
+    if is_descriptor(value):
+        return "descriptor"
+    return None

@@ -1,0 +1,579 @@
+"""Python-layer attack suite: one test per technique, each through the real `execute()` or
+`ExecutorSession` (validation, compile_restricted, the guards, a forked hardened child),
+in standard and high mode (and strict where the technique needs no import).
+
+Each test asserts two things: the attack is refused or harmless (an attack that succeeds
+prints ESCAPED), and the benign program doing the same job still works.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from terminai_apts.executor import ApiSpec, ExecutionResult, ExecutorSession, SandboxConfig, execute, thermal_spec
+from terminai_apts.executor.policy import Mode
+from terminai_apts.memory import store
+
+from tests.unit.memory.conftest import make_records
+
+IMPORT_MODES: tuple[Mode, ...] = ("standard", "high")
+ALL_MODES: tuple[Mode, ...] = ("standard", "high", "strict")
+
+
+def cfg(mode: Mode) -> SandboxConfig:
+    return SandboxConfig(timeout_seconds=10, security_mode=mode)
+
+
+@pytest.fixture(scope="module")
+def memory_api(tmp_path_factory: pytest.TempPathFactory) -> ApiSpec:
+    folder = tmp_path_factory.mktemp("attack-memory")
+    path = folder / "mem.db"
+    store.build(path, make_records())
+    path.chmod(0o644)  # the child reads it after dropping to an unprivileged uid
+    folder.chmod(0o755)
+    for parent in folder.parents:
+        if parent == Path(tmp_path_factory.getbasetemp()).parent:
+            break
+        parent.chmod(0o755)
+    return thermal_spec(str(path))
+
+
+def blocked(result: ExecutionResult) -> bool:
+    """Refused (by validation, compile_restricted or a runtime guard) or failed, and never
+    reached the line that proves an escape."""
+    return not result.success and "ESCAPED" not in result.stdout
+
+
+def run_attacks(attacks: list[str], mode: Mode, api: ApiSpec | None = None) -> None:
+    for code in attacks:
+        result = execute(code, cfg(mode), api=api)
+        assert blocked(result), f"{mode}: not refused:\n{code}\n-> {result.stdout!r} {result.error!r}"
+
+
+def run_benign(code: str, mode: Mode, expected: str, api: ApiSpec | None = None) -> None:
+    result = execute(code, cfg(mode), api=api)
+    assert result.success, f"{mode}: benign program failed: {result.error}\n{code}"
+    assert result.stdout == expected
+
+
+# 1 -- the red team's first finding: a collections class method that returns its
+# argument's class gave `type`; from there type(name, bases, ns) defined dunders.
+@pytest.mark.parametrize("mode", IMPORT_MODES)
+def test_class_leak_through_collections(mode: Mode) -> None:
+    run_attacks(
+        [
+            "import collections\nt = collections.Counter.copy(int)\nprint('ESCAPED', t)",
+            "import collections\nt = collections.Counter().copy.__func__\nprint('ESCAPED')",
+            "import collections\nf = collections.Counter().fromkeys\nprint('ESCAPED', f)",
+            "from collections import Counter\nt = Counter.copy(int)\nprint('ESCAPED', t)",
+            "import collections\nclass C(collections.Counter):\n    pass\nt = C.copy(int)\nprint('ESCAPED', t)",
+            "import collections\nP = collections.namedtuple('P', 'x')\nprint('ESCAPED', P.x)",
+            "import collections\nk = collections.OrderedDict.copy(int)\nprint('ESCAPED', k)",
+            "import collections\nd = collections.defaultdict(list)\nt = d.default_factory.fromkeys\n"
+            "print('ESCAPED', t.__self__)",
+        ],
+        mode,
+    )
+    benign = (
+        "import collections\n"
+        "c = collections.Counter('aab')\n"
+        "d = collections.defaultdict(list)\n"
+        "d['k'].append(1)\n"
+        "P = collections.namedtuple('P', 'x y')\n"
+        "p = P(1, 2)\n"
+        "o = collections.OrderedDict(a=1)\n"
+        "print(c.most_common(1), c.copy() == c, dict(d), p.x + p.y, isinstance(p, P),"
+        " isinstance(c, collections.Counter), isinstance(c, dict), isinstance(d, collections.defaultdict),"
+        " list(o), collections.deque([1, 2])[1])\n"
+    )
+    run_benign(benign, mode, "[('a', 2)] True {'k': [1]} 3 True True True True ['a'] 2\n")
+
+
+# 2 -- the red team's `property` reached through a fractions attribute, and descriptors
+# in general (member/getset descriptors of builtin types, slots, classmethods).
+@pytest.mark.parametrize("mode", IMPORT_MODES)
+def test_descriptors_are_never_handed_out(mode: Mode) -> None:
+    run_attacks(
+        [
+            "import fractions\nprint('ESCAPED', fractions.Fraction.numerator)",
+            "import fractions\nprint('ESCAPED', fractions.Fraction(1, 2).from_float)",
+            "print('ESCAPED', int.real)",
+            "print('ESCAPED', complex.imag)",
+            "print('ESCAPED', slice.start)",
+            "import datetime\nprint('ESCAPED', datetime.datetime.year)",
+            "import decimal\nprint('ESCAPED', decimal.Decimal.real)",
+            "try:\n    1 / 0\nexcept Exception as e:\n    print('ESCAPED', ZeroDivisionError.args)",
+        ],
+        mode,
+    )
+    run_benign(
+        "import fractions, datetime, decimal\n"
+        "f = fractions.Fraction(3, 4)\n"
+        "print(f.numerator, f.denominator, fractions.Fraction.from_float(0.5), (5).real, slice(1, 4).start,"
+        " datetime.datetime(2024, 1, 5).year, decimal.Decimal('1.5').real, isinstance(f, fractions.Fraction))\n",
+        mode,
+        "3 4 1/2 5 1 2024 1.5 True\n",
+    )
+
+
+# 3 -- class bodies cannot shadow the guards: no name a class body binds, and no
+# namespace a metaclass could prepare, changes which _write_/_getattr_/... run.
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_class_body_cannot_shadow_guards(mode: Mode) -> None:
+    run_attacks(
+        [
+            "class C:\n    _write_ = lambda o: o\n    x = [1]\nprint('ESCAPED')",
+            "class C:\n    _getattr_ = lambda o, n: 1\nprint('ESCAPED')",
+            "class C:\n    __metaclass__ = 1\nprint('ESCAPED')",
+            "class C:\n    for _getitem_ in [1]:\n        pass\nprint('ESCAPED')",
+            "class C:\n    try:\n        1 / 0\n    except Exception as _write_:\n        pass\nprint('ESCAPED')",
+            "class C:\n    match 1:\n        case _getiter_:\n            pass\nprint('ESCAPED')",
+            "class C:\n    match [1]:\n        case [*_write_]:\n            pass\nprint('ESCAPED')",
+            "class C:\n    match {}:\n        case {**_write_}:\n            pass\nprint('ESCAPED')",
+            "class C:\n    def _write_(o):\n        return o\nprint('ESCAPED')",
+            "class C:\n    global _write_\nprint('ESCAPED')",
+            "class C:\n    (_write_ := 1)\nprint('ESCAPED')",
+            "class M:\n    def __prepare__(name, bases):\n        return {}\nprint('ESCAPED')",
+            "class C(metaclass=dict):\n    pass\nprint('ESCAPED')",
+            "class C(**{'metaclass': dict}):\n    pass\nprint('ESCAPED')",
+            "class C(Exception, flag=1):\n    pass\nprint('ESCAPED')",
+            "class C:\n    __build_class__ = 1\nprint('ESCAPED')",
+        ],
+        mode,
+    )
+    # benign classes, nested classes and class attributes keep working; the guards still
+    # run inside class bodies (a write to a foreign object there is refused)
+    run_benign(
+        "class Outer:\n    size = 2\n    class Inner:\n        label = 'in'\n"
+        "    items = [2 * i for i in range(size + 1)]\n"
+        "class Child(Outer):\n    def __init__(self, n):\n        self.n = n\n"
+        "c = Child(3)\nc.n = c.n + 1\nprint(c.n, Child.size, Outer.Inner.label, Outer.items)\n",
+        mode,
+        "4 2 in [0, 2, 4]\n",
+    )
+    inside = execute("class C:\n    v = isinstance.x = 1", cfg(mode))
+    assert not inside.success and inside.refused_by
+
+
+# 4 -- metaclass, __init_subclass__, __class_getitem__, __mro_entries__.
+@pytest.mark.parametrize("mode", IMPORT_MODES)
+def test_metaclass_and_class_hooks(mode: Mode) -> None:
+    run_attacks(
+        [
+            "class B:\n    def __init_subclass__(cls):\n        pass\nprint('ESCAPED')",
+            "class B:\n    def __class_getitem__(cls, item):\n        return cls\nprint('ESCAPED')",
+            "class B:\n    def __mro_entries__(self, bases):\n        return ()\nprint('ESCAPED')",
+            "import collections\nprint('ESCAPED', collections.deque[int])",
+            "print('ESCAPED', list[int])",
+            "import collections\nclass D(collections.deque[int]):\n    pass\nprint('ESCAPED')",
+            "import collections\nclass E(collections.Counter):\n    pass\nprint('ESCAPED')",
+            "import fractions\nclass F(fractions.Fraction):\n    pass\nprint('ESCAPED')",
+            "class G(print):\n    pass\nprint('ESCAPED')",
+        ],
+        mode,
+    )
+    run_benign(
+        "import collections, json\n"
+        "class Q(collections.deque):\n    def __init__(self, items):\n        self.extend(items)\n"
+        "class Bad(json.JSONDecodeError):\n    pass\n"
+        "class Err(ValueError):\n    pass\n"
+        "try:\n    raise Err('boom')\nexcept ValueError as e:\n    msg = str(e)\n"
+        "print(list(Q([1, 2])), msg, isinstance(Q([]), collections.deque))\n",
+        mode,
+        "[1, 2] boom True\n",
+    )
+
+
+# 5 -- __index__ / __len__ (the bytearray use-after-free needed a class with __index__):
+# no route defines such a method from sandbox code.
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_index_and_len_dunders_cannot_be_defined(mode: Mode) -> None:
+    run_attacks(
+        [
+            "class I:\n    def __index__(self):\n        return 0\nb = bytearray(4)\nb[I()] = 1\nprint('ESCAPED')",
+            "class I:\n    __index__ = lambda self: 0\nprint('ESCAPED')",
+            "def f(self):\n    return 0\nclass I:\n    pass\nI.__index__ = f\nprint('ESCAPED')",
+            "class L:\n    __len__ = lambda self: 0\nprint('ESCAPED')",
+            "def f(self):\n    return 0\nclass L:\n    pass\nL.__len__ = f\nprint('ESCAPED')",
+            "X = type('X', (), {'__index__': lambda s: 0})\nprint('ESCAPED')",
+            "class I:\n    pass\nsetattr(I, '__index__', len)\nprint('ESCAPED')",
+            "class I:\n    pass\nvars(I)['__len__'] = len\nprint('ESCAPED')",
+        ],
+        mode,
+    )
+    run_benign(
+        "class Box:\n    def __init__(self, items):\n        self.items = items\n"
+        "    def size(self):\n        return len(self.items)\n"
+        "b = [0] * 4\nb[1] = 7\nprint(Box([1, 2]).size(), list(b))\n",
+        mode,
+        "2 [0, 7, 0, 0]\n",
+    )
+    if mode != "strict":
+        run_benign("b = bytearray(4)\nb[1] = 7\nb[2:3] = b'x'\nprint(list(b))\n", mode, "[0, 7, 120, 0]\n")
+
+
+# 6 -- getattr-style tricks: names as runtime strings, attribute helpers, dunders.
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_getattr_tricks(mode: Mode) -> None:
+    run_attacks(
+        [
+            "print('ESCAPED', getattr(1, '__class__'))",
+            "print('ESCAPED', hasattr(1, 'real'))",
+            "print('ESCAPED', vars())",
+            "print('ESCAPED', dir())",
+            "print('ESCAPED', (1).__class__)",
+            "print('ESCAPED', (1).__getattribute__('real'))",
+            "print('ESCAPED', type(1))",
+            "print('ESCAPED', object.__subclasses__())",
+            "print('ESCAPED', globals())",
+            "print('ESCAPED', __builtins__)",
+            "print('ESCAPED', isinstance.__self__)",
+            "print('ESCAPED', len.__self__.open)",
+        ],
+        mode,
+    )
+    run_benign("x = [3, 1, 2]\nprint(len(x), sorted(x), (7).real, 'ab'.upper())\n", mode, "3 [1, 2, 3] 7 AB\n")
+    if mode != "strict":
+        run_attacks(
+            [
+                "import operator\nprint('ESCAPED')",
+                "import json\nprint('ESCAPED', json.dumps.__globals__)",
+                "import statistics\nprint('ESCAPED', statistics.mean.__wrapped__)",
+                "from json import dumps\nprint('ESCAPED', dumps.func)",
+                "import re\nprint('ESCAPED', re.compile.__closure__)",
+            ],
+            mode,
+        )
+
+
+# 7 -- format strings: str.format / format_map field access reaches any attribute.
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_format_string_field_access(mode: Mode) -> None:
+    run_attacks(
+        [
+            "print('{0.__class__}'.format(1), 'ESCAPED')",
+            "print('{0.__class__.__mro__}'.format(1), 'ESCAPED')",
+            "print('{x.__init__.__globals__}'.format_map({'x': 1}), 'ESCAPED')",
+            "f = 'ab'.format\nprint('ESCAPED')",
+            "print(str.format('{0.__class__}', 1), 'ESCAPED')",
+            "print(list(map(str.format, ['{0.__class__}'], [1])), 'ESCAPED')",
+            "print(f'{(1).__class__}', 'ESCAPED')",
+            "x = 1\nprint(f'{x.__class__!r}', 'ESCAPED')",
+        ],
+        mode,
+    )
+    run_benign(
+        "x = 3.14159\nname = 'pi'\nprint(f'{name}: {x:.2f} {x!r:>10}', '%s=%d' % (name, 3))\n",
+        mode,
+        "pi: 3.14    3.14159 pi=3\n",
+    )
+
+
+# 8 -- generators: frames and code objects behind gi_*/cr_*/ag_*.
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_generator_frames(mode: Mode) -> None:
+    run_attacks(
+        [
+            "def g():\n    yield 1\nx = g()\nprint('ESCAPED', x.gi_frame)",
+            "def g():\n    yield 1\nx = g()\nprint('ESCAPED', x.gi_code)",
+            "x = (i for i in [1])\nprint('ESCAPED', x.gi_frame.f_back)",
+            "def g():\n    yield 1\nx = g()\nprint('ESCAPED', x.gi_yieldfrom)",
+            "def f():\n    pass\nprint('ESCAPED', f.__code__)",
+            "def f():\n    pass\nprint('ESCAPED', f.__globals__)",
+            "print('ESCAPED', (lambda: 1).__closure__)",
+        ],
+        mode,
+    )
+    run_benign(
+        "def g(n):\n    for i in range(n):\n        yield i * i\nx = g(3)\nfirst = [v for v in x][0]\n"
+        "print(first, list(g(3))[1:], sum(i for i in range(4)))\n",
+        mode,
+        "0 [1, 4] 6\n",
+    )
+
+
+# 9 -- exceptions: __traceback__ (frames), __context__/__cause__ chains, with_traceback.
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_exception_traceback_and_context_walking(mode: Mode) -> None:
+    run_attacks(
+        [
+            "try:\n    1 / 0\nexcept Exception as e:\n    print('ESCAPED', e.__traceback__.tb_frame)",
+            "try:\n    try:\n        1 / 0\n    except Exception:\n        {}['x']\nexcept Exception as e:\n"
+            "    print('ESCAPED', e.__context__.__traceback__)",
+            "try:\n    1 / 0\nexcept Exception as e:\n    print('ESCAPED', e.__cause__)",
+            "try:\n    1 / 0\nexcept Exception as e:\n    t = e.with_traceback(None)\n    print('ESCAPED', t.tb_frame)",
+            "try:\n    len(1)\nexcept TypeError as e:\n    print('ESCAPED', e.args.__class__)",
+        ],
+        mode,
+    )
+    run_benign(
+        "def risky(d):\n    return d['k']\n"
+        "try:\n    try:\n        risky({})\n    except KeyError as e:\n        raise ValueError('wrapped') from e\n"
+        "except ValueError as e:\n    out = (str(e), e.args[0], isinstance(e, ValueError))\n"
+        "print(out)\n",
+        mode,
+        "('wrapped', 'wrapped', True)\n",
+    )
+
+
+# 10 -- __reduce__ / pickling protocols hand out constructors and callables.
+@pytest.mark.parametrize("mode", IMPORT_MODES)
+def test_reduce_protocol(mode: Mode) -> None:
+    run_attacks(
+        [
+            "import collections\nprint('ESCAPED', collections.Counter('a').__reduce__())",
+            "import datetime\nprint('ESCAPED', datetime.date(2024, 1, 1).__reduce_ex__(2))",
+            "import pickle\nprint('ESCAPED')",
+            "import copyreg\nprint('ESCAPED')",
+            "import decimal\nprint('ESCAPED', decimal.Decimal(1).__reduce__()[0])",
+        ],
+        mode,
+    )
+    run_benign(
+        "import collections, json\nc = collections.Counter('aab')\nprint(json.dumps(c, sort_keys=True), dict(c))\n",
+        mode,
+        "{\"a\": 2, \"b\": 1} {'a': 2, 'b': 1}\n",
+    )
+
+
+# 11 -- thermal cannot be mutated: attributes, class, functions, records, and not for
+# later cells of a session either.
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_thermal_cannot_be_mutated_across_cells(mode: Mode, memory_api: ApiSpec) -> None:
+    attacks = [
+        "thermal.search = len",
+        "del thermal.search",
+        "thermal.extra = 1",
+        "thermal.search.cache = 1",
+        "print(thermal.__class__)",
+        "print(thermal.search.__call__)",
+        "thermal.search.__self__",
+        "r = thermal.search('deploy')\nr.total = 0",
+        "r = thermal.search('deploy')\nr.hits[0].memory.tags.append('x')",
+        "r = thermal.search('deploy')\nr.hits[0].memory.title = 'x'",
+        "r = thermal.search('deploy')\ndel r.total",
+        "r = thermal.get(1)\nr['title'] = 'x'",
+        "class Evil:\n    search = len\nthermal.search = Evil.search",
+    ]
+    with ExecutorSession(cfg(mode), memory_api) as session:
+        before = session.run("base = thermal.search('deploy')\nprint(base.total, base.hits[0].memory.title)")
+        assert before.success, before.error
+        for code in attacks:
+            result = session.run(code)
+            assert blocked(result), f"{mode}: {code} -> {result.error}"
+        # a copy is the caller's own: changing it leaves the API and its records alone
+        copy = session.run(
+            "d = base.to_dict()\nd['total'] = 0\nd['hits'].clear()\nprint(d['total'], base.total, len(base.hits))"
+        )
+        assert copy.success, copy.error
+        after = session.run("r2 = thermal.search('deploy')\nprint(r2.total, r2.hits[0].memory.title)")
+        assert after.success, after.error
+        assert after.stdout == before.stdout
+        assert copy.stdout == f"0 {before.stdout.split()[0]} {before.stdout.split()[0]}\n"
+        assert session.run("print(sorted(thermal.get(1).tags))").stdout == "['db', 'infra']\n"
+
+
+# 12 -- module proxies are read-only for the whole session.
+@pytest.mark.parametrize("mode", IMPORT_MODES)
+def test_module_proxy_mutation(mode: Mode) -> None:
+    attacks = [
+        "import math\nmath.pi = 3",
+        "import math\ndel math.sqrt",
+        "import json\njson.dumps = str",
+        "import json\njson.loads.cache = 1",
+        "import collections\ncollections.Counter.most_common = 1",
+        "import math\nprint(math._attrs)",
+        "from math import _attrs",
+        "import math\nprint('ESCAPED', math.__dict__)",
+        "import re\nre.compile.flags = 1",
+    ]
+    with ExecutorSession(cfg(mode)) as session:
+        for code in attacks:
+            result = session.run(code)
+            assert blocked(result), f"{mode}: {code} -> {result.error}"
+        after = session.run("import math, json\npi = 3\nprint(math.pi > 3.14, json.dumps([1]), pi)")
+        assert after.success and after.stdout == "True [1] 3\n", after.error
+
+
+# 13 -- random: the per-run generator only; no shared state, no way to the instance.
+@pytest.mark.parametrize("mode", IMPORT_MODES)
+def test_random_state(mode: Mode) -> None:
+    run_attacks(
+        [
+            "import random\nprint('ESCAPED', random.random.__self__)",
+            "import random\nprint('ESCAPED', random.getstate())",
+            "import random\nprint('ESCAPED', random._inst)",
+            "import random\nrandom.random = lambda: 4",
+            "import random\nprint('ESCAPED', random.Random)",
+            "import random\nprint('ESCAPED', random.seed.__func__)",
+        ],
+        mode,
+    )
+    seeded = "import random\nrandom.seed(7)\nprint(random.random())"
+    first, second = execute(seeded, cfg(mode)), execute(seeded, cfg(mode))
+    assert first.success and first.stdout == second.stdout  # seeding is the run's own
+    unseeded = "import random\nprint(random.random())"
+    assert execute(unseeded, cfg(mode)).stdout != first.stdout  # and does not leak to the next run
+    run_benign(
+        "import random\nrandom.seed(1)\nx = [1, 2, 3]\nrandom.shuffle(x)\n"
+        "print(sorted(x), random.choice([5]), 1 <= random.randint(1, 3) <= 3, len(random.sample(range(10), 3)))\n",
+        mode,
+        "[1, 2, 3] 5 True 3\n",
+    )
+
+
+# 14 -- json hooks: what the decoder and encoder pass to user callbacks is plain data,
+# and the hooks cannot swap in a class of the attacker's choosing.
+@pytest.mark.parametrize("mode", IMPORT_MODES)
+def test_json_object_hooks(mode: Mode) -> None:
+    run_attacks(
+        [
+            "import json\njson.loads('{\"a\": 1}', object_hook=lambda d: print('ESCAPED', d.__class__))",
+            "import json\ncls = json.JSONDecodeError\nprint('ESCAPED', cls.__init__)",
+            "import json\njson.loads('1', cls=json.JSONDecoder)\nprint('ESCAPED')",
+            "import json\nprint('ESCAPED', json.decoder)",
+            "import json\njson.dumps(object(), default=lambda o: o)\nprint('ESCAPED')",
+            "import json\nseen = []\njson.loads('[1]', parse_int=lambda s: seen.append(s.__class__))\nprint('ESCAPED')",
+        ],
+        mode,
+    )
+    run_benign(
+        "import json\n"
+        "seen = []\n"
+        'data = json.loads(\'{"a": {"b": 1.5}}\', object_hook=lambda d: (seen.append(isinstance(d, dict)), d)[1],'
+        " parse_float=lambda s: round(float(s)))\n"
+        "class Point:\n    def __init__(self, x):\n        self.x = x\n"
+        "out = json.dumps({'p': Point(1)}, default=lambda o: {'x': o.x}, sort_keys=True)\n"
+        "print(data, seen, out)\n",
+        mode,
+        "{'a': {'b': 2}} [True, True] {\"p\": {\"x\": 1}}\n",
+    )
+
+
+# 15 -- re callbacks: the Match handed to a replacement function exposes only C methods.
+@pytest.mark.parametrize("mode", IMPORT_MODES)
+def test_re_callbacks(mode: Mode) -> None:
+    run_attacks(
+        [
+            "import re\nre.sub('a', lambda m: print('ESCAPED', m.__class__) or '', 'a')",
+            "import re\nre.sub('a', lambda m: print('ESCAPED', m.re.__class__) or '', 'a')",
+            "import re\ndef f(m):\n    m.re.groupindex['x'] = 1\n    print('ESCAPED')\n    return ''\n"
+            "re.sub('(?P<n>a)', f, 'a')",
+            "import re\np = re.compile('a')\np.pattern = 'b'\nprint('ESCAPED')",
+            "import re\nprint('ESCAPED', re._compile)",
+            "import re\nprint('ESCAPED', re.compile('a').scanner('a').__class__)",
+        ],
+        mode,
+    )
+    run_benign(
+        "import re\n"
+        "out = re.sub(r'(?P<w>\\w+)', lambda m: m.group('w').upper() + str(m.start()), 'ab cd')\n"
+        "p = re.compile('c', re.I)\n"
+        "print(out, bool(p.search('C')), p.flags & re.I == re.I, re.findall('[a-c]', 'abz'))\n",
+        mode,
+        "AB0 CD3 True True ['a', 'b']\n",
+    )
+
+
+# 16 -- sorted/min/max key callbacks and iteration protocols handed user functions.
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_sorted_key_callbacks(mode: Mode, memory_api: ApiSpec) -> None:
+    run_attacks(
+        [
+            "sorted([1, 2], key=lambda x: print('ESCAPED', x.__class__))",
+            "def k(x):\n    raise ValueError(x)\ntry:\n    sorted([1, 2], key=k)\nexcept ValueError as e:\n"
+            "    print('ESCAPED', e.__traceback__)",
+            "max([1], key=lambda x: x.__reduce__)\nprint('ESCAPED')",
+            "r = thermal.search('deploy')\nsorted(r.hits, key=lambda h: h.memory._data)\nprint('ESCAPED')",
+            "r = thermal.search('deploy')\nsorted(r.hits, key=lambda h: h.memory.__dict__)\nprint('ESCAPED')",
+        ],
+        mode,
+        memory_api,
+    )
+    run_benign(
+        "r = thermal.search('deploy')\n"
+        "titles = [h.memory.title for h in sorted(r.hits, key=lambda h: h.memory.date)]\n"
+        "print(titles[0], max([3, 1, 2], key=lambda v: -v), sorted(['b', 'A'], key=str.lower))\n",
+        mode,
+        "Deploy failed 1 ['A', 'b']\n",
+        memory_api,
+    )
+
+
+# 17 -- what a wrapper itself exposes: SafeCallable, ClassFactory, print, import.
+@pytest.mark.parametrize("mode", IMPORT_MODES)
+def test_wrappers_expose_nothing(mode: Mode) -> None:
+    run_attacks(
+        [
+            "import statistics\nprint('ESCAPED', statistics.mean.func)",
+            "import statistics\nprint('ESCAPED', statistics.mean.args)",
+            "import statistics\nstatistics.mean.x = 1",
+            "import collections\nprint('ESCAPED', collections.Counter.cls)",
+            "import collections\ncollections.Counter.fromkeys = 1",
+            "import fractions\nprint('ESCAPED', fractions.Fraction.from_float.func)",
+            "print('ESCAPED', printed.__self__)",
+            "import collections\nfrom collections import namedtuple\nprint('ESCAPED', namedtuple.keywords)",
+        ],
+        mode,
+    )
+    run_benign(
+        "import statistics, collections, fractions, decimal, datetime\n"
+        "print(statistics.mean([1, 2, 3]), collections.Counter('ab')['a'], fractions.Fraction(1, 3) * 3,"
+        " decimal.Decimal('0.1') + decimal.Decimal('0.2'),"
+        " datetime.datetime.strptime('2024-01-05', '%Y-%m-%d').strftime('%d %b %Y'))\n",
+        mode,
+        "2 1 1 0.3 05 Jan 2024\n",
+    )
+
+
+# 18 -- the red team's second finding end to end: `type` from the class leak, a metaclass
+# whose __prepare__ pre-loads `_write_`, a class body that then rewrites thermal.search
+# for the rest of the session.
+RED_TEAM_PREPARE = """
+import collections
+T = collections.Counter.copy(int)
+def prep(name, bases):
+    return {'_write_': lambda o: T(o)}
+M = T('M', (T,), {'__prepare__': prep})
+Base = M('Base', (), {})
+class X(Base):
+    thermal.search = len
+print('ESCAPED')
+"""
+
+
+@pytest.mark.parametrize("mode", IMPORT_MODES)
+def test_red_team_prepare_chain(mode: Mode, memory_api: ApiSpec) -> None:
+    with ExecutorSession(cfg(mode), memory_api) as session:
+        attack = session.run(RED_TEAM_PREPARE)
+        assert blocked(attack), attack.stdout
+        later = session.run("print(thermal.search('deploy').total)")
+        assert later.success and later.stdout == "3\n", later.error
+
+
+# 19 -- defence in depth for the class statement itself: even if a class with a custom
+# metaclass leaked into the namespace, the guarded __build_class__ refuses it before the
+# metaclass's __prepare__ could run. (In-process: the leaked object cannot be sent to a
+# child through any public entry point, which is the point of the walk.)
+def test_build_class_refuses_a_leaked_metaclass() -> None:
+    from RestrictedPython.compile import compile_restricted
+    from terminai_apts.executor import guards
+
+    prepared: list[str] = []
+
+    class Meta(type):
+        @classmethod
+        def __prepare__(cls, name: str, bases: tuple[type, ...], **kw: object) -> dict[str, object]:
+            prepared.append(name)
+            return {"_write_": lambda obj: obj}
+
+    leaked = Meta("Leaked", (), {})
+    glb = guards.build_globals("high", guards.build_proxies("high"), guards.OutputBuffer(1000), {"leaked": leaked})
+    code = compile_restricted("class X(leaked):\n    pass\n", filename="<sandbox>", mode="exec")
+    with pytest.raises(guards.SandboxViolation, match="plain classes"):
+        exec(code, glb)
+    assert prepared == []
+    plain = compile_restricted("class Y(ValueError):\n    z = [1]\n", filename="<sandbox>", mode="exec")
+    exec(plain, glb)
+    assert glb["Y"].z == [1] and type(glb["Y"]) is type
