@@ -183,9 +183,7 @@ def _sandboxed(
             setup_error: str | None = f"injected API unavailable ({type(exc).__name__})"
         else:
             setup_error = None
-        isolation.harden(
-            hardening, report, ruleset=ruleset, config=config, api_paths=api_paths, scratch=scratch
-        )
+        isolation.harden(hardening, report, ruleset=ruleset, config=config, api_paths=api_paths, scratch=scratch)
         # Sent before any user code runs, so the host may trust this one frame.
         ready = {"isolation": report.layers(), "notes": report.notes}
         frames.write_frame(res_fd, json.dumps(ready).encode())

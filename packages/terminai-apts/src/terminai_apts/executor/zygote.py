@@ -5,9 +5,10 @@ the run, whose ends it hands to the host (``SCM_RIGHTS``) right after the fork.
 
 Control protocol (one JSON message per SOCK_SEQPACKET datagram on the inherited socket):
 ``{"op": "spawn"}`` -> ``{"pid": N}`` plus the run's command-write and result-read
-descriptors (keepers are forked one ahead of demand); ``{"op": "end", "pid": N, "report": bool}`` -> ``{"status": S}`` once the run's
-process group is killed (and, with ``report``, reaped: S is its wait status); its scratch
-directory is removed before the next request is read.
+descriptors (keepers are forked one ahead of demand);
+``{"op": "end", "pid": N, "grace": S, "report": bool}`` -> ``{"status": W}`` once the
+run's process group is killed (with ``report``: reaped, W its wait status, and its
+scratch directory removed; otherwise both follow before the next request is read).
 """
 
 from __future__ import annotations
@@ -82,8 +83,9 @@ class Zygote:
 
         ``report``: the caller needs the run's wait status (it died on its own) or its
         scratch gone, so the keeper gets ``grace`` seconds to exit by itself before the
-        kill, and the answer waits for the reap and the removal. Otherwise the answer goes out right after the SIGKILL (from
-        then on nothing of the run executes) and the reaping follows.
+        kill, and the answer waits for the reap and the removal. Otherwise the answer goes
+        out right after the SIGKILL (from then on nothing of the run executes) and the
+        reaping follows.
         """
         if pid not in self.runs:
             self._answer(None)
