@@ -212,16 +212,21 @@ def verify_cmd(
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the SBOM")
 @click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name in the SBOM")
 @click.option("--version", "image_version", default=__version__, show_default=True)
-@click.option("--source-date-epoch", type=int, default=None, help="timestamp (default: $SOURCE_DATE_EPOCH or 0)")
+@click.option(
+    "--source-date-epoch", type=int, default=None, help="timestamp in seconds (default: the image's created time)"
+)
 @click.option("--image-dir", type=click.Path(path_type=Path), default=Path("images/sandbox"), show_default=True)
 def sbom_cmd(
     layout: Path, output: Path, repository: str, image_version: str, source_date_epoch: int | None, image_dir: Path
 ) -> None:
     """Write the CycloneDX 1.6 SBOM of the image in OCI layout LAYOUT (validated, deterministic)."""
-    epoch = source_date_epoch if source_date_epoch is not None else int(os.environ.get("SOURCE_DATE_EPOCH", "0"))
     text = sbom.generate(
         sbom.SbomOptions(
-            layout=layout, repository=repository, version=image_version, source_date_epoch=epoch, image_dir=image_dir
+            layout=layout,
+            repository=repository,
+            version=image_version,
+            source_date_epoch=source_date_epoch,
+            image_dir=image_dir,
         )
     )
     output.write_text(text)
