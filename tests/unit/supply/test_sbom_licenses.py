@@ -82,7 +82,7 @@ def test_python_licences() -> None:
     assert licenses.python_expression("Apache-2.0", None, []) == "Apache-2.0"
     assert licenses.python_expression(None, "ZPL 2.1", []) == "ZPL-2.1"
     assert licenses.python_expression(None, None, ["MIT License"]) == "MIT"
-    assert licenses.python_expression(None, "Some Custom Licence", []) == "LicenseRef-Debian-Some-Custom-Licence"
+    assert licenses.python_expression(None, "Some Custom Licence", []) == "LicenseRef-Python-Some-Custom-Licence"
     assert licenses.python_expression(None, None, []) is None
     assert licenses.is_single_id("MIT") and not licenses.is_single_id("MIT OR ISC")
     assert not licenses.is_single_id("LicenseRef-Debian-public-domain")
@@ -177,3 +177,18 @@ def test_sbom_without_a_created_time_asks_for_one(tmp_path: Path) -> None:
     with pytest.raises(SbomError, match="created") as caught:
         generate(SbomOptions(layout=layout, repository="r/t", version="1", image_dir=tmp_path))
     assert "--source-date-epoch" in (caught.value.hint or "")
+
+
+def test_cli_sbom_takes_the_image_created_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+    from terminai_sandbox.cli import main
+
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")  # a stale environment does not override the image
+    layout = _image(tmp_path / "oci", created="2026-11-20T02:11:10Z")
+    out = tmp_path / "sbom.json"
+    result = CliRunner().invoke(main, ["sbom", str(layout), "-o", str(out), "--image-dir", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(out.read_text())["metadata"]["timestamp"] == "2026-11-20T02:11:10+00:00"
+    bare = _image(tmp_path / "bare", created=None)
+    refused = CliRunner().invoke(main, ["sbom", str(bare), "-o", str(out), "--image-dir", str(tmp_path)])
+    assert refused.exit_code == 12 and "created" in refused.output

@@ -95,10 +95,13 @@ def _known(text: str) -> str | None:
     return None if parsed is None else str(parsed.render("{symbol.key}"))
 
 
-def license_ref(name: str) -> str:
-    """SPDX's form for a licence not on its list; ``+`` (or later) survives as ``-or-later``."""
+def license_ref(name: str, scope: str = "Debian") -> str:
+    """SPDX's form for a licence not on its list; ``+`` (or later) survives as ``-or-later``.
+
+    ``scope`` says whose name it is (``Debian`` for DEP-5 names, ``Python`` for core metadata).
+    """
     cleaned = re.sub(r"[^A-Za-z0-9.-]+", "-", name.replace("+", "-or-later-"))
-    return "LicenseRef-Debian-" + (re.sub(r"-{2,}", "-", cleaned).strip("-.") or "unnamed")
+    return f"LicenseRef-{scope}-" + (re.sub(r"-{2,}", "-", cleaned).strip("-.") or "unnamed")
 
 
 def _versioned(name: str) -> str | None:
@@ -212,7 +215,7 @@ def python_expression(license_expression: str | None, license_field: str | None,
         return normalise(" AND ".join(mapped))
     plain = (license_field or "").strip()
     if plain and "\n" not in plain and len(plain) <= 64:
-        return license_ref(plain)
+        return license_ref(plain, scope="Python")
     return None
 
 
