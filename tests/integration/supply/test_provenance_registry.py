@@ -16,9 +16,10 @@ from terminai_sandbox.build import BuildResult
 from terminai_sandbox.cli import main
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.secret import Secret
-from terminai_sandbox.signing import attest, cosign, keys
+from terminai_sandbox.signing import attest, bundles, cosign, keyless, keys
 
 from tests.fixtures.registry import RegistryServer
+from tests.unit.supply.sigstore_testing import IDENTITY, ISSUER, TestSigstore
 
 ROOT = Path(__file__).resolve().parents[3]
 SLSA = provenance.PREDICATE_TYPE
@@ -134,3 +135,57 @@ def test_provenance_is_attested_verified_and_tampering_refused(
     assert code == 0, out
     code, out = _run("verify", bad_reference, "--key", str(pub), "--attestation", "slsaprovenance1")
     assert code == 11 and "step 6p" in out and "builder.id" in out, out
+
+
+def test_keyless_provenance_referrer_verifies_by_identity_and_a_tampered_one_is_refused(
+    registry: RegistryServer, built_image: BuildResult, tmp_path: Path
+) -> None:
+    instance = TestSigstore()
+    root = instance.write_trusted_root(tmp_path / "trusted_root.json")
+    client = RegistryClient(registry.host)
+    predicate = provenance.generate(
+        provenance.ProvenanceOptions(
+            layout=built_image.oci_layout,
+            image_dir=ROOT / "images" / "sandbox",
+            repository=f"{registry.host}/terminai/keyless",
+            version="9.9.9",
+            builder_id="https://github.com/o/r/.github/workflows/release.yml@refs/tags/v9.9.9",
+        )
+    )
+
+    def publish(repo: str, body: dict[str, object], tamper: bool = False) -> str:
+        digest = client.push_layout(built_image.oci_layout, repo).digest
+        name = f"{registry.host}/{repo}"
+        signer = instance.signer()
+        bundles.attach(client, repo, digest, keyless.sign_statement(signer, name, digest))
+        bundle = keyless.sign_statement(signer, name, digest, predicate_type=SLSA, predicate=body)
+        if tamper:  # another builder in the signed statement, the signature left as it was
+            data = json.loads(bundle)
+            statement = json.loads(base64.b64decode(data["dsseEnvelope"]["payload"]))
+            statement["predicate"]["runDetails"]["builder"]["id"] = "https://attacker.example/builder"
+            data["dsseEnvelope"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
+            bundle = json.dumps(data)
+        bundles.attach(client, repo, digest, bundle)
+        return f"{name}@{digest}"
+
+    def verify(reference: str, identity: str = IDENTITY) -> tuple[int, str]:
+        return _run(
+            "verify",
+            reference,
+            "--certificate-identity",
+            identity,
+            "--certificate-oidc-issuer",
+            ISSUER,
+            "--trusted-root",
+            str(root),
+            "--attestation",
+            "slsaprovenance1",
+        )
+
+    genuine = publish("terminai/keyless", predicate)
+    code, out = verify(genuine)
+    assert code == 0 and "verified attestation https://slsa.dev/provenance/v1" in out, out
+    code, out = verify(genuine, identity="someone-else@example.test")
+    assert code == 11, out
+    code, out = verify(publish("terminai/keyless-tampered", predicate, tamper=True))
+    assert code == 11 and "step 6" in out, out
