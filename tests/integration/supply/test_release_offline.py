@@ -62,6 +62,10 @@ def test_release_then_air_gapped_verify(registry: RegistryServer, built_image: B
     assert manifest["manifest_digest"] == built_image.manifest_digest
     assert client.resolve(REPO, "9.9.9") == built_image.manifest_digest
     assert set(manifest["locks"]) >= {"debian.lock", "requirements.lock"}
+    # the provenance next to the SBOM names the release's inputs and the SBOM as a byproduct
+    slsa = json.loads((target / "provenance.slsa.json").read_text())
+    assert manifest["provenance"]["path"] == "provenance.slsa.json"
+    assert slsa["runDetails"]["byproducts"][0]["digest"]["sha256"] == manifest["sbom"]["sha256"].removeprefix("sha256:")
     # openssl verifies the exported payload with the exported public key
     proc = subprocess.run(
         [
@@ -83,6 +87,8 @@ def test_release_then_air_gapped_verify(registry: RegistryServer, built_image: B
     ref = ImageRef.parse(f"{registry.host}/{REPO}@{built_image.manifest_digest}")
     policy = VerificationPolicy.single_key(target / "cosign.pub")
     result = verify_image(ref, policy, client=None, offline_dir=target, attestation="cyclonedx")
+    offline_slsa = verify_image(ref, policy, client=None, offline_dir=target, attestations=("slsaprovenance1",))
+    assert offline_slsa.claims[0]["predicate"] == slsa
     assert result.claims[0]["predicate"]["metadata"]["component"]["purl"].endswith(
         f"@{built_image.manifest_digest.replace(':', '%3A')}?repository_url={registry.host}/{REPO}"
     ) or built_image.manifest_digest in json.dumps(result.claims[0]["predicate"]["metadata"])

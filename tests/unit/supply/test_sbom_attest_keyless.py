@@ -81,7 +81,7 @@ def test_dpkg_status_and_metadata_parsing() -> None:
     assert debs["libfoo1"].source == "foo" and debs["libfoo1"].depends == ("libbar", "libbaz", "libc6")
     dist = parse_metadata(METADATA)
     assert dist.name == "Restricted_Python" and dist.requires == ("setuptools",)
-    assert dist.license == "Zope Public License"
+    assert dist.license == "ZPL-2.1"  # the trove classifier, as an SPDX identifier
 
 
 def test_sbom_from_layers_with_whiteouts_is_deterministic_and_valid(tmp_path: Path) -> None:

@@ -1,14 +1,16 @@
-"""``release``: build → contracts → SBOM → push by digest → sign → attest → verify → manifest.
+"""``release``: build → contracts → SBOM, provenance → push by digest → sign → attest → verify → manifest.
 
 Every step must pass before the next starts. The version tag (``X.Y.Z``) is written to the
 registry only after the contracts passed *and* the pushed image verified; until then the
-image exists in the registry only by digest. The result is ``dist/X.Y.Z/release.json``
-plus, next to it, everything an air-gapped verifier needs (``oci/``, ``signatures.json``,
-``sbom.cdx.json``).
+image exists in the registry only by digest. The SBOM and the SLSA v1 provenance are both
+attested (cosign ``.att``) and both verified before the tag. The result is
+``dist/X.Y.Z/release.json`` plus, next to it, everything an air-gapped verifier needs
+(``oci/``, ``signatures.json``, ``sbom.cdx.json``, ``provenance.slsa.json``).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import shutil
@@ -19,6 +21,7 @@ from typing import Any, Protocol
 
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from terminai_sandbox import provenance
 from terminai_sandbox.errors import ReleaseError, SandboxError
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
@@ -56,6 +59,7 @@ class ReleaseOptions:
     dist_root: Path
     image_dir: Path
     insecure: bool = False
+    builder_id: str = provenance.LOCAL_BUILDER
 
 
 def _sha256_file(path: Path) -> str:
@@ -102,6 +106,21 @@ def release(
     )
     sbom_path = target / "sbom.cdx.json"
     sbom_path.write_text(sbom_text)
+    predicate = _step(
+        "provenance",
+        lambda: provenance.generate(
+            provenance.ProvenanceOptions(
+                layout=image.oci_layout,
+                image_dir=options.image_dir,
+                repository=ref.name,
+                version=options.version,
+                builder_id=options.builder_id,
+                sbom=sbom_path,
+            )
+        ),
+    )
+    provenance_path = target / "provenance.slsa.json"
+    provenance_path.write_text(provenance.dumps(predicate))
     client = client or RegistryClient(ref.registry, insecure=options.insecure)
     pushed = _step("push", lambda: client.push_layout(image.oci_layout, ref.repository))  # by digest, no tag yet
     if pushed.digest != image.manifest_digest:
@@ -110,21 +129,26 @@ def release(
     payload, signature, _ = _step(
         "sign", lambda: cosign.sign(client, ref.repository, pushed.digest, key, docker_reference=ref.name)
     )
-    _step(
-        "attest",
-        lambda: attest.attest(
-            client,
-            ref.repository,
-            pushed.digest,
-            key,
-            subject_name=ref.name,
-            predicate_uri=attest.PREDICATE_TYPES["cyclonedx"],
-            predicate=json.loads(sbom_text),
-        ),
-    )
+    for kind, body in (("cyclonedx", json.loads(sbom_text)), ("slsaprovenance1", predicate)):
+        _step(
+            "attest",
+            functools.partial(
+                attest.attest,
+                client,
+                ref.repository,
+                pushed.digest,
+                key,
+                subject_name=ref.name,
+                predicate_uri=attest.PREDICATE_TYPES[kind],
+                predicate=body,
+            ),
+        )
     public = keys.public_pem(key)
     policy = VerificationPolicy(keys=(TrustedKey(pem=public, source="release key"),))
-    verified = _step("verify", lambda: verify_image(pinned, policy, client=client, attestation="cyclonedx"))
+    verified = _step(
+        "verify",
+        lambda: verify_image(pinned, policy, client=client, attestations=("cyclonedx", "slsaprovenance1")),
+    )
     _step("tag", lambda: client.put_manifest(ref.repository, options.version, *_manifest(image)))
     if image.oci_layout.resolve() != (target / "oci").resolve():
         shutil.rmtree(target / "oci", ignore_errors=True)
@@ -141,6 +165,7 @@ def release(
         "config_digest": image.config_digest,
         "locks": {p.name: _sha256_file(p) for p in sorted(options.image_dir.glob("*.lock")) if p.is_file()},
         "sbom": {"path": "sbom.cdx.json", "sha256": _sha256_file(sbom_path)},
+        "provenance": {"path": "provenance.slsa.json", "sha256": _sha256_file(provenance_path)},
         "signatures": {
             "signature_tag": f"{ref.name}:{cosign.signature_tag(pushed.digest)}",
             "attestation_tag": f"{ref.name}:{attest.attestation_tag(pushed.digest)}",

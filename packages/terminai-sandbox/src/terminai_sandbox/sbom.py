@@ -2,13 +2,21 @@
 
 Inputs are the image's own files, taken from the layer tars in order (later layers and
 whiteouts win): ``var/lib/dpkg/status`` for Debian packages, every ``*.dist-info/METADATA``
-for Python distributions, DEP-5 ``usr/share/doc/*/copyright`` for Debian licenses. The locks
-in ``images/sandbox/`` add the sha256 of each ``.deb`` and each wheel.
+for Python distributions, ``usr/share/doc/<package>/copyright`` for Debian licences
+(following a ``usr/share/doc/<package>`` symlink to the package that holds the file), and
+``os-release`` for the purls' ``distro``. The locks in ``images/sandbox/`` add the sha256 of
+each ``.deb`` and each wheel.
 
-Deterministic: the timestamp is SOURCE_DATE_EPOCH, the serial number is derived from the
-manifest digest, ``bom-ref``s are purls, and components are sorted by purl, so the same
-image gives byte-identical output. The document is checked with the strict JSON schema
-validator before it is returned.
+Licences are SPDX expressions (:mod:`terminai_sandbox.licenses`): every ``License:`` name of
+a machine-readable (DEP-5) copyright file, or, for an older free-text file, every
+``/usr/share/common-licenses/NAME`` it points to. A package's licence is all of them joined
+with ``AND`` (its files carry each); the Debian names are kept in the
+``terminai:deb:licenses`` property.
+
+Deterministic: the timestamp is the image's ``created`` time (SOURCE_DATE_EPOCH of the
+build), the serial number is derived from the manifest digest, ``bom-ref``s are purls, and
+components are sorted by purl, so the same image gives byte-identical output. The document
+is checked with the strict JSON schema validator before it is returned.
 """
 
 from __future__ import annotations
@@ -16,6 +24,7 @@ from __future__ import annotations
 import email.parser
 import gzip
 import json
+import posixpath
 import re
 import tarfile
 import uuid
@@ -32,10 +41,11 @@ from cyclonedx.schema import OutputFormat, SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 from packageurl import PackageURL
 
+from terminai_sandbox import licenses
 from terminai_sandbox._version import __version__
 from terminai_sandbox.errors import SbomError
 
-DEB_DISTRO = "debian-12"
+DEB_DISTRO = "debian-12"  # when the image carries no os-release
 _PY_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _DEP_NAME = re.compile(r"^\s*([a-z0-9][a-z0-9+.-]+)")
 
@@ -52,14 +62,15 @@ class DebPackage:
     architecture: str
     source: str
     depends: tuple[str, ...]
-    licenses: tuple[str, ...] = ()
+    licenses: tuple[str, ...] = ()  # the names the copyright file gives, as Debian spells them
+    license: str | None = None  # SPDX expression
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PyDist:
     name: str
     version: str
-    license: str | None
+    license: str | None  # SPDX expression
     requires: tuple[str, ...]
 
 
@@ -69,6 +80,7 @@ class ImageContents:
 
     debs: dict[str, DebPackage] = field(default_factory=dict)
     python: dict[str, PyDist] = field(default_factory=dict)
+    distro: str = DEB_DISTRO
 
 
 def _layer_paths(layout: Path) -> tuple[str, list[Path]]:
@@ -82,16 +94,44 @@ def _layer_paths(layout: Path) -> tuple[str, list[Path]]:
     return digest, layers
 
 
+def image_created(layout: Path) -> int:
+    """The image config's ``created`` time (the build's SOURCE_DATE_EPOCH) in seconds."""
+    digest, _ = _layer_paths(layout)
+    try:
+        manifest = json.loads((layout / "blobs" / "sha256" / digest.removeprefix("sha256:")).read_text())
+        config_blob = layout / "blobs" / "sha256" / manifest["config"]["digest"].removeprefix("sha256:")
+        created = json.loads(config_blob.read_text())["created"]
+        return int(datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp())
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise SbomError(
+            f"{layout}: the image config has no readable 'created' time for the SBOM timestamp",
+            hint="pass --source-date-epoch SECONDS",
+        ) from None
+
+
+_OS_RELEASE = ("etc/os-release", "usr/lib/os-release")
+
+
 def _interesting(path: str) -> bool:
     return (
         path == "var/lib/dpkg/status"
+        or path in _OS_RELEASE
         or (path.endswith(".dist-info/METADATA") and path.count("/") >= 2)
         or (path.startswith("usr/share/doc/") and path.endswith("/copyright") and path.count("/") == 4)
     )
 
 
+def _doc_link(path: str) -> bool:
+    # Debian points usr/share/doc/<binary> at the doc directory of the package holding the
+    # copyright file (libstdc++6 -> gcc-12-base); os-release is a symlink too.
+    return (path.startswith("usr/share/doc/") and path.count("/") == 3) or path in _OS_RELEASE
+
+
 def read_files(layout: Path) -> dict[str, bytes]:
-    """The final content of the files the SBOM needs, after applying every layer in order."""
+    """The final content of the files the SBOM needs, after applying every layer in order.
+
+    Symlinks among them are returned as ``b"->TARGET"`` under their own path.
+    """
     _, layers = _layer_paths(layout)
     files: dict[str, bytes] = {}
     for blob in layers:
@@ -114,14 +154,46 @@ def read_files(layout: Path) -> dict[str, bytes]:
                     handle = tar.extractfile(member)
                     if handle is not None:
                         files[text] = handle.read()
+                elif member.issym() and _doc_link(text):
+                    files[text] = b"->" + member.linkname.encode()
     return files
 
 
-def _dep5_licenses(text: str) -> tuple[str, ...]:
-    if not text.startswith("Format:"):
-        return ()  # only machine-readable (DEP-5) copyright files name licenses reliably
-    found = {line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("License:")}
-    return tuple(sorted(name for name in found if name))
+def _resolve(files: dict[str, bytes], path: str) -> bytes | None:
+    """A file's content, following symlinks (relative or absolute) a few levels deep."""
+    for _ in range(5):
+        data = files.get(path)
+        if data is None or not data.startswith(b"->"):
+            return data
+        target = data[2:].decode()
+        joined = target if target.startswith("/") else posixpath.join(posixpath.dirname(path), target)
+        path = posixpath.normpath("/" + joined).lstrip("/")
+    return None
+
+
+def copyright_licenses(text: str) -> tuple[tuple[str, ...], str | None]:
+    """(Debian licence names, SPDX expression) of one ``copyright`` file.
+
+    A machine-readable (DEP-5) file names each licence on its ``License:`` lines. An older
+    free-text file names none reliably; the licence texts it points to under
+    ``/usr/share/common-licenses/`` are what it declares.
+    """
+    if text.startswith("Format:"):
+        names = sorted({line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("License:")})
+        names = [name for name in names if name]
+        return tuple(names), licenses.conjunction(
+            expression for expression in map(licenses.dep5_expression, names) if expression
+        )
+    referenced = licenses.common_license_names(text)
+    return referenced, licenses.conjunction(licenses.dep5_name(name) for name in referenced)
+
+
+def os_release_distro(text: str) -> str:
+    """``<ID>-<VERSION_ID>`` from os-release, as syft writes the deb purl's ``distro``."""
+    fields = dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+    ident = fields.get("ID", "").strip().strip('"')
+    version = fields.get("VERSION_ID", "").strip().strip('"')
+    return f"{ident}-{version}" if ident and version else DEB_DISTRO
 
 
 def parse_dpkg_status(text: str, copyrights: dict[str, str] | None = None) -> dict[str, DebPackage]:
@@ -147,13 +219,15 @@ def parse_dpkg_status(text: str, copyrights: dict[str, str] | None = None) -> di
                         deps.append(match.group(1).split(":")[0])
         name = fields["Package"]
         source = fields.get("Source", name).split(" ")[0]
+        names, expression = copyright_licenses((copyrights or {}).get(name, ""))
         out[name] = DebPackage(
             name=name,
             version=fields.get("Version", ""),
             architecture=fields.get("Architecture", ""),
             source=source,
             depends=tuple(sorted(set(deps))),
-            licenses=_dep5_licenses((copyrights or {}).get(name, "")),
+            licenses=names,
+            license=expression,
         )
     return out
 
@@ -161,11 +235,10 @@ def parse_dpkg_status(text: str, copyrights: dict[str, str] | None = None) -> di
 def parse_metadata(data: bytes) -> PyDist:
     """A Python distribution from its core metadata (``METADATA``)."""
     message = email.parser.BytesParser().parsebytes(data, headersonly=True)
-    license_text = message.get("License-Expression") or None
-    if license_text is None:
-        classifiers = [c.split("::")[-1].strip() for c in message.get_all("Classifier", []) if c.startswith("License")]
-        plain = (message.get("License") or "").strip()
-        license_text = classifiers[0] if classifiers else (plain if plain and "\n" not in plain else None)
+    classifiers = [c.split("::")[-1].strip() for c in message.get_all("Classifier", []) if c.startswith("License")]
+    license_text = licenses.python_expression(
+        message.get("License-Expression") or None, message.get("License") or None, classifiers
+    )
     requires = []
     for item in message.get_all("Requires-Dist", []):
         if "extra ==" in item.replace(" ", " ") or "extra==" in item:
@@ -183,12 +256,22 @@ def parse_metadata(data: bytes) -> PyDist:
 
 def image_contents(layout: Path) -> ImageContents:
     files = read_files(layout)
-    copyrights = {
-        path.split("/")[3]: data.decode("utf-8", "replace")
-        for path, data in files.items()
-        if path.startswith("usr/share/doc/")
-    }
+    copyrights: dict[str, str] = {}
+    for path in files:
+        if path.startswith("usr/share/doc/"):
+            package = path.split("/")[3]
+            data = _resolve(files, f"usr/share/doc/{package}/copyright")
+            if data is None and path.count("/") == 3:  # the doc directory itself is a symlink
+                target = files[path][2:].decode()
+                data = _resolve(files, f"usr/share/doc/{PurePosixPath(target).name}/copyright")
+            if data is not None:
+                copyrights[package] = data.decode("utf-8", "replace")
     contents = ImageContents()
+    for name in _OS_RELEASE:
+        release = _resolve(files, name)
+        if release is not None:
+            contents.distro = os_release_distro(release.decode("utf-8", "replace"))
+            break
     status = files.get("var/lib/dpkg/status")
     if status is not None:
         contents.debs = parse_dpkg_status(status.decode("utf-8", "replace"), copyrights)
@@ -228,19 +311,22 @@ def read_locks(image_dir: Path) -> Locks:
     return Locks(deb_sha256=debs, wheel_sha256=wheels)
 
 
-def _license(text: str) -> DisjunctiveLicense | LicenseExpression:
-    if any(op in f" {text} " for op in (" OR ", " AND ", " WITH ")):
-        return LicenseExpression(text)
-    return DisjunctiveLicense(name=text)
+def _license(expression: str | None) -> list[DisjunctiveLicense | LicenseExpression]:
+    """CycloneDX ``license.id`` for one SPDX identifier, ``expression`` for anything else."""
+    if expression is None:
+        return []
+    if licenses.is_single_id(expression):
+        return [DisjunctiveLicense(id=expression)]
+    return [LicenseExpression(expression)]
 
 
-def _deb_component(pkg: DebPackage, locks: Locks) -> Component:
+def _deb_component(pkg: DebPackage, locks: Locks, distro: str) -> Component:
     purl = PackageURL(
         type="deb",
         namespace="debian",
         name=pkg.name,
         version=pkg.version,
-        qualifiers={"arch": pkg.architecture, "distro": DEB_DISTRO},
+        qualifiers={"arch": pkg.architecture, "distro": distro},
     )
     sha = locks.deb_sha256.get((pkg.name, pkg.version, pkg.architecture))
     return Component(
@@ -250,10 +336,11 @@ def _deb_component(pkg: DebPackage, locks: Locks) -> Component:
         purl=purl,
         bom_ref=purl.to_string(),
         hashes=[HashType(alg=HashAlgorithm.SHA_256, content=sha)] if sha else [],
-        licenses=[DisjunctiveLicense(name=name) for name in pkg.licenses],
+        licenses=_license(pkg.license),
         properties=[
             Property(name="terminai:deb:source", value=pkg.source),
             Property(name="terminai:deb:architecture", value=pkg.architecture),
+            *([Property(name="terminai:deb:licenses", value="; ".join(pkg.licenses))] if pkg.licenses else []),
         ],
     )
 
@@ -270,7 +357,7 @@ def _py_component(dist: PyDist, locks: Locks) -> Component:
         purl=purl,
         bom_ref=purl.to_string(),
         hashes=[HashType(alg=HashAlgorithm.SHA_256, content=h) for h in hashes],
-        licenses=[_license(dist.license)] if dist.license else [],
+        licenses=_license(dist.license),
     )
 
 
@@ -279,8 +366,8 @@ class SbomOptions:
     layout: Path
     repository: str
     version: str
-    source_date_epoch: int
     image_dir: Path
+    source_date_epoch: int | None = None  # None: the image config's created time
 
 
 def generate(options: SbomOptions) -> str:
@@ -292,7 +379,8 @@ def generate(options: SbomOptions) -> str:
     locks = read_locks(options.image_dir)
     bom = Bom()
     bom.serial_number = uuid.uuid5(uuid.NAMESPACE_URL, f"terminai-sandbox-sbom:{digest}")
-    bom.metadata.timestamp = datetime.fromtimestamp(options.source_date_epoch, tz=UTC)
+    epoch = options.source_date_epoch if options.source_date_epoch is not None else image_created(options.layout)
+    bom.metadata.timestamp = datetime.fromtimestamp(epoch, tz=UTC)
     image_purl = PackageURL(
         type="oci",
         name=options.repository.rsplit("/", 1)[-1],
@@ -311,7 +399,7 @@ def generate(options: SbomOptions) -> str:
     bom.metadata.tools.components.add(
         Component(name="terminai-sandbox", version=__version__, type=ComponentType.APPLICATION)
     )
-    by_deb = {name: _deb_component(pkg, locks) for name, pkg in contents.debs.items()}
+    by_deb = {name: _deb_component(pkg, locks, contents.distro) for name, pkg in contents.debs.items()}
     by_py = {name: _py_component(dist, locks) for name, dist in contents.python.items()}
     for component in [*by_deb.values(), *by_py.values()]:
         bom.components.add(component)

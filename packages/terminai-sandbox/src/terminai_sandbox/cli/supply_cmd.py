@@ -1,4 +1,4 @@
-"""``terminai-sandbox keygen | push | sign | attest | verify | sbom | release``: the supply chain."""
+"""``terminai-sandbox keygen | push | sign | attest | verify | sbom | provenance | release``: the supply chain."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from terminai_sandbox import sbom
+from terminai_sandbox import provenance, sbom
 from terminai_sandbox._version import __version__
 from terminai_sandbox.build import repo_root
 from terminai_sandbox.errors import ConfigError, SigningError
@@ -142,7 +142,12 @@ def sign_cmd(
 @click.option("--certificate-identity", default=None, help="keyless: the signer's certificate identity")
 @click.option("--certificate-oidc-issuer", default=None, help="keyless: the identity's OIDC issuer")
 @click.option("--policy", "policy_path", type=click.Path(path_type=Path), default=None, help="policy file")
-@click.option("--attestation", default=None, help="also require a verified attestation of this type (cyclonedx)")
+@click.option(
+    "--attestation",
+    "attestations",
+    multiple=True,
+    help="also require a verified attestation of this type (cyclonedx, slsaprovenance1); repeatable",
+)
 @click.option("--offline", "offline_dir", type=click.Path(path_type=Path, exists=True, file_okay=False), default=None)
 @click.option(
     "--trusted-root",
@@ -158,7 +163,7 @@ def verify_cmd(
     certificate_identity: str | None,
     certificate_oidc_issuer: str | None,
     policy_path: Path | None,
-    attestation: str | None,
+    attestations: tuple[str, ...],
     offline_dir: Path | None,
     trusted_root: Path | None,
     as_json: bool,
@@ -195,7 +200,7 @@ def verify_cmd(
                 raise ConfigError(f"{reference} has neither tag nor digest")
             ref = ref.with_digest(client.resolve(ref.repository, ref.tag))
     result = verify_image(
-        ref, policy, client=client, offline_dir=offline_dir, attestation=attestation, trusted_root=trusted_root
+        ref, policy, client=client, offline_dir=offline_dir, attestations=attestations, trusted_root=trusted_root
     )
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
@@ -205,6 +210,11 @@ def verify_cmd(
         click.echo(f"verified {result.repository}@{result.digest} signed by {who or sig.key_id} ({sig.key_source})")
     for claim in result.claims:
         click.echo(f"verified attestation {claim['predicateType']}")
+        if claim["predicateType"] == provenance.PREDICATE_TYPE:
+            facts = provenance.summary(claim["predicate"])
+            click.echo(
+                f"  built by {facts['builder']} from {facts['source']} ({facts['resolvedDependencies']} pinned inputs)"
+            )
 
 
 @click.command("sbom")
@@ -212,26 +222,89 @@ def verify_cmd(
 @click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the SBOM")
 @click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name in the SBOM")
 @click.option("--version", "image_version", default=__version__, show_default=True)
-@click.option("--source-date-epoch", type=int, default=None, help="timestamp (default: $SOURCE_DATE_EPOCH or 0)")
+@click.option(
+    "--source-date-epoch", type=int, default=None, help="timestamp in seconds (default: the image's created time)"
+)
 @click.option("--image-dir", type=click.Path(path_type=Path), default=Path("images/sandbox"), show_default=True)
 def sbom_cmd(
     layout: Path, output: Path, repository: str, image_version: str, source_date_epoch: int | None, image_dir: Path
 ) -> None:
     """Write the CycloneDX 1.6 SBOM of the image in OCI layout LAYOUT (validated, deterministic)."""
-    epoch = source_date_epoch if source_date_epoch is not None else int(os.environ.get("SOURCE_DATE_EPOCH", "0"))
     text = sbom.generate(
         sbom.SbomOptions(
-            layout=layout, repository=repository, version=image_version, source_date_epoch=epoch, image_dir=image_dir
+            layout=layout,
+            repository=repository,
+            version=image_version,
+            source_date_epoch=source_date_epoch,
+            image_dir=image_dir,
         )
     )
     output.write_text(text)
     click.echo(f"wrote {output} ({len(json.loads(text).get('components', []))} components)")
 
 
+@click.command("provenance")
+@click.argument("layout", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the predicate")
+@click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name")
+@click.option("--version", "image_version", default=__version__, show_default=True)
+@click.option("--image-dir", type=click.Path(path_type=Path), default=Path("images/sandbox"), show_default=True)
+@click.option("--sbom", "sbom_path", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None)
+@click.option(
+    "--builder-id",
+    default=None,
+    help=f"who built it (default: the GitHub Actions workflow when run there, else {provenance.LOCAL_BUILDER})",
+)
+def provenance_cmd(
+    layout: Path,
+    output: Path,
+    repository: str,
+    image_version: str,
+    image_dir: Path,
+    sbom_path: Path | None,
+    builder_id: str | None,
+) -> None:
+    """Write the SLSA v1 provenance predicate of the image in OCI layout LAYOUT.
+
+    Attest it with 'attest REF --predicate FILE --type slsaprovenance1'.
+    """
+    env = os.environ
+    invocation = None
+    if env.get("GITHUB_ACTIONS") == "true" and env.get("GITHUB_WORKFLOW_REF"):
+        server = env.get("GITHUB_SERVER_URL", "https://github.com")
+        # the same identity the keyless signing certificate carries for this workflow run
+        builder_id = builder_id or f"{server}/{env['GITHUB_WORKFLOW_REF']}"
+        if env.get("GITHUB_RUN_ID"):
+            attempt = env.get("GITHUB_RUN_ATTEMPT", "1")
+            invocation = (
+                f"{server}/{env.get('GITHUB_REPOSITORY')}/actions/runs/{env['GITHUB_RUN_ID']}/attempts/{attempt}"
+            )
+    predicate = provenance.generate(
+        provenance.ProvenanceOptions(
+            layout=layout,
+            image_dir=image_dir,
+            repository=repository,
+            version=image_version,
+            builder_id=builder_id or provenance.LOCAL_BUILDER,
+            invocation_id=invocation,
+            sbom=sbom_path,
+        )
+    )
+    output.write_text(provenance.dumps(predicate))
+    facts = provenance.summary(predicate)
+    click.echo(f"wrote {output} (builder {facts['builder']}, {facts['resolvedDependencies']} pinned inputs)")
+
+
 @click.command("attest")
 @click.argument("reference")
 @click.option("--predicate", type=click.Path(path_type=Path, exists=True), required=True)
-@click.option("--type", "kind", default="cyclonedx", show_default=True, help="cyclonedx, spdxjson, custom or a URI")
+@click.option(
+    "--type",
+    "kind",
+    default="cyclonedx",
+    show_default=True,
+    help="cyclonedx, slsaprovenance1, spdxjson, custom or a URI",
+)
 @click.option("--key", "key_path", type=click.Path(path_type=Path, exists=True), default=None)
 @click.option("--keyless", "keyless_", is_flag=True, help="CI only: sign with the ambient OIDC identity (bundle)")
 @_INSECURE
@@ -305,5 +378,5 @@ def release_cmd(repository: str, key_path: Path, dist: Path, insecure_registry: 
 
 
 def register(group: click.Group) -> None:
-    for command in (keygen_cmd, push_cmd, sign_cmd, verify_cmd, sbom_cmd, attest_cmd, release_cmd):
+    for command in (keygen_cmd, push_cmd, sign_cmd, verify_cmd, sbom_cmd, provenance_cmd, attest_cmd, release_cmd):
         group.add_command(command)

@@ -12,8 +12,9 @@ Numbered steps (tests name the step they break):
    (:mod:`legacy_verify`) against the Sigstore trusted root.
 4. The verified payload must be in the exact cosign format and name the same digest.
 5. The verified payload's repository identity must be this repository.
-6. With ``attestation``: some DSSE attestation of that type for that digest must verify
-   under a trusted key (or a keyless identity).
+6. With ``attestation`` (or several ``attestations``): for each type, some DSSE attestation
+   of that type for that digest must verify under a trusted key (or a keyless identity).
+   A SLSA v1 provenance predicate must also carry the fields SLSA requires (6p).
 
 Signatures come from the registry (``client``) or, air-gapped, from a release directory
 (``offline_dir``: OCI layout + ``signatures.json``).
@@ -24,10 +25,12 @@ At least one signature must pass every step. The most specific failure is report
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from terminai_sandbox import provenance
 from terminai_sandbox.errors import RegistryError, VerificationError
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
@@ -92,6 +95,7 @@ def verify_image(
     offline_dir: Path | None = None,
     attestation: str | None = None,
     trusted_root: Path | None = None,
+    attestations: Sequence[str] = (),
 ) -> VerificationResult:
     """Verify ``ref`` (pinned by digest) against ``policy``; raise :class:`VerificationError` otherwise.
 
@@ -115,8 +119,11 @@ def verify_image(
         raise VerificationError("nothing to verify against: give a registry client or an offline directory")
     try:
         result = _verify_signatures(ref, ref.digest, policy, source, trusted_root)
-        if attestation is not None:
-            claims = _verify_attestation(ref.digest, policy, source, attest.predicate_type(attestation), trusted_root)
+        wanted = [*([attestation] if attestation is not None else []), *attestations]
+        if wanted:
+            claims: tuple[dict[str, Any], ...] = ()
+            for kind in dict.fromkeys(wanted):
+                claims += _verify_attestation(ref.digest, policy, source, attest.predicate_type(kind), trusted_root)
             result = VerificationResult(
                 digest=result.digest,
                 repository=result.repository,
@@ -259,6 +266,17 @@ def _verify_attestation(
                     problems.append(exc.message)
                     continue
                 claims.append({"predicateType": predicate_uri, "predicate": statement.get("predicate")})
+    if predicate_uri == provenance.PREDICATE_TYPE:
+        # Step 6p: a signed provenance must still say what SLSA v1 requires.
+        valid = []
+        for claim in claims:
+            try:
+                provenance.check_predicate(claim["predicate"])
+            except VerificationError as exc:
+                problems.append(f"step 6p: {exc.message}")
+                continue
+            valid.append(claim)
+        claims = valid
     if not claims:
         detail = "; ".join(sorted(set(problems))) or "none stored"
         raise VerificationError(f"step 6: no verified {predicate_uri} attestation for {digest}: {detail}")

@@ -1,0 +1,212 @@
+"""SLSA v1 provenance (``https://slsa.dev/provenance/v1``) of a built image, from its declared inputs.
+
+The predicate says how the image was made, not what is in it (that is the SBOM):
+
+* ``buildDefinition.buildType``: :data:`BUILD_TYPE`, this project's build (documented in
+  ``docs/VERIFYING.md``).
+* ``externalParameters``: what the person or workflow chose: the release version and
+  repository, the image spec file and the source it was built from.
+* ``internalParameters``: what the build fixed itself: SOURCE_DATE_EPOCH (from
+  ``debian.lock``) and the assembler format (a label of the image).
+* ``resolvedDependencies``: every declared input with its digest: the source commit, the
+  image spec and each lock file (sha256 of the bytes), each ``.deb`` (sha256 from
+  ``debian.lock``) and each wheel (sha256 from ``requirements.lock``).
+* ``runDetails.builder``: who ran the build (the CI workflow's identity, or
+  :data:`LOCAL_BUILDER`) and the ``terminai-sandbox`` version; ``byproducts``: the SBOM.
+
+The source commit and repository come from the image's own OCI labels
+(``org.opencontainers.image.revision`` / ``.source``), which the build writes. Nothing
+depends on the clock or the host, so the same image and inputs give the same bytes. The
+statement's subject (the image manifest digest) is added when the predicate is attested.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packageurl import PackageURL
+
+from terminai_sandbox._version import __version__
+from terminai_sandbox.errors import SbomError, VerificationError
+from terminai_sandbox.sbom import normalise_pypi, read_locks
+
+PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
+BUILD_TYPE = "https://github.com/terminai/sovereign-sandbox/blob/main/docs/VERIFYING.md#build-type-v1"
+#: A maintainer's machine running ``terminai-sandbox release``; the signing key vouches for it.
+LOCAL_BUILDER = "urn:terminai-sandbox:builder:local"
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProvenanceOptions:
+    layout: Path  # the built image (OCI layout)
+    image_dir: Path  # images/sandbox: image.toml and the locks
+    repository: str
+    version: str
+    builder_id: str = LOCAL_BUILDER
+    invocation_id: str | None = None  # e.g. the CI run's URL
+    sbom: Path | None = None  # recorded as a byproduct
+
+
+def _image_config(layout: Path) -> Mapping[str, Any]:
+    try:
+        index = json.loads((layout / "index.json").read_text())
+        blobs = layout / "blobs" / "sha256"
+        manifest = json.loads((blobs / index["manifests"][0]["digest"].removeprefix("sha256:")).read_text())
+        config = json.loads((blobs / manifest["config"]["digest"].removeprefix("sha256:")).read_text())
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        raise SbomError(f"{layout} is not a readable OCI image layout: {exc}") from None
+    if not isinstance(config, dict):
+        raise SbomError(f"{layout}: the image config is not a JSON object")
+    return config
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _declared_files(image_dir: Path) -> list[dict[str, Any]]:
+    spec = image_dir / "image.toml"
+    if not spec.is_file():
+        raise SbomError(f"{spec} not found: provenance records the image spec and its locks")
+    files = [spec, *sorted(p for p in image_dir.glob("*.lock") if p.is_file())]
+    return [{"name": _repo_path(p), "digest": {"sha256": _sha256(p)}} for p in files]
+
+
+def _repo_path(path: Path) -> str:
+    """``images/sandbox/debian.lock``: the path as it is in the source tree."""
+    return f"{path.parent.parent.name}/{path.parent.name}/{path.name}"
+
+
+def _packages(image_dir: Path) -> list[dict[str, Any]]:
+    locks = read_locks(image_dir)
+    out: list[dict[str, Any]] = []
+    for (name, version, arch), sha in sorted(locks.deb_sha256.items()):
+        purl = PackageURL(type="deb", namespace="debian", name=name, version=version, qualifiers={"arch": arch})
+        out.append({"uri": purl.to_string(), "digest": {"sha256": sha}})
+    for (name, version), hashes in sorted(locks.wheel_sha256.items()):
+        wheel = PackageURL(type="pypi", name=normalise_pypi(name), version=version).to_string()
+        out.extend({"uri": wheel, "digest": {"sha256": sha}} for sha in sorted(hashes))
+    return out
+
+
+def _source_date_epoch(image_dir: Path) -> int | None:
+    try:
+        return int(json.loads((image_dir / "debian.lock").read_text())["source_date_epoch"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def generate(options: ProvenanceOptions) -> dict[str, Any]:
+    """The SLSA v1 provenance predicate for the image in ``options.layout``."""
+    config = _image_config(options.layout)
+    labels = (config.get("config") or {}).get("Labels") or {}
+    commit = str(labels.get("org.opencontainers.image.revision", ""))
+    source = str(labels.get("org.opencontainers.image.source", ""))
+    if not _COMMIT.match(commit) or not source:
+        raise SbomError(
+            f"{options.layout}: the image does not name its source commit "
+            "(labels org.opencontainers.image.revision and .source)",
+            hint="build from a git checkout with 'terminai-sandbox build'",
+        )
+    source_uri = f"git+{source}@{commit}"
+    internal: dict[str, Any] = {}
+    sde = _source_date_epoch(options.image_dir)
+    if sde is not None:
+        internal["sourceDateEpoch"] = sde
+    if "dev.terminai.assembler-format" in labels:
+        internal["assemblerFormat"] = str(labels["dev.terminai.assembler-format"])
+    dependencies = [
+        {"uri": source_uri, "digest": {"gitCommit": commit}},
+        *_declared_files(options.image_dir),
+        *_packages(options.image_dir),
+    ]
+    run_details: dict[str, Any] = {
+        "builder": {"id": options.builder_id, "version": {"terminai-sandbox": __version__}},
+    }
+    if options.invocation_id:
+        run_details["metadata"] = {"invocationId": options.invocation_id}
+    if options.sbom is not None:
+        run_details["byproducts"] = [
+            {
+                "name": options.sbom.name,
+                "digest": {"sha256": _sha256(options.sbom)},
+                "mediaType": "application/vnd.cyclonedx+json",
+            }
+        ]
+    predicate: dict[str, Any] = {
+        "buildDefinition": {
+            "buildType": BUILD_TYPE,
+            "externalParameters": {
+                "repository": options.repository,
+                "version": options.version,
+                "imageSpec": _repo_path(options.image_dir / "image.toml"),
+                "source": source_uri,
+            },
+            "resolvedDependencies": dependencies,
+        },
+        "runDetails": run_details,
+    }
+    if internal:
+        predicate["buildDefinition"]["internalParameters"] = internal
+    return predicate
+
+
+def dumps(predicate: Mapping[str, Any]) -> str:
+    """Canonical text: sorted keys, two-space indent, final newline (stable bytes)."""
+    return json.dumps(predicate, indent=2, sort_keys=True) + "\n"
+
+
+def _descriptor_problem(item: Any) -> str | None:
+    if not isinstance(item, dict):
+        return "a resource descriptor is not an object"
+    if not any(item.get(k) for k in ("uri", "name", "digest")):
+        return "a resource descriptor has neither uri, name nor digest"
+    digest = item.get("digest", {})
+    if not isinstance(digest, dict) or not all(isinstance(v, str) and v for v in digest.values()):
+        return f"resource descriptor {item.get('uri') or item.get('name')!r} has a malformed digest"
+    return None
+
+
+def check_predicate(predicate: Any) -> None:
+    """Refuse a provenance predicate without the fields SLSA v1 requires."""
+    problems: list[str] = []
+    if not isinstance(predicate, dict):
+        raise VerificationError("provenance predicate is not a JSON object")
+    definition = predicate.get("buildDefinition")
+    details = predicate.get("runDetails")
+    if not isinstance(definition, dict) or not isinstance(details, dict):
+        raise VerificationError("provenance predicate lacks buildDefinition or runDetails")
+    if not isinstance(definition.get("buildType"), str) or not definition["buildType"]:
+        problems.append("buildDefinition.buildType is missing")
+    if not isinstance(definition.get("externalParameters"), dict) or not definition["externalParameters"]:
+        problems.append("buildDefinition.externalParameters is missing")
+    builder = details.get("builder")
+    if not isinstance(builder, dict) or not isinstance(builder.get("id"), str) or not builder["id"]:
+        problems.append("runDetails.builder.id is missing")
+    for key, where in (("resolvedDependencies", definition), ("byproducts", details)):
+        items = where.get(key, [])
+        if not isinstance(items, list):
+            problems.append(f"{key} is not a list")
+            continue
+        problems += [p for p in map(_descriptor_problem, items) if p]
+    if problems:
+        raise VerificationError(f"malformed SLSA provenance: {'; '.join(sorted(set(problems)))}")
+
+
+def summary(predicate: Mapping[str, Any]) -> dict[str, Any]:
+    """What an auditor reads first: builder, source, and how many inputs were pinned."""
+    definition = predicate.get("buildDefinition", {})
+    details = predicate.get("runDetails", {})
+    return {
+        "builder": details.get("builder", {}).get("id"),
+        "buildType": definition.get("buildType"),
+        "source": definition.get("externalParameters", {}).get("source"),
+        "resolvedDependencies": len(definition.get("resolvedDependencies", [])),
+    }

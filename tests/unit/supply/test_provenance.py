@@ -1,0 +1,174 @@
+"""SLSA v1 provenance: built from declared inputs, deterministic, the shape in-toto's own
+bindings accept, refused when malformed, and verified keyless like the SBOM attestation."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from google.protobuf import json_format
+from in_toto_attestation.predicates.provenance.v1 import provenance_pb2
+from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
+from in_toto_attestation.v1.statement import Statement
+from terminai_sandbox import provenance
+from terminai_sandbox.errors import SbomError, VerificationError
+from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.signing import keyless
+from terminai_sandbox.signing.policy import KeylessIdentity, VerificationPolicy
+from terminai_sandbox.signing.verify import verify_image
+
+from tests.unit.supply.sigstore_testing import IDENTITY, ISSUER, TestSigstore
+
+COMMIT = "52b6727847cb2562468b81247683b02ea35733eb"
+SOURCE = "https://github.com/terminai/sovereign-sandbox"
+
+
+def _layout(root: Path, labels: dict[str, str]) -> tuple[Path, str]:
+    blobs = root / "blobs" / "sha256"
+    blobs.mkdir(parents=True)
+
+    def put(data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        (blobs / digest).write_bytes(data)
+        return "sha256:" + digest
+
+    config = json.dumps({"created": "2026-11-20T02:11:10Z", "config": {"Labels": labels}}).encode()
+    manifest = json.dumps({"schemaVersion": 2, "config": {"digest": put(config)}, "layers": []}).encode()
+    digest = put(manifest)
+    (root / "index.json").write_text(json.dumps({"manifests": [{"digest": digest}]}))
+    return root, digest
+
+
+def _image_dir(root: Path) -> Path:
+    image_dir = root / "images" / "sandbox"
+    image_dir.mkdir(parents=True)
+    (image_dir / "image.toml").write_text('[image]\nrepository = "terminai/sandbox"\n')
+    packages = [{"name": "libc6", "version": "2.36-9", "architecture": "amd64", "sha256": "a" * 64}]
+    (image_dir / "debian.lock").write_text(json.dumps({"source_date_epoch": 1795140670, "packages": packages}))
+    (image_dir / "requirements.lock").write_text(f"restrictedpython==9.0 \\\n    --hash=sha256:{'b' * 64}\n")
+    return image_dir
+
+
+@pytest.fixture
+def inputs(tmp_path: Path) -> tuple[provenance.ProvenanceOptions, str]:
+    labels = {
+        "org.opencontainers.image.revision": COMMIT,
+        "org.opencontainers.image.source": SOURCE,
+        "dev.terminai.assembler-format": "1",
+    }
+    layout, digest = _layout(tmp_path / "oci", labels)
+    sbom = tmp_path / "sbom.cdx.json"
+    sbom.write_text("{}\n")
+    options = provenance.ProvenanceOptions(
+        layout=layout,
+        image_dir=_image_dir(tmp_path),
+        repository="r.example/terminai/sandbox",
+        version="1.2.3",
+        builder_id="https://github.com/terminai/sovereign-sandbox/.github/workflows/release.yml@refs/tags/v1.2.3",
+        sbom=sbom,
+    )
+    return options, digest
+
+
+def test_predicate_records_the_declared_inputs_deterministically(
+    inputs: tuple[provenance.ProvenanceOptions, str],
+) -> None:
+    options, _ = inputs
+    first = provenance.dumps(provenance.generate(options))
+    assert first == provenance.dumps(provenance.generate(options))  # generate twice, compare bytes
+    predicate = json.loads(first)
+    definition = predicate["buildDefinition"]
+    assert definition["buildType"] == provenance.BUILD_TYPE
+    assert definition["externalParameters"]["source"] == f"git+{SOURCE}@{COMMIT}"
+    assert definition["internalParameters"] == {"assemblerFormat": "1", "sourceDateEpoch": 1795140670}
+    deps = definition["resolvedDependencies"]
+    assert deps[0] == {"uri": f"git+{SOURCE}@{COMMIT}", "digest": {"gitCommit": COMMIT}}
+    lock = options.image_dir / "debian.lock"
+    assert {
+        "name": "images/sandbox/debian.lock",
+        "digest": {"sha256": hashlib.sha256(lock.read_bytes()).hexdigest()},
+    } in deps
+    assert {"uri": "pkg:deb/debian/libc6@2.36-9?arch=amd64", "digest": {"sha256": "a" * 64}} in deps
+    assert {"uri": "pkg:pypi/restrictedpython@9.0", "digest": {"sha256": "b" * 64}} in deps
+    assert predicate["runDetails"]["builder"]["id"] == options.builder_id
+    assert predicate["runDetails"]["byproducts"][0]["name"] == "sbom.cdx.json"
+
+
+def test_in_toto_bindings_accept_the_statement_and_predicate(inputs: tuple[provenance.ProvenanceOptions, str]) -> None:
+    options, digest = inputs
+    predicate = provenance.generate(options)
+    # ParseDict refuses any field the SLSA v1 schema does not define (no ignore_unknown_fields).
+    parsed = json_format.ParseDict(predicate, provenance_pb2.Provenance())  # type: ignore[attr-defined]
+    assert parsed.build_definition.build_type == provenance.BUILD_TYPE
+    assert parsed.build_definition.external_parameters and parsed.run_details.builder.id
+    for descriptor in [*parsed.build_definition.resolved_dependencies, *parsed.run_details.byproducts]:
+        ResourceDescriptor.copy_from_pb(descriptor).validate()
+    subject = ResourceDescriptor(name="r.example/terminai/sandbox", digest={"sha256": digest.removeprefix("sha256:")})
+    Statement([subject.pb], provenance.PREDICATE_TYPE, predicate).validate()
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message"),
+    [
+        (lambda p: p["runDetails"]["builder"].pop("id"), "builder.id"),
+        (lambda p: p["buildDefinition"].pop("buildType"), "buildType"),
+        (lambda p: p["buildDefinition"].update(externalParameters={}), "externalParameters"),
+        (lambda p: p["buildDefinition"]["resolvedDependencies"].append({}), "neither uri"),
+        (lambda p: p["buildDefinition"]["resolvedDependencies"][0].update(digest={"sha256": 1}), "malformed digest"),
+        (lambda p: p.pop("runDetails"), "runDetails"),
+    ],
+)
+def test_malformed_provenance_is_refused(
+    inputs: tuple[provenance.ProvenanceOptions, str], mutate: Any, message: str
+) -> None:
+    predicate = provenance.generate(inputs[0])
+    provenance.check_predicate(predicate)
+    mutate(predicate)
+    with pytest.raises(VerificationError, match=message):
+        provenance.check_predicate(predicate)
+
+
+def test_an_image_without_its_source_commit_is_refused(tmp_path: Path) -> None:
+    layout, _ = _layout(tmp_path / "oci", {"org.opencontainers.image.source": SOURCE})
+    options = provenance.ProvenanceOptions(layout=layout, image_dir=_image_dir(tmp_path), repository="r/x", version="1")
+    with pytest.raises(SbomError, match="source commit"):
+        provenance.generate(options)
+
+
+def test_keyless_provenance_attestation_verifies_and_a_stranger_is_refused(
+    inputs: tuple[provenance.ProvenanceOptions, str], tmp_path: Path
+) -> None:
+    options, digest = inputs
+    instance = TestSigstore()
+    signer = instance.signer()
+    repository = "r.example/terminai/sandbox"
+    bundles = [
+        keyless.sign_statement(signer, repository, digest),
+        keyless.sign_statement(
+            signer,
+            repository,
+            digest,
+            predicate_type=provenance.PREDICATE_TYPE,
+            predicate=provenance.generate(options),
+        ),
+    ]
+    release = options.layout.parent
+    (release / "signatures.json").write_text(json.dumps({"digest": digest, "bundles": bundles}))
+    # the offline source reads the layout at release/oci
+    assert options.layout == release / "oci"
+    root = instance.write_trusted_root(tmp_path / "trusted_root.json")
+    ref = ImageRef.parse(f"{repository}@{digest}")
+    policy = VerificationPolicy(identities=(KeylessIdentity(identity=IDENTITY, issuer=ISSUER),))
+    result = verify_image(
+        ref, policy, client=None, offline_dir=release, attestations=("slsaprovenance1",), trusted_root=root
+    )
+    assert result.claims[0]["predicateType"] == provenance.PREDICATE_TYPE
+    assert result.claims[0]["predicate"]["runDetails"]["builder"]["id"] == options.builder_id
+    stranger = VerificationPolicy(identities=(KeylessIdentity(identity="other@example.test", issuer=ISSUER),))
+    with pytest.raises(VerificationError):
+        verify_image(
+            ref, stranger, client=None, offline_dir=release, attestations=("slsaprovenance1",), trusted_root=root
+        )
