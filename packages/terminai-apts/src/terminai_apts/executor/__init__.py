@@ -5,7 +5,7 @@ Layers (numbered in the code): 1 size checks, 2 AST validation (validate.py),
 (guards.py, wrappers.py, child.py), 6 the OS boundary of each run (isolation.py and the
 modules it names), 7 the host reading the run as hostile (run.py, frames.py),
 8 hash-chained audit log (audit.py). Layers 1-5 are defence in depth; 6 and 7 hold with
-them gone (tests/breach).
+them gone (the assume-breach tests).
 """
 
 from terminai_apts.executor.policy import ApiSpec, SandboxConfig, thermal_spec
