@@ -1,6 +1,8 @@
-"""The assume-breach suite (``tests/breach``) inside the built image: as the image user,
+"""The executor's attack suites inside the built image: the assume-breach suite
+(``tests/breach``), the Python-layer attacks and the reachability walk, as the image user,
 read-only root, no capabilities, no network, under the engine's default seccomp profile
-(which refuses ``unshare``: the guarantees must hold on the remaining layers)."""
+(which refuses ``unshare``: the guarantees must hold on the remaining layers), with the
+image's own interpreter."""
 
 from __future__ import annotations
 
@@ -31,9 +33,18 @@ def pytest_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+# Test files that need only the in-image toolset (and the memory fixtures' helpers).
+SUITES = (
+    "tests/breach",
+    "tests/unit/executor/test_python_layer_attacks.py",
+    "tests/unit/executor/test_reachability.py",
+)
+MOUNTS = ("tests/__init__.py", "tests/breach", "tests/unit/__init__.py", "tests/unit/executor", "tests/unit/memory")
+
+
 def _collected() -> int:
     listed = subprocess.run(
-        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", str(ROOT / "tests/breach")],
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *SUITES],
         capture_output=True,
         text=True,
         check=True,
@@ -51,7 +62,7 @@ def test_every_breach_test_passes_inside_the_image(
     code, stdout, stderr = engine.run(
         built_image.config_digest,
         ["python3", "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs", "--rootdir", "/opt/tb",
-         "/opt/tb/tests/breach", "--junitxml=/out/breach.xml", "-o", "junit_family=xunit2"],
+         *(f"/opt/tb/{suite}" for suite in SUITES), "--junitxml=/out/breach.xml", "-o", "junit_family=xunit2"],
         network_mode="none",
         read_only=True,
         tmpfs={"/tmp": "rw,size=256m"},
@@ -60,9 +71,8 @@ def test_every_breach_test_passes_inside_the_image(
         environment={"PYTHONPATH": "/opt/pytest:/opt/tb", "HOME": "/tmp"},
         volumes={
             str(pytest_wheels): {"bind": "/opt/pytest", "mode": "ro"},
-            str(ROOT / "tests/breach"): {"bind": "/opt/tb/tests/breach", "mode": "ro"},
-            str(ROOT / "tests/__init__.py"): {"bind": "/opt/tb/tests/__init__.py", "mode": "ro"},
             str(out): {"bind": "/out", "mode": "rw"},
+            **{str(ROOT / path): {"bind": f"/opt/tb/{path}", "mode": "ro"} for path in MOUNTS},
         },
         timeout=600,
     )  # fmt: skip
