@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from terminai_apts.errors import MemoryNotFound, MemoryStoreError
+from terminai_apts.errors import MemoryNotFound, MemoryQueryError, MemoryStoreError
 from terminai_apts.memory import inputs, store
 from terminai_apts.memory.api import MAX_ROWS, ThermalMemory, _Interrupted, digest, rank_cap
 from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results
@@ -66,7 +66,9 @@ class TieredMemory:
     def _left(self, start: float, budget_ms: int | None) -> int:
         spent = (time.monotonic() - start) * 1000
         budget = self._budget_ms if budget_ms is None else inputs.number(budget_ms, "budget_ms")
-        return max(1, int((budget or 0) - spent))
+        if budget is None or budget < 0:
+            raise MemoryQueryError(f"budget_ms must not be negative, not {budget_ms}")
+        return max(1, int(budget - spent))
 
     def _owner(self, memory_id: int) -> ThermalMemory | None:
         block = inputs.integer(memory_id, "memory id") >> store.SHARD_ID_BITS
