@@ -20,7 +20,14 @@ CLI = Path(sys.executable).with_name("terminai-apts")
 def _run(*argv: str | bytes, stdin: str = "") -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
     return subprocess.run(
-        [str(CLI), *argv], input=stdin, capture_output=True, text=True, errors="replace", env=env, timeout=120
+        [str(CLI), *argv],
+        check=False,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        errors="replace",
+        env=env,
+        timeout=120,
     )
 
 
