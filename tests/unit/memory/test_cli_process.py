@@ -127,3 +127,27 @@ def test_exec_on_a_legacy_archive_says_how_to_import_it(seed_archive: Path) -> N
     words = shlex.split(running)
     proc = _run(*words[1:], stdin=program)
     assert proc.returncode == 0 and proc.stdout.strip() == "2", proc.stderr
+
+
+def test_backtracking_fallback_is_time_limited_inside_the_sandbox(tmp_path: Path) -> None:
+    from terminai_apts.memory.records import NewMemory
+
+    path = tmp_path / "dashes.db"
+    store.build(
+        path,
+        [
+            NewMemory(
+                uid=f"d{i}",
+                date=f"2024-01-01T00:00:{i:02d}Z",
+                recorded_at="2024-01-01T00:00:00Z",
+                title="a",
+                content="-" * 60,
+            )
+            for i in range(20)
+        ],
+    )
+    program = 'r = thermal.grep("(-|--)+(?=>)", budget_ms=300)\nprint(r.truncated, r.total, r.elapsed_ms)\n'
+    proc = _run("exec", "--db", str(path), "--mode", "standard", "--timeout", "20", stdin=program)
+    assert proc.returncode == 0, proc.stderr
+    truncated, total, elapsed = proc.stdout.split()
+    assert truncated == "True" and total == "-1" and 290 <= float(elapsed) < 1500

@@ -38,6 +38,9 @@ _LITERAL.log_errors = False
 _LITERAL.literal = True
 
 
+_UNANCHORED = getattr(getattr(re2, "_Anchor", None), "UNANCHORED", None)
+
+
 class RegexTimeout(Exception):
     """A fallback (``re``) match ran past its deadline and was aborted."""
 
@@ -45,10 +48,13 @@ class RegexTimeout(Exception):
 class Matcher:
     """A compiled pattern: ``search(text)`` gives the ``(start, end)`` of the first match or None."""
 
-    __slots__ = ("_re", "_re2", "_state", "engine")
+    __slots__ = ("_raw", "_re", "_re2", "_state", "engine")
 
     def __init__(self, compiled_re2: Any = None, compiled_re: re.Pattern[str] | None = None, engine: str = "") -> None:
         self._re2 = compiled_re2
+        # The wrapper's search() maps offsets through Python code (about 10 us a call, 6x
+        # re's); the compiled RE2 object it wraps answers byte spans in about 1.5 us.
+        self._raw = getattr(compiled_re2, "_regexp", None) if _UNANCHORED is not None else None
         self._re = compiled_re
         self._state: _Alarm | None = None
         self.engine = engine
@@ -59,6 +65,14 @@ class Matcher:
         return self._re is not None
 
     def search(self, text: str) -> tuple[int, int] | None:
+        if self._raw is not None:
+            data = text.encode()
+            start, end = self._raw.Match(_UNANCHORED, data, 0, len(data))[0]
+            if start < 0:
+                return None
+            if len(data) == len(text):  # ASCII: byte offsets are character offsets
+                return start, end
+            return len(data[:start].decode()), len(data[:end].decode())
         if self._re is None:
             m = self._re2.search(text)
             return None if m is None else (m.start(), m.end())
