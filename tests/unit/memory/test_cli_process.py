@@ -98,6 +98,8 @@ def test_rebuild_without_a_source_keeps_the_index(db: Path, tmp_path: Path) -> N
     empty.mkdir()
     proc = _run("memory", "index", str(db), "--rebuild", "--journal", str(empty))
     assert proc.returncode == 2 and "would drop all 5" in proc.stderr
+    proc = _run("memory", "index", str(db), "--rebuild", "--journal", str(tmp_path / "typo-in-path"))
+    assert proc.returncode == 5 and "does not exist" in proc.stderr
     assert db.read_bytes() == before
     with ThermalMemory(db) as mem:
         assert mem.count() == 5

@@ -233,3 +233,25 @@ def test_fallback_outside_the_main_thread_is_refused_not_unbounded(dashes: Path)
     t.join(30)
     assert isinstance(outcome[0], MemoryQueryError) and "main thread" in str(outcome[0])
     assert outcome[1] == 0
+
+
+def test_spans_are_character_offsets_in_non_ascii_text() -> None:
+    from terminai_apts.memory import regex as rx
+
+    rng = random.Random(3)
+    alphabet = "aé€😀ſK\nxyz-"
+    for pattern in ["x+y", "é€", "z\\n", "😀.", "ssk"]:
+        matcher, public = rx.compile_pattern(pattern), re2.compile(pattern, _options(False))
+        for _ in range(200):
+            text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+            m = public.search(text)
+            assert matcher.search(text) == (None if m is None else m.span()), (pattern, text)
+
+
+def test_snippets_show_the_match(corpus: tuple[Path, dict[int, str]]) -> None:
+    path, _texts = corpus
+    with ThermalMemory(path) as mem:
+        for hit in mem.find("café", limit=100):
+            assert "café" in hit.snippet.lower()
+        for hit in mem.grep("İstanbul", limit=100):
+            assert "İstanbul" in hit.snippet

@@ -97,7 +97,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
         records += MemoryJournal(db).records(cold=False)
         db = db / LIVE_INDEX
     if args.journal:
-        records += MemoryJournal(args.journal).records()
+        records += MemoryJournal(journal_root(args.journal)).records()
     for archive in args.archive or []:
         records += import_archive(Path(archive))
     if args.rebuild and db.exists() and not records:
