@@ -187,6 +187,11 @@ def test_a_small_budget_is_kept(dashes: Path) -> None:
     # Either the scan finished (RE2 is linear) or it stopped at the budget: never minutes.
     assert took < 1.0
     assert (res.total == 0 and not res.truncated) or (res.truncated and res.total == -1)
+    with ThermalMemory(dashes) as mem:  # the same shape needing `re` (look-ahead) stops at 50 ms
+        began = time.monotonic()
+        res = mem.grep("(-|--|.|\\s|\\w)*(?=Q)", budget_ms=50)
+        took = time.monotonic() - began
+    assert res.truncated and res.total == -1 and "budget" in res.plan and took < 1.0
 
 
 def test_backtracking_fallback_is_stopped_at_its_deadline(dashes: Path) -> None:
