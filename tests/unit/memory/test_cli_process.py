@@ -153,3 +153,14 @@ def test_backtracking_fallback_is_time_limited_inside_the_sandbox(tmp_path: Path
     assert proc.returncode == 0, proc.stderr
     truncated, total, elapsed = proc.stdout.split()
     assert truncated == "True" and total == "-1" and 290 <= float(elapsed) < 1500
+
+
+def test_the_import_hint_avoids_a_read_only_directory(seed_archive: Path) -> None:
+    import tempfile
+
+    from terminai_apts.memory.preflight import index_path
+
+    assert index_path(seed_archive) == seed_archive.with_name("seed.index.sqlite")
+    # A read-only mount (as in the container) cannot take the index: the temp directory can.
+    elsewhere = index_path(seed_archive, writable=lambda _folder: False)
+    assert elsewhere == Path(tempfile.gettempdir()) / "seed.index.sqlite"

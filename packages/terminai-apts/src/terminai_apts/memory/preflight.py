@@ -7,7 +7,10 @@ learns what the file is and the exact command that fixes it.
 
 from __future__ import annotations
 
+import os
 import shlex
+import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from terminai_apts.errors import MemoryStoreError
@@ -15,9 +18,19 @@ from terminai_apts.memory import store
 from terminai_apts.memory.tiered import open_memory
 
 
+def _writable(folder: Path) -> bool:
+    return os.access(folder, os.W_OK)
+
+
+def index_path(archive: Path, *, writable: Callable[[Path], bool] = _writable) -> Path:
+    """Where to put an archive's index: next to it, or in the temp directory when that is read-only."""
+    folder = archive.parent if writable(archive.parent) else Path(tempfile.gettempdir())
+    return folder / f"{archive.stem}.index.sqlite"
+
+
 def import_command(archive: Path) -> str:
-    """The command that turns an archive in the original schema into an index next to it."""
-    index = archive.with_name(f"{archive.stem}.index.sqlite")
+    """The command that turns an archive in the original schema into an index (see :func:`index_path`)."""
+    index = index_path(archive)
     return f"terminai-apts memory index {shlex.quote(str(index))} --archive {shlex.quote(str(archive))}"
 
 
@@ -29,7 +42,7 @@ def check_openable(path: str | Path) -> None:
     """
     target = Path(path)
     if target.is_file() and store.is_legacy_archive(target):
-        index = target.with_name(f"{target.stem}.index.sqlite")
+        index = index_path(target)
         raise MemoryStoreError(
             f"{target} is an archive in the original schema; the sandbox reads a memory index",
             hint=f"import it once, then pass the index: {import_command(target)} && "
