@@ -105,7 +105,9 @@ def test_ids_name_their_tier(journal: MemoryJournal) -> None:
         ]
         newest = mem.search("decision", order="newest", limit=1)[0].memory
         assert newest.id < 1 << store.SHARD_ID_BITS and mem.get(newest.id) == newest
-        assert mem.get(store.shard_base("2019-Q1") + 1) is None and mem.trace(10**15) is None
+        assert mem.find_id(store.shard_base("2019-Q1") + 1) is None and mem.trace(10**15) is None
+        with pytest.raises(LookupError):
+            mem.get(store.shard_base("2019-Q1") + 1)
         assert mem.dupes(oldest.id) == ()
 
 

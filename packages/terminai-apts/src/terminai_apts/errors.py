@@ -64,6 +64,18 @@ class MemoryStoreError(AptsError):
     exit_code = 7
 
 
+class MemoryQueryError(UsageError):
+    """An argument to the memory API is malformed: wrong type, out of range, or not valid text.
+
+    Every memory query method and ``terminai-apts memory`` sub-command reports bad input
+    with this one type (exit code 2, like any usage error).
+    """
+
+
+class MemoryNotFound(MemoryStoreError, LookupError):
+    """No memory has the requested id (a ``LookupError``, as a missing key is)."""
+
+
 class ReadOnlyViolation(MemoryStoreError):
     """Something tried to write through the read-only memory API."""
 

@@ -12,6 +12,7 @@ from terminai_apts.errors import UsageError
 from terminai_apts.executor import audit
 from terminai_apts.executor.policy import MODES, ApiSpec, SandboxConfig, thermal_spec
 from terminai_apts.executor.run import ExecutionResult, ExecutorSession, execute
+from terminai_apts.memory.preflight import check_openable
 
 
 def _limits(parser: argparse.ArgumentParser) -> None:
@@ -39,8 +40,11 @@ def _config(args: argparse.Namespace) -> SandboxConfig:
 def _api(args: argparse.Namespace) -> ApiSpec | None:
     if not args.db:
         return None
-    if not os.path.isfile(args.db):
+    if not os.path.exists(args.db):
         raise UsageError(f"memory database {args.db} not found", hint="check --db PATH")
+    # Checked here, in the host process: inside the child an unopenable index could only
+    # fail every program with "injected API unavailable".
+    check_openable(args.db)
     return thermal_spec(os.path.abspath(args.db))
 
 

@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from terminai_apts.errors import MemoryStoreError, UsageError
+from terminai_apts.errors import MemoryNotFound, MemoryQueryError, MemoryStoreError
+from terminai_apts.memory import inputs, termbits
 from terminai_apts.memory import query as q
-from terminai_apts.memory import termbits
+from terminai_apts.memory import regex as rx
 from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results, split_tags
 from terminai_apts.memory.store import check_schema
 from terminai_apts.memory.terms import Terms
@@ -31,7 +32,6 @@ MAX_ROWS = 100
 # ranking is limited to the newest matches; about 3 ms of bm25 on the reference machine.
 RANK_CAP = 3_000
 SCORE = "bm25(f.memories_fts, 5.0, 2.0, 1.0, 3.0)"  # column weights: title, summary, content, tags
-GREP_TEXT_CAP = 20_000  # per-record characters a regex sees: bounds the cost of one match
 _COLS = (
     "m.id, m.date, m.recorded_at, m.title, m.content, m.summary, m.tags, m.source,"
     " m.confidence, m.kind, m.tier, m.origin, m.content_hash, m.superseded_by"
@@ -136,8 +136,11 @@ class ThermalMemory:
         return 1 if time.monotonic() > self._deadline else 0
 
     def _start(self, budget_ms: int | None) -> float:
+        budget = self._budget_ms if budget_ms is None else inputs.number(budget_ms, "budget_ms")
+        if budget is None or budget < 0:
+            raise MemoryQueryError(f"budget_ms must not be negative, not {budget_ms}")
         start = time.monotonic()
-        self._deadline = start + (budget_ms if budget_ms is not None else self._budget_ms) / 1000
+        self._deadline = start + budget / 1000
         return start
 
     def _rows(self, sql: str, params: Sequence[object]) -> list[Any]:
@@ -147,20 +150,21 @@ class ThermalMemory:
             if "interrupted" in str(exc):
                 raise _Interrupted from None
             if "fts5" in str(exc) or "syntax error" in str(exc) or "no such column" in str(exc):
-                raise UsageError(f"bad full-text query: {exc}", hint="drop raw=True to have the text quoted") from None
+                raise MemoryQueryError(
+                    f"bad full-text query: {exc}", hint="drop raw=True to have the text quoted"
+                ) from None
             raise MemoryStoreError(f"memory query failed: {exc}") from None
 
     @staticmethod
-    def _limit(limit: int) -> int:
-        if int(limit) < 0:
-            raise UsageError("limit must not be negative")
-        return min(int(limit), MAX_ROWS)
+    def _limit(limit: object) -> int:
+        return inputs.limit(limit, MAX_ROWS)
 
     def _window(
         self, since: str | None, until: str | None, date_range: Sequence[str] | None = None, col: str = "m"
     ) -> tuple[list[str], list[object]]:
-        if date_range is not None:
-            since, until = date_range[0], date_range[1]
+        pair = inputs.date_range(date_range)
+        if pair is not None:
+            since, until = pair
         lo, hi = q.parse_bound(since, end=False), q.parse_bound(until, end=True)
         where: list[str] = []
         params: list[object] = []
@@ -186,8 +190,9 @@ class ThermalMemory:
         (walking ``min(id)`` over a date range would visit every row in it). After a
         backfill (``ordered`` off) the window becomes a subquery on the date index.
         """
-        if date_range is not None:
-            since, until = date_range[0], date_range[1]
+        pair = inputs.date_range(date_range)
+        if pair is not None:
+            since, until = pair
         where: list[str] = []
         params: list[object] = []
         if self._ordered:
@@ -227,8 +232,9 @@ class ThermalMemory:
         One word over the whole index is its ``term_stats`` document frequency; words that
         all have a frequent-term bitmap are a popcount, in any date window.
         """
-        if date_range is not None:
-            since, until = date_range[0], date_range[1]
+        pair = inputs.date_range(date_range)
+        if pair is not None:
+            since, until = pair
         if not self._ordered and (since is not None or until is not None):
             return None
         terms: list[str] = []
@@ -359,10 +365,11 @@ class ThermalMemory:
         is ranked within its newest that many matches, and one whose every word is in most
         records (bm25 cannot tell them apart) comes newest first; ``plan`` says which.
         """
-        if order not in _ORDERS:
-            raise UsageError(f"order must be one of {', '.join(_ORDERS)}, not {order!r}")
+        order = inputs.order(order, _ORDERS)
+        query = str(inputs.text(query, "query", nul_ok=True))
+        tags = inputs.tags(tags)
         start = self._start(budget_ms)
-        limit, offset = self._limit(limit), max(0, int(offset))
+        limit, offset = self._limit(limit), inputs.integer(offset, "offset")
         plan = "fts"
         try:
             page, total, plan, match = self._ranked(
@@ -463,6 +470,8 @@ class ThermalMemory:
         budget_ms: int | None = None,
     ) -> int:
         """Exact number of records matching ``query`` (all tokens) or, without one, the filters (-1: budget)."""
+        query = inputs.text(query, "query", optional=True, nul_ok=True)
+        tags = inputs.tags(tags)
         self._start(budget_ms)
         try:
             if query is None or not str(query).strip():
@@ -512,7 +521,7 @@ class ThermalMemory:
 
     def _match_scan(
         self,
-        test: Any,
+        matcher: rx.Matcher,
         literal: str | None,
         limit: int,
         since: str | None,
@@ -520,16 +529,18 @@ class ThermalMemory:
         budget_ms: int | None,
         plan: str,
     ) -> Results:
+        """Verify candidates (``title\nsummary\ncontent``, whole) with ``matcher``, newest first."""
         start = self._start(budget_ms)
         hits: list[Hit] = []
-        matched = 0
         try:
-            for row in self._scan_candidates(literal, since, until):
-                if time.monotonic() > self._deadline:
-                    raise _Interrupted
-                text = f"{row[3]}\n{row[5]}\n{row[4]}"[:GREP_TEXT_CAP]
-                found = test(text)
-                if found is not None:
+            with rx.hard_limit(matcher, self._deadline):
+                for row in self._scan_candidates(literal, since, until):
+                    if time.monotonic() > self._deadline:
+                        raise _Interrupted
+                    text = f"{row[3]}\n{row[5]}\n{row[4]}"
+                    span = matcher.search(text)
+                    if span is None:
+                        continue
                     if len(hits) == limit:
                         # One match past the limit proves truncation; counting the rest would
                         # cost a full verification pass, so the total is reported as unknown.
@@ -540,9 +551,9 @@ class ThermalMemory:
                             elapsed_ms=self._elapsed(start),
                             plan=f"{plan} (stopped at limit)",
                         )
-                    matched += 1
-                    hits.append(Hit(memory=_memory(row), snippet=found))
-        except _Interrupted:
+                    snippet = text[max(0, span[0] - 40) : span[1] + 40]
+                    hits.append(Hit(memory=_memory(row), snippet=snippet))
+        except (_Interrupted, rx.RegexTimeout):
             return Results(
                 hits=tuple(hits),
                 total=-1,
@@ -551,9 +562,7 @@ class ThermalMemory:
                 plan=f"{plan} (budget: partial)",
                 scanned_fraction=0.0,
             )
-        return Results(
-            hits=tuple(hits), total=matched, truncated=matched > len(hits), elapsed_ms=self._elapsed(start), plan=plan
-        )
+        return Results(hits=tuple(hits), total=len(hits), truncated=False, elapsed_ms=self._elapsed(start), plan=plan)
 
     def grep(
         self,
@@ -564,24 +573,20 @@ class ThermalMemory:
         until: str | None = None,
         budget_ms: int | None = None,
     ) -> Results:
-        """Regular-expression search (case-insensitive) over title, summary and content.
+        """Regular-expression search (case-insensitive) over ``title\nsummary\ncontent``.
 
-        ``total`` is -1 when more than ``limit`` records match (the scan stops there).
-        A literal of 3+ characters every match must contain is looked up in the trigram
-        index first; only those candidates run ``re``. Patterns with nested repetition
-        (``(a+)+``) are refused, each record is capped at 20,000 characters, and the time
-        budget returns partial results flagged ``truncated``.
+        A match may span fields (``typo\n`` finds a title ending in "typo"). Patterns run on
+        RE2, in time linear in the text; back-references and look-around fall back to
+        Python ``re`` under a hard time limit (``plan`` names the engine). ``total`` is
+        exact, or -1 with ``truncated`` when more than ``limit`` records match or the time
+        budget ran out (the hits found so far are returned). A literal of 3+ characters
+        every match must contain is looked up in the trigram index first.
         """
-        regex = q.compile_regex(str(pattern))
-        q.refuse_catastrophic(str(pattern))
-        literal = q.required_literal(str(pattern))
-
-        def test(text: str) -> str | None:
-            m = regex.search(text)
-            return None if m is None else text[max(0, m.start() - 40) : m.end() + 40]
-
-        plan = f"trigram-prefilter {literal!r} + re" if literal else "full-scan + re"
-        return self._match_scan(test, literal, self._limit(limit), since, until, budget_ms, plan)
+        matcher = rx.compile_pattern(pattern)
+        limit = self._limit(limit)
+        literal = rx.prefilter_literal(rx.required_literal(str(pattern)), backtracking=matcher.backtracking)
+        plan = f"trigram-prefilter {literal!r} + {matcher.engine}" if literal else f"full-scan + {matcher.engine}"
+        return self._match_scan(matcher, literal, limit, since, until, budget_ms, plan)
 
     def find(
         self,
@@ -592,18 +597,14 @@ class ThermalMemory:
         until: str | None = None,
         budget_ms: int | None = None,
     ) -> Results:
-        """Case-insensitive exact substring search, newest first (trigram index for 3+ chars)."""
-        needle = str(substring).lower()
+        """Case-insensitive exact substring search over ``title\nsummary\ncontent``, newest first."""
+        needle = str(inputs.text(substring, "substring"))
+        limit = self._limit(limit)
         if not needle:
             return Results(hits=(), total=0, truncated=False, elapsed_ms=0.0, plan="empty-query")
-
-        def test(text: str) -> str | None:
-            at = text.lower().find(needle)
-            return None if at < 0 else text[max(0, at - 40) : at + len(needle) + 40]
-
-        literal = str(substring) if len(needle) >= 3 else None
-        plan = "trigram" if literal else "full-scan (shorter than 3 characters)"
-        return self._match_scan(test, literal, self._limit(limit), since, until, budget_ms, plan)
+        literal = rx.prefilter_literal(needle, backtracking=False)
+        plan = f"trigram {literal!r}" if literal else "full-scan (no 3-character ASCII run to look up)"
+        return self._match_scan(rx.literal_matcher(needle), literal, limit, since, until, budget_ms, plan)
 
     # ----------------------------------------------------------------- metadata
     def filter(
@@ -622,8 +623,12 @@ class ThermalMemory:
         budget_ms: int | None = None,
     ) -> Results:
         """Records by metadata only; ``date_after``/``date_before`` are exclusive bounds (as in the seed)."""
-        if order not in ("newest", "oldest"):
-            raise UsageError(f"order must be newest or oldest, not {order!r}")
+        order = inputs.order(order, ("newest", "oldest"))
+        source = inputs.text(source, "source", optional=True)
+        kind = inputs.text(kind, "kind", optional=True)
+        confidence = inputs.number(min_confidence, "min_confidence")
+        tags = inputs.tags(tags)
+        limit = self._limit(limit)
         start = self._start(budget_ms)
         try:
             # A tag (or the whole table) drives the loop in id order, which is event-time order.
@@ -644,18 +649,16 @@ class ThermalMemory:
             for column, value in (("m.source", source), ("m.kind", kind)):
                 if value is not None:
                     where.append(f"{column} = ?")
-                    params.append(str(value))
-            if min_confidence is not None:
+                    params.append(value)
+            if confidence is not None:
                 where.append("m.confidence >= ?")
-                params.append(float(min_confidence))
+                params.append(confidence)
             clause = " WHERE " + " AND ".join(where) if where else ""
             direction = "DESC" if order == "newest" else ""
             by = f"{key} {direction}" if self._ordered else f"m.date {direction}, m.id {direction}"
             counted = drive if len(where) > on_index else drive.split(" JOIN ", maxsplit=1)[0]
             total = self._rows(f"SELECT count(*) FROM {counted}{clause}", params)[0][0]
-            rows = self._rows(
-                f"SELECT {_COLS} FROM {drive}{clause} ORDER BY {by} LIMIT ?", [*params, self._limit(limit)]
-            )
+            rows = self._rows(f"SELECT {_COLS} FROM {drive}{clause} ORDER BY {by} LIMIT ?", [*params, limit])
         except _Interrupted:
             return Results(hits=(), total=-1, truncated=True, elapsed_ms=self._elapsed(start), plan="filter (budget)")
         hits = tuple(Hit(memory=_memory(r)) for r in rows)
@@ -667,15 +670,23 @@ class ThermalMemory:
             plan=f"filter order={order}" + (f" via tag {tag_list[0]!r}" if tag_list else ""),
         )
 
-    def get(self, memory_id: int) -> Memory | None:
+    def get(self, memory_id: int) -> Memory:
+        """One record by id; a missing id raises :class:`MemoryNotFound` (a ``LookupError``)."""
+        found = self.find_id(memory_id)
+        if found is None:
+            raise MemoryNotFound(f"no memory with id {memory_id}", hint="ids come from search/grep/filter results")
+        return found
+
+    def find_id(self, memory_id: int) -> Memory | None:
         """One record by id, or None."""
+        mid = inputs.integer(memory_id, "memory id")
         self._start(None)
-        rows = self._rows(f"SELECT {_COLS} FROM memories m WHERE m.id = ?", [int(memory_id)])
+        rows = self._rows(f"SELECT {_COLS} FROM memories m WHERE m.id = ?", [mid])
         return _memory(rows[0]) if rows else None
 
     def around(self, memory_id: int, before: int = 3, after: int = 3) -> tuple[Memory, ...]:
         """The record and its neighbours in event time (oldest first)."""
-        centre = self.get(memory_id)
+        centre = self.find_id(memory_id)
         if centre is None:
             return ()
         key = [centre.date, centre.id]
@@ -694,7 +705,7 @@ class ThermalMemory:
         self._start(None)
         rows = self._rows(
             "SELECT id, uid, tier, origin, source, recorded_at, content_hash FROM memories WHERE id = ?",
-            [int(memory_id)],
+            [inputs.integer(memory_id, "memory id")],
         )
         if not rows:
             return None
@@ -703,16 +714,17 @@ class ThermalMemory:
 
     def dupes(self, memory_id: int) -> tuple[Memory, ...]:
         """Other records with the same normalised title and content."""
+        mid = inputs.integer(memory_id, "memory id")
         self._start(None)
-        rows = self._rows("SELECT content_hash FROM memories WHERE id = ?", [int(memory_id)])
-        return self.dupes_of(rows[0][0], exclude=int(memory_id)) if rows else ()
+        rows = self._rows("SELECT content_hash FROM memories WHERE id = ?", [mid])
+        return self.dupes_of(rows[0][0], exclude=mid) if rows else ()
 
     def dupes_of(self, content_digest: str, *, exclude: int = 0) -> tuple[Memory, ...]:
         """Records whose normalised title and content hash to ``content_digest`` (``content_hash``)."""
         self._start(None)
         rows = self._rows(
             f"SELECT {_COLS} FROM memories m WHERE m.content_hash = ? AND m.id != ? ORDER BY m.id LIMIT ?",
-            [str(content_digest), int(exclude), MAX_ROWS],
+            [inputs.text(content_digest, "content digest"), inputs.integer(exclude, "exclude"), MAX_ROWS],
         )
         return tuple(_memory(r) for r in rows)
 
@@ -727,8 +739,9 @@ class ThermalMemory:
     ) -> tuple[Facet, ...]:
         """Counts of matching records per month, tag or source (largest first for tag/source)."""
         keys = {"month": "substr(m.date, 1, 7)", "source": "m.source", "tag": "t.tag"}
-        if by not in keys:
-            raise UsageError(f"facets by must be month, tag or source, not {by!r}")
+        if not isinstance(by, str) or by not in keys:
+            raise MemoryQueryError(f"facets by must be month, tag or source, not {by!r}"[:200])
+        query = inputs.text(query, "query", optional=True, nul_ok=True)
         self._start(budget_ms)
         where, params = self._window(since, until)
         joins = " JOIN memory_tags t ON t.id = m.id" if by == "tag" else ""
@@ -744,14 +757,14 @@ class ThermalMemory:
             )
         except _Interrupted:
             # Partial buckets would read as real counts: refuse instead.
-            raise UsageError(
+            raise MemoryQueryError(
                 "facets ran out of its time budget", hint="narrow it with since/until or pass a larger budget_ms"
             ) from None
         return tuple(Facet(key=str(k), count=int(c)) for k, c in rows)
 
     def summarize(self, query: str, max_results: int = 5) -> str:
         """A short plain-text digest of the best matches: one line per record with its id."""
-        return digest(query, self.search(query, limit=max(1, min(int(max_results), 20))))
+        return digest(query, self.search(query, limit=max(1, min(inputs.integer(max_results, "max_results"), 20))))
 
     def scan(
         self,
@@ -763,6 +776,9 @@ class ThermalMemory:
         max_batches: int = 50,
     ) -> Iterator[Batch]:
         """Bounded text batches (oldest first) for sub-queries: ``[id] date title: summary`` lines."""
+        query = inputs.text(query, "query", optional=True, nul_ok=True)
+        max_chars = inputs.integer(max_chars, "max_chars")
+        max_batches = inputs.integer(max_batches, "max_batches")
         where, params = self._window(since, until)
         if query is not None and q.fts_and(str(query)):
             where.append("m.id IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?)")

@@ -9,7 +9,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from terminai_apts.errors import IntegrityError, MemoryStoreError
+from terminai_apts.errors import IntegrityError, JournalError, MemoryStoreError, UsageError
 from terminai_apts.memory import store
 from terminai_apts.memory.api import ThermalMemory
 from terminai_apts.memory.journal import SCHEDULES, MemoryJournal
@@ -72,17 +72,41 @@ def _results(args: argparse.Namespace, res: Results) -> int:
     return _emit(args, value, repr(res))
 
 
+def _indexed(db: Path) -> int:
+    """Records in an existing index (0 when the file is not one: building replaces it)."""
+    try:
+        conn = store.open_writer(db)
+    except MemoryStoreError:
+        return 0
+    try:
+        return int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])
+    finally:
+        conn.close()
+
+
 def _cmd_index(args: argparse.Namespace) -> int:
     db = Path(args.db)
     records: list[NewMemory] = []
+    if not db.is_dir() and not args.journal and not args.archive:
+        raise UsageError(
+            f"no source to index into {db}",
+            hint="name one: --journal DIR, --archive FILE (repeatable), or pass a journal directory as DB",
+        )
     if db.is_dir():
         # A journal directory gets its live index; sealed quarters are searched in their shards.
         records += MemoryJournal(db).records(cold=False)
         db = db / LIVE_INDEX
     if args.journal:
-        records += MemoryJournal(args.journal).records()
+        records += MemoryJournal(journal_root(args.journal)).records()
     for archive in args.archive or []:
         records += import_archive(Path(archive))
+    if args.rebuild and db.exists() and not records:
+        held = _indexed(db)
+        if held:
+            raise UsageError(
+                f"refusing to rebuild {db} from sources holding no records: it would drop all {held}",
+                hint="check the --journal/--archive paths; to start over, delete the index file first",
+            )
     if args.rebuild or not db.exists():
         n = store.build(db, records)
         return _emit(args, {"built": n}, f"built {db} with {n} records")
@@ -102,6 +126,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
                 args.query,
                 tags=args.tags,
                 limit=args.limit,
+                offset=args.offset,
                 order=args.order,
                 since=args.since,
                 until=args.until,
@@ -114,6 +139,11 @@ def _cmd_search(args: argparse.Namespace) -> int:
 def _cmd_grep(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         return _results(args, mem.grep(args.pattern, limit=args.limit, since=args.since, until=args.until))
+
+
+def _cmd_find(args: argparse.Namespace) -> int:
+    with _open(args) as mem:
+        return _results(args, mem.find(args.substring, limit=args.limit, since=args.since, until=args.until))
 
 
 def _cmd_filter(args: argparse.Namespace) -> int:
@@ -141,8 +171,6 @@ def _cmd_count(args: argparse.Namespace) -> int:
 def _cmd_get(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         rec = mem.get(args.id)
-    if rec is None:
-        raise MemoryStoreError(f"no memory with id {args.id}")
     return _emit(args, asdict(rec), f"#{rec.id} [{rec.date}] {rec.title}\n{rec.content}")
 
 
@@ -152,8 +180,22 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     return _emit(args, {"summary": text}, text)
 
 
+def journal_root(path: str) -> Path:
+    """An existing journal directory, or a :class:`JournalError` naming what ``path`` is instead."""
+    root = Path(path)
+    if not root.exists():
+        raise JournalError(f"journal directory {root} does not exist", hint="pass the journal's root directory")
+    if not root.is_dir():
+        what = "a memory index file" if store.is_sqlite(root) else "a file"
+        raise JournalError(
+            f"{root} is {what}, not a journal directory",
+            hint="pass the journal's root directory (the one holding hot/, warm/ and cold/)",
+        )
+    return root
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
-    problems = MemoryJournal(args.journal).verify()
+    problems = MemoryJournal(journal_root(args.journal)).verify()
     _emit(
         args,
         {"ok": not problems, "problems": [asdict(p) for p in problems]},
@@ -165,14 +207,14 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_compact(args: argparse.Namespace) -> int:
-    journal = MemoryJournal(args.journal)
+    journal = MemoryJournal(journal_root(args.journal))
     moved = journal.quarantine()
     report = {**journal.compact(only=args.only), "quarantined": moved}
     return _emit(args, report, ", ".join(f"{k}={v}" for k, v in report.items()))
 
 
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
-    """Attach ``memory {index,search,grep,filter,count,get,summarize,verify,compact}``."""
+    """Attach ``memory {index,search,grep,find,filter,count,get,summarize,verify,compact}``."""
     memory = subparsers.add_parser("memory", help="query and maintain the memory archive")
     sub = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
 
@@ -196,6 +238,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("query")
     p.add_argument("--tags", type=split_tags)
     p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--offset", type=int, default=0, help="skip this many matches (paging)")
     p.add_argument("--order", choices=["relevance", "newest", "oldest"], default="relevance")
     p.add_argument("--raw", action="store_true", help="pass FTS5 syntax through")
     p.add_argument("--exhaustive", action="store_true", help="rank every match, however common the words")
@@ -203,6 +246,10 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p = parser("grep", _cmd_grep, "regular-expression search")
     p.add_argument("pattern")
     p.add_argument("--limit", type=int, default=50)
+    window(p)
+    p = parser("find", _cmd_find, "case-insensitive exact substring search, newest first")
+    p.add_argument("substring")
+    p.add_argument("--limit", type=int, default=20)
     window(p)
     p = parser("filter", _cmd_filter, "records by metadata")
     p.add_argument("--source")

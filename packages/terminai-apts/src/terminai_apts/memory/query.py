@@ -6,12 +6,10 @@ Agent text must never reach FTS5 as syntax: ``PROJ-1234`` is "no such column: 12
 
 from __future__ import annotations
 
-import importlib
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from terminai_apts.errors import UsageError
+from terminai_apts.errors import MemoryQueryError
 
 _RELATIVE = re.compile(r"^\s*(\d{1,6})\s*([hdwmy])\s*$")
 _UNITS = {
@@ -54,14 +52,14 @@ def trigram_phrase(literal: str) -> str:
 def normalize_date(text: str | None, *, what: str = "date") -> str:
     """Any ISO 8601 date/datetime (naive means UTC) as ``YYYY-MM-DDTHH:MM:SSZ``."""
     if text is None or not str(text).strip():
-        raise UsageError(f"{what} is empty", hint="use ISO 8601, e.g. 2024-05-01 or 2024-05-01T12:00:00Z")
+        raise MemoryQueryError(f"{what} is empty", hint="use ISO 8601, e.g. 2024-05-01 or 2024-05-01T12:00:00Z")
     raw = str(text).strip().replace(" ", "T", 1)
     if raw.endswith(("Z", "z")):
         raw = raw[:-1] + "+00:00"
     try:
         moment = datetime.fromisoformat(raw)
     except ValueError:
-        raise UsageError(
+        raise MemoryQueryError(
             f"{what} {text!r} is not a valid date",
             hint="use ISO 8601 (2024-05-01, 2024-05-01T12:00:00Z) or a relative form like 7d",
         ) from None
@@ -79,76 +77,22 @@ def parse_bound(text: str | None, *, end: bool, now: datetime | None = None) -> 
     if text is None:
         return None
     value = str(text).strip()
+    what = "until" if end else "since"
     rel = _RELATIVE.match(value)
-    if rel:
-        moment = (now or datetime.now(UTC)) - int(rel.group(1)) * _UNITS[rel.group(2)]
-        return moment.strftime(ISO)
-    stamp = normalize_date(value, what="until" if end else "since")
-    if end and len(value) == 10:
-        day = datetime.strptime(stamp, ISO).replace(tzinfo=UTC) + timedelta(days=1)
-        return day.strftime(ISO)
-    if end:
-        # An explicit instant is inclusive: move one second on so "< bound" keeps it.
-        return (datetime.strptime(stamp, ISO) + timedelta(seconds=1)).strftime(ISO)
+    try:
+        if rel:
+            moment = (now or datetime.now(UTC)) - int(rel.group(1)) * _UNITS[rel.group(2)]
+            return moment.strftime(ISO)
+        stamp = normalize_date(value, what=what)
+        if end and len(value) == 10:
+            day = datetime.strptime(stamp, ISO).replace(tzinfo=UTC) + timedelta(days=1)
+            return day.strftime(ISO)
+        if end:
+            # An explicit instant is inclusive: move one second on so "< bound" keeps it.
+            return (datetime.strptime(stamp, ISO) + timedelta(seconds=1)).strftime(ISO)
+    except OverflowError:
+        raise MemoryQueryError(
+            f"{what} {value!r} reaches past the calendar (years 1 to 9999)"[:200],
+            hint=f"leave {what} out for no bound on that side",
+        ) from None
     return stamp
-
-
-def compile_regex(pattern: str) -> re.Pattern[str]:
-    """Compile an agent regex case-insensitively, turning errors into a usage error."""
-    try:
-        return re.compile(pattern, re.IGNORECASE)
-    except (re.error, RecursionError, OverflowError) as exc:
-        raise UsageError(f"bad regular expression {pattern!r}: {exc}", hint="check escaping and brackets") from None
-
-
-def required_literal(pattern: str) -> str | None:
-    """The longest literal run every match must contain, or None (then grep scans).
-
-    Walks the parsed pattern (``re._parser``): only top-level literal sequences count, so
-    an alternation or an optional group never yields a literal that some match lacks.
-    """
-    try:
-        parser: Any = importlib.import_module("re._parser")
-        parsed = parser.parse(pattern)
-    except Exception:  # an unparsable pattern is reported by compile_regex
-        return None
-    literal_op = parser.LITERAL
-    runs: list[str] = []
-    current: list[str] = []
-    for op, av in parsed:
-        if op is literal_op:
-            current.append(chr(av))
-            continue
-        runs.append("".join(current))
-        current = []
-    runs.append("".join(current))
-    best = max(runs, key=len)
-    return best if len(best.strip()) >= 3 else None
-
-
-def refuse_catastrophic(pattern: str) -> None:
-    """Refuse nested unbounded repetition (``(a+)+``, ``(a*)*b``): ``re`` cannot be interrupted."""
-    try:
-        parser: Any = importlib.import_module("re._parser")
-        parsed = parser.parse(pattern)
-    except Exception:  # compile_regex reports syntax errors
-        return
-    repeats = {parser.MAX_REPEAT, parser.MIN_REPEAT, getattr(parser, "POSSESSIVE_REPEAT", None)}
-
-    def walk(items: Any, inside: bool) -> None:
-        for op, av in items:
-            if op in repeats:
-                unbounded = av[1] is parser.MAXREPEAT or av[1] > 50
-                if unbounded and inside:
-                    raise UsageError(
-                        f"regular expression {pattern!r} nests repetition and could run for hours",
-                        hint="remove the nested quantifier, e.g. (a+)+ → a+",
-                    )
-                walk(av[2], inside or unbounded)
-            elif op is parser.SUBPATTERN:
-                walk(av[3], inside)
-            elif op is parser.BRANCH:
-                for branch in av[1]:
-                    walk(branch, inside)
-
-    walk(parsed, False)

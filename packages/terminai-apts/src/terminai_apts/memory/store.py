@@ -15,6 +15,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from urllib.parse import quote
 
 from terminai_apts.errors import MemoryStoreError
 from terminai_apts.memory import termbits
@@ -254,6 +255,32 @@ def open_writer(path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(path, timeout=30)
     check_schema(conn, path)
     return conn
+
+
+def is_sqlite(path: Path) -> bool:
+    """True when ``path`` is a file starting with SQLite's magic header."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
+def is_legacy_archive(path: Path) -> bool:
+    """True for an archive in the original schema: a ``memories`` table and no index tables."""
+    if not is_sqlite(path):
+        return False
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
+    except sqlite3.DatabaseError:
+        return False
+    try:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
+    except sqlite3.DatabaseError:
+        return False
+    finally:
+        conn.close()
+    return "memories" in names and "meta" not in names and "memories_fts" not in names
 
 
 def check_schema(conn: sqlite3.Connection, path: Path) -> None:

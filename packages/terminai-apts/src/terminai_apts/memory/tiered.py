@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-from terminai_apts.errors import MemoryStoreError, UsageError
-from terminai_apts.memory import store
+from terminai_apts.errors import MemoryNotFound, MemoryQueryError, MemoryStoreError
+from terminai_apts.memory import inputs, store
 from terminai_apts.memory.api import MAX_ROWS, ThermalMemory, _Interrupted, digest, rank_cap
 from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results
 
@@ -65,10 +65,13 @@ class TieredMemory:
     # ----------------------------------------------------------------- plumbing
     def _left(self, start: float, budget_ms: int | None) -> int:
         spent = (time.monotonic() - start) * 1000
-        return max(1, int((budget_ms if budget_ms is not None else self._budget_ms) - spent))
+        budget = self._budget_ms if budget_ms is None else inputs.number(budget_ms, "budget_ms")
+        if budget is None or budget < 0:
+            raise MemoryQueryError(f"budget_ms must not be negative, not {budget_ms}")
+        return max(1, int(budget - spent))
 
     def _owner(self, memory_id: int) -> ThermalMemory | None:
-        block = int(memory_id) >> store.SHARD_ID_BITS
+        block = inputs.integer(memory_id, "memory id") >> store.SHARD_ID_BITS
         for name, mem in self._sources:
             if (name == "live" and block == 0) or (
                 name != "live" and store.shard_base(name) >> store.SHARD_ID_BITS == block
@@ -115,10 +118,11 @@ class TieredMemory:
         budget_ms: int | None = None,
     ) -> Results:
         """:meth:`ThermalMemory.search` over every tier, merged; records are read for the survivors only."""
-        if order not in _ORDER_KEYS:
-            raise UsageError(f"order must be one of {', '.join(_ORDER_KEYS)}, not {order!r}")
+        order = inputs.order(order, tuple(_ORDER_KEYS))
+        query = str(inputs.text(query, "query", nul_ok=True))
+        tags = inputs.tags(tags)
         start = time.monotonic()
-        lo, size = max(0, int(offset)), min(MAX_ROWS, max(0, int(limit)))
+        lo, size = inputs.integer(offset, "offset"), inputs.limit(limit, MAX_ROWS)
         want = min(MAX_ROWS, lo + size)
         found: list[tuple[tuple[object, ...], int, int, float]] = []  # (sort key, tier, id, score)
         totals: list[int] = []
@@ -222,7 +226,7 @@ class TieredMemory:
         """:meth:`ThermalMemory.grep` over every tier, newest first, one shared time budget."""
         return self._newest_first(
             lambda mem, n, left: mem.grep(pattern, n, since=since, until=until, budget_ms=left),
-            min(MAX_ROWS, int(limit)),
+            inputs.limit(limit, MAX_ROWS),
             budget_ms,
         )
 
@@ -238,7 +242,7 @@ class TieredMemory:
         """:meth:`ThermalMemory.find` over every tier, newest first."""
         return self._newest_first(
             lambda mem, n, left: mem.find(substring, n, since=since, until=until, budget_ms=left),
-            min(MAX_ROWS, int(limit)),
+            inputs.limit(limit, MAX_ROWS),
             budget_ms,
         )
 
@@ -280,12 +284,19 @@ class TieredMemory:
         ]
         key, reverse = _ORDER_KEYS[order if order in ("newest", "oldest") else "newest"]
         merged = sorted((h for _n, r in parts for h in r.hits), key=key, reverse=reverse)
-        return self._merged(parts, merged[: min(MAX_ROWS, max(0, int(limit)))], start)
+        return self._merged(parts, merged[: inputs.limit(limit, MAX_ROWS)], start)
 
-    def get(self, memory_id: int) -> Memory | None:
-        """One record by id (the id names the tier that holds it)."""
+    def get(self, memory_id: int) -> Memory:
+        """One record by id (the id names the tier that holds it); missing: :class:`MemoryNotFound`."""
+        found = self.find_id(memory_id)
+        if found is None:
+            raise MemoryNotFound(f"no memory with id {memory_id}", hint="ids come from search/grep/filter results")
+        return found
+
+    def find_id(self, memory_id: int) -> Memory | None:
+        """One record by id, or None."""
         owner = self._owner(memory_id)
-        return owner.get(memory_id) if owner is not None else None
+        return owner.find_id(memory_id) if owner is not None else None
 
     def around(self, memory_id: int, before: int = 3, after: int = 3) -> tuple[Memory, ...]:
         """The record and its neighbours in event time within its tier."""
@@ -299,7 +310,7 @@ class TieredMemory:
 
     def dupes(self, memory_id: int) -> tuple[Memory, ...]:
         """Records in any tier with the same normalised title and content."""
-        centre = self.get(memory_id)
+        centre = self.find_id(memory_id)
         if centre is None:
             return ()
         found: list[Memory] = []
@@ -330,7 +341,7 @@ class TieredMemory:
 
     def summarize(self, query: str, max_results: int = 5) -> str:
         """A short plain-text digest of the best matches across every tier."""
-        return digest(query, self.search(query, limit=max(1, min(int(max_results), 20))))
+        return digest(query, self.search(query, limit=max(1, min(inputs.integer(max_results, "max_results"), 20))))
 
     def scan(
         self,
@@ -342,7 +353,7 @@ class TieredMemory:
         max_batches: int = 50,
     ) -> Iterator[Batch]:
         """Bounded text batches, oldest tier first, at most ``max_batches`` in all."""
-        left = max(1, min(int(max_batches), 1000))
+        left = max(1, min(inputs.integer(max_batches, "max_batches"), 1000))
         for _name, mem in reversed(self._sources):
             for batch in mem.scan(since=since, until=until, query=query, max_chars=max_chars, max_batches=left):
                 yield batch
