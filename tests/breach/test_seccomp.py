@@ -88,7 +88,7 @@ def test_calls_nobody_listed_are_refused_by_default() -> None:
     out = attack(
         "out['getpriority'] = sc(140, 0, 0)\n"
         "out['capget'] = sc(125, None, None)\n"
-        "out['getitimer'] = sc(36, 0, ctypes.create_string_buffer(32))\n"
+        "out['sched_getparam'] = sc(143, 0, ctypes.create_string_buffer(8))\n"
         "out['sched_getscheduler'] = sc(145, 0)\n"
     )
     assert set(out.values()) == {"EPERM"}, out
