@@ -14,13 +14,18 @@ takes the steps below in a process forked from it:
 6f  dies with its parent (the zygote's kill of the keeper takes the run with it);
 6g  resource limits: address space, CPU, file size, descriptors, no processes, no core,
     no locked memory, no message queues;
-6h  Landlock: reads confined to the interpreter, ``sys.path``, time zone data and the
-    injected API's own paths; writes to the scratch directory only; no TCP; signals and
-    abstract unix sockets scoped to the run (kernel ABI permitting, reported);
+6h  Landlock: reads confined to the interpreter's library directories, this package,
+    RestrictedPython, time zone data and the injected API's own paths; writes to the
+    scratch directory only; no TCP; signals and abstract unix sockets scoped to the run
+    (kernel ABI permitting, reported);
 6i  seccomp: a default-deny allowlist compiled by libseccomp (``seccomp.py``).
 
-A step that cannot be applied where it must be fails the run closed; optional steps
-(6a, 6h) report what they could not do in ``Isolation.notes``.
+Steps 6b-6e and the common part of 6h's ruleset are taken before the caller's setup
+arrives (``harden_early``), the rest once it has (``harden``). A step that cannot be
+applied where it must be fails the run closed; optional steps (6a, 6h) report what they
+could not do in ``Isolation.notes``. ``STEPS`` names each for the assume-breach tests,
+which switch them off one by one (``orphans`` is the zygote's sweep); production never
+skips any.
 """
 
 from __future__ import annotations
