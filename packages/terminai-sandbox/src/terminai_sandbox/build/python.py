@@ -1,23 +1,32 @@
 """Python side of the build: wheels fetched by hash, the T-APTS wheel, staged installs.
 
-Wheels are installed with ``--no-index --no-deps --require-hashes --no-compile`` into a
-staging tree at their final image path, then byte-compiled there with checked-hash
-invalidation (so ``.pyc`` files hold no build path and no timestamp). The T-APTS wheel is
-built from the repository with SOURCE_DATE_EPOCH so its zip is reproducible.
+Wheels (checked against their locked sha256) are installed with PyPA's ``installer``
+into a staging tree at their final image paths, with console scripts for the image's
+interpreter. They are then byte-compiled by the image's own interpreter inside an
+unpacked copy of the image root, with checked-hash invalidation (so ``.pyc`` files hold
+no build path, no timestamp and nothing of the host's Python). The T-APTS wheel is built
+from the repository with SOURCE_DATE_EPOCH so its zip is reproducible.
 """
 
 from __future__ import annotations
 
-import compileall
 import hashlib
 import os
-import py_compile
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import installer
+from installer.destinations import SchemeDictionaryDestination
+from installer.exceptions import InvalidWheelSource
+from installer.sources import WheelFile
+
 from terminai_sandbox.errors import BuildError, LockError
+
+#: The interpreter console scripts name, and the one that byte-compiles: the image's own.
+IMAGE_INTERPRETER = "/usr/bin/python3"
+INSTALLER_TAG = b"terminai-sandbox\n"
 
 
 def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> None:
@@ -105,58 +114,97 @@ def build_tapts_wheel(source: Path, out_dir: Path, *, source_date_epoch: int) ->
     return wheels[0]
 
 
-def install(wheels: list[Path], staging: Path, *, site_packages: str, hashes_required: bool) -> None:
-    """Install ``wheels`` into ``staging`` + ``site_packages`` and byte-compile them there."""
-    target = staging / site_packages.lstrip("/")
-    target.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--no-index",
-        "--no-deps",
-        "--no-compile",
-        "--disable-pip-version-check",
-        "--no-warn-script-location",
-        "--target",
-        str(target),
-    ]
-    if hashes_required:
-        req = staging.parent / f"{staging.name}.requirements.txt"
-        req.write_text("".join(f"{w} --hash=sha256:{hashlib.sha256(w.read_bytes()).hexdigest()}\n" for w in wheels))
-        cmd += ["--require-hashes", "-r", str(req)]
-    else:
-        cmd += [str(w) for w in wheels]
-    _run(cmd, "installing wheels")
-    bin_dir = target / "bin"
-    if bin_dir.exists():
-        dest = staging / "usr" / "local" / "bin"
-        dest.mkdir(parents=True, exist_ok=True)
-        for script in sorted(bin_dir.iterdir()):
-            text = script.read_bytes()
-            if text.startswith(b"#!"):
-                text = b"#!/usr/bin/python3\n" + text.split(b"\n", 1)[1]
-            (dest / script.name).write_bytes(text)
-            (dest / script.name).chmod(0o755)
-        shutil.rmtree(bin_dir)
-    # direct_url.json records where the wheel file was (a build path): drop it and its RECORD line.
-    for junk in target.glob("*.dist-info/direct_url.json"):
-        junk.unlink()
-        record = junk.parent / "RECORD"
-        lines = [line for line in record.read_text().splitlines() if "/direct_url.json," not in line]
-        record.write_text("\n".join(lines) + "\n")
-    _compile(target, site_packages)
+def install(wheels: list[Path], staging: Path, *, site_packages: str, scripts: str = "/usr/local/bin") -> None:
+    """Install ``wheels`` into ``staging`` as if ``staging`` were the image's root.
 
-
-def _compile(target: Path, site_packages: str) -> None:
-    ok = compileall.compile_dir(
-        str(target),
-        quiet=1,
-        ddir=site_packages,
-        workers=1,
-        invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
+    PyPA's ``installer`` writes each file at its image path, generates console scripts
+    for the image's interpreter and writes ``RECORD`` for exactly those bytes, so nothing
+    of the host (its interpreter, pip, the checkout path) reaches the layer. Nothing is
+    byte-compiled here: :func:`compile_in_image` does that with the image's interpreter.
+    """
+    destination = SchemeDictionaryDestination(
+        scheme_dict={
+            "purelib": site_packages,
+            "platlib": site_packages,
+            "headers": f"{site_packages}/__headers__",
+            "scripts": scripts,
+            "data": "/usr/local",
+        },
+        interpreter=IMAGE_INTERPRETER,
+        script_kind="posix",
+        bytecode_optimization_levels=(),
+        destdir=str(staging),
     )
-    if not ok:
-        raise BuildError(f"byte-compiling {site_packages} failed")
+    for wheel in wheels:
+        try:
+            with WheelFile.open(wheel) as source:
+                source.validate_record()
+                installer.install(source, destination, additional_metadata={"INSTALLER": INSTALLER_TAG})
+        except (InvalidWheelSource, ValueError, OSError) as exc:
+            raise BuildError(f"installing {wheel.name} failed: {exc}") from None
+
+
+def compile_in_image(staging: Path, image_root: Path) -> int:
+    """Byte-compile the ``.py`` files of ``staging`` with the image's own interpreter.
+
+    ``image_root`` is an unpacked copy of the lower layers (the Debian base, and the
+    layers already staged). The staged tree is copied in, the image's ``python3`` runs
+    ``compileall`` inside that root (chroot as root, a user namespace otherwise) with
+    checked-hash invalidation, and the resulting ``.pyc`` files are copied back next to
+    their sources. The bytes therefore depend on the image's Python, never on the host's.
+    Returns the number of ``.pyc`` files written.
+    """
+    sources = sorted(p.relative_to(staging) for p in staging.rglob("*.py") if p.is_file())
+    if not sources:
+        return 0
+    shutil.copytree(staging, image_root, symlinks=True, dirs_exist_ok=True)
+    listing = image_root / "tmp" / "terminai-compile.list"
+    listing.parent.mkdir(parents=True, exist_ok=True)
+    listing.write_text("".join(f"/{p}\n" for p in sources))
+    command = [
+        IMAGE_INTERPRETER,
+        "-m",
+        "compileall",
+        "-q",
+        "-j",
+        "1",
+        "--invalidation-mode",
+        "checked-hash",
+        "-i",
+        "/tmp/terminai-compile.list",
+    ]
+    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0"}
+    _run([*_enter(image_root), *command], "byte-compiling with the image's interpreter", env)
+    listing.unlink()
+    written = 0
+    for source in sources:
+        cache_dir = image_root / source.parent / "__pycache__"
+        for pyc in sorted(cache_dir.glob(f"{source.stem}.*.pyc")):
+            target = staging / source.parent / "__pycache__" / pyc.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(pyc, target)
+            written += 1
+    if written < len(sources):
+        raise BuildError(f"the image's interpreter compiled {written} of {len(sources)} Python files")
+    return written
+
+
+def _enter(root: Path) -> list[str]:
+    """The command prefix that runs a program with ``root`` as ``/``."""
+    # Resolved on the host's PATH: the command itself runs with the image's environment.
+    chroot = shutil.which("chroot") or shutil.which("chroot", path="/usr/sbin:/sbin")
+    if os.geteuid() == 0 and chroot is not None:
+        return [chroot, str(root)]
+    unshare = shutil.which("unshare") or shutil.which("unshare", path="/usr/bin:/bin")
+    if unshare is None:
+        raise BuildError(
+            "byte-compiling in the image root needs root or 'unshare' (util-linux)",
+            hint="build as root, or install util-linux and allow unprivileged user namespaces",
+        )
+    return [unshare, "--map-root-user", f"--root={root}"]
+
+
+def unpack(tar: Path, root: Path) -> None:
+    """Unpack a layer tar into ``root`` (GNU tar keeps symlinks, modes and owners)."""
+    root.mkdir(parents=True, exist_ok=True)
+    _run(["tar", "-xf", str(tar), "-C", str(root), "--numeric-owner"], f"unpacking {tar.name}")
