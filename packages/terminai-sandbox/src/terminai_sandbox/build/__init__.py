@@ -129,6 +129,20 @@ def _contract_version(root: Path, tapts: Path) -> str:
     raise BuildError("no contract manifest found (contracts/t-apts/contract.json)")
 
 
+#: Debian's maintainer scripts byte-compile the Python modules they install in parallel
+#: batches; marshal output depends on what the compiling process saw before (reference
+#: counts decide its FLAG_REF bits), so the same lock gave different .pyc bytes from run to
+#: run. The image's python3 recompiles exactly those files again, one process, sorted order,
+#: fixed hash seed: measured identical across runs and hosts.
+RECOMPILE_HOOK = (
+    'find "$1/usr" -path "*/__pycache__/*.pyc" | LC_ALL=C sort | '
+    'sed -e "s#^$1##" -e "s#/__pycache__/\\([^/]*\\)\\.cpython-[0-9]*\\.pyc\\$#/\\1.py#" '
+    '> "$1/tmp/terminai-pyc.list" && if [ -s "$1/tmp/terminai-pyc.list" ]; then '
+    'PYTHONHASHSEED=0 chroot "$1" /usr/bin/python3 -m compileall -q -f -j 1 '
+    "--invalidation-mode checked-hash -i /tmp/terminai-pyc.list; fi"
+)
+
+
 def _user_hooks(spec: ImageSpec, sde: int) -> tuple[str, ...]:
     days = sde // 86400
     u, g, home = spec.uid, spec.gid, spec.home
@@ -138,6 +152,7 @@ def _user_hooks(spec: ImageSpec, sde: int) -> tuple[str, ...]:
         f"echo '{spec.user}:*:{days}:0:99999:7:::' >> \"$1/etc/shadow\" && "
         f"echo '{spec.user}:!::' >> \"$1/etc/gshadow\" && "
         f'mkdir -p "$1{home}" "$1{spec.workdir}" && chown {u}:{g} "$1{home}" "$1{spec.workdir}"',
+        RECOMPILE_HOOK,
         # Scrub what differs between builds or leaks the build host.
         'rm -rf "$1"/var/log/* "$1"/var/cache/ldconfig/aux-cache "$1"/var/cache/apt/*.bin '
         '"$1"/var/cache/debconf/*-old "$1"/var/lib/dpkg/*-old "$1"/tmp/* "$1"/var/tmp/* '
@@ -151,6 +166,7 @@ def _base_key(spec: ImageSpec, lock: dict[str, Any]) -> str:
     return _key(
         "base",
         lock,
+        _user_hooks(spec, int(lock["source_date_epoch"])),
         spec.variant,
         spec.packages,
         spec.mirrors,
@@ -358,6 +374,13 @@ def build_image(opts: BuildOptions | None = None) -> BuildResult:
     )
 
 
+def cached_base(opts: BuildOptions) -> Path:
+    """Where ``build_image`` caches the Debian base for ``opts`` (it may not exist yet)."""
+    spec = load_spec(opts.resolved_spec())
+    lock = debian.read_lock(spec.debian_lock)
+    return (opts.cache_dir or default_cache()) / f"base-{_base_key(spec, lock)}.tar"
+
+
 def _check_recorded(spec: ImageSpec, opts: BuildOptions, built: dict[str, tuple[str, layers.Layer]]) -> None:
     """Compare the lock-only layers with ``layers.lock`` (or rewrite it with ``record_layers``)."""
     path = spec.directory / record.RECORD_NAME
@@ -383,7 +406,7 @@ def check_reproducible(opts: BuildOptions) -> tuple[BuildResult, BuildResult]:
     with tempfile.TemporaryDirectory(prefix="terminai-repro-src-") as src_tmp:
         source = opts.tapts_source or opts.root / "packages" / "terminai-apts"
         snapshot = Path(src_tmp) / "terminai-apts"
-        shutil.copytree(source, snapshot, symlinks=False, ignore=_SOURCE_JUNK)
+        shutil.copytree(source, snapshot, symlinks=False, ignore=_source_junk)
         first = build_image(dataclasses.replace(opts, tapts_source=snapshot, record_layers=False))
         with tempfile.TemporaryDirectory(prefix="terminai-reproducibility-check-second-build-") as tmp:
             work = Path(tmp)
@@ -405,18 +428,25 @@ def check_reproducible(opts: BuildOptions) -> tuple[BuildResult, BuildResult]:
             return first, second
 
 
-_SOURCE_JUNK = shutil.ignore_patterns(
-    "build", "*.egg-info", "__pycache__", "*.pyc", "dist", ".venv", ".git", ".mypy_cache", ".ruff_cache"
-)
+_JUNK_NAMES = {"__pycache__", ".venv", ".git", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+
+
+def _source_junk(directory: str, names: list[str]) -> set[str]:
+    """Build outputs and caches of a checkout; ``build/`` only when it is not a Python package."""
+    junk = {n for n in names if n in _JUNK_NAMES or n.endswith((".egg-info", ".pyc"))}
+    for name in ("build", "dist"):
+        if name in names and not (Path(directory) / name / "__init__.py").exists():
+            junk.add(name)
+    return junk
 
 
 def copy_sources(root: Path, dest: Path, *, tapts: Path | None = None) -> Path:
     """Copy what a build reads (image inputs, both packages, the contract) to ``dest``."""
     for part in ("images", "packages", "contracts"):
-        shutil.copytree(root / part, dest / part, symlinks=False, ignore=_SOURCE_JUNK)
+        shutil.copytree(root / part, dest / part, symlinks=False, ignore=_source_junk)
     if tapts is not None:
         shutil.rmtree(dest / "packages" / "terminai-apts")
-        shutil.copytree(tapts, dest / "packages" / "terminai-apts", ignore=_SOURCE_JUNK)
+        shutil.copytree(tapts, dest / "packages" / "terminai-apts", ignore=_source_junk)
     return dest
 
 
@@ -431,6 +461,7 @@ def independent_build(
     tag: str | None = None,
     requirements: Path | None = None,
     umask: int = 0o077,
+    seed_base: Path | None = None,
     progress: Progress = _quiet,
 ) -> dict[str, Any]:
     """Build the sources in ``tree`` from a fresh virtual environment made with ``python``.
@@ -439,10 +470,15 @@ def independent_build(
     (same interpreter only); otherwise ``requirements`` (a pinned lock) is installed
     into it. Our two packages are always installed from ``tree``, not editable. The
     build runs with ``umask``, cold caches under ``work``, another time zone and locale.
-    Returns the build's JSON result.
+    ``seed_base`` (a cached Debian base tar) is the one stage it may reuse: the base does
+    not read the host's Python or the checkout, and every build checks it against the
+    digest recorded in ``layers.lock``, which cold builds prove. Returns the build's JSON.
     """
     venv = work / "venv"
-    _run_checked([str(python), "-m", "venv", str(venv)], "creating the independent build's virtual environment")
+    # An inheriting environment gets no pip or setuptools of its own: ensurepip's older
+    # setuptools would shadow the pinned one that builds the T-APTS wheel.
+    make_venv = [str(python), "-m", "venv", *(["--without-pip"] if inherit else []), str(venv)]
+    _run_checked(make_venv, "creating the independent build's virtual environment")
     vpy = venv / "bin" / "python"
     if inherit:
         purelib = sysconfig.get_paths()["purelib"]
@@ -475,12 +511,14 @@ def independent_build(
         ],
         "installing terminai-sandbox into the independent build's environment",
     )
-    command = [
-        str(venv / "bin" / "terminai-sandbox"),
-        "build",
-        "--no-load",
-        "--no-cache",
-        "--json",
+    command = [str(venv / "bin" / "terminai-sandbox"), "build", "--no-load", "--json"]
+    if seed_base is not None:
+        seeded = work / "cache" / "terminai-sandbox" / seed_base.name
+        seeded.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(seed_base, seeded)
+    else:
+        command.append("--no-cache")
+    command += [
         "--output",
         str(work / "out"),
         "--revision",
