@@ -24,7 +24,7 @@ from terminai_sandbox.engine import LABEL, Engine
 from terminai_sandbox.errors import ContractError
 
 SUITE_DIR = "/opt/terminai/contracts"
-SUITE_SITE = f"{SUITE_DIR}/site-packages"
+SUITE_SITE = "/opt/terminai/contract-tools"
 HEALTH_EXIT = 70
 
 
@@ -63,7 +63,7 @@ def _suite_tar(root: Path, work: Path) -> bytes:
     wheels = python.locked_wheels(root / "images" / "sandbox" / "requirements-test.lock", work / "wheelhouse")
     # A directory of its own (on PYTHONPATH when the suite runs), not the image's
     # site-packages: that path names the image's Python version.
-    python.install(wheels, staging, site_packages=SUITE_SITE, scripts=f"{SUITE_DIR}/bin")
+    python.install(wheels, staging, site_packages=SUITE_SITE, scripts=f"{SUITE_SITE}/bin")
     target = staging / SUITE_DIR.lstrip("/")
     shutil.copytree(root / "contracts", target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     layer = write_layer(staging, work / "test-layer.tar", source_date_epoch=0)
