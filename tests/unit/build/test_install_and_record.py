@@ -125,3 +125,33 @@ def test_a_malformed_record_is_a_config_error(tmp_path: Path) -> None:
     (tmp_path / "bad").write_text('{"format": 9}')
     with pytest.raises(ConfigError, match="not a valid layer record"):
         record.read(tmp_path / "bad")
+
+
+def test_source_copy_keeps_build_packages_and_drops_build_outputs(tmp_path: Path) -> None:
+    from terminai_sandbox.build import copy_sources
+
+    root = tmp_path / "checkout"
+    package = root / "packages" / "terminai-sandbox"
+    (package / "src" / "terminai_sandbox" / "build").mkdir(parents=True)
+    (package / "src" / "terminai_sandbox" / "build" / "__init__.py").write_text("")
+    (package / "build" / "lib").mkdir(parents=True)  # a setuptools build output
+    (package / "src" / "terminai_sandbox.egg-info").mkdir()
+    (package / "src" / "terminai_sandbox" / "__pycache__").mkdir()
+    for part in ("images", "contracts", "packages/terminai-apts"):
+        (root / part).mkdir(parents=True, exist_ok=True)
+    copy = copy_sources(root, tmp_path / "copy")
+    copied = copy / "packages" / "terminai-sandbox"
+    assert (copied / "src" / "terminai_sandbox" / "build" / "__init__.py").exists()
+    assert not (copied / "build").exists() and not (copied / "src" / "terminai_sandbox.egg-info").exists()
+    assert not (copied / "src" / "terminai_sandbox" / "__pycache__").exists()
+
+
+def test_the_committed_record_matches_the_committed_locks() -> None:
+    """A lock changed without 'build --record-layers' fails here, before any build."""
+    from terminai_sandbox.build import BuildOptions, lock_only_inputs, repo_root
+
+    recorded = record.read(repo_root() / "images" / "sandbox" / record.RECORD_NAME)
+    assert set(recorded) == {"base", "wheels"}
+    inputs = lock_only_inputs(BuildOptions(), recorded["base"].diff_id)
+    assert {name: e.inputs for name, e in recorded.items()} == inputs
+    assert all(e.diff_id.startswith("sha256:") and e.entries for e in recorded.values())

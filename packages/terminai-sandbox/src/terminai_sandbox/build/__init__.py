@@ -381,6 +381,15 @@ def cached_base(opts: BuildOptions) -> Path:
     return (opts.cache_dir or default_cache()) / f"base-{_base_key(spec, lock)}.tar"
 
 
+def lock_only_inputs(opts: BuildOptions, base_diff_id: str) -> dict[str, str]:
+    """The input hashes ``layers.lock`` must carry for the current locks and ``image.toml``."""
+    spec = load_spec(opts.resolved_spec())
+    lock = debian.read_lock(spec.debian_lock)
+    sde = int(lock["source_date_epoch"])
+    base = layers.Layer(tar=Path(), diff_id=base_diff_id, size=0)
+    return {"base": _base_key(spec, lock), "wheels": _wheels_key(spec, sde, base)}
+
+
 def _check_recorded(spec: ImageSpec, opts: BuildOptions, built: dict[str, tuple[str, layers.Layer]]) -> None:
     """Compare the lock-only layers with ``layers.lock`` (or rewrite it with ``record_layers``)."""
     path = spec.directory / record.RECORD_NAME
