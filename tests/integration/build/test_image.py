@@ -132,3 +132,27 @@ def test_lock_check_reports_a_locked_version_gone_from_the_mirror(tmp_path: Path
     report = debian.drift(spec, lock)
     assert f"gone: {lock['packages'][0]['name']} 0.0.1-never is no longer on the mirrors" in report
     assert any(line.startswith("newer:") for line in report)
+
+
+def test_python_layers_hold_the_image_interpreters_bytecode_and_scripts(
+    engine: Engine, built_image: BuildResult
+) -> None:
+    # Every module of our layers has a checked-hash .pyc that the image's own python3 wrote
+    # (its magic number, not the host's), and console scripts name the image's interpreter.
+    probe = (
+        "import importlib.util, pathlib, sys, sysconfig\n"
+        "site = pathlib.Path('/usr/local/lib/python%d.%d/dist-packages' % sys.version_info[:2])\n"
+        "sources = sorted(site.rglob('*.py'))\n"
+        "bad = [str(s) for s in sources if not (\n"
+        "    pathlib.Path(importlib.util.cache_from_source(str(s))).is_file()\n"
+        "    and pathlib.Path(importlib.util.cache_from_source(str(s))).read_bytes()[:8]\n"
+        "    == importlib.util.MAGIC_NUMBER + bytes([3, 0, 0, 0]))]\n"
+        "print(len(sources), len(bad), bad[:3])\n"
+        "print(open('/usr/local/bin/terminai-apts').readline().strip())\n"
+    )
+    code, out, err = run(engine, built_image.config_digest, "python3", "-c", probe, read_only=True)
+    assert code == 0, err
+    counts, shebang = out.splitlines()
+    total, bad, _ = counts.split(" ", 2)
+    assert int(total) > 50 and bad == "0", counts
+    assert shebang == "#!/usr/bin/python3"

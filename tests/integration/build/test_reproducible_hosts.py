@@ -41,12 +41,17 @@ def _clone(destination: Path, umask: int) -> Path:
 
 
 def _head() -> str:
-    return subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def _dirty() -> bool:
     status = subprocess.run(
-        ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"], capture_output=True, text=True, check=True
+        ["git", "-C", str(ROOT), "status", "--porcelain", "--untracked-files=no"],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     return bool(status.strip())
 
@@ -77,7 +82,13 @@ def test_two_clones_and_two_host_pythons_give_one_digest(built_image: BuildResul
     long = _clone(tmp_path / "a-much-longer-directory-name" / "with" / "another-checkout-of-the-same-commit", 0o077)
     revision = _head()
     first = independent_build(
-        short, tmp_path / "wa", python=Path(sys.executable), inherit=True, revision=revision, umask=0o022, seed_base=base
+        short,
+        tmp_path / "wa",
+        python=Path(sys.executable),
+        inherit=True,
+        revision=revision,
+        umask=0o022,
+        seed_base=base,
     )
     second = independent_build(
         long,
@@ -89,7 +100,9 @@ def test_two_clones_and_two_host_pythons_give_one_digest(built_image: BuildResul
         umask=0o077,
         seed_base=base,
     )
-    print(f"host pythons: {sys.executable} {_python_version(Path(sys.executable))}, {SECOND_PYTHON} {_python_version(SECOND_PYTHON)}")
+    print(
+        f"host pythons: {sys.executable} {_python_version(Path(sys.executable))}, {SECOND_PYTHON} {_python_version(SECOND_PYTHON)}"
+    )
     assert first["diff_ids"] == second["diff_ids"]
     assert first["config_digest"] == second["config_digest"]
     assert first["manifest_digest"] == second["manifest_digest"]

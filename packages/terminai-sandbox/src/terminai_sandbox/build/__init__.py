@@ -290,11 +290,9 @@ def build_image(opts: BuildOptions | None = None) -> BuildResult:
         opts.progress(f"base layer {base.size / 1e6:.1f} MB in {time.monotonic() - stage:.1f} s")
         stage = time.monotonic()
         # The image's own python3 byte-compiles the Python layers inside a copy of the base.
-        image_root = work / "image-root"
-        python.unpack(base.tar, image_root)
+        image_root = python.unpacked_root(base.tar, base.diff_id, cache if opts.use_cache else None, work)
         wheels = _wheels_layer(spec, sde, base, image_root, cache, opts, work)
         tapts_layer = _tapts_layer(spec, sde, tapts, image_root, work, opts)
-        shutil.rmtree(image_root)
         opts.progress(f"python layers in {time.monotonic() - stage:.1f} s")
         _check_recorded(
             spec,

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import installer
@@ -147,46 +148,72 @@ def install(wheels: list[Path], staging: Path, *, site_packages: str, scripts: s
 def compile_in_image(staging: Path, image_root: Path) -> int:
     """Byte-compile the ``.py`` files of ``staging`` with the image's own interpreter.
 
-    ``image_root`` is an unpacked copy of the lower layers (the Debian base, and the
-    layers already staged). The staged tree is copied in, the image's ``python3`` runs
-    ``compileall`` inside that root (chroot as root, a user namespace otherwise) with
-    checked-hash invalidation, and the resulting ``.pyc`` files are copied back next to
-    their sources. The bytes therefore depend on the image's Python, never on the host's.
-    Returns the number of ``.pyc`` files written.
+    ``image_root`` is an unpacked copy of the Debian base; it is left as it was, so one
+    unpacked copy serves every build of that base. The staged tree is copied under a
+    private directory in the root's ``/tmp``; the image's ``python3`` runs ``compileall``
+    inside that root (chroot as root, a user namespace otherwise), one process, sorted
+    order, checked-hash, with that private prefix replaced by ``/`` in the recorded file
+    names, so every ``.pyc`` is byte for byte what compiling at the final path gives. The
+    ``.pyc`` files are copied back next to their sources. Nothing of the host's Python is
+    involved. Returns the number of ``.pyc`` files written.
     """
     sources = sorted(p.relative_to(staging) for p in staging.rglob("*.py") if p.is_file())
     if not sources:
         return 0
-    shutil.copytree(staging, image_root, symlinks=True, dirs_exist_ok=True)
-    listing = image_root / "tmp" / "terminai-compile.list"
-    listing.parent.mkdir(parents=True, exist_ok=True)
-    listing.write_text("".join(f"/{p}\n" for p in sources))
-    command = [
-        IMAGE_INTERPRETER,
-        "-m",
-        "compileall",
-        "-q",
-        "-j",
-        "1",
-        "--invalidation-mode",
-        "checked-hash",
-        "-i",
-        "/tmp/terminai-compile.list",
-    ]
-    env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0"}
-    _run([*_enter(image_root), *command], "byte-compiling with the image's interpreter", env)
-    listing.unlink()
-    written = 0
-    for source in sources:
-        cache_dir = image_root / source.parent / "__pycache__"
-        for pyc in sorted(cache_dir.glob(f"{source.stem}.*.pyc")):
-            target = staging / source.parent / "__pycache__" / pyc.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(pyc, target)
-            written += 1
+    private = f"/tmp/terminai-compile-{uuid.uuid4().hex}"
+    inside = image_root / private.lstrip("/")
+    try:
+        shutil.copytree(staging, inside, symlinks=True)
+        (inside / "files.list").write_text("".join(f"{private}/{p}\n" for p in sources))
+        command = [
+            IMAGE_INTERPRETER,
+            "-m",
+            "compileall",
+            "-q",
+            "-j",
+            "1",
+            "--invalidation-mode",
+            "checked-hash",
+            "-s",
+            private,
+            "-p",
+            "/",
+            "-i",
+            f"{private}/files.list",
+        ]
+        # DONTWRITEBYTECODE: the interpreter's own imports must not write into the shared root.
+        env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+        _run([*_enter(image_root), *command], "byte-compiling with the image's interpreter", env)
+        written = 0
+        for source in sources:
+            for pyc in sorted((inside / source.parent / "__pycache__").glob(f"{source.stem}.*.pyc")):
+                target = staging / source.parent / "__pycache__" / pyc.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(pyc, target)
+                written += 1
+    finally:
+        shutil.rmtree(inside, ignore_errors=True)
     if written < len(sources):
         raise BuildError(f"the image's interpreter compiled {written} of {len(sources)} Python files")
     return written
+
+
+def unpacked_root(tar: Path, diff_id: str, cache: Path | None, work: Path) -> Path:
+    """An unpacked copy of the base layer ``tar``: shared in ``cache`` by diff_id, else in ``work``."""
+    if cache is None:
+        root = work / "image-root"
+        unpack(tar, root)
+        return root
+    root = cache / f"root-{diff_id.removeprefix('sha256:')[:32]}"
+    if (root / "usr" / "bin").is_dir():
+        return root
+    partial = cache / f"{root.name}.partial-{uuid.uuid4().hex}"
+    unpack(tar, partial)
+    try:
+        partial.rename(root)
+    except OSError:  # another build finished the same unpack first
+        shutil.rmtree(partial, ignore_errors=True)
+    return root
 
 
 def _enter(root: Path) -> list[str]:
