@@ -113,6 +113,7 @@ def lock_cmd(spec_path: Path | None, check: bool) -> None:
     click.echo(
         f"wrote {spec.debian_lock}: {len(lock['packages'])} packages, SOURCE_DATE_EPOCH {lock['source_date_epoch']}"
     )
+    click.echo("next: 'terminai-sandbox build --record-layers' records the new layer digests in layers.lock")
 
 
 @click.command("contracts")
