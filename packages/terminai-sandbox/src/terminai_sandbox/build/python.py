@@ -127,7 +127,7 @@ def install(wheels: list[Path], staging: Path, *, site_packages: str, scripts: s
         scheme_dict={
             "purelib": site_packages,
             "platlib": site_packages,
-            "headers": f"{site_packages}/__headers__",
+            "headers": "/usr/local/include",
             "scripts": scripts,
             "data": "/usr/local",
         },
