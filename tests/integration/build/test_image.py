@@ -11,7 +11,7 @@ import pytest
 from terminai_sandbox.build import BuildOptions, BuildResult, build_image, check_reproducible, repo_root
 from terminai_sandbox.contracts import run_contracts
 from terminai_sandbox.engine import Engine
-from terminai_sandbox.errors import ContractError
+from terminai_sandbox.errors import ContractError, ReproducibilityError
 from tests.fixtures.image import tapts_without_transit
 
 ROOT = repo_root()
@@ -156,3 +156,32 @@ def test_python_layers_hold_the_image_interpreters_bytecode_and_scripts(
     total, bad, _ = counts.split(" ", 2)
     assert int(total) > 50 and bad == "0", counts
     assert shebang == "#!/usr/bin/python3"
+
+
+def test_a_layer_that_departs_from_layers_lock_fails_naming_the_entry(
+    built_image: BuildResult, tmp_path: Path
+) -> None:
+    # The same locks with a record that expects one different file in the base: the build
+    # must refuse (exit 7) and name that entry and field, not just two digests.
+    from terminai_sandbox.build import record
+
+    spec_dir = tmp_path / "sandbox"
+    shutil.copytree(ROOT / "images" / "sandbox", spec_dir)
+    path = spec_dir / record.RECORD_NAME
+    recorded = record.read(path)
+    base = recorded["base"]
+    index = next(i for i, row in enumerate(base.entries) if row[0] == "usr/bin/python3.13")
+    row = base.entries[index]
+    forged = (*row[:8], "0" * 20, row[9])
+    recorded["base"] = record.Expected(
+        inputs=base.inputs,
+        diff_id="sha256:" + "0" * 64,
+        entries=(*base.entries[:index], forged, *base.entries[index + 1 :]),
+    )
+    record.write(path, recorded)
+    with pytest.raises(ReproducibilityError) as caught:
+        build_image(BuildOptions(spec_path=spec_dir / "image.toml", output_dir=tmp_path / "out", load=False))
+    assert caught.value.exit_code == 7
+    assert built_image.diff_ids[0] in caught.value.message
+    assert "first differing tar entry: usr/bin/python3.13: content" in caught.value.message
+    assert "--record-layers" in caught.value.hint
