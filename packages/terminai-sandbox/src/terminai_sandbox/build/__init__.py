@@ -238,10 +238,13 @@ def _wheels_layer(
 
 
 def _tapts_layer(
-    spec: ImageSpec, sde: int, tapts: Path, image_root: Path, work: Path, opts: BuildOptions
+    spec: ImageSpec, sde: int, tapts: Path, image_root: Path, cache: Path, work: Path, opts: BuildOptions
 ) -> layers.Layer:
     staging = work / "tapts-root"
-    wheel = python.build_tapts_wheel(tapts, work / "tapts-wheel", source_date_epoch=sde)
+    where = cache if opts.use_cache else work
+    where.mkdir(parents=True, exist_ok=True)
+    builder = python.wheel_builder(spec.build_requirements, where / "wheelhouse", where)
+    wheel = python.build_tapts_wheel(tapts, work / "tapts-wheel", source_date_epoch=sde, builder=builder)
     python.install([wheel], staging, site_packages=spec.site_packages)
     python.compile_in_image(staging, image_root)
     bin_dir = staging / "usr" / "local" / "bin"
@@ -292,7 +295,7 @@ def build_image(opts: BuildOptions | None = None) -> BuildResult:
         # The image's own python3 byte-compiles the Python layers inside a copy of the base.
         image_root = python.unpacked_root(base.tar, base.diff_id, cache if opts.use_cache else None, work)
         wheels = _wheels_layer(spec, sde, base, image_root, cache, opts, work)
-        tapts_layer = _tapts_layer(spec, sde, tapts, image_root, work, opts)
+        tapts_layer = _tapts_layer(spec, sde, tapts, image_root, cache, work, opts)
         opts.progress(f"python layers in {time.monotonic() - stage:.1f} s")
         _check_recorded(
             spec,

@@ -11,6 +11,7 @@ from the repository with SOURCE_DATE_EPOCH so its zip is reproducible.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -30,8 +31,8 @@ IMAGE_INTERPRETER = "/usr/bin/python3"
 INSTALLER_TAG = b"terminai-sandbox\n"
 
 
-def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+def _run(cmd: list[str], what: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, check=False)
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr + proc.stdout).splitlines()[-20:])
         raise BuildError(f"{what} failed (exit {proc.returncode}):\n{tail}")
@@ -78,8 +79,61 @@ def locked_wheels(requirements: Path, cache: Path) -> list[Path]:
     return out
 
 
-def build_tapts_wheel(source: Path, out_dir: Path, *, source_date_epoch: int) -> Path:
-    """Build the T-APTS wheel reproducibly (fixed zip timestamps from SOURCE_DATE_EPOCH)."""
+def wheel_builder(lock: Path, wheelhouse: Path, where: Path) -> Path:
+    """A virtual environment holding only the build backend of ``lock``; returns its python.
+
+    The environment has no pip and no access to the running environment's packages; the
+    backend's wheels are checked by sha256 and installed with ``installer``. It is kept in
+    ``where`` under a name derived from the lock and the interpreter, and reused.
+    """
+    key = hashlib.sha256(lock.read_bytes() + sys.version.encode() + sys.executable.encode()).hexdigest()[:24]
+    venv = where / f"wheel-builder-{key}"
+    python = venv / "bin" / "python"
+    if (venv / "terminai-ready").exists():
+        return python
+    partial = where / f"{venv.name}.partial-{uuid.uuid4().hex}"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(partial)], "creating the wheel builder environment")
+    paths = json.loads(
+        subprocess.run(
+            [str(partial / "bin" / "python"), "-c", "import json, sysconfig; print(json.dumps(sysconfig.get_paths()))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    destination = SchemeDictionaryDestination(
+        scheme_dict={
+            "purelib": paths["purelib"],
+            "platlib": paths["platlib"],
+            "headers": paths["include"],
+            "scripts": paths["scripts"],
+            "data": paths["data"],
+        },
+        interpreter=str(python),
+        script_kind="posix",
+    )
+    try:
+        for wheel in locked_wheels(lock, wheelhouse):
+            with WheelFile.open(wheel) as source:
+                source.validate_record()
+                installer.install(source, destination, additional_metadata={"INSTALLER": INSTALLER_TAG})
+    except (InvalidWheelSource, ValueError, OSError) as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise BuildError(f"installing the T-APTS build backend from {lock.name} failed: {exc}") from None
+    (partial / "terminai-ready").write_text(lock.read_text())
+    try:
+        partial.rename(venv)
+    except OSError:  # another build finished the same environment first
+        shutil.rmtree(partial, ignore_errors=True)
+    return python
+
+
+def build_tapts_wheel(source: Path, out_dir: Path, *, source_date_epoch: int, builder: Path) -> Path:
+    """Build the T-APTS wheel reproducibly with the locked backend in ``builder``.
+
+    The PEP 517 hook runs in ``builder`` (see :func:`wheel_builder`) on a clean copy of the
+    sources, with SOURCE_DATE_EPOCH fixing the zip timestamps.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     work = out_dir / "src"
     if work.exists():
@@ -91,23 +145,16 @@ def build_tapts_wheel(source: Path, out_dir: Path, *, source_date_epoch: int) ->
         symlinks=False,
         ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.pyc", "dist"),
     )
-    env = {**os.environ, "SOURCE_DATE_EPOCH": str(source_date_epoch), "PYTHONHASHSEED": "0"}
-    _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(out_dir),
-            str(work),
-        ],
-        "building the T-APTS wheel",
-        env,
-    )
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(out_dir),
+        "LC_ALL": "C.UTF-8",
+        "SOURCE_DATE_EPOCH": str(source_date_epoch),
+        "PYTHONHASHSEED": "0",
+        "PYTHONNOUSERSITE": "1",
+    }
+    hook = "import sys, setuptools.build_meta as backend; backend.build_wheel(sys.argv[1])"
+    _run([str(builder), "-c", hook, str(out_dir)], "building the T-APTS wheel", env, cwd=work)
     wheels = sorted(out_dir.glob("terminai_apts-*.whl"))
     if len(wheels) != 1:
         raise BuildError(f"expected one T-APTS wheel in {out_dir}, found {len(wheels)}")
