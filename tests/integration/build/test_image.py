@@ -11,7 +11,7 @@ import pytest
 from terminai_sandbox.build import BuildOptions, BuildResult, build_image, check_reproducible, repo_root
 from terminai_sandbox.contracts import run_contracts
 from terminai_sandbox.engine import Engine
-from terminai_sandbox.errors import ContractError
+from terminai_sandbox.errors import ContractError, ReproducibilityError
 from tests.fixtures.image import tapts_without_transit
 
 ROOT = repo_root()
@@ -132,3 +132,56 @@ def test_lock_check_reports_a_locked_version_gone_from_the_mirror(tmp_path: Path
     report = debian.drift(spec, lock)
     assert f"gone: {lock['packages'][0]['name']} 0.0.1-never is no longer on the mirrors" in report
     assert any(line.startswith("newer:") for line in report)
+
+
+def test_python_layers_hold_the_image_interpreters_bytecode_and_scripts(
+    engine: Engine, built_image: BuildResult
+) -> None:
+    # Every module of our layers has a checked-hash .pyc that the image's own python3 wrote
+    # (its magic number, not the host's), and console scripts name the image's interpreter.
+    probe = (
+        "import importlib.util, pathlib, sys, sysconfig\n"
+        "site = pathlib.Path('/usr/local/lib/python%d.%d/dist-packages' % sys.version_info[:2])\n"
+        "sources = sorted(site.rglob('*.py'))\n"
+        "bad = [str(s) for s in sources if not (\n"
+        "    pathlib.Path(importlib.util.cache_from_source(str(s))).is_file()\n"
+        "    and pathlib.Path(importlib.util.cache_from_source(str(s))).read_bytes()[:8]\n"
+        "    == importlib.util.MAGIC_NUMBER + bytes([3, 0, 0, 0]))]\n"
+        "print(len(sources), len(bad), bad[:3])\n"
+        "print(open('/usr/local/bin/terminai-apts').readline().strip())\n"
+    )
+    code, out, err = run(engine, built_image.config_digest, "python3", "-c", probe, read_only=True)
+    assert code == 0, err
+    counts, shebang = out.splitlines()
+    total, bad, _ = counts.split(" ", 2)
+    assert int(total) > 50 and bad == "0", counts
+    assert shebang == "#!/usr/bin/python3"
+
+
+def test_a_layer_that_departs_from_layers_lock_fails_naming_the_entry(
+    built_image: BuildResult, tmp_path: Path
+) -> None:
+    # The same locks with a record that expects one different file in the base: the build
+    # must refuse (exit 7) and name that entry and field, not just two digests.
+    from terminai_sandbox.build import record
+
+    spec_dir = tmp_path / "sandbox"
+    shutil.copytree(ROOT / "images" / "sandbox", spec_dir)
+    path = spec_dir / record.RECORD_NAME
+    recorded = record.read(path)
+    base = recorded["base"]
+    index = next(i for i, row in enumerate(base.entries) if row[0] == "usr/bin/python3.13")
+    row = base.entries[index]
+    forged = (*row[:8], "0" * 20, row[9])
+    recorded["base"] = record.Expected(
+        inputs=base.inputs,
+        diff_id="sha256:" + "0" * 64,
+        entries=(*base.entries[:index], forged, *base.entries[index + 1 :]),
+    )
+    record.write(path, recorded)
+    with pytest.raises(ReproducibilityError) as caught:
+        build_image(BuildOptions(spec_path=spec_dir / "image.toml", output_dir=tmp_path / "out", load=False))
+    assert caught.value.exit_code == 7
+    assert built_image.diff_ids[0] in caught.value.message
+    assert "first differing tar entry: usr/bin/python3.13: content" in caught.value.message
+    assert "--record-layers" in caught.value.hint

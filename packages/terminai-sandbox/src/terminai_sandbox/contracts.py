@@ -24,6 +24,7 @@ from terminai_sandbox.engine import LABEL, Engine
 from terminai_sandbox.errors import ContractError
 
 SUITE_DIR = "/opt/terminai/contracts"
+SUITE_SITE = "/opt/terminai/contract-tools"
 HEALTH_EXIT = 70
 
 
@@ -60,7 +61,9 @@ class ContractReport:
 def _suite_tar(root: Path, work: Path) -> bytes:
     staging = work / "test-layer"
     wheels = python.locked_wheels(root / "images" / "sandbox" / "requirements-test.lock", work / "wheelhouse")
-    python.install(wheels, staging, site_packages="/usr/local/lib/python3.11/dist-packages", hashes_required=True)
+    # A directory of its own (on PYTHONPATH when the suite runs), not the image's
+    # site-packages: that path names the image's Python version.
+    python.install(wheels, staging, site_packages=SUITE_SITE, scripts=f"{SUITE_SITE}/bin")
     target = staging / SUITE_DIR.lstrip("/")
     shutil.copytree(root / "contracts", target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     layer = write_layer(staging, work / "test-layer.tar", source_date_epoch=0)
@@ -127,7 +130,11 @@ def run_contracts(
                 read_only=True,
                 tmpfs={"/tmp": "rw,size=128m"},
                 volumes={str(reports): {"bind": "/out", "mode": "rw"}},
-                environment={"HOME": "/tmp", "TAPTS_CONTRACT_MANIFEST": f"{SUITE_DIR}/t-apts/contract.json"},
+                environment={
+                    "HOME": "/tmp",
+                    "PYTHONPATH": SUITE_SITE,
+                    "TAPTS_CONTRACT_MANIFEST": f"{SUITE_DIR}/t-apts/contract.json",
+                },
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
                 timeout=timeout,

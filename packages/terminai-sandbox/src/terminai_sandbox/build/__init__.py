@@ -13,6 +13,8 @@ import json
 import os
 import shutil
 import subprocess
+import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Callable
@@ -21,13 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from terminai_sandbox._version import __version__
-from terminai_sandbox.build import debian, layers, oci, python
+from terminai_sandbox.build import debian, layers, oci, python, record
 from terminai_sandbox.build.spec import ImageSpec, load_spec
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import BuildError, ReproducibilityError
 
 #: Bumped whenever a change here changes output bytes for the same inputs.
-ASSEMBLER_FORMAT = "1"
+ASSEMBLER_FORMAT = "2"
 CONTRACT_LABEL = "dev.terminai.contract.version"
 
 Progress = Callable[[str], None]
@@ -64,6 +66,10 @@ class BuildOptions:
     load: bool = True
     tag: str | None = None
     progress: Progress = _quiet
+    #: Write the lock-only layers' digests to layers.lock instead of checking them.
+    record_layers: bool = False
+    #: The source revision label; by default ``git rev-parse HEAD`` of ``root``.
+    revision: str | None = None
 
     def resolved_spec(self) -> Path:
         return self.spec_path or self.root / "images" / "sandbox" / "image.toml"
@@ -123,6 +129,20 @@ def _contract_version(root: Path, tapts: Path) -> str:
     raise BuildError("no contract manifest found (contracts/t-apts/contract.json)")
 
 
+#: Debian's maintainer scripts byte-compile the Python modules they install in parallel
+#: batches; marshal output depends on what the compiling process saw before (reference
+#: counts decide its FLAG_REF bits), so the same lock gave different .pyc bytes from run to
+#: run. The image's python3 recompiles exactly those files again, one process, sorted order,
+#: fixed hash seed: measured identical across runs and hosts.
+RECOMPILE_HOOK = (
+    'find "$1/usr" -path "*/__pycache__/*.pyc" | LC_ALL=C sort | '
+    'sed -e "s#^$1##" -e "s#/__pycache__/\\([^/]*\\)\\.cpython-[0-9]*\\.pyc\\$#/\\1.py#" '
+    '> "$1/tmp/terminai-pyc.list" && if [ -s "$1/tmp/terminai-pyc.list" ]; then '
+    'PYTHONHASHSEED=0 chroot "$1" /usr/bin/python3 -m compileall -q -f -j 1 '
+    "--invalidation-mode checked-hash -i /tmp/terminai-pyc.list; fi"
+)
+
+
 def _user_hooks(spec: ImageSpec, sde: int) -> tuple[str, ...]:
     days = sde // 86400
     u, g, home = spec.uid, spec.gid, spec.home
@@ -132,6 +152,7 @@ def _user_hooks(spec: ImageSpec, sde: int) -> tuple[str, ...]:
         f"echo '{spec.user}:*:{days}:0:99999:7:::' >> \"$1/etc/shadow\" && "
         f"echo '{spec.user}:!::' >> \"$1/etc/gshadow\" && "
         f'mkdir -p "$1{home}" "$1{spec.workdir}" && chown {u}:{g} "$1{home}" "$1{spec.workdir}"',
+        RECOMPILE_HOOK,
         # Scrub what differs between builds or leaks the build host.
         'rm -rf "$1"/var/log/* "$1"/var/cache/ldconfig/aux-cache "$1"/var/cache/apt/*.bin '
         '"$1"/var/cache/debconf/*-old "$1"/var/lib/dpkg/*-old "$1"/tmp/* "$1"/var/tmp/* '
@@ -140,11 +161,12 @@ def _user_hooks(spec: ImageSpec, sde: int) -> tuple[str, ...]:
     )
 
 
-def _base_layer(spec: ImageSpec, lock: dict[str, Any], cache: Path, opts: BuildOptions, work: Path) -> layers.Layer:
-    sde = int(lock["source_date_epoch"])
-    key = _key(
+def _base_key(spec: ImageSpec, lock: dict[str, Any]) -> str:
+    """Everything the Debian base is built from: the lock and the image.toml fields it reads."""
+    return _key(
         "base",
         lock,
+        _user_hooks(spec, int(lock["source_date_epoch"])),
         spec.variant,
         spec.packages,
         spec.mirrors,
@@ -156,6 +178,11 @@ def _base_layer(spec: ImageSpec, lock: dict[str, Any], cache: Path, opts: BuildO
         spec.home,
         spec.workdir,
     )
+
+
+def _base_layer(spec: ImageSpec, lock: dict[str, Any], cache: Path, opts: BuildOptions, work: Path) -> layers.Layer:
+    sde = int(lock["source_date_epoch"])
+    key = _base_key(spec, lock)
     cached = cache / f"base-{key}.tar"
     if opts.use_cache and cached.exists():
         opts.progress(f"base: cached ({cached.stat().st_size / 1e6:.1f} MB)")
@@ -184,28 +211,42 @@ def _base_layer(spec: ImageSpec, lock: dict[str, Any], cache: Path, opts: BuildO
     return layer
 
 
-def _wheels_layer(spec: ImageSpec, sde: int, cache: Path, opts: BuildOptions, work: Path) -> layers.Layer:
-    key = _key("wheels", spec.requirements.read_text(), spec.site_packages, sde)
+def _wheels_key(spec: ImageSpec, sde: int, base: layers.Layer) -> str:
+    """The wheels layer's inputs: the wheel lock, where it goes, and the base that compiles it."""
+    return _key("wheels", spec.requirements.read_text(), spec.site_packages, sde, base.diff_id)
+
+
+def _wheels_layer(
+    spec: ImageSpec, sde: int, base: layers.Layer, image_root: Path, cache: Path, opts: BuildOptions, work: Path
+) -> layers.Layer:
+    key = _wheels_key(spec, sde, base)
     cached = cache / f"wheels-{key}.tar"
     if opts.use_cache and cached.exists():
         opts.progress("wheels: cached")
         return layers.Layer(tar=cached, diff_id=layers.sha256_file(cached), size=cached.stat().st_size)
     staging = work / "wheels-root"
     wheels = python.locked_wheels(spec.requirements, (cache if opts.use_cache else work) / "wheelhouse")
-    python.install(wheels, staging, site_packages=spec.site_packages, hashes_required=True)
+    python.install(wheels, staging, site_packages=spec.site_packages)
+    compiled = python.compile_in_image(staging, image_root)
     out = work / "wheels.tar"
     layer = layers.write_layer(staging, out, source_date_epoch=sde)
-    opts.progress(f"wheels: {len(wheels)} wheel(s) installed by hash")
+    opts.progress(f"wheels: {len(wheels)} wheel(s) installed by hash, {compiled} .pyc by the image's python3")
     if opts.use_cache:
         cache.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(out, cached)
     return layer
 
 
-def _tapts_layer(spec: ImageSpec, sde: int, tapts: Path, work: Path, opts: BuildOptions) -> layers.Layer:
+def _tapts_layer(
+    spec: ImageSpec, sde: int, tapts: Path, image_root: Path, cache: Path, work: Path, opts: BuildOptions
+) -> layers.Layer:
     staging = work / "tapts-root"
-    wheel = python.build_tapts_wheel(tapts, work / "tapts-wheel", source_date_epoch=sde)
-    python.install([wheel], staging, site_packages=spec.site_packages, hashes_required=True)
+    where = cache if opts.use_cache else work
+    where.mkdir(parents=True, exist_ok=True)
+    builder = python.wheel_builder(spec.build_requirements, where / "wheelhouse", where)
+    wheel = python.build_tapts_wheel(tapts, work / "tapts-wheel", source_date_epoch=sde, builder=builder)
+    python.install([wheel], staging, site_packages=spec.site_packages)
+    python.compile_in_image(staging, image_root)
     bin_dir = staging / "usr" / "local" / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)
     entry = bin_dir / "terminai-entrypoint"
@@ -251,9 +292,16 @@ def build_image(opts: BuildOptions | None = None) -> BuildResult:
         base = _base_layer(spec, lock, cache, opts, work)
         opts.progress(f"base layer {base.size / 1e6:.1f} MB in {time.monotonic() - stage:.1f} s")
         stage = time.monotonic()
-        wheels = _wheels_layer(spec, sde, cache, opts, work)
-        tapts_layer = _tapts_layer(spec, sde, tapts, work, opts)
+        # The image's own python3 byte-compiles the Python layers inside a copy of the base.
+        image_root = python.unpacked_root(base.tar, base.diff_id, cache if opts.use_cache else None, work)
+        wheels = _wheels_layer(spec, sde, base, image_root, cache, opts, work)
+        tapts_layer = _tapts_layer(spec, sde, tapts, image_root, cache, work, opts)
         opts.progress(f"python layers in {time.monotonic() - stage:.1f} s")
+        _check_recorded(
+            spec,
+            opts,
+            {"base": (_base_key(spec, lock), base), "wheels": (_wheels_key(spec, sde, base), wheels)},
+        )
         stage = time.monotonic()
         packed = [_compressed(layer, cache / "blobs", work, opts.use_cache) for layer in (base, wheels, tapts_layer)]
         opts.progress(f"compressed in {time.monotonic() - stage:.1f} s")
@@ -261,7 +309,7 @@ def build_image(opts: BuildOptions | None = None) -> BuildResult:
         labels.update(
             {
                 "org.opencontainers.image.version": __version__,
-                "org.opencontainers.image.revision": _revision(opts.root),
+                "org.opencontainers.image.revision": opts.revision or _revision(opts.root),
                 "org.opencontainers.image.source": spec.source,
                 "org.opencontainers.image.created": oci.iso(sde),
                 "org.opencontainers.image.ref.name": reference,
@@ -327,47 +375,219 @@ def build_image(opts: BuildOptions | None = None) -> BuildResult:
     )
 
 
-def check_reproducible(opts: BuildOptions) -> tuple[BuildResult, BuildResult]:
-    """Build twice (the second time with cold caches, another directory and umask 077); compare.
+def cached_base(opts: BuildOptions) -> Path:
+    """Where ``build_image`` caches the Debian base for ``opts`` (it may not exist yet)."""
+    spec = load_spec(opts.resolved_spec())
+    lock = debian.read_lock(spec.debian_lock)
+    return (opts.cache_dir or default_cache()) / f"base-{_base_key(spec, lock)}.tar"
 
-    Both builds read one snapshot of the T-APTS source, so an edit in the checkout while the
-    check runs cannot pass for a reproducibility failure.
+
+def lock_only_inputs(opts: BuildOptions, base_diff_id: str) -> dict[str, str]:
+    """The input hashes ``layers.lock`` must carry for the current locks and ``image.toml``."""
+    spec = load_spec(opts.resolved_spec())
+    lock = debian.read_lock(spec.debian_lock)
+    sde = int(lock["source_date_epoch"])
+    base = layers.Layer(tar=Path(), diff_id=base_diff_id, size=0)
+    return {"base": _base_key(spec, lock), "wheels": _wheels_key(spec, sde, base)}
+
+
+def _check_recorded(spec: ImageSpec, opts: BuildOptions, built: dict[str, tuple[str, layers.Layer]]) -> None:
+    """Compare the lock-only layers with ``layers.lock`` (or rewrite it with ``record_layers``)."""
+    path = spec.directory / record.RECORD_NAME
+    if opts.record_layers:
+        record.write(path, {name: record.expected(key, layer.diff_id, layer.tar) for name, (key, layer) in built.items()})
+        opts.progress(f"recorded the digests of {', '.join(sorted(built))} in {path}")
+        return
+    recorded = record.read(path)
+    for name, (key, layer) in built.items():
+        record.check(name, path, recorded.get(name), key, layer.diff_id, layer.tar)
+    opts.progress(f"{', '.join(sorted(built))}: the digests recorded in {path.name} match")
+
+
+def check_reproducible(opts: BuildOptions) -> tuple[BuildResult, BuildResult]:
+    """Build here, then again fully independently; fail unless both give the same digests.
+
+    The second build shares nothing with the first but the source bytes: a copy of the
+    sources at another path, its own virtual environment (its own pip, our packages
+    installed from that copy, not editable), cold caches, umask 077, another time zone
+    and locale. Both builds read one snapshot of the T-APTS source, so an edit in the
+    checkout while the check runs cannot pass for a reproducibility failure.
     """
     with tempfile.TemporaryDirectory(prefix="terminai-repro-src-") as src_tmp:
         source = opts.tapts_source or opts.root / "packages" / "terminai-apts"
         snapshot = Path(src_tmp) / "terminai-apts"
-        shutil.copytree(
-            source,
-            snapshot,
-            symlinks=False,
-            ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.pyc", "dist"),
-        )
-        return _check_twice(dataclasses.replace(opts, tapts_source=snapshot))
-
-
-def _check_twice(opts: BuildOptions) -> tuple[BuildResult, BuildResult]:
-    first = build_image(opts)
-    with tempfile.TemporaryDirectory(prefix="terminai-repro-") as tmp:
-        old_umask = os.umask(0o077)
-        try:
-            second = build_image(
-                BuildOptions(
-                    root=opts.root,
-                    spec_path=opts.spec_path,
-                    output_dir=Path(tmp) / "out",
-                    cache_dir=Path(tmp) / "cache",
-                    use_cache=False,
-                    tapts_source=opts.tapts_source,
-                    load=False,
-                    tag=opts.tag,
-                    progress=opts.progress,
-                )
+        shutil.copytree(source, snapshot, symlinks=False, ignore=_source_junk)
+        first = build_image(dataclasses.replace(opts, tapts_source=snapshot, record_layers=False))
+        with tempfile.TemporaryDirectory(prefix="terminai-reproducibility-check-second-build-") as tmp:
+            work = Path(tmp)
+            tree = copy_sources(opts.root, work / "source-copy", tapts=snapshot)
+            spec = opts.spec_path.resolve() if opts.spec_path else None
+            data = independent_build(
+                tree,
+                work,
+                python=Path(sys.executable),
+                inherit=True,
+                revision=first.labels["org.opencontainers.image.revision"],
+                spec=spec,
+                tag=first.reference,
+                progress=opts.progress,
             )
+            second = result_from_dict(data)
             if second.manifest_digest != first.manifest_digest or second.config_digest != first.config_digest:
                 raise ReproducibilityError(_explain(first, second))
-        finally:
-            os.umask(old_umask)
-        return first, second
+            return first, second
+
+
+_JUNK_NAMES = {"__pycache__", ".venv", ".git", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
+
+
+def _source_junk(directory: str, names: list[str]) -> set[str]:
+    """Build outputs and caches of a checkout; ``build/`` only when it is not a Python package."""
+    junk = {n for n in names if n in _JUNK_NAMES or n.endswith((".egg-info", ".pyc"))}
+    for name in ("build", "dist"):
+        if name in names and not (Path(directory) / name / "__init__.py").exists():
+            junk.add(name)
+    return junk
+
+
+def copy_sources(root: Path, dest: Path, *, tapts: Path | None = None) -> Path:
+    """Copy what a build reads (image inputs, both packages, the contract) to ``dest``."""
+    for part in ("images", "packages", "contracts"):
+        shutil.copytree(root / part, dest / part, symlinks=False, ignore=_source_junk)
+    if tapts is not None:
+        shutil.rmtree(dest / "packages" / "terminai-apts")
+        shutil.copytree(tapts, dest / "packages" / "terminai-apts", ignore=_source_junk)
+    return dest
+
+
+def independent_build(
+    tree: Path,
+    work: Path,
+    *,
+    python: Path,
+    inherit: bool,
+    revision: str,
+    spec: Path | None = None,
+    tag: str | None = None,
+    requirements: Path | None = None,
+    umask: int = 0o077,
+    seed_base: Path | None = None,
+    progress: Progress = _quiet,
+) -> dict[str, Any]:
+    """Build the sources in ``tree`` from a fresh virtual environment made with ``python``.
+
+    With ``inherit`` the new environment reads third-party libraries from this one
+    (same interpreter only); otherwise ``requirements`` (a pinned lock) is installed
+    into it. Our two packages are always installed from ``tree``, not editable. The
+    build runs with ``umask``, cold caches under ``work``, another time zone and locale.
+    ``seed_base`` (a cached Debian base tar) is the one stage it may reuse: the base does
+    not read the host's Python or the checkout, and every build checks it against the
+    digest recorded in ``layers.lock``, which cold builds prove. Returns the build's JSON.
+    """
+    venv = work / "venv"
+    # An inheriting environment gets no pip or setuptools of its own: ensurepip's older
+    # setuptools would shadow the pinned one that builds the T-APTS wheel.
+    make_venv = [str(python), "-m", "venv", *(["--without-pip"] if inherit else []), str(venv)]
+    _run_checked(make_venv, "creating the independent build's virtual environment")
+    vpy = venv / "bin" / "python"
+    if inherit:
+        purelib = sysconfig.get_paths()["purelib"]
+        site = subprocess.run(
+            [str(vpy), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        # A plain path line: this environment's libraries, but not its editable installs.
+        Path(site, "terminai-inherited.pth").write_text(purelib + "\n")
+    elif requirements is not None:
+        _run_checked(
+            [str(vpy), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "-r", str(requirements)],
+            "installing the pinned tools into the independent build's environment",
+        )
+    _run_checked(
+        [
+            str(vpy),
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            "--no-deps",
+            "--no-index",
+            "--no-build-isolation",
+            str(tree / "packages" / "terminai-apts"),
+            str(tree / "packages" / "terminai-sandbox"),
+        ],
+        "installing terminai-sandbox into the independent build's environment",
+    )
+    command = [str(venv / "bin" / "terminai-sandbox"), "build", "--no-load", "--json"]
+    if seed_base is not None:
+        seeded = work / "cache" / "terminai-sandbox" / seed_base.name
+        seeded.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(seed_base, seeded)
+    else:
+        command.append("--no-cache")
+    command += [
+        "--output",
+        str(work / "out"),
+        "--revision",
+        revision,
+    ]
+    if spec is not None:
+        command += ["--spec", str(spec)]
+    if tag is not None:
+        command += ["--tag", tag]
+    home = work / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(work / "cache"),
+        "TZ": "Pacific/Kiritimati",
+        "LANG": "C",
+        "LC_ALL": "C",
+    }
+    for name in ("DOCKER_HOST", "PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_CONFIG_FILE"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    progress(f"independent build with {python} in {work} (umask {umask:03o})")
+    old_umask = os.umask(umask)
+    try:
+        proc = subprocess.run(command, capture_output=True, text=True, cwd=tree, env=env, check=False)
+    finally:
+        os.umask(old_umask)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stderr + proc.stdout).splitlines()[-20:])
+        raise BuildError(f"the independent build failed (exit {proc.returncode}):\n{tail}")
+    data: dict[str, Any] = json.loads(proc.stdout)
+    return data
+
+
+def _run_checked(cmd: list[str], what: str) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        tail = "\n".join((proc.stderr + proc.stdout).splitlines()[-20:])
+        raise BuildError(f"{what} failed (exit {proc.returncode}):\n{tail}")
+
+
+def result_from_dict(data: dict[str, Any]) -> BuildResult:
+    """The :class:`BuildResult` that ``build --json`` printed."""
+    return BuildResult(
+        reference=data["reference"],
+        config_digest=data["config_digest"],
+        manifest_digest=data["manifest_digest"],
+        oci_layout=Path(data["oci_layout"]),
+        archive=Path(data["archive"]),
+        output_dir=Path(data["archive"]).parent,
+        source_date_epoch=int(data["source_date_epoch"]),
+        labels=dict(data["labels"]),
+        diff_ids=tuple(data["diff_ids"]),
+        uncompressed_size=int(data["uncompressed_size"]),
+        compressed_size=int(data["compressed_size"]),
+        seconds=float(data["seconds"]),
+        loaded=bool(data["loaded"]),
+    )
 
 
 def _explain(first: BuildResult, second: BuildResult) -> str:

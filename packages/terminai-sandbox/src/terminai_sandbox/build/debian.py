@@ -17,10 +17,12 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from debian.debian_support import Version
 
 from terminai_sandbox.build.spec import ImageSpec
 from terminai_sandbox.errors import BuildError, LockError
@@ -265,16 +267,28 @@ def drift(spec: ImageSpec, lock: dict[str, Any]) -> list[str]:
             ).stdout
             for fields in paragraphs(text):
                 versions.setdefault(fields.get("Package", ""), set()).add(fields.get("Version", ""))
+    return drift_report(lock["packages"], versions)
+
+
+def drift_report(locked: list[dict[str, Any]], available: dict[str, set[str]]) -> list[str]:
+    """Locked versions missing from ``available`` (name -> versions), and newer candidates."""
     report = []
-    for pkg in lock["packages"]:
-        available = versions.get(pkg["name"], set())
-        if pkg["version"] not in available:
+    for pkg in locked:
+        versions = available.get(pkg["name"], set())
+        if pkg["version"] not in versions:
             report.append(f"gone: {pkg['name']} {pkg['version']} is no longer on the mirrors")
-        newer = [v for v in available if v != pkg["version"] and _newer(v, pkg["version"])]
-        if newer:
-            report.append(f"newer: {pkg['name']} {pkg['version']} -> {max(newer)}")
+        candidate = newest(versions)
+        if candidate is not None and is_newer(candidate, pkg["version"]):
+            report.append(f"newer: {pkg['name']} {pkg['version']} -> {candidate}")
     return report
 
 
-def _newer(candidate: str, current: str) -> bool:
-    return subprocess.run(["dpkg", "--compare-versions", candidate, "gt", current], check=False).returncode == 0
+def is_newer(candidate: str, current: str) -> bool:
+    """Debian policy ordering (epochs, ``~``, numeric runs), never string order: 1.10 > 1.9."""
+    return bool(Version(candidate) > Version(current))
+
+
+def newest(versions: Iterable[str]) -> str | None:
+    """The highest Debian version of ``versions`` (None when empty)."""
+    ordered = sorted(versions, key=Version)
+    return ordered[-1] if ordered else None

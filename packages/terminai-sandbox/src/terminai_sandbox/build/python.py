@@ -1,27 +1,38 @@
 """Python side of the build: wheels fetched by hash, the T-APTS wheel, staged installs.
 
-Wheels are installed with ``--no-index --no-deps --require-hashes --no-compile`` into a
-staging tree at their final image path, then byte-compiled there with checked-hash
-invalidation (so ``.pyc`` files hold no build path and no timestamp). The T-APTS wheel is
-built from the repository with SOURCE_DATE_EPOCH so its zip is reproducible.
+Wheels (checked against their locked sha256) are installed with PyPA's ``installer``
+into a staging tree at their final image paths, with console scripts for the image's
+interpreter. They are then byte-compiled by the image's own interpreter inside an
+unpacked copy of the image root, with checked-hash invalidation (so ``.pyc`` files hold
+no build path, no timestamp and nothing of the host's Python). The T-APTS wheel is built
+from the repository with SOURCE_DATE_EPOCH so its zip is reproducible.
 """
 
 from __future__ import annotations
 
-import compileall
 import hashlib
+import json
 import os
-import py_compile
 import shutil
 import subprocess
 import sys
+import uuid
 from pathlib import Path
+
+import installer
+from installer.destinations import SchemeDictionaryDestination
+from installer.exceptions import InvalidWheelSource
+from installer.sources import WheelFile
 
 from terminai_sandbox.errors import BuildError, LockError
 
+#: The interpreter console scripts name, and the one that byte-compiles: the image's own.
+IMAGE_INTERPRETER = "/usr/bin/python3"
+INSTALLER_TAG = b"terminai-sandbox\n"
 
-def _run(cmd: list[str], what: str, env: dict[str, str] | None = None) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=False)
+
+def _run(cmd: list[str], what: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, check=False)
     if proc.returncode != 0:
         tail = "\n".join((proc.stderr + proc.stdout).splitlines()[-20:])
         raise BuildError(f"{what} failed (exit {proc.returncode}):\n{tail}")
@@ -68,8 +79,61 @@ def locked_wheels(requirements: Path, cache: Path) -> list[Path]:
     return out
 
 
-def build_tapts_wheel(source: Path, out_dir: Path, *, source_date_epoch: int) -> Path:
-    """Build the T-APTS wheel reproducibly (fixed zip timestamps from SOURCE_DATE_EPOCH)."""
+def wheel_builder(lock: Path, wheelhouse: Path, where: Path) -> Path:
+    """A virtual environment holding only the build backend of ``lock``; returns its python.
+
+    The environment has no pip and no access to the running environment's packages; the
+    backend's wheels are checked by sha256 and installed with ``installer``. It is kept in
+    ``where`` under a name derived from the lock and the interpreter, and reused.
+    """
+    key = hashlib.sha256(lock.read_bytes() + sys.version.encode() + sys.executable.encode()).hexdigest()[:24]
+    venv = where / f"wheel-builder-{key}"
+    python = venv / "bin" / "python"
+    if (venv / "terminai-ready").exists():
+        return python
+    partial = where / f"{venv.name}.partial-{uuid.uuid4().hex}"
+    _run([sys.executable, "-m", "venv", "--without-pip", str(partial)], "creating the wheel builder environment")
+    paths = json.loads(
+        subprocess.run(
+            [str(partial / "bin" / "python"), "-c", "import json, sysconfig; print(json.dumps(sysconfig.get_paths()))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
+    destination = SchemeDictionaryDestination(
+        scheme_dict={
+            "purelib": paths["purelib"],
+            "platlib": paths["platlib"],
+            "headers": paths["include"],
+            "scripts": paths["scripts"],
+            "data": paths["data"],
+        },
+        interpreter=str(python),
+        script_kind="posix",
+    )
+    try:
+        for wheel in locked_wheels(lock, wheelhouse):
+            with WheelFile.open(wheel) as source:
+                source.validate_record()
+                installer.install(source, destination, additional_metadata={"INSTALLER": INSTALLER_TAG})
+    except (InvalidWheelSource, ValueError, OSError) as exc:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise BuildError(f"installing the T-APTS build backend from {lock.name} failed: {exc}") from None
+    (partial / "terminai-ready").write_text(lock.read_text())
+    try:
+        partial.rename(venv)
+    except OSError:  # another build finished the same environment first
+        shutil.rmtree(partial, ignore_errors=True)
+    return python
+
+
+def build_tapts_wheel(source: Path, out_dir: Path, *, source_date_epoch: int, builder: Path) -> Path:
+    """Build the T-APTS wheel reproducibly with the locked backend in ``builder``.
+
+    The PEP 517 hook runs in ``builder`` (see :func:`wheel_builder`) on a clean copy of the
+    sources, with SOURCE_DATE_EPOCH fixing the zip timestamps.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     work = out_dir / "src"
     if work.exists():
@@ -81,23 +145,16 @@ def build_tapts_wheel(source: Path, out_dir: Path, *, source_date_epoch: int) ->
         symlinks=False,
         ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "*.pyc", "dist"),
     )
-    env = {**os.environ, "SOURCE_DATE_EPOCH": str(source_date_epoch), "PYTHONHASHSEED": "0"}
-    _run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "--quiet",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(out_dir),
-            str(work),
-        ],
-        "building the T-APTS wheel",
-        env,
-    )
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(out_dir),
+        "LC_ALL": "C.UTF-8",
+        "SOURCE_DATE_EPOCH": str(source_date_epoch),
+        "PYTHONHASHSEED": "0",
+        "PYTHONNOUSERSITE": "1",
+    }
+    hook = "import sys, setuptools.build_meta as backend; backend.build_wheel(sys.argv[1])"
+    _run([str(builder), "-c", hook, str(out_dir)], "building the T-APTS wheel", env, cwd=work)
     wheels = sorted(out_dir.glob("terminai_apts-*.whl"))
     if len(wheels) != 1:
         raise BuildError(f"expected one T-APTS wheel in {out_dir}, found {len(wheels)}")
@@ -105,58 +162,123 @@ def build_tapts_wheel(source: Path, out_dir: Path, *, source_date_epoch: int) ->
     return wheels[0]
 
 
-def install(wheels: list[Path], staging: Path, *, site_packages: str, hashes_required: bool) -> None:
-    """Install ``wheels`` into ``staging`` + ``site_packages`` and byte-compile them there."""
-    target = staging / site_packages.lstrip("/")
-    target.mkdir(parents=True, exist_ok=True)
-    cmd = [
-        sys.executable,
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--no-index",
-        "--no-deps",
-        "--no-compile",
-        "--disable-pip-version-check",
-        "--no-warn-script-location",
-        "--target",
-        str(target),
-    ]
-    if hashes_required:
-        req = staging.parent / f"{staging.name}.requirements.txt"
-        req.write_text("".join(f"{w} --hash=sha256:{hashlib.sha256(w.read_bytes()).hexdigest()}\n" for w in wheels))
-        cmd += ["--require-hashes", "-r", str(req)]
-    else:
-        cmd += [str(w) for w in wheels]
-    _run(cmd, "installing wheels")
-    bin_dir = target / "bin"
-    if bin_dir.exists():
-        dest = staging / "usr" / "local" / "bin"
-        dest.mkdir(parents=True, exist_ok=True)
-        for script in sorted(bin_dir.iterdir()):
-            text = script.read_bytes()
-            if text.startswith(b"#!"):
-                text = b"#!/usr/bin/python3\n" + text.split(b"\n", 1)[1]
-            (dest / script.name).write_bytes(text)
-            (dest / script.name).chmod(0o755)
-        shutil.rmtree(bin_dir)
-    # direct_url.json records where the wheel file was (a build path): drop it and its RECORD line.
-    for junk in target.glob("*.dist-info/direct_url.json"):
-        junk.unlink()
-        record = junk.parent / "RECORD"
-        lines = [line for line in record.read_text().splitlines() if "/direct_url.json," not in line]
-        record.write_text("\n".join(lines) + "\n")
-    _compile(target, site_packages)
+def install(wheels: list[Path], staging: Path, *, site_packages: str, scripts: str = "/usr/local/bin") -> None:
+    """Install ``wheels`` into ``staging`` as if ``staging`` were the image's root.
 
-
-def _compile(target: Path, site_packages: str) -> None:
-    ok = compileall.compile_dir(
-        str(target),
-        quiet=1,
-        ddir=site_packages,
-        workers=1,
-        invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH,
+    PyPA's ``installer`` writes each file at its image path, generates console scripts
+    for the image's interpreter and writes ``RECORD`` for exactly those bytes, so nothing
+    of the host (its interpreter, pip, the checkout path) reaches the layer. Nothing is
+    byte-compiled here: :func:`compile_in_image` does that with the image's interpreter.
+    """
+    destination = SchemeDictionaryDestination(
+        scheme_dict={
+            "purelib": site_packages,
+            "platlib": site_packages,
+            "headers": "/usr/local/include",
+            "scripts": scripts,
+            "data": "/usr/local",
+        },
+        interpreter=IMAGE_INTERPRETER,
+        script_kind="posix",
+        bytecode_optimization_levels=(),
+        destdir=str(staging),
     )
-    if not ok:
-        raise BuildError(f"byte-compiling {site_packages} failed")
+    for wheel in wheels:
+        try:
+            with WheelFile.open(wheel) as source:
+                source.validate_record()
+                installer.install(source, destination, additional_metadata={"INSTALLER": INSTALLER_TAG})
+        except (InvalidWheelSource, ValueError, OSError) as exc:
+            raise BuildError(f"installing {wheel.name} failed: {exc}") from None
+
+
+def compile_in_image(staging: Path, image_root: Path) -> int:
+    """Byte-compile the ``.py`` files of ``staging`` with the image's own interpreter.
+
+    ``image_root`` is an unpacked copy of the Debian base; it is left as it was, so one
+    unpacked copy serves every build of that base. The staged tree is copied under a
+    private directory in the root's ``/tmp``; the image's ``python3`` runs ``compileall``
+    inside that root (chroot as root, a user namespace otherwise), one process, sorted
+    order, checked-hash, with that private prefix replaced by ``/`` in the recorded file
+    names, so every ``.pyc`` is byte for byte what compiling at the final path gives. The
+    ``.pyc`` files are copied back next to their sources. Nothing of the host's Python is
+    involved. Returns the number of ``.pyc`` files written.
+    """
+    sources = sorted(p.relative_to(staging) for p in staging.rglob("*.py") if p.is_file())
+    if not sources:
+        return 0
+    private = f"/tmp/terminai-compile-{uuid.uuid4().hex}"
+    inside = image_root / private.lstrip("/")
+    try:
+        shutil.copytree(staging, inside, symlinks=True)
+        (inside / "files.list").write_text("".join(f"{private}/{p}\n" for p in sources))
+        command = [
+            IMAGE_INTERPRETER,
+            "-m",
+            "compileall",
+            "-q",
+            "-j",
+            "1",
+            "--invalidation-mode",
+            "checked-hash",
+            "-s",
+            private,
+            "-p",
+            "/",
+            "-i",
+            f"{private}/files.list",
+        ]
+        # DONTWRITEBYTECODE: the interpreter's own imports must not write into the shared root.
+        env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C.UTF-8", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"}
+        _run([*_enter(image_root), *command], "byte-compiling with the image's interpreter", env)
+        written = 0
+        for source in sources:
+            for pyc in sorted((inside / source.parent / "__pycache__").glob(f"{source.stem}.*.pyc")):
+                target = staging / source.parent / "__pycache__" / pyc.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(pyc, target)
+                written += 1
+    finally:
+        shutil.rmtree(inside, ignore_errors=True)
+    if written < len(sources):
+        raise BuildError(f"the image's interpreter compiled {written} of {len(sources)} Python files")
+    return written
+
+
+def unpacked_root(tar: Path, diff_id: str, cache: Path | None, work: Path) -> Path:
+    """An unpacked copy of the base layer ``tar``: shared in ``cache`` by diff_id, else in ``work``."""
+    if cache is None:
+        root = work / "image-root"
+        unpack(tar, root)
+        return root
+    root = cache / f"root-{diff_id.removeprefix('sha256:')[:32]}"
+    if (root / "usr" / "bin").is_dir():
+        return root
+    partial = cache / f"{root.name}.partial-{uuid.uuid4().hex}"
+    unpack(tar, partial)
+    try:
+        partial.rename(root)
+    except OSError:  # another build finished the same unpack first
+        shutil.rmtree(partial, ignore_errors=True)
+    return root
+
+
+def _enter(root: Path) -> list[str]:
+    """The command prefix that runs a program with ``root`` as ``/``."""
+    # Resolved on the host's PATH: the command itself runs with the image's environment.
+    chroot = shutil.which("chroot") or shutil.which("chroot", path="/usr/sbin:/sbin")
+    if os.geteuid() == 0 and chroot is not None:
+        return [chroot, str(root)]
+    unshare = shutil.which("unshare") or shutil.which("unshare", path="/usr/bin:/bin")
+    if unshare is None:
+        raise BuildError(
+            "byte-compiling in the image root needs root or 'unshare' (util-linux)",
+            hint="build as root, or install util-linux and allow unprivileged user namespaces",
+        )
+    return [unshare, "--map-root-user", f"--root={root}"]
+
+
+def unpack(tar: Path, root: Path) -> None:
+    """Unpack a layer tar into ``root`` (GNU tar keeps symlinks, modes and owners)."""
+    root.mkdir(parents=True, exist_ok=True)
+    _run(["tar", "-xf", str(tar), "-C", str(root), "--numeric-owner"], f"unpacking {tar.name}")

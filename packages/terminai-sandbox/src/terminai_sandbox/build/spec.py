@@ -56,6 +56,11 @@ class ImageSpec:
         return self.directory / "debian.lock"
 
     @property
+    def build_requirements(self) -> Path:
+        """The locked build backend of the T-APTS wheel."""
+        return self.directory / "requirements-build.lock"
+
+    @property
     def test_requirements(self) -> Path:
         return self.directory / "requirements-test.lock"
 

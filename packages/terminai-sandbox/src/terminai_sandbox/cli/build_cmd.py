@@ -38,15 +38,37 @@ def _spec_option(func: click.decorators.FC) -> click.decorators.FC:
     "--check-reproducible",
     "reproducible",
     is_flag=True,
-    help="build twice (cold caches, other dir, umask 077) and compare",
+    help="build again independently (own venv, copy of the sources, cold caches, umask 077) and compare",
 )
+@click.option(
+    "--record-layers",
+    is_flag=True,
+    help="write the lock-only layers' digests to layers.lock (after changing the locks on purpose)",
+)
+@click.option("--tag", default=None, hidden=True, help="image reference (default REPOSITORY:X.Y.Z)")
+@click.option("--revision", default=None, hidden=True, help="source revision label (default: git HEAD)")
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 def build_cmd(
-    spec_path: Path | None, output: Path | None, no_cache: bool, no_load: bool, reproducible: bool, as_json: bool
+    spec_path: Path | None,
+    output: Path | None,
+    no_cache: bool,
+    no_load: bool,
+    reproducible: bool,
+    record_layers: bool,
+    tag: str | None,
+    revision: str | None,
+    as_json: bool,
 ) -> None:
     """Build the sandbox image from pinned inputs into dist/X.Y.Z and load it."""
     opts = BuildOptions(
-        spec_path=spec_path, output_dir=output, use_cache=not no_cache, load=not no_load, progress=_progress
+        spec_path=spec_path,
+        output_dir=output,
+        use_cache=not no_cache,
+        load=not no_load,
+        progress=_progress,
+        record_layers=record_layers,
+        tag=tag,
+        revision=revision,
     )
     if reproducible:
         result, second = check_reproducible(opts)
@@ -85,11 +107,13 @@ def lock_cmd(spec_path: Path | None, check: bool) -> None:
         collected = debian.run_mmdebstrap(
             spec, Path(tmp) / "rootfs.tar", workdir=Path(tmp), source_date_epoch=None, prefs=None, log=_progress
         )
-    lock = debian.make_lock(spec, collected)
+        # The collected archive indexes live in the temporary directory: read them before it goes.
+        lock = debian.make_lock(spec, collected)
     debian.write_lock(spec.debian_lock, lock)
     click.echo(
         f"wrote {spec.debian_lock}: {len(lock['packages'])} packages, SOURCE_DATE_EPOCH {lock['source_date_epoch']}"
     )
+    click.echo("next: 'terminai-sandbox build --record-layers' records the new layer digests in layers.lock")
 
 
 @click.command("contracts")
