@@ -225,7 +225,11 @@ def _wheels_layer(
         opts.progress("wheels: cached")
         return layers.Layer(tar=cached, diff_id=layers.sha256_file(cached), size=cached.stat().st_size)
     staging = work / "wheels-root"
-    wheels = python.locked_wheels(spec.requirements, (cache if opts.use_cache else work) / "wheelhouse")
+    wheels = python.locked_wheels(
+        spec.requirements,
+        (cache if opts.use_cache else work) / "wheelhouse",
+        python.target_tags(spec.site_packages, spec.architecture),
+    )
     python.install(wheels, staging, site_packages=spec.site_packages)
     compiled = python.compile_in_image(staging, image_root)
     out = work / "wheels.tar"

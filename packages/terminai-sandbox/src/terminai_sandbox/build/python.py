@@ -11,6 +11,7 @@ from the repository with SOURCE_DATE_EPOCH so its zip is reproducible.
 from __future__ import annotations
 
 import hashlib
+import re
 import json
 import os
 import shutil
@@ -38,8 +39,24 @@ def _run(cmd: list[str], what: str, env: dict[str, str] | None = None, cwd: Path
         raise BuildError(f"{what} failed (exit {proc.returncode}):\n{tail}")
 
 
-def locked_wheels(requirements: Path, cache: Path) -> list[Path]:
-    """Download (or reuse from ``cache``) every wheel in the lock and check its sha256."""
+def target_tags(site_packages: str, architecture: str) -> list[str]:
+    """pip options that select wheels for the image's interpreter, not the host's:
+    the version comes from the image's site-packages path (``.../python3.13/...``)."""
+    found = re.search(r"python(\d+)\.(\d+)", site_packages)
+    if not found:
+        raise LockError(f"cannot tell the image's Python version from {site_packages!r}")
+    version = "".join(found.groups())
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(architecture, architecture)
+    platforms = [f"manylinux_2_{minor}_{machine}" for minor in (28, 17)] + [f"manylinux2014_{machine}"]
+    return [
+        "--python-version", f"{found[1]}.{found[2]}", "--implementation", "cp", "--abi", f"cp{version}",
+        *(option for platform in platforms for option in ("--platform", platform)),
+    ]  # fmt: skip
+
+
+def locked_wheels(requirements: Path, cache: Path, target: list[str] | None = None) -> list[Path]:
+    """Download (or reuse from ``cache``) every wheel in the lock and check its sha256.
+    ``target`` (from ``target_tags``) picks binary wheels for the image's interpreter."""
     wanted: dict[str, str] = {}
     for raw in requirements.read_text().splitlines():
         line = raw.strip()
@@ -67,6 +84,7 @@ def locked_wheels(requirements: Path, cache: Path) -> list[Path]:
                 str(requirements),
                 "-d",
                 str(cache),
+                *(target or []),
             ],
             "downloading locked wheels",
         )
