@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from terminai_sandbox import sbom
+from terminai_sandbox import resources, sbom
 from terminai_sandbox._version import __version__
 from terminai_sandbox.build import repo_root
 from terminai_sandbox.errors import ConfigError, SigningError
@@ -213,15 +213,29 @@ def verify_cmd(
 @click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name in the SBOM")
 @click.option("--version", "image_version", default=__version__, show_default=True)
 @click.option("--source-date-epoch", type=int, default=None, help="timestamp (default: $SOURCE_DATE_EPOCH or 0)")
-@click.option("--image-dir", type=click.Path(path_type=Path), default=Path("images/sandbox"), show_default=True)
+@click.option(
+    "--image-dir",
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    default=None,
+    help="directory holding debian.lock and requirements.lock (default: the locks shipped with this version)",
+)
 def sbom_cmd(
-    layout: Path, output: Path, repository: str, image_version: str, source_date_epoch: int | None, image_dir: Path
+    layout: Path,
+    output: Path,
+    repository: str,
+    image_version: str,
+    source_date_epoch: int | None,
+    image_dir: Path | None,
 ) -> None:
     """Write the CycloneDX 1.6 SBOM of the image in OCI layout LAYOUT (validated, deterministic)."""
     epoch = source_date_epoch if source_date_epoch is not None else int(os.environ.get("SOURCE_DATE_EPOCH", "0"))
     text = sbom.generate(
         sbom.SbomOptions(
-            layout=layout, repository=repository, version=image_version, source_date_epoch=epoch, image_dir=image_dir
+            layout=layout,
+            repository=repository,
+            version=image_version,
+            source_date_epoch=epoch,
+            image_dir=image_dir or resources.image_locks(),
         )
     )
     output.write_text(text)
