@@ -86,6 +86,11 @@ def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool) -> None:
 def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_registry: bool) -> None:
     """Push an OCI image layout to REFERENCE (repo[:tag]) blob by blob; prints the manifest digest."""
     ref = ImageRef.parse(reference)
+    if not (layout / "index.json").is_file() or not (layout / "oci-layout").is_file():
+        raise ConfigError(
+            f"{layout} is not an OCI image layout (no index.json or oci-layout)",
+            hint="pass the oci/ directory of a build, e.g. dist/X.Y.Z/oci",
+        )
     result = _client(ref, insecure_registry).push_layout(layout, ref.repository, tag=ref.tag, chunk_size=chunk_size)
     click.echo(f"{ref.name}@{result.digest} ({result.blobs_sent} blobs sent, {result.blobs_skipped} already there)")
 
