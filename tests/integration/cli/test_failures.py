@@ -82,6 +82,7 @@ def cases(tmp: Path, layout: Path) -> dict[str, Case]:
         ),
         # build and lock
         "build, missing spec": Case(("build", "--spec", "missing.toml"), 3, "cannot read missing.toml"),
+        "build, no engine": Case(("build", "--output", "out"), 4, "the container engine at tcp://", no_tcp_engine),
         "lock, missing tool": Case(
             ("lock", "--spec", spec), 5, "mmdebstrap is not installed", {"PATH": str(tmp / "bin")}
         ),

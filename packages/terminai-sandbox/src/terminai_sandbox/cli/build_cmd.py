@@ -45,6 +45,8 @@ def build_cmd(
     spec_path: Path | None, output: Path | None, no_cache: bool, no_load: bool, reproducible: bool, as_json: bool
 ) -> None:
     """Build the sandbox image from pinned inputs into dist/X.Y.Z and load it."""
+    if not no_load:
+        engine_mod.Engine.connect()  # fail before minutes of building, not after them
     opts = BuildOptions(
         spec_path=spec_path, output_dir=output, use_cache=not no_cache, load=not no_load, progress=_progress
     )
