@@ -56,7 +56,9 @@ image: engine ## Build the image and run the contract suite inside it
 	$(VENV)/bin/terminai-sandbox build
 	$(VENV)/bin/terminai-sandbox contracts terminai/sandbox:$$($(PY) -c 'import terminai_apts; print(terminai_apts.__version__)')
 
-demo: engine ## The main job end to end (see scripts/demo.py); installs the host tools it needs
+demo: setup ## The main job end to end (see scripts/demo.py); installs the host tools it needs
+	PYTHON=$(PYTHON) scripts/ensure-host-tools demo
+	$(PY) scripts/ensure-engine
 	$(PY) scripts/demo.py
 
 bench: setup ## Run every benchmark (prints ratios against same-run baselines)

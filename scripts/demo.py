@@ -63,7 +63,7 @@ def demo() -> int:
     env.pop("TERMINAI_SANDBOX_IMAGE", None)
     env.pop("GEMINI_SANDBOX_IMAGE", None)
     say("1. host tools and container engine")
-    run([str(ROOT / "scripts" / "ensure-host-tools"), "all"], {**env, "PYTHON": sys.executable})
+    run([str(ROOT / "scripts" / "ensure-host-tools"), "demo"], {**env, "PYTHON": sys.executable})
     run([sys.executable, str(ROOT / "scripts" / "ensure-engine")], env)
     say("2. development signing key (.sandbox-dev/: DEVELOPMENT ONLY, never a release key)")
     run([CLI, "keygen", "--dev"], env)

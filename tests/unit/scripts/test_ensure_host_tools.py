@@ -80,6 +80,14 @@ def machine(tmp_path: Path) -> Machine:
 def test_a_bare_machine_needs_everything(machine: Machine) -> None:
     assert _planned(machine.run("--plan")) == ALL_PACKAGES
     assert _planned(machine.run("--plan", "python")) == ["python3", "python3-venv", "ca-certificates"]
+    assert _planned(machine.run("--plan", "demo")) == [
+        "python3",
+        "python3-venv",
+        "ca-certificates",
+        "mmdebstrap",
+        "docker.io",
+        "docker-registry",
+    ]
 
 
 def test_the_reported_machine_gets_the_engine_the_registry_and_mmdebstrap(machine: Machine) -> None:
@@ -89,7 +97,20 @@ def test_the_reported_machine_gets_the_engine_the_registry_and_mmdebstrap(machin
     for tool in ("skopeo", "openssl", "newuidmap", "podman", "catatonit"):
         machine.fake(tool)
     assert _planned(machine.run("--plan")) == ["mmdebstrap", "docker.io", "docker-registry"]
+    assert _planned(machine.run("--plan", "demo")) == ["mmdebstrap", "docker.io", "docker-registry"]
     assert _planned(machine.run("--plan", "python")) == ["nothing"]
+
+
+def test_the_demo_needs_the_docker_cli_not_podman_nor_a_local_dockerd(machine: Machine) -> None:
+    # A developer whose engine runs elsewhere (DOCKER_HOST) has the docker CLI and no dockerd.
+    machine.link("python3", sys.executable)
+    machine.ca_bundle()
+    for tool in ("docker", "docker-registry", "mmdebstrap"):
+        machine.fake(tool)
+    done = machine.run("demo")  # no apt-get on PATH: any install attempt would be refused
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "host tools (demo): all present\n"
+    assert "docker.io" in _planned(machine.run("--plan", "all"))
 
 
 def test_python_without_its_venv_module_gets_python3_venv(machine: Machine) -> None:
