@@ -17,6 +17,7 @@ help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[1m%-17s\033[0m %s\n", $$1, $$2}'
 
 $(STAMP): requirements-dev.lock packages/terminai-apts/pyproject.toml packages/terminai-sandbox/pyproject.toml
+	PYTHON=$(PYTHON) scripts/ensure-host-tools python
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --disable-pip-version-check -r requirements-dev.lock
 	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps --no-build-isolation \
@@ -26,7 +27,7 @@ $(STAMP): requirements-dev.lock packages/terminai-apts/pyproject.toml packages/t
 setup: $(STAMP) ## Create .venv with both packages (editable) and the pinned dev tools
 
 host-tools: ## Install the Debian tools the build and integration tests use (root on Debian only)
-	scripts/ensure-host-tools
+	PYTHON=$(PYTHON) scripts/ensure-host-tools all
 
 engine: setup host-tools ## Make sure a Docker API answers (installs and starts dockerd if needed)
 	$(PY) scripts/ensure-engine
@@ -55,7 +56,9 @@ image: engine ## Build the image and run the contract suite inside it
 	$(VENV)/bin/terminai-sandbox build
 	$(VENV)/bin/terminai-sandbox contracts terminai/sandbox:$$($(PY) -c 'import terminai_apts; print(terminai_apts.__version__)')
 
-demo: setup ## The main job end to end (see scripts/demo.py)
+demo: setup ## The main job end to end (see scripts/demo.py); installs the host tools it needs
+	PYTHON=$(PYTHON) scripts/ensure-host-tools demo
+	$(PY) scripts/ensure-engine
 	$(PY) scripts/demo.py
 
 bench: setup ## Run every benchmark (prints ratios against same-run baselines)

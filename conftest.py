@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.fixtures.image", "tests.fixtures.registry"]
+pytest_plugins = ["tests.fixtures.image", "tests.fixtures.launcher", "tests.fixtures.registry"]
 
 _INTEGRATION = Path(__file__).parent / "tests" / "integration"
 

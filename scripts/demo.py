@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """`make demo`: the main job end to end, through the real supply chain and launcher.
 
-1. make sure a container engine answers (scripts/ensure-engine);
+1. make sure the host tools are installed (scripts/ensure-host-tools: docker.io,
+   docker-registry, mmdebstrap, ...) and a container engine answers (scripts/ensure-engine);
 2. create the local DEVELOPMENT signing key under .sandbox-dev/ (public password, never a
    release key: it only proves the pipeline on this machine);
 3. start a throwaway OCI registry (Debian's docker-registry) on 127.0.0.1;
@@ -12,7 +13,8 @@
    planner on a sample downloads folder mounted read-only, then prints the plan;
 7. `terminai-sandbox audit verify` on the session's ledger; stop the registry.
 
-Nothing in the sample folder is changed: the planner only plans.
+Nothing in the sample folder is changed: the planner only plans. A step that fails stops
+the demo with the step's own message (never a traceback) and a non-zero exit.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from terminai_sandbox.errors import SandboxError
 from terminai_sandbox.localregistry import loopback_registry
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,10 +51,19 @@ def run(argv: list[str], env: dict[str, str], cwd: Path = ROOT, capture: bool = 
 
 
 def main() -> int:
+    try:
+        return demo()
+    except SandboxError as exc:
+        print(f"demo stopped:\n{exc.render()}", file=sys.stderr)
+        return exc.exit_code
+
+
+def demo() -> int:
     env = {**os.environ, "COSIGN_PASSWORD": DEV_PASSWORD, "TERMINAI_SANDBOX": "docker"}
     env.pop("TERMINAI_SANDBOX_IMAGE", None)
     env.pop("GEMINI_SANDBOX_IMAGE", None)
-    say("1. container engine")
+    say("1. host tools and container engine")
+    run([str(ROOT / "scripts" / "ensure-host-tools"), "demo"], {**env, "PYTHON": sys.executable})
     run([sys.executable, str(ROOT / "scripts" / "ensure-engine")], env)
     say("2. development signing key (.sandbox-dev/: DEVELOPMENT ONLY, never a release key)")
     run([CLI, "keygen", "--dev"], env)

@@ -19,6 +19,7 @@ from terminai_sandbox.registry import RegistryClient, sha256_digest
 from terminai_sandbox.signing import cosign, keys
 
 from tests.fixtures.image import tapts_without_transit
+from tests.fixtures.launcher import InstalledLauncher
 from tests.fixtures.registry import RegistryServer
 
 ROOT = repo_root()
@@ -56,10 +57,15 @@ class Site:
         cwd: Path | None = None,
         user: int | None = None,
         group: int | None = None,
+        cli: Path | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        """The launcher's CLI, as ``user`` (and ``group``, default: the same number) when given."""
+        """The launcher's CLI (``cli``, default the checkout's), as ``user`` (and ``group``) when given.
+
+        Another user may not read the checkout (a clone under a 0700 home): pass the
+        installed launcher's ``cli`` (tests/fixtures/launcher.py) with ``user``.
+        """
         full = {"PATH": os.environ["PATH"], "HOME": str(self.home), "TERMINAI_SANDBOX": "docker", **(env or {})}
-        cmd = [CLI, *args]
+        cmd = [str(cli or CLI), *args]
         if user is not None:
             cmd = ["setpriv", f"--reuid={user}", f"--regid={user if group is None else group}", "--clear-groups", *cmd]
         return subprocess.run(
@@ -158,8 +164,9 @@ def test_refusal_matrix(site: Site, built_image: BuildResult, tmp_path: Path) ->
     assert refused.returncode == 13 and "major differs" in refused.stderr
 
 
-def test_socket_permission_denied_is_named(site: Site) -> None:
-    # An unprivileged user against the root-only engine socket (pytest's tmp dirs are root-only too).
+def test_socket_permission_denied_is_named(site: Site, installed_launcher: InstalledLauncher) -> None:
+    # An unprivileged user against the root-only engine socket (pytest's tmp dirs are root-only
+    # too, and so may be the checkout: that user runs the launcher installed outside it).
     shared = Path(tempfile.mkdtemp(prefix="terminai-nobody-"))
     try:
         shared.chmod(0o777)
@@ -174,6 +181,7 @@ def test_socket_permission_denied_is_named(site: Site) -> None:
             env={"HOME": str(shared)},
             cwd=shared,
             user=65534,
+            cli=installed_launcher.cli,
         )
     finally:
         shutil.rmtree(shared)

@@ -23,6 +23,7 @@ import pytest
 from terminai_sandbox.build import BuildResult
 from terminai_sandbox.launcher.engines import cgroups_v2
 
+from tests.fixtures.launcher import InstalledLauncher
 from tests.fixtures.registry import RegistryServer
 from tests.integration.launcher.test_launch import Site, _relabel
 
@@ -178,7 +179,7 @@ def rootless_user() -> Iterator[_User]:
 
 
 def test_rootless_podman_keeps_the_host_identity(
-    rootless_user: _User, registry: RegistryServer, built_image: BuildResult
+    rootless_user: _User, registry: RegistryServer, built_image: BuildResult, installed_launcher: InstalledLauncher
 ) -> None:
     user = rootless_user
     shared = Path(tempfile.mkdtemp(prefix="terminai-rootless-site-"))
@@ -202,6 +203,8 @@ def test_rootless_podman_keeps_the_host_identity(
             cwd=project,
             user=user.uid if as_root else None,
             group=user.gid if as_root else None,
+            # The user may not read the checkout (a clone in a 0700 home): the installed launcher it can.
+            cli=installed_launcher.cli,
         )
         assert result.returncode == 0, result.stderr
         assert "1. engine: podman" in result.stderr and "rootless" in result.stderr

@@ -134,3 +134,66 @@ def test_other_command_lines_go_to_click(monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(SystemExit) as exit_info:
         console.main()
     assert exit_info.value.code == 0
+
+
+def _boom(*_args: object, **_kwargs: object) -> object:
+    raise RuntimeError("the unforeseen\nsecond line")
+
+
+UNEXPECTED = [
+    "error: unexpected failure: RuntimeError: the unforeseen",
+    "  hint: rerun with 'terminai-sandbox --debug ...' to see the traceback, and report it if it is a bug",
+]
+
+
+def test_an_unforeseen_failure_on_the_click_path_is_one_line_and_a_hint(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from terminai_sandbox import engine
+
+    monkeypatch.setattr(engine.Engine, "connect", _boom)
+    monkeypatch.setattr(sys, "argv", ["terminai-sandbox", "engine", "status"])
+    with pytest.raises(SystemExit) as exit_info:
+        console.main()
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err.splitlines() == UNEXPECTED
+
+
+def test_debug_adds_the_traceback_before_the_message(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from terminai_sandbox import engine
+
+    monkeypatch.setattr(engine.Engine, "connect", _boom)
+    monkeypatch.setattr(sys, "argv", ["terminai-sandbox", "--debug", "engine", "status"])
+    with pytest.raises(SystemExit) as exit_info:
+        console.main()
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0] == "Traceback (most recent call last):"
+    assert "RuntimeError: the unforeseen" in err and err[-2:] == UNEXPECTED
+
+
+def test_an_unforeseen_failure_on_the_launch_path_is_exit_1(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(session, "run", _boom)
+    assert console._launch(["true"]) == 1
+    assert capsys.readouterr().err.splitlines() == UNEXPECTED
+
+
+def test_sandbox_errors_keep_their_own_exit_code_and_text_through_the_console(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from terminai_sandbox import engine
+    from terminai_sandbox.errors import EngineError
+
+    def refuse(*_args: object, **_kwargs: object) -> object:
+        raise EngineError("no engine here", hint="start one")
+
+    monkeypatch.setattr(engine.Engine, "connect", refuse)
+    monkeypatch.setattr(sys, "argv", ["terminai-sandbox", "--debug", "engine", "status"])
+    with pytest.raises(SystemExit) as exit_info:
+        console.main()
+    assert exit_info.value.code == 4
+    assert capsys.readouterr().err == "error: no engine here\n  hint: start one\n"

@@ -5,11 +5,17 @@ The test image is the release image plus exactly one layer (pinned pytest wheels
 released bits. The suite runs through the image's own entrypoint (its health check runs
 first) as the non-root image user, with ``--network none`` and a read-only root; only
 ``/tmp`` (tmpfs) and the report directory are writable. Results come back as JUnit XML.
+
+The suite and the lock of its test wheels ship inside this package
+(:mod:`terminai_sandbox.resources`), so an installed launcher runs the same suite as a
+checkout. An image the engine does not hold is pulled by digest first (a tag is resolved
+to its digest once, through the engine).
 """
 
 from __future__ import annotations
 
 import io
+import re
 import shutil
 import tempfile
 import time
@@ -18,10 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from terminai_sandbox.build import python, repo_root
+from terminai_sandbox import resources
+from terminai_sandbox.build import default_cache, python
 from terminai_sandbox.build.layers import write_layer
 from terminai_sandbox.engine import LABEL, Engine
-from terminai_sandbox.errors import ContractError
+from terminai_sandbox.errors import ConfigError, ContractError
+from terminai_sandbox.reference import ImageRef
 
 SUITE_DIR = "/opt/terminai/contracts"
 SUITE_SITE = "/opt/terminai/contract-tools"
@@ -58,14 +66,43 @@ class ContractReport:
         }
 
 
-def _suite_tar(root: Path, work: Path) -> bytes:
+_IMAGE_ID = re.compile(r"^(sha256:)?[0-9a-f]{12,64}$")
+
+
+def image_in_engine(engine: Engine, image: str) -> str:
+    """The engine's id for ``image`` (an image id or a reference), pulling it by digest if absent.
+
+    Raises :class:`ConfigError` for a malformed reference or an absent image id, and
+    :class:`~terminai_sandbox.errors.RegistryError` when the registry cannot serve it.
+    """
+    if _IMAGE_ID.match(image):
+        found = engine.inspect_image(image)
+        if found is None:
+            raise ConfigError(
+                f"no image with id {image} in the engine at {engine.info.host}",
+                hint="an image id names a local image only: build or load it, or pass REGISTRY/REPO:TAG[@DIGEST]",
+            )
+        return str(found["Id"])
+    ref = ImageRef.parse(image, what="the image")
+    found = engine.inspect_image(image)
+    if found is not None:
+        return str(found["Id"])
+    digest = ref.digest
+    if digest is None:
+        tagged = f"{ref.name}:{ref.tag or 'latest'}"
+        digest = engine.distribution_digest(tagged)  # checked: a well-formed sha256 digest or RegistryError
+    return engine.pull_by_digest(ref.name, digest)
+
+
+def _suite_tar(suite: Path, test_lock: Path, work: Path) -> bytes:
     staging = work / "test-layer"
-    wheels = python.locked_wheels(root / "images" / "sandbox" / "requirements-test.lock", work / "wheelhouse")
+    # Wheels are checked against the lock's sha256 whether they come from the cache or the index.
+    wheels = python.locked_wheels(test_lock, default_cache() / "contract-wheels")
     # A directory of its own (on PYTHONPATH when the suite runs), not the image's
     # site-packages: that path names the image's Python version.
     python.install(wheels, staging, site_packages=SUITE_SITE, scripts=f"{SUITE_SITE}/bin")
     target = staging / SUITE_DIR.lstrip("/")
-    shutil.copytree(root / "contracts", target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    shutil.copytree(suite, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     layer = write_layer(staging, work / "test-layer.tar", source_date_epoch=0)
     return layer.tar.read_bytes()
 
@@ -88,22 +125,28 @@ def _parse_junit(path: Path) -> tuple[list[str], list[tuple[str, str]], list[str
 
 
 def run_contracts(
-    engine: Engine, image: str, *, root: Path | None = None, output_dir: Path | None = None, timeout: float = 600
+    engine: Engine,
+    image: str,
+    *,
+    suite: Path | None = None,
+    test_lock: Path | None = None,
+    output_dir: Path | None = None,
+    timeout: float = 600,
 ) -> ContractReport:
-    """Run ``contracts/tests`` inside ``image`` (a reference or image id); return the report.
+    """Run the contract suite inside ``image`` (a reference or image id); return the report.
 
-    Raises :class:`ContractError` when any test fails, the health check refuses the
-    image, or no test ran at all.
+    ``suite`` (a directory holding ``t-apts/`` and ``tests/``) and ``test_lock`` default to
+    the copies shipped in this package. Raises :class:`ContractError` when any test fails,
+    the health check refuses the image, or no test ran at all.
     """
-    root = root or repo_root()
     started = time.monotonic()
-    base = engine.client.images.get(image)
+    base = engine.client.images.get(image_in_engine(engine, image))
     with tempfile.TemporaryDirectory(prefix="terminai-contracts-") as tmp:
         work = Path(tmp)
-        suite = _suite_tar(root, work)
+        layer = _suite_tar(suite or resources.contract_suite(), test_lock or resources.contract_test_lock(), work)
         holder = engine.client.containers.create(base.id, ["true"], labels={LABEL: "contracts-build"})
         try:
-            holder.put_archive("/", io.BytesIO(suite))
+            holder.put_archive("/", io.BytesIO(layer))
             test_image = holder.commit(changes=[f'LABEL dev.terminai.contract-test-of="{base.id}"'])
         finally:
             holder.remove(force=True)
@@ -181,4 +224,4 @@ def run_contracts(
     return report
 
 
-__all__ = ["ContractReport", "run_contracts"]
+__all__ = ["ContractReport", "image_in_engine", "run_contracts"]

@@ -309,6 +309,35 @@ class Engine:
             hint="check the registry address and that the engine can reach it",
         )
 
+    def pull_by_digest(self, reference: str, digest: str) -> str:
+        """Pull ``reference@digest`` (``reference`` without tag) into the engine; return the image id.
+
+        Only the digest is asked for, so what arrives is exactly the manifest named: a tag
+        that moved in between cannot substitute another image.
+        """
+        import docker.errors  # noqa: PLC0415
+        import requests  # noqa: PLC0415
+
+        pinned = f"{reference}@{digest}"
+        try:
+            self.client.images.pull(reference, tag=digest)
+        except docker.errors.APIError as exc:
+            message = str(exc.explanation or exc)
+            if any(word in message.lower() for word in _AUTH_REFUSALS):
+                raise RegistryError(
+                    f"the registry refused to serve {pinned}: {message}", hint="log in first (docker login REGISTRY)"
+                ) from None
+            raise RegistryError(
+                f"pulling {pinned} failed: {message}",
+                hint="check the registry address, that the engine can reach it, and the digest",
+            ) from None
+        except requests.RequestException as exc:
+            raise EngineError(f"the engine at {self.info.host} stopped answering during a pull: {exc}") from None
+        found = self.inspect_image(pinned)
+        if found is None:
+            raise RegistryError(f"the engine pulled {pinned} but cannot find it afterwards")
+        return str(found["Id"])
+
     @contextlib.contextmanager
     def container(self, image: str, command: Sequence[str] | None = None, **kwargs: Any) -> Iterator[Any]:
         """Create a labelled container, yield it, and remove it on every path."""

@@ -127,6 +127,24 @@ class EvolutionError(SandboxError):
     exit_code = 17
 
 
+class UnexpectedError(SandboxError):
+    """Something the tooling did not foresee failed; the console script reports it as one line.
+
+    Never raised by library code: :mod:`terminai_sandbox.console` wraps any other exception
+    in it, so a user sees what failed and how to get the details instead of a traceback.
+    """
+
+    exit_code = 1
+    default_hint = "rerun with 'terminai-sandbox --debug ...' to see the traceback, and report it if it is a bug"
+
+    @classmethod
+    def wrapping(cls, exc: BaseException) -> UnexpectedError:
+        """The error for ``exc``: its type and the first line of its message."""
+        text = str(exc).strip().splitlines()
+        detail = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+        return cls(f"unexpected failure: {detail}")
+
+
 class Interrupted(SandboxError):
     """The user interrupted the command."""
 

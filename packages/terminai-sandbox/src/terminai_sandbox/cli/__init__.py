@@ -38,6 +38,7 @@ Exit codes:
   11  verification failed        12  SBOM error        13  launch refused
   14  in-image health check failed  15  audit ledger broken  16  release failed
   130 interrupted
+An unexpected failure prints one line and a hint (exit 1); --debug adds the traceback.
 """
 
 
@@ -75,5 +76,13 @@ class _Group(click.Group):
 
 @click.group(cls=_Group, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="terminai-sandbox")
-def main() -> None:
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="print the traceback of an unexpected failure (must come first: terminai-sandbox --debug COMMAND ...)",
+)
+def main(debug: bool) -> None:
     """Build, prove, sign, verify and launch the Sovereign Sandbox image."""
+    # The console script reads --debug before click does (terminai_sandbox.console); it is
+    # declared here so that --help documents it.
+    del debug

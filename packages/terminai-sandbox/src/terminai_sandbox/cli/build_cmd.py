@@ -60,6 +60,8 @@ def build_cmd(
     as_json: bool,
 ) -> None:
     """Build the sandbox image from pinned inputs into dist/X.Y.Z and load it."""
+    if not no_load:
+        engine_mod.Engine.connect()  # fail before minutes of building, not after them
     opts = BuildOptions(
         spec_path=spec_path,
         output_dir=output,

@@ -91,7 +91,12 @@ def audit_group() -> None:
 
 
 @audit_group.command("verify")
-@click.option("--ledger", type=click.Path(path_type=Path), default=None, help="ledger file (default: state dir)")
+@click.option(
+    "--ledger",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    default=None,
+    help="ledger file (default: the one in the state dir; absent there means no launch yet)",
+)
 def audit_verify(ledger: Path | None) -> None:
     """Check every record's hash chain; fails naming the first edited, removed or reordered line."""
     path = ledger or audit.default_path(os.environ)

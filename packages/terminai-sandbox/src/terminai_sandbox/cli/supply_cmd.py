@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from terminai_sandbox import provenance, sbom
+from terminai_sandbox import provenance, resources, sbom
 from terminai_sandbox._version import __version__
 from terminai_sandbox.build import repo_root
 from terminai_sandbox.errors import ConfigError, SigningError
@@ -86,6 +86,11 @@ def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool) -> None:
 def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_registry: bool) -> None:
     """Push an OCI image layout to REFERENCE (repo[:tag]) blob by blob; prints the manifest digest."""
     ref = ImageRef.parse(reference)
+    if not (layout / "index.json").is_file() or not (layout / "oci-layout").is_file():
+        raise ConfigError(
+            f"{layout} is not an OCI image layout (no index.json or oci-layout)",
+            hint="pass the oci/ directory of a build, e.g. dist/X.Y.Z/oci",
+        )
     result = _client(ref, insecure_registry).push_layout(layout, ref.repository, tag=ref.tag, chunk_size=chunk_size)
     click.echo(f"{ref.name}@{result.digest} ({result.blobs_sent} blobs sent, {result.blobs_skipped} already there)")
 
@@ -225,9 +230,19 @@ def verify_cmd(
 @click.option(
     "--source-date-epoch", type=int, default=None, help="timestamp in seconds (default: the image's created time)"
 )
-@click.option("--image-dir", type=click.Path(path_type=Path), default=Path("images/sandbox"), show_default=True)
+@click.option(
+    "--image-dir",
+    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    default=None,
+    help="directory holding debian.lock and requirements.lock (default: the locks shipped with this version)",
+)
 def sbom_cmd(
-    layout: Path, output: Path, repository: str, image_version: str, source_date_epoch: int | None, image_dir: Path
+    layout: Path,
+    output: Path,
+    repository: str,
+    image_version: str,
+    source_date_epoch: int | None,
+    image_dir: Path | None,
 ) -> None:
     """Write the CycloneDX 1.6 SBOM of the image in OCI layout LAYOUT (validated, deterministic)."""
     text = sbom.generate(
@@ -236,7 +251,7 @@ def sbom_cmd(
             repository=repository,
             version=image_version,
             source_date_epoch=source_date_epoch,
-            image_dir=image_dir,
+            image_dir=image_dir or resources.image_locks(),
         )
     )
     output.write_text(text)
