@@ -192,7 +192,10 @@ class _Run:
     def cell(self, code: str, timeout: float) -> dict[str, Any]:
         if self.ended:
             return _failure("SessionClosed", "the run has ended", dead=True)
-        if self._unsolicited():
+        if not self.awaiting_ready and select.select([self.res], [], [], 0)[0]:
+            # Between cells the run has nothing to say: bytes now would be a forged answer.
+            if not os.read(self.res, 1 << 20):
+                return self._died()
             return self._failure("ProtocolError", "the run sent data nobody asked for")
         deadline = time.monotonic() + timeout
         try:
@@ -235,13 +238,6 @@ class _Run:
             if not chunk:
                 return self._died()
             self.reader.buffer += chunk
-
-    def _unsolicited(self) -> bool:
-        """Bytes the run sent without being asked (a forged answer to a later cell)."""
-        if self.reader.buffer:
-            return True
-        ready, _, _ = select.select([self.res], [], [], 0)
-        return bool(ready) and not self.awaiting_ready
 
     def _failure(self, kind: str, message: str) -> dict[str, Any]:
         self.end()
