@@ -98,6 +98,9 @@ out["sys-class"] = attempt(os.listdir, "/sys/class/net")
 
 def test_proc_magic_links_reopen_nothing_new(secret: Path) -> None:
     out = attack(MAGIC_LINKS.format(secret=secret))
+    # A second read end of the run's own result pipe (possible where the run shares the
+    # pipe's owner, as inside the image) only reads back what the run wrote itself.
+    out.pop("res-pipe-for-read")
     allowed = {k: v for k, v in out.items() if v == "ok"}
     if landlock_abi():
         assert allowed == {}, out
