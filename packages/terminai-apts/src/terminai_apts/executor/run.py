@@ -251,9 +251,6 @@ class _Run:
         if status is None:
             return _failure("ChildCrashed", "the executor lost the run", dead=True)
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
-        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 0
-        if code > 128:  # the keeper reports its sandboxed process's signal as 128 + N
-            sig = code - 128
         if sig == signal.SIGXCPU:
             return _failure("TimeoutError", "CPU time limit exceeded", timed_out=True, dead=True)
         if sig == signal.SIGKILL:

@@ -15,7 +15,6 @@ import contextlib
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import sys
@@ -100,7 +99,7 @@ class Zygote:
                 _, status = os.waitpid(pid, 0)
             except ChildProcessError:
                 status = 0
-        shutil.rmtree(self.runs.pop(pid), ignore_errors=True)
+        remove_tree(self.runs.pop(pid))
         self.reap_orphans()
         return status
 
@@ -155,6 +154,58 @@ class Zygote:
         for pid in list(self.runs):
             self.end(pid, 0)
         self.sweep()
+
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def remove_tree(path: str) -> None:
+    """Remove a finished run's directory and everything in it, best effort.
+
+    Without recursion and by descriptor: a run can build a tree deeper than Python's
+    recursion limit (``shutil.rmtree`` then raised ``RecursionError`` and took the
+    zygote down) or than ``PATH_MAX``. Symbolic links are never followed; a directory
+    the run left unreadable is made readable first (it is ours when we share its uid).
+    Called only once the run is dead, so nothing changes the tree meanwhile.
+    """
+    try:
+        fd = os.open(path, _DIRECTORY)
+    except OSError:
+        return
+    entered: list[str] = []
+    try:
+        while True:
+            sub = _unlink_files(fd)
+            if sub is not None:
+                with contextlib.suppress(OSError):
+                    os.chmod(sub, 0o700, dir_fd=fd)
+                child_fd = os.open(sub, _DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = child_fd
+                entered.append(sub)
+                continue
+            if not entered:
+                break
+            parent = os.open("..", _DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            os.rmdir(entered.pop(), dir_fd=fd)
+    except OSError:
+        return  # what is left cannot be removed by this process; never loop on it
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+
+
+def _unlink_files(fd: int) -> str | None:
+    """Unlink every non-directory in ``fd``; the name of a subdirectory, if any is left."""
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                return entry.name
+            os.unlink(entry.name, dir_fd=fd)
+    return None
 
 
 def _children() -> list[int]:
