@@ -40,6 +40,10 @@ def test_each_guard_alone_keeps_the_pointer_private() -> None:
     if landlock_abi():
         out = attack(PEEK.format(targets=_targets()), skip=("namespaces", "privileges", "dumpable"))
         assert out["robust-list:host"] != "ok" and out["robust-list:zygote"] != "ok", out
+    # The filter alone: a run reads its own limits only (inside the image every process
+    # shares the run's uid and nothing else would refuse it).
+    out = attack(PEEK.format(targets=_targets()), skip=("namespaces", "landlock", "privileges", "dumpable"))
+    assert out["prlimit-read:host"] == "EPERM" and out["prlimit-read:zygote"] == "EPERM", out
     if os.geteuid() == 0:  # where the host is root, the uid drop alone refuses both
         out = attack(PEEK.format(targets=_targets()), skip=("namespaces", "landlock"))
         assert out["robust-list:host"] != "ok" and out["prlimit-read:host"] != "ok", out
