@@ -133,8 +133,9 @@ def rules(*, scratch: bool) -> tuple[Rule, ...]:
     out.append(Rule(name="clone", compare=((0, _CMP_MASKED_EQ, _CLONE_THREAD | _CLONE_NAMESPACES, _CLONE_THREAD),)))
     # glibc falls back from clone3 to clone on ENOSYS, where the flags can be checked.
     out.append(Rule(name="clone3", action=act_errno(errno.ENOSYS)))
-    # Reading a limit is fine; raising or setting one is not (new_limit must be NULL).
-    out.append(Rule(name="prlimit64", compare=((2, _CMP_EQ, 0, 0),)))
+    # Reading its own limit is fine; setting one, or reading another process's, is not
+    # (pid 0 and new_limit NULL: glibc's getrlimit).
+    out.append(Rule(name="prlimit64", compare=((0, _CMP_EQ, 0, 0), (2, _CMP_EQ, 0, 0))))
     out.append(Rule(name="getrlimit"))
     return tuple(out)
 
