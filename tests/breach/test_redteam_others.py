@@ -1,4 +1,5 @@
-"""Red team: allowed system calls that take another process's pid.
+"""Red team: allowed system calls that take another process's pid, and what the run's
+own memory holds of the host.
 
 ``get_robust_list`` returns a pointer into another process's memory (an address-space
 layout leak) and ``prlimit64`` with no new limit reads another process's limits; both
@@ -9,10 +10,15 @@ them to the run itself.
 
 from __future__ import annotations
 
+import json
 import os
+import uuid
+
+import pytest
+from terminai_apts.executor import run
 
 from tests.breach import harness
-from tests.breach.support import EVERYTHING_OFF, attack, landlock_abi
+from tests.breach.support import EMIT, EVERYTHING_OFF, PRELUDE, attack, landlock_abi
 
 PEEK = """
 for name, pid in {targets}.items():
@@ -52,3 +58,31 @@ def test_each_guard_alone_keeps_the_pointer_private() -> None:
 def test_the_pointer_leaks_when_every_layer_is_off() -> None:
     out = attack(PEEK.format(targets=_targets()), skip=EVERYTHING_OFF)
     assert out["robust-list:host"] == "ok" and out["prlimit-read:host"] == "ok", out
+
+
+INITIAL_STACK = """
+libc.getauxval.restype = ctypes.c_ulong
+libc.getauxval.argtypes = [ctypes.c_ulong]
+top = libc.getauxval(31)  # AT_EXECFN: the last string the kernel put on the initial stack
+base = (top & ~4095) - 7 * 4096  # argv and environment strings sit just below it
+blob = ctypes.string_at(base, top - base)
+out["saw-environment"] = b"PATH=" in blob
+out["canary"] = b"{canary}" in blob
+"""
+
+
+def test_no_host_environment_reaches_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    # os.environ.clear() empties the run's view, but the strings the process started with
+    # stay on its initial stack: the zygote must have been started with none of the host's.
+    canary = "breach-canary-" + uuid.uuid4().hex
+    monkeypatch.setenv("TERMINAI_BREACH_CANARY", canary)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", canary)
+    zygote = run._Zygote(module="tests.breach.zygote")  # started from this environment
+    try:
+        result = run._run_fresh(
+            PRELUDE + INITIAL_STACK.format(canary=canary) + EMIT, harness.DEFAULT, None, lambda: zygote
+        )
+    finally:
+        zygote.close()
+    out = json.loads(result.stdout.splitlines()[-1])
+    assert out == {"saw-environment": True, "canary": False}, out  # the scan works; nothing leaked
