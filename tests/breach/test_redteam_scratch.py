@@ -7,6 +7,7 @@ take down the zygote that other callers share.
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -17,6 +18,15 @@ from tests.breach import harness
 from tests.breach.support import attack
 
 SCRATCH = SandboxConfig(timeout_seconds=10, security_mode="standard", scratch=True, scratch_file_mb=1)
+
+
+def _removed(path: Path, within: float = 10.0) -> bool:
+    """True once ``path`` is gone (a large tree is removed in the background)."""
+    deadline = time.monotonic() + within
+    while path.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not path.exists()
+
 
 DEEP = """
 fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY)
@@ -43,8 +53,7 @@ def test_a_tree_deeper_than_the_recursion_limit_is_removed_and_harms_no_one() ->
         assert other.cell("x = 41", 10)["success"]
         out = attack(DEEP.format(depth=1500), config=SCRATCH)
         assert out["dig"] == "ok" and out["depth"] == 1500, out
-        scratch = Path(str(out["scratch"]))
-        assert not scratch.parent.exists(), "the scratch tree outlived the run"
+        assert _removed(Path(str(out["scratch"])).parent), "the scratch tree outlived the run"
         assert zygote.alive(), "the shared zygote died"
         assert other.cell("print(x + 1)", 10)["stdout"] == "42\n", "another caller's run died"
     finally:
@@ -63,7 +72,7 @@ out["scratch"] = os.getcwd()
 def test_directories_left_unreadable_are_removed() -> None:
     # Inside the image the zygote shares the run's uid and has no CAP_DAC_OVERRIDE.
     out = attack(UNREADABLE, config=SCRATCH)
-    assert not Path(str(out["scratch"])).parent.exists()
+    assert _removed(Path(str(out["scratch"])).parent)
 
 
 OUT_OF_SCRATCH = """
@@ -92,7 +101,7 @@ def test_nothing_leaves_the_scratch_directory() -> None:
     out = attack(OUT_OF_SCRATCH.format(tag=tag), config=SCRATCH)
     scratch = Path(str(out.pop("scratch")))
     assert {k: v for k, v in out.items() if v == "ok"} == {}, out
-    assert not list(Path("/tmp").glob(f"{tag}*")) and not scratch.parent.exists()
+    assert not list(Path("/tmp").glob(f"{tag}*")) and _removed(scratch.parent)
 
 
 FILL = """
@@ -145,3 +154,30 @@ def test_no_scratch_run_leaves_its_directory_to_a_concurrent_caller() -> None:
         thread.join()
     assert seen["alpha"]["mine"] == ["alpha.txt"] and seen["beta"]["mine"] == ["beta.txt"], seen
     assert seen["alpha"]["siblings"] in {"EACCES", "EPERM"}, seen
+
+
+DIRECTORY_BOMB = """
+import time
+end = time.monotonic() + {seconds}
+n = 0
+while time.monotonic() < end:
+    for _ in range(200):
+        os.mkdir(f"d{{n}}")  # each costs the zygote far more to remove than the run to make
+        n += 1
+out["dirs"] = n
+"""
+
+
+def test_a_slow_clean_up_holds_up_neither_its_caller_nor_anyone_else() -> None:
+    # Tens of thousands of directories take the zygote seconds to remove; done in line,
+    # that delayed this caller past its deadline and every other caller's spawn (past 15 s,
+    # the other caller gives up on the shared zygote and kills it with every run on it).
+    config = SandboxConfig(timeout_seconds=10, security_mode="standard", scratch=True)
+    harness.breach("print(0)")  # the shared zygote is warm
+    started = time.monotonic()
+    out = attack(DIRECTORY_BOMB.format(seconds=4), config=config)
+    bomb_done = time.monotonic()
+    assert int(str(out["dirs"])) > 100, out  # removing them takes about as long as making them
+    assert bomb_done - started < 4 + 2.5, "the run's own caller waited for the clean-up"
+    other = harness.breach("print(1)")
+    assert other.stdout == "1\n" and time.monotonic() - bomb_done < 2.0, "another caller waited for it"
