@@ -8,12 +8,14 @@ one result frame per cell.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
 import random
 import re
 import resource
+import signal
 import traceback
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -130,13 +132,23 @@ def keeper(
                 os.close(cmd_fd)
                 os.close(res_fd)
                 _, status = os.waitpid(pid, 0)
-                code = 128 + os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
-                os._exit(code)
+                if os.WIFSIGNALED(status):
+                    _end_by_signal(os.WTERMSIG(status))
+                os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
         _sandboxed(cmd_fd, res_fd, hardening, report, base, proxies, runner)
     except BaseException:
         code = 70
     finally:
         os._exit(code)
+
+
+def _end_by_signal(sig: int) -> None:
+    """End the keeper by the signal that ended the sandboxed process: the host reads the
+    cause from the wait status, and an exit code (``128 + N``) is the run's to choose."""
+    with contextlib.suppress(OSError, ValueError):
+        signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+    os.kill(os.getpid(), sig)  # no core: RLIMIT_CORE is 0 here
 
 
 def _warm_up(proxies: dict[Mode, dict[str, guards.ModuleProxy]]) -> None:

@@ -97,6 +97,15 @@ _RESULT_FIELDS: dict[str, tuple[type, ...]] = {
 _MAX_NAME = 200
 
 
+def _is_text(value: str) -> bool:
+    """JSON escapes can carry lone surrogates, which no output stream can encode."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def parse_result(payload: bytes, seq: int) -> dict[str, Any]:
     """The child's answer to cell ``seq``, checked field by field (``FrameError`` if not):
     a stale or early answer to another cell has another ``seq``."""
@@ -110,6 +119,8 @@ def parse_result(payload: bytes, seq: int) -> dict[str, Any]:
         value = data[name]
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             raise FrameError(f"result field {name!r} has the wrong type")
+        if isinstance(value, str) and not _is_text(value):
+            raise FrameError(f"result field {name!r} is not valid text (a lone surrogate)")
     if data["violations"] or not 0 <= data["line"] < 1 << 31:
         raise FrameError("result frame carries impossible values")
     if data["seq"] != seq:

@@ -115,10 +115,14 @@ class _Zygote:
             return status if isinstance(status, int) else None
 
     def close(self) -> None:
+        """End the zygote: on the closed socket it ends its runs and removes their
+        directories itself; killed only if it has not exited within a second."""
         self.control.close()
-        if self.proc.poll() is None:
+        try:
+            self.proc.wait(timeout=1.0)
+        except subprocess.TimeoutExpired:
             self.proc.kill()
-        self.proc.wait()
+            self.proc.wait()
 
 
 _CONTROL_TIMEOUT = 15.0
@@ -248,9 +252,6 @@ class _Run:
         if status is None:
             return _failure("ChildCrashed", "the executor lost the run", dead=True)
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
-        code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 0
-        if code > 128:  # the keeper reports its sandboxed process's signal as 128 + N
-            sig = code - 128
         if sig == signal.SIGXCPU:
             return _failure("TimeoutError", "CPU time limit exceeded", timed_out=True, dead=True)
         if sig == signal.SIGKILL:

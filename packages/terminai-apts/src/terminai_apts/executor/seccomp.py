@@ -42,7 +42,7 @@ ALLOWED: tuple[str, ...] = (
     "brk", "mmap", "munmap", "mprotect", "mremap", "madvise", "mincore", "msync",
     # descriptors already open (the two pipes, the database, files opened read-only)
     "read", "pread64", "readv", "preadv", "preadv2", "write", "pwrite64", "writev",
-    "lseek", "close", "close_range", "dup", "dup3", "fcntl", "flock", "fadvise64",
+    "lseek", "close", "close_range", "dup", "dup3", "flock", "fadvise64",
     "fstat", "newfstatat", "statx", "stat", "lstat", "fstatfs", "statfs",
     "access", "faccessat", "faccessat2", "readlink", "readlinkat", "getdents64",
     "getcwd", "poll", "ppoll", "select", "pselect6",
@@ -90,6 +90,12 @@ _CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x100000
 _PR_SET_NAME, _PR_GET_NAME = 15, 16
 # ioctl requests a file object may issue on its own descriptors (isatty, non-blocking).
 _IOCTLS = (0x5401, 0x541B, 0x5421, 0x5451)  # TCGETS, FIONREAD, FIONBIO, FIOCLEX
+# fcntl commands on the run's own descriptors: duplicate, flags, record locks (SQLite).
+# Never F_SETOWN(_EX)/F_SETSIG/F_SETLEASE/F_NOTIFY: with O_ASYNC the kernel would send a
+# signal to any process the run names, without a kill() the filter could refuse.
+_FCNTLS = (0, 1, 2, 3, 5, 6, 7, 36, 37, 38, 1030, 1032)  # DUPFD GETFD SETFD GETFL GETLK
+# SETLK SETLKW OFD_GETLK OFD_SETLK OFD_SETLKW DUPFD_CLOEXEC GETPIPE_SZ
+_F_SETFL = 4
 
 
 class _ArgCmp(ctypes.Structure):
@@ -122,13 +128,16 @@ def rules(*, scratch: bool) -> tuple[Rule, ...]:
             Rule(name="open", compare=((1, _CMP_MASKED_EQ, _O_WRITE_MASK, 0),)),
         ]
     out += [Rule(name="ioctl", compare=((1, _CMP_EQ, request, 0),)) for request in _IOCTLS]
+    out += [Rule(name="fcntl", compare=((1, _CMP_EQ, command, 0),)) for command in _FCNTLS]
+    out.append(Rule(name="fcntl", compare=((1, _CMP_EQ, _F_SETFL, 0), (2, _CMP_MASKED_EQ, os.O_ASYNC, 0))))
     out += [Rule(name="prctl", compare=((0, _CMP_EQ, option, 0),)) for option in (_PR_SET_NAME, _PR_GET_NAME)]
     # Threads only: a new process, or any namespace flag, is refused.
     out.append(Rule(name="clone", compare=((0, _CMP_MASKED_EQ, _CLONE_THREAD | _CLONE_NAMESPACES, _CLONE_THREAD),)))
     # glibc falls back from clone3 to clone on ENOSYS, where the flags can be checked.
     out.append(Rule(name="clone3", action=act_errno(errno.ENOSYS)))
-    # Reading a limit is fine; raising or setting one is not (new_limit must be NULL).
-    out.append(Rule(name="prlimit64", compare=((2, _CMP_EQ, 0, 0),)))
+    # Reading its own limit is fine; setting one, or reading another process's, is not
+    # (pid 0 and new_limit NULL: glibc's getrlimit).
+    out.append(Rule(name="prlimit64", compare=((0, _CMP_EQ, 0, 0), (2, _CMP_EQ, 0, 0))))
     out.append(Rule(name="getrlimit"))
     return tuple(out)
 

@@ -17,7 +17,6 @@ import contextlib
 import json
 import os
 import select
-import shutil
 import signal
 import socket
 import sys
@@ -33,6 +32,7 @@ MAX_MESSAGE = 4096
 MAX_GRACE = 0.5
 SWEEP_IDLE = 0.05
 SWEEP_EVERY = 1.0
+CLEAN_INLINE = 0.1  # seconds of a finished run's clean-up done before answering
 
 
 class Zygote:
@@ -45,6 +45,7 @@ class Zygote:
         self.runs: dict[int, str] = {}  # keeper pid -> its base directory
         self.spare: list[tuple[int, int, int]] = []  # forked keepers no caller has seen
         self.exited: dict[int, int] = {}  # keepers reaped before their end()
+        self.cleaners: set[int] = set()  # processes removing a finished run's directory
         self.swept = time.monotonic()
 
     def _fork(self) -> tuple[int, int, int]:
@@ -110,7 +111,7 @@ class Zygote:
                 status = 0
         elif not report:
             self._answer(None)
-        shutil.rmtree(self.runs.pop(pid), ignore_errors=True)
+        self.discard(self.runs.pop(pid))
         if report:
             self._answer(status)
         self.reap_orphans()
@@ -118,6 +119,23 @@ class Zygote:
     def _answer(self, status: int | None) -> None:
         with contextlib.suppress(OSError):  # a host that went away learns nothing more
             self.control.send(json.dumps({"status": status}).encode())
+
+    def discard(self, base: str) -> None:
+        """Remove a finished run's directory: in line when that is quick (no scratch, or
+        a few files), else in a child process, because a run can leave a tree that takes
+        seconds to remove and no caller (its own or the next) may wait for that."""
+        if remove_tree(base, budget=CLEAN_INLINE):
+            return
+        pid = os.fork()
+        if pid == 0:
+            try:
+                self.control.close()
+                for fd in (fd for spare in self.spare for fd in spare[1:]):
+                    os.close(fd)
+                remove_tree(base)
+            finally:
+                os._exit(0)
+        self.cleaners.add(pid)
 
     def reap_orphans(self) -> None:
         """Reap what ended, remembering the status of a keeper that ended by itself."""
@@ -130,6 +148,7 @@ class Zygote:
                 return
             if pid in self.runs:
                 self.exited[pid] = status
+            self.cleaners.discard(pid)
 
     def sweep(self) -> None:
         """Kill whatever a run left re-parented to this subreaper: a process that escaped
@@ -139,7 +158,7 @@ class Zygote:
         if "orphans" in self.skip:
             return
         for _ in range(64):  # each round may orphan the next generation
-            strays = [pid for pid in _children() if pid not in self.runs]
+            strays = [pid for pid in _children() if pid not in self.runs and pid not in self.cleaners]
             for pid in strays:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
@@ -170,6 +189,69 @@ class Zygote:
         for pid in list(self.runs):
             self.end(pid, 0, report=False)
         self.sweep()
+
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def remove_tree(path: str, budget: float | None = None) -> bool:
+    """Remove a finished run's directory and everything in it, best effort; False when
+    ``budget`` seconds ran out first (what is left can be removed by a later call).
+
+    Without recursion and by descriptor: a run can build a tree deeper than Python's
+    recursion limit (``shutil.rmtree`` then raised ``RecursionError`` and took the
+    zygote down) or than ``PATH_MAX``. Symbolic links are never followed; a directory
+    the run left unreadable is made readable first (it is ours when we share its uid).
+    Called only once the run is dead, so nothing changes the tree meanwhile.
+    """
+    deadline = None if budget is None else time.monotonic() + budget
+    try:
+        fd = os.open(path, _DIRECTORY)
+    except OSError:
+        return True
+    entered: list[str] = []
+    try:
+        while True:
+            sub = _unlink_files(fd, deadline)
+            if sub is not None:
+                with contextlib.suppress(OSError):
+                    os.chmod(sub, 0o700, dir_fd=fd)
+                child_fd = os.open(sub, _DIRECTORY, dir_fd=fd)
+                os.close(fd)
+                fd = child_fd
+                entered.append(sub)
+                continue
+            if not entered:
+                break
+            parent = os.open("..", _DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            os.rmdir(entered.pop(), dir_fd=fd)
+    except _OutOfTime:
+        return False
+    except OSError:
+        return True  # what is left cannot be removed by this process; never loop on it
+    finally:
+        os.close(fd)
+    with contextlib.suppress(OSError):
+        os.rmdir(path)
+    return True
+
+
+class _OutOfTime(Exception):
+    pass
+
+
+def _unlink_files(fd: int, deadline: float | None) -> str | None:
+    """Unlink every non-directory in ``fd``; the name of a subdirectory, if any is left."""
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            if deadline is not None and time.monotonic() > deadline:
+                raise _OutOfTime
+            if entry.is_dir(follow_symlinks=False):
+                return entry.name
+            os.unlink(entry.name, dir_fd=fd)
+    return None
 
 
 def _children() -> list[int]:

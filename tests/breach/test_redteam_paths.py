@@ -1,0 +1,136 @@
+"""Red team: reaching files through descriptors and /proc instead of plain paths.
+
+``O_PATH`` opens are not reads (Landlock does not check them), ``AT_EMPTY_PATH`` turns a
+descriptor back into a path for the *at() calls, and /proc's magic links re-open what
+they point to: none of these may read, write or re-open anything the run could not reach
+by its path.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.breach.support import attack, landlock_abi
+
+
+@pytest.fixture
+def secret() -> Iterator[Path]:
+    """World-readable and world-writable: only the sandbox may stand in the way."""
+    folder = Path(tempfile.mkdtemp(prefix="terminai-breach-"))
+    folder.chmod(0o777)
+    path = folder / "secret.txt"
+    path.write_text("host secret")
+    path.chmod(0o666)
+    yield path
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+O_PATH_TRICKS = """
+AT_EMPTY_PATH = 0x1000
+fd = os.open("{secret}", os.O_PATH)
+out["read-o-path"] = attempt(os.read, fd, 16)
+out["reopen-via-proc"] = attempt(lambda: os.read(os.open(f"/proc/self/fd/{{fd}}", os.O_RDONLY), 16))
+out["openat-empty"] = sc(257, fd, b"", os.O_RDONLY)
+out["fchmodat-empty"] = sc(268, fd, b"", 0o777, AT_EMPTY_PATH)
+out["fchownat-empty"] = sc(260, fd, b"", 0, 0, AT_EMPTY_PATH)
+out["linkat-empty"] = sc(265, fd, b"", -100, b"{secret}.link", AT_EMPTY_PATH)
+out["utimensat-fd"] = sc(280, fd, None, None, 0)
+out["mmap-o-path"] = "ok" if libc.mmap(None, 4096, 1, 1, fd, 0) not in (None, -1) else "refused"
+out["ftruncate-o-path"] = attempt(os.ftruncate, fd, 0)
+dirfd = os.open("{folder}", os.O_PATH | os.O_DIRECTORY)
+out["openat-beneath-dir"] = attempt(lambda: os.read(os.open("secret.txt", os.O_RDONLY, dir_fd=dirfd), 16))
+out["listdir-o-path"] = attempt(os.listdir, dirfd)
+"""
+
+
+def test_o_path_and_at_empty_path_grant_nothing(secret: Path) -> None:
+    out = attack(O_PATH_TRICKS.format(secret=secret, folder=secret.parent))
+    out["mmap-o-path"] = "ok" if out["mmap-o-path"] == "ok" else "refused"
+    allowed = {k: v for k, v in out.items() if v == "ok"}
+    if landlock_abi():
+        assert allowed == {}, out
+    else:  # documented: without Landlock, reads rest on file permissions (open here)
+        assert set(allowed) <= {"reopen-via-proc", "openat-beneath-dir", "listdir-o-path"}, out
+    assert secret.read_text() == "host secret" and secret.stat().st_mode & 0o777 == 0o666
+    assert not Path(f"{secret}.link").exists()
+
+
+def test_the_same_descriptor_reads_the_secret_without_landlock(secret: Path) -> None:
+    out = attack(O_PATH_TRICKS.format(secret=secret, folder=secret.parent), skip=("landlock",))
+    assert out["reopen-via-proc"] == "ok" and out["openat-beneath-dir"] == "ok", out
+
+
+MAGIC_LINKS = """
+import fcntl, stat
+pipes = {{}}
+for fd in range(3, 64):
+    try:
+        if stat.S_ISFIFO(os.fstat(fd).st_mode):
+            pipes["res" if fcntl.fcntl(fd, fcntl.F_GETFL) & 3 == os.O_WRONLY else "cmd"] = fd
+    except OSError:
+        pass
+def read(path):
+    fd = os.open(path, os.O_RDONLY)
+    return os.read(fd, 16)
+out["proc-self-root"] = attempt(read, "/proc/self/root{secret}")
+out["proc-thread-self-root"] = attempt(read, "/proc/thread-self/root{secret}")
+out["proc-self-cwd"] = attempt(read, "/proc/self/cwd{secret}")
+out["proc-1-root"] = attempt(read, "/proc/1/root{secret}")
+out["cmd-pipe-for-write"] = attempt(os.open, f"/proc/self/fd/{{pipes['cmd']}}", os.O_WRONLY)
+out["res-pipe-for-read"] = attempt(os.open, f"/proc/self/fd/{{pipes['res']}}", os.O_RDONLY)
+out["proc-self-mem"] = attempt(os.open, "/proc/self/mem", os.O_RDWR)
+out["proc-self-map-files"] = attempt(os.listdir, "/proc/self/map_files")
+out["proc-self-mountinfo"] = attempt(read, "/proc/self/mountinfo")
+out["proc-sys-write"] = attempt(os.open, "/proc/sys/kernel/core_pattern", os.O_WRONLY)
+out["sysrq"] = attempt(os.open, "/proc/sysrq-trigger", os.O_WRONLY)
+out["dev-tcp-like"] = attempt(read, "/dev/tcp/127.0.0.1/80")
+out["dev-kmsg"] = attempt(read, "/dev/kmsg")
+out["dev-mem"] = attempt(read, "/dev/mem")
+out["sys-class"] = attempt(os.listdir, "/sys/class/net")
+"""
+
+
+def test_proc_magic_links_reopen_nothing_new(secret: Path) -> None:
+    out = attack(MAGIC_LINKS.format(secret=secret))
+    # A second read end of the run's own result pipe (possible where the run shares the
+    # pipe's owner, as inside the image) only reads back what the run wrote itself.
+    out.pop("res-pipe-for-read")
+    allowed = {k: v for k, v in out.items() if v == "ok"}
+    if landlock_abi():
+        assert allowed == {}, out
+    else:  # documented: reads rest on permissions, writes and pipes on seccomp
+        assert not set(allowed) & {"cmd-pipe-for-write", "proc-self-mem", "proc-sys-write", "sysrq"}, out
+    assert secret.read_text() == "host secret"
+
+
+METADATA = """
+pids = []
+for pid in range(1, 32768):
+    try:
+        pids.append((pid, os.stat(f"/proc/{{pid}}").st_uid))
+    except OSError:
+        pass
+out["host-processes"] = len(pids)
+out["host-process-owners"] = sorted({{uid for _, uid in pids}})
+out["secret-size"] = attempt(lambda: os.stat("{secret}").st_size)
+out["secret-exists"] = os.path.exists("{secret}")
+out["interpreter-path"] = attempt(os.readlink, "/proc/self/exe")
+"""
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known leak: stat(), access() and readlink() are allowed and Landlock does not "
+    "govern them, and the PID namespace keeps the host's /proc mount, so a run sees which "
+    "processes exist (and their owners) and which files exist (and their sizes)",
+)
+def test_metadata_outside_the_run_stays_hidden(secret: Path) -> None:
+    out = attack(METADATA.format(secret=secret))
+    assert int(str(out["host-processes"])) <= 1 and out["secret-exists"] is False, out
+    assert os.path.exists(secret)
