@@ -54,7 +54,8 @@ format: setup ## Apply ruff's formatting and safe fixes
 
 image: engine ## Build the image and run the contract suite inside it
 	$(VENV)/bin/terminai-sandbox build
-	$(VENV)/bin/terminai-sandbox contracts terminai/sandbox:$$($(PY) -c 'import terminai_apts; print(terminai_apts.__version__)')
+	version=$$($(PY) -c 'import terminai_apts; print(terminai_apts.__version__)'); \
+	$(VENV)/bin/terminai-sandbox contracts terminai/sandbox:$$version --wheels dist/$$version/contract-wheels
 
 demo: setup ## The main job end to end (see scripts/demo.py); installs the host tools it needs
 	PYTHON=$(PYTHON) scripts/ensure-host-tools demo

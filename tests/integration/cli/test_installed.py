@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator
@@ -116,6 +117,11 @@ def test_every_command_works_from_the_installed_wheels_outside_the_checkout(
     assert report["ok"] and report["passed"] and not report["failed"], report
     assert engine.inspect_image(pinned) is not None
     assert (here / "dist" / "contracts.junit.xml").is_file()
+    # Offline, with the wheels a release carries: no package index is asked.
+    shutil.copytree(here / "home" / ".cache" / "terminai-sandbox" / "contract-wheels", here / "wheels")
+    offline = {"HOME": str(here / "home-offline"), "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_NO_INDEX": "1"}
+    again = _cli(launcher, here, "contracts", tag, "--wheels", "wheels", "--json", env=offline)
+    assert again.returncode == 0 and json.loads(again.stdout)["ok"], again.stderr
 
     deep = _cli(launcher, here, "preflight", "--deep", "--image", tag, "--key", "cosign.pub", "--json")
     assert deep.returncode == 0, deep.stderr

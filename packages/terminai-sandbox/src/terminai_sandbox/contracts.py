@@ -94,10 +94,10 @@ def image_in_engine(engine: Engine, image: str) -> str:
     return engine.pull_by_digest(ref.name, digest)
 
 
-def _suite_tar(suite: Path, test_lock: Path, work: Path) -> bytes:
+def _suite_tar(suite: Path, test_lock: Path, wheelhouse: Path, work: Path) -> bytes:
     staging = work / "test-layer"
     # Wheels are checked against the lock's sha256 whether they come from the cache or the index.
-    wheels = python.locked_wheels(test_lock, default_cache() / "contract-wheels")
+    wheels = python.locked_wheels(test_lock, wheelhouse)
     # A directory of its own (on PYTHONPATH when the suite runs), not the image's
     # site-packages: that path names the image's Python version.
     python.install(wheels, staging, site_packages=SUITE_SITE, scripts=f"{SUITE_SITE}/bin")
@@ -130,20 +130,28 @@ def run_contracts(
     *,
     suite: Path | None = None,
     test_lock: Path | None = None,
+    wheelhouse: Path | None = None,
     output_dir: Path | None = None,
     timeout: float = 600,
 ) -> ContractReport:
     """Run the contract suite inside ``image`` (a reference or image id); return the report.
 
     ``suite`` (a directory holding ``t-apts/`` and ``tests/``) and ``test_lock`` default to
-    the copies shipped in this package. Raises :class:`ContractError` when any test fails,
+    the copies shipped in this package. The lock's test wheels are taken from
+    ``wheelhouse`` (a release's ``contract-wheels/``, or the user cache) by sha256; only
+    missing ones are downloaded. Raises :class:`ContractError` when any test fails,
     the health check refuses the image, or no test ran at all.
     """
     started = time.monotonic()
     base = engine.client.images.get(image_in_engine(engine, image))
     with tempfile.TemporaryDirectory(prefix="terminai-contracts-") as tmp:
         work = Path(tmp)
-        layer = _suite_tar(suite or resources.contract_suite(), test_lock or resources.contract_test_lock(), work)
+        layer = _suite_tar(
+            suite or resources.contract_suite(),
+            test_lock or resources.contract_test_lock(),
+            wheelhouse or default_cache() / "contract-wheels",
+            work,
+        )
         holder = engine.client.containers.create(base.id, ["true"], labels={LABEL: "contracts-build"})
         try:
             holder.put_archive("/", io.BytesIO(layer))

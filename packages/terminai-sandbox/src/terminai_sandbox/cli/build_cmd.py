@@ -121,10 +121,18 @@ def lock_cmd(spec_path: Path | None, check: bool) -> None:
 @click.command("contracts")
 @click.argument("image")
 @click.option("--output", type=click.Path(path_type=Path), default=None, help="where to write contracts.junit.xml")
+@click.option(
+    "--wheels",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=None,
+    help="directory of the suite's pinned test wheels (a release's contract-wheels/): those present are "
+    "used without a package index, missing ones are fetched into it by hash",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
-def contracts_cmd(image: str, output: Path | None, as_json: bool) -> None:
+def contracts_cmd(image: str, output: Path | None, wheels: Path | None, as_json: bool) -> None:
     """Run the T-APTS contract suite inside IMAGE (non-root, read-only, --network none)."""
-    report = run_contracts(engine_mod.Engine.connect(), image, output_dir=output or repo_root() / "dist")
+    engine = engine_mod.Engine.connect()
+    report = run_contracts(engine, image, wheelhouse=wheels, output_dir=output or repo_root() / "dist")
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True))
     else:

@@ -370,7 +370,10 @@ def release_cmd(repository: str, key_path: Path, dist: Path, insecure_registry: 
     target = dist / __version__
 
     def contracts(image: release_mod.BuiltImage) -> release_mod.ContractOutcome:
-        report = run_contracts(Engine.connect(), image.config_digest, output_dir=target)
+        # The release carries the suite's pinned test wheels: `contracts --wheels` then
+        # needs no package index to check this image again.
+        wheels = target / "contract-wheels"
+        report = run_contracts(Engine.connect(), image.config_digest, wheelhouse=wheels, output_dir=target)
         return release_mod.ContractOutcome(
             ok=report.ok,
             version=release_mod.contract_version(repo_root()),
