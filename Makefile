@@ -42,10 +42,11 @@ test-fast: setup ## Unit tests only (no engine, no network)
 test-integration: setup engine ## Integration tests only (real engine, real registry)
 	$(PY) -m pytest -m integration $(PYTEST_ARGS)
 
-lint: setup ## ruff, ruff format --check, mypy --strict on both packages
+lint: setup ## ruff, ruff format --check, mypy --strict, import layering, workflow audits
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy packages/terminai-apts/src packages/terminai-sandbox/src
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) scripts/actionlint
 
 format: setup ## Apply ruff's formatting and safe fixes
