@@ -47,6 +47,7 @@ lint: setup ## ruff, ruff format --check, mypy --strict, import layering, workfl
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy packages/terminai-apts/src packages/terminai-sandbox/src
 	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/zizmor --offline --persona=pedantic --no-progress --config .github/zizmor.yml .github/workflows
 	$(PY) scripts/actionlint
 
 format: setup ## Apply ruff's formatting and safe fixes
