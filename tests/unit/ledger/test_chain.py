@@ -54,12 +54,13 @@ def test_last_line_reads_lines_longer_than_the_window(tmp_path: Path) -> None:
         os.close(fd)
 
 
-def test_the_chain_module_stays_off_typing_and_dataclasses() -> None:
-    # The launcher imports it on every launch (see tests/unit/launcher).
-    code = (
-        "import sys; import terminai_apts.ledger; "
-        "print(sorted(m for m in ('typing', 'dataclasses', 'inspect', 'click', 'docker') if m in sys.modules))"
-    )
+HEAVY = ("typing", "dataclasses", "inspect", "click", "docker", "requests", "sigstore", "cryptography")
+
+
+@pytest.mark.parametrize("module", ["terminai_apts.ledger", "terminai_sandbox.launcher.audit"])
+def test_the_chain_stays_off_the_heavy_imports(module: str) -> None:
+    # The launcher writes its audit ledger on every launch (see tests/unit/launcher).
+    code = f"import sys; import {module}; print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
