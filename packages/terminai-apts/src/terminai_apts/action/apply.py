@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from terminai_apts import durable
 from terminai_apts.action.scan import ChangedError, sha256_of
 from terminai_apts.errors import ApprovalRequired, CleanupError, JournalError
 from terminai_apts.model import CleanupEntry, CleanupPlan, ObjectTableLabels
@@ -102,14 +103,6 @@ def read_journal(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def _destination(plan: CleanupPlan, entry: CleanupEntry, pid: str) -> bytes:
     workspace = os.fsencode(plan.root) + b"/" + plan.policy.workspace.encode()
     if entry.label is ObjectTableLabels.DELETE:
@@ -154,8 +147,8 @@ def _move(src: bytes, dst: bytes) -> None:
         os.rename(src, dst)
         return
     os.unlink(src)
-    _fsync_dir(Path(os.fsdecode(os.path.dirname(dst))))
-    _fsync_dir(Path(os.fsdecode(os.path.dirname(src))))
+    durable.fsync_dir(os.path.dirname(dst))
+    durable.fsync_dir(os.path.dirname(src))
 
 
 def apply_plan(

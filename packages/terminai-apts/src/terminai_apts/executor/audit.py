@@ -1,24 +1,26 @@
 """Layer 8: the audit log — one hash-chained JSON line per attempt, bounded rotation.
 
 Each line carries ``seq`` and ``prev`` (the previous line's hash) and ``hash`` =
-sha256(prev + canonical JSON of the entry). ``verify`` detects an edited, inserted or
-removed line; it cannot detect truncation of the newest lines without an external anchor
-(keep the last hash elsewhere for that).
+sha256(prev + canonical JSON of the entry) (the chain is :mod:`terminai_apts.ledger`,
+``Chain(prev_prefix=True)``; this log keeps that scheme so old logs still verify).
+``verify`` detects an edited, inserted or removed line; it cannot detect truncation of the
+newest lines without an external anchor (keep the last hash elsewhere for that).
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
-import json
 import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from terminai_apts import ledger
 from terminai_apts.errors import IntegrityError, JournalError
 
-GENESIS = "0" * 64
+GENESIS = ledger.GENESIS
+CHAIN = ledger.Chain(prev_prefix=True)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,21 +34,20 @@ class AuditEntry:
     duration_ms: float
 
 
-def _digest(prev: str, body: dict[str, object]) -> str:
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256((prev + canonical).encode()).hexdigest()
-
-
 def _last(path: Path) -> tuple[int, str]:
     if not path.exists() or path.stat().st_size == 0:
         rotated = path.with_name(path.name + ".1")
         if rotated.exists() and rotated.stat().st_size:
             return _last(rotated)
         return 0, GENESIS
-    with path.open("rb") as fh:
-        fh.seek(max(0, path.stat().st_size - 65_536))
-        line = fh.read().splitlines()[-1]
-    data = json.loads(line)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        line = ledger.last_line(fd)
+    finally:
+        os.close(fd)
+    data = ledger.parse(line or b"")
+    if data is None or "seq" not in data or "hash" not in data:
+        raise IntegrityError(f"the last line of {path} is not a valid entry", hint="the log was edited")
     return int(data["seq"]), str(data["hash"])
 
 
@@ -74,11 +75,14 @@ def record(path: str | os.PathLike[str], entry: AuditEntry, *, max_bytes: int = 
             "guard": entry.guard,
             "limits_hit": list(entry.limits_hit),
             "duration_ms": round(entry.duration_ms, 3),
-            "prev": prev,
         }
-        body["hash"] = _digest(prev, body)
-        with target.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(body, sort_keys=True) + "\n")
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        try:
+            # Not fsync'd per entry: an attempt is audited on every exec, and the lock
+            # already keeps concurrent writers' chains intact.
+            ledger.append(fd, [CHAIN.seal(body, prev)], durable=False)
+        finally:
+            os.close(fd)
 
 
 def verify(path: str | os.PathLike[str]) -> int:
@@ -86,21 +90,27 @@ def verify(path: str | os.PathLike[str]) -> int:
     target = Path(path)
     if not target.exists():
         raise JournalError(f"audit log {target} does not exist", hint="check the path")
-    prev: str | None = None
     seq: int | None = None
     count = 0
-    for number, line in enumerate(target.read_text(encoding="utf-8").splitlines(), 1):
-        try:
-            body = json.loads(line)
-            claimed = body.pop("hash")
-        except (ValueError, KeyError, AttributeError) as exc:
-            raise IntegrityError(f"audit line {number} is not a valid entry", hint="the log was edited") from exc
-        if prev is not None and (body.get("prev") != prev or body.get("seq") != seq):
+    lines = enumerate(target.read_bytes().splitlines(), 1)
+    # The first line of a rotated file links to a record in the previous file: not checked.
+    for link in CHAIN.walk(lines, prev=None):
+        body = link.record
+        if body is None or "hash" not in body:
+            raise IntegrityError(f"audit line {link.number} is not a valid entry", hint="the log was edited")
+        if not link.follows or (seq is not None and body.get("seq") != seq):
             raise IntegrityError(
-                f"audit chain broken at line {number}", hint="a line was removed, inserted or reordered"
+                f"audit chain broken at line {link.number}", hint="a line was removed, inserted or reordered"
             )
-        if _digest(str(body.get("prev")), body) != claimed:
-            raise IntegrityError(f"audit line {number} does not match its hash", hint="the line was edited")
-        prev, seq = claimed, int(body["seq"]) + 1
+        if not link.intact:
+            raise IntegrityError(f"audit line {link.number} does not match its hash", hint="the line was edited")
+        seq = _seq(body, link.number) + 1
         count += 1
     return count
+
+
+def _seq(body: dict[str, object], number: int) -> int:
+    seq = body.get("seq")
+    if not isinstance(seq, int):
+        raise IntegrityError(f"audit line {number} is not a valid entry", hint="the log was edited")
+    return seq

@@ -13,7 +13,6 @@ call back into anything: memory never triggers execution.
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator
@@ -23,11 +22,14 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from terminai_apts import durable, ledger
 from terminai_apts.errors import IntegrityError, JournalError, UsageError
 from terminai_apts.memory import store
 from terminai_apts.memory.records import NewMemory
 
-GENESIS = "0" * 64
+GENESIS = ledger.GENESIS
+# sha256 over the canonical JSON without ``hash``: the scheme the launcher's audit ledger uses.
+CHAIN = ledger.Chain(prev_prefix=False)
 MAX_CONTEXT_LINES = 200
 SCHEDULES = ("daily", "weekly", "quarterly")
 DECISIONS = Path("warm/decisions/decisions.jsonl")
@@ -58,24 +60,13 @@ def _now() -> str:
 
 def entry_hash(body: dict[str, Any]) -> str:
     """sha256 over the canonical JSON of an entry without its ``hash`` field."""
-    clean = {k: v for k, v in body.items() if k != "hash"}
-    return hashlib.sha256(json.dumps(clean, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    return CHAIN.digest(body)
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data``: temp file, fsync, rename, fsync the directory."""
+    """Replace ``path`` with ``data`` (see :func:`terminai_apts.durable.write`), creating its folder."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    durable.write(path, data)
 
 
 def read_jsonl(path: Path, root: Path) -> tuple[list[Entry], list[Entry]]:
@@ -99,6 +90,15 @@ def read_jsonl(path: Path, root: Path) -> tuple[list[Entry], list[Entry]]:
             continue
         good.append(Entry(file=name, line=n, data=data))
     return good, bad
+
+
+def _lines(path: Path) -> list[tuple[int, bytes]]:
+    """Numbered non-blank lines (numbers count blank lines too, as ``read_jsonl`` does)."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return []
+    return [(n, line) for n, line in enumerate(raw.splitlines(), start=1) if line.strip()]
 
 
 def _week(day: str) -> str:
@@ -142,16 +142,15 @@ class MemoryJournal:
         return anchor.read_text().strip() if anchor.exists() else GENESIS
 
     def _append(self, rel: Path, body: dict[str, Any]) -> dict[str, Any]:
-        body = {**body, "prev": self._tail_hash(rel)}
-        body["hash"] = entry_hash(body)
+        entry = CHAIN.seal(body, self._tail_hash(rel))
         path = self.root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
-        line = (json.dumps(body, sort_keys=True) + "\n").encode()
-        with open(path, "ab") as fh:
-            fh.write(line)
-            fh.flush()
-            os.fsync(fh.fileno())
-        return body
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        try:
+            ledger.append(fd, [entry])
+        finally:
+            os.close(fd)
+        return entry
 
     def _roll(self, rel: Path, body: dict[str, Any], keep: int) -> None:
         entries, _bad = read_jsonl(self.root / rel, self.root)
@@ -271,33 +270,36 @@ class MemoryJournal:
         return [*cold, self.root / DECISIONS, self.root / POSTURE]
 
     def verify(self) -> list[ChainProblem]:
-        """Check every chain (decisions, posture); report the first broken entry of each."""
+        """Check every chain (decisions, posture); report the first broken entry of each.
+
+        A file with corrupt lines reports all of them (they are what ``quarantine`` moves)
+        and stops that chain; otherwise the first entry that was edited, or that does not
+        link to the one before it, is reported.
+        """
         problems: list[ChainProblem] = []
         for stem in ("decisions", "posture_history"):
             files = sorted((self.root / "cold").glob(f"*-Q*/{stem}.jsonl"))
             files.append(self.root / (DECISIONS if stem == "decisions" else POSTURE))
             prev = GENESIS
-            broken = False
             for path in files:
-                entries, bad = read_jsonl(path, self.root)
-                for b in bad:
-                    problems.append(ChainProblem(file=b.file, line=b.line, reason="corrupt line (quarantined)"))
-                    broken = True
-                for e in entries:
-                    if broken:
-                        break
-                    if e.data.get("hash") != entry_hash(e.data):
-                        problems.append(ChainProblem(file=e.file, line=e.line, reason="entry edited (hash mismatch)"))
-                        broken = True
-                    elif e.data.get("prev") != prev:
-                        problems.append(
-                            ChainProblem(file=e.file, line=e.line, reason="entry removed or reordered before this one")
-                        )
-                        broken = True
-                    else:
-                        prev = e.data["hash"]
-                if broken:
+                links = list(CHAIN.walk(_lines(path), prev=prev))
+                name = str(path.relative_to(self.root))
+                corrupt = [link for link in links if link.record is None]
+                problems += [
+                    ChainProblem(file=name, line=c.number, reason="corrupt line (quarantined)") for c in corrupt
+                ]
+                bad = corrupt[:1] or [link for link in links if not link.ok][:1]
+                if bad and bad[0].record is not None:
+                    reason = (
+                        "entry edited (hash mismatch)"
+                        if not bad[0].intact
+                        else "entry removed or reordered before this one"
+                    )
+                    problems.append(ChainProblem(file=name, line=bad[0].number, reason=reason))
+                if bad:
                     break
+                if links and links[-1].record is not None:
+                    prev = str(links[-1].record["hash"])
         return problems
 
     def verify_or_raise(self) -> None:

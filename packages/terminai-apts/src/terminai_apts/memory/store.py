@@ -10,13 +10,13 @@ writer side lives here; the read-only API is :mod:`terminai_apts.memory.api`.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
+from terminai_apts import durable
 from terminai_apts.errors import MemoryStoreError
 from terminai_apts.memory import termbits
 from terminai_apts.memory.records import NewMemory, content_hash
@@ -99,14 +99,6 @@ def _row(mid: int, rec: NewMemory) -> tuple[object, ...]:
     )
 
 
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def shard_base(quarter: str) -> int:
     """The id before a quarter shard's first record: ``(year * 4 + q - 1) << 32``.
 
@@ -136,7 +128,7 @@ def build(
     for rec in records:
         unique.setdefault(rec.uid, rec)
     ordered = sorted(unique.values(), key=lambda r: (r.date, r.uid))
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = durable.temp_path(path)
     tmp.unlink(missing_ok=True)
     conn = sqlite3.connect(tmp)
     try:
@@ -180,10 +172,7 @@ def build(
         clock.lap("term bitmaps")
     finally:
         conn.close()
-    with open(tmp, "rb+") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    _fsync_dir(path.parent)
+    durable.replace(tmp, path)
     return len(ordered)
 
 

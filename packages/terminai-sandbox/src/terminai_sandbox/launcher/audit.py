@@ -1,20 +1,21 @@
 """Append-only, hash-chained audit ledger (JSON lines).
 
 Each record carries ``prev`` (the previous record's hash) and ``hash`` = sha256 of the
-record's canonical JSON without ``hash``. :func:`verify` recomputes the chain and names
-the first line that was edited, removed, inserted or reordered. Secrets never enter the
-ledger: callers pass redacted argument lists.
+record's canonical JSON without ``hash`` (the chain itself is :mod:`terminai_apts.ledger`,
+shared with the executor's audit log and the memory journal). :func:`verify` recomputes
+the chain and names the first line that was edited, removed, inserted or reordered.
+Secrets never enter the ledger: callers pass redacted argument lists.
 """
 
 from __future__ import annotations
 
 import fcntl
-import hashlib
-import json
 import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from terminai_apts import ledger
 
 from terminai_sandbox.errors import AuditError
 
@@ -22,7 +23,8 @@ TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports ty
 if TYPE_CHECKING:
     from typing import Any
 
-GENESIS = "0" * 64
+GENESIS = ledger.GENESIS
+CHAIN = ledger.Chain(prev_prefix=False)
 
 
 def default_path(env: Mapping[str, str]) -> Path:
@@ -35,11 +37,6 @@ def _now() -> str:
     now = time.time_ns()
     seconds, micro = divmod(now // 1000, 1_000_000)
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{micro:06d}+00:00"
-
-
-def _digest(record: Mapping[str, Any]) -> str:
-    body = {k: v for k, v in record.items() if k != "hash"}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 class Ledger:
@@ -56,42 +53,25 @@ class Ledger:
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            last = _last_line(fd)
+            last = ledger.last_line(fd)
             prev = GENESIS
             if last is not None:
-                try:
-                    prev = json.loads(last)["hash"]
-                except (ValueError, KeyError):
+                tail = ledger.parse(last)
+                if tail is None or not isinstance(tail.get("hash"), str):
                     raise AuditError(
                         f"the last line of {self.path} is corrupt; refusing to extend the chain",
                         hint="run 'terminai-sandbox audit verify' and investigate",
-                    ) from None
-            records, lines = [], []
+                    )
+                prev = tail["hash"]
+            records = []
             for event, fields in entries:
-                record: dict[str, Any] = {"time": _now(), "event": event, **fields, "prev": prev}
-                record["hash"] = prev = _digest(record)
+                record = CHAIN.seal({"time": _now(), "event": event, **fields}, prev)
+                prev = record["hash"]
                 records.append(record)
-                lines.append(json.dumps(record, sort_keys=True) + "\n")
-            os.write(fd, "".join(lines).encode())
-            os.fsync(fd)
+            ledger.append(fd, records)
             return records
         finally:
             os.close(fd)
-
-
-def _last_line(fd: int, window: int = 65536) -> bytes | None:
-    """The ledger's last non-empty line, reading only the tail (the ledger grows with every launch)."""
-    size = os.fstat(fd).st_size
-    start = size
-    while start > 0:
-        start = max(0, start - window)
-        tail = os.pread(fd, size - start, start)
-        lines = tail.rstrip(b"\n").split(b"\n")
-        # The first piece may be a partial line unless the read reached the file's start.
-        if len(lines) > 1 or start == 0:
-            return lines[-1] if lines[-1] else None
-        window *= 2
-    return None
 
 
 def verify(path: Path) -> int:
@@ -102,17 +82,14 @@ def verify(path: Path) -> int:
         return 0
     except OSError as exc:
         raise AuditError(f"cannot read the audit ledger {path}: {exc.strerror}") from None
-    prev = GENESIS
-    for number, line in enumerate(lines, 1):
-        try:
-            record = json.loads(line)
-        except ValueError:
-            raise AuditError(f"{path} line {number} is not valid JSON (edited or truncated)") from None
-        if record.get("prev") != prev:
+    for link in CHAIN.walk(enumerate(lines, 1)):
+        number = link.number
+        if link.record is None:
+            raise AuditError(f"{path} line {number} is not valid JSON (edited or truncated)")
+        if not link.follows:
             raise AuditError(
                 f"{path} line {number} does not follow line {number - 1}: a record was removed, inserted or reordered"
             )
-        if record.get("hash") != _digest(record):
+        if not link.intact:
             raise AuditError(f"{path} line {number} was edited (its hash does not match its content)")
-        prev = record["hash"]
     return len(lines)

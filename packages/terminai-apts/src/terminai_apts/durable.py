@@ -1,0 +1,58 @@
+"""Crash-safe file replacement: the one atomic-write helper of the toolset.
+
+A reader sees either the old file or the new one, whole, whatever instant the writer dies
+at: the data goes to a temporary file in the same directory, is fsync'd, renamed over the
+target, and the directory is fsync'd so the rename itself survives a power loss. Used by
+the memory journal, the SQLite index builder, the evolution store and the cleanup mover.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def fsync_dir(path: str | bytes | os.PathLike[str]) -> None:
+    """Flush a directory's entries (a rename or link is durable only after this)."""
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def temp_path(path: Path) -> Path:
+    """The hidden sibling a writer of ``path`` prepares its new content in."""
+    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+
+
+def replace(tmp: Path, path: Path) -> None:
+    """Make the finished file ``tmp`` become ``path``: fsync it, rename it, fsync the directory."""
+    fd = os.open(tmp, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+    fsync_dir(path.parent)
+
+
+def write(path: Path, data: bytes, *, mode: int = 0o666) -> None:
+    """Replace ``path`` with ``data`` atomically and durably (``mode`` before the umask).
+
+    The parent directory must exist; the temporary file is removed if anything fails, and
+    the error propagates.
+    """
+    tmp = temp_path(path)
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -1,0 +1,134 @@
+"""The one hash-chain implementation behind every append-only ledger in the project.
+
+Three ledgers use it: the launcher's audit ledger (host), the executor's audit log and the
+memory journal's decision and posture chains (image). Each record is one JSON object per
+line, written with ``json.dumps(record, sort_keys=True)``; it carries ``prev`` (the
+previous record's ``hash``, :data:`GENESIS` for the first) and ``hash``. A :class:`Chain`
+says how ``hash`` is computed, and that is the only difference between the ledgers:
+
+* ``Chain(prev_prefix=False)`` (launcher audit, memory journal):
+  ``sha256(canonical(record without "hash"))``;
+* ``Chain(prev_prefix=True)`` (executor audit):
+  ``sha256(record["prev"] + canonical(record without "hash"))``.
+
+``canonical`` is ``json.dumps(..., sort_keys=True, separators=(",", ":"))`` (ASCII-escaped).
+Both schemes are kept so that every ledger written so far still verifies.
+
+:func:`walk` checks a sequence of lines and reports, per line, whether it parsed, whether
+it links to its predecessor and whether its hash matches its content; each ledger turns
+the first failure into its own error (message, hint and exit code are part of its
+interface). Locking, rotation and anchors stay with the ledgers, which differ there.
+
+The launcher imports this module on every launch, so it uses only cheap standard-library
+modules (no ``typing``, no ``dataclasses``): keep it that way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+
+TYPE_CHECKING = False  # not `from typing import ...`: the launch path never imports typing
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Mapping
+    from typing import Any
+
+GENESIS = "0" * 64
+
+
+def canonical(body: Mapping[str, Any]) -> bytes:
+    """The bytes a record's hash covers: sorted keys, no spaces, ASCII-escaped."""
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+
+
+def encode(record: Mapping[str, Any]) -> bytes:
+    """One ledger line as every ledger writes it (sorted keys, default separators, newline)."""
+    return (json.dumps(record, sort_keys=True) + "\n").encode()
+
+
+class Chain:
+    """A hash scheme: whether the previous hash is prefixed to the canonical body."""
+
+    __slots__ = ("prev_prefix",)
+
+    def __init__(self, *, prev_prefix: bool) -> None:
+        self.prev_prefix = prev_prefix
+
+    def digest(self, record: Mapping[str, Any]) -> str:
+        """The hash ``record`` must carry (its own ``hash`` field is ignored)."""
+        body = canonical({k: v for k, v in record.items() if k != "hash"})
+        if self.prev_prefix:
+            body = str(record.get("prev")).encode() + body
+        return hashlib.sha256(body).hexdigest()
+
+    def seal(self, body: Mapping[str, Any], prev: str) -> dict[str, Any]:
+        """``body`` linked to ``prev`` and hashed: the record to append."""
+        record = {**body, "prev": prev}
+        record["hash"] = self.digest(record)
+        return record
+
+    def walk(self, lines: Iterable[tuple[int, bytes]], prev: str | None = GENESIS) -> Iterator[Link]:
+        """One :class:`Link` per ``(line number, line)``, in order.
+
+        ``prev`` is the hash the first record must link to; ``None`` accepts any (the
+        first line of a rotated file). After a record that did not link or was edited the
+        walk goes on linking to that record's claimed hash, so callers stop at the first
+        failure they care about.
+        """
+        for number, line in lines:
+            record = parse(line)
+            if record is None:
+                yield Link(number, None, follows=False, intact=False)
+                continue
+            follows = prev is None or record.get("prev") == prev
+            intact = record.get("hash") == self.digest(record)
+            yield Link(number, record, follows=follows, intact=intact)
+            prev = str(record.get("hash"))
+
+
+class Link:
+    """What :meth:`Chain.walk` found at one line: the record (None if unparsable) and two checks."""
+
+    __slots__ = ("follows", "intact", "number", "record")
+
+    def __init__(self, number: int, record: dict[str, Any] | None, *, follows: bool, intact: bool) -> None:
+        self.number = number
+        self.record = record
+        self.follows = follows  # its ``prev`` is the previous record's ``hash``
+        self.intact = intact  # its ``hash`` matches its content
+
+    @property
+    def ok(self) -> bool:
+        return self.record is not None and self.follows and self.intact
+
+
+def parse(line: bytes | str) -> dict[str, Any] | None:
+    """The JSON object on ``line``, or None when the line is not one (edited or truncated)."""
+    try:
+        data = json.loads(line)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def last_line(fd: int, window: int = 65536) -> bytes | None:
+    """The last non-empty line of the open file ``fd``, reading only its tail (ledgers only grow)."""
+    size = os.fstat(fd).st_size
+    start = size
+    while start > 0:
+        start = max(0, start - window)
+        tail = os.pread(fd, size - start, start)
+        lines = tail.rstrip(b"\n").split(b"\n")
+        # The first piece may be a partial line unless the read reached the file's start.
+        if len(lines) > 1 or start == 0:
+            return lines[-1] if lines[-1] else None
+        window *= 2
+    return None
+
+
+def append(fd: int, records: Iterable[Mapping[str, Any]], *, durable: bool = True) -> None:
+    """Write ``records`` to ``fd`` (opened ``O_APPEND``) in one write; fsync when ``durable``."""
+    os.write(fd, b"".join(encode(r) for r in records))
+    if durable:
+        os.fsync(fd)
