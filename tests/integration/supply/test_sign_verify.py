@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from terminai_sandbox.build import BuildResult
 from terminai_sandbox.cli import main
-from terminai_sandbox.errors import VerificationError
+from terminai_sandbox.errors import RegistryCorrupted, RegistryNotFound, VerificationError
 from terminai_sandbox.oci_media import OCI_CONFIG
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import OCI_MANIFEST, RegistryClient, sha256_digest
@@ -43,6 +43,12 @@ def test_push_is_by_digest_and_incremental(registry: RegistryServer, built_image
     assert client.resolve(REPO, "0.1.0") == built_image.manifest_digest
     chunked = client.push_layout(built_image.oci_layout, "other/repo", chunk_size=4 << 20)
     assert chunked.digest == built_image.manifest_digest
+    # absent content is its own error type: the signature store reads it as "no .sig tag"
+    with pytest.raises(RegistryNotFound):
+        client.get_manifest(REPO, "sha256-" + "0" * 64 + ".sig")
+    with pytest.raises(RegistryNotFound):
+        client.get_blob(REPO, "sha256:" + "0" * 64)
+    assert RegistryStore(client, REPO).signatures(built_image.manifest_digest) == []
 
 
 def test_sign_then_verify_and_accumulate(pushed: tuple[RegistryClient, ImageRef], tmp_path: Path) -> None:
@@ -145,7 +151,9 @@ def test_corrupted_signature_blob_in_storage(
     hexd = sha256_digest(data).removeprefix("sha256:")
     blob = registry.storage / "docker" / "registry" / "v2" / "blobs" / "sha256" / hexd[:2] / hexd / "data"
     blob.write_bytes(data.replace(b"critical", b"CRITICAL"))
-    with pytest.raises(VerificationError, match="corrupted"):
+    with pytest.raises(RegistryCorrupted, match="corrupted"):
+        client.get_blob(REPO, sha256_digest(data))
+    with pytest.raises(VerificationError, match=r"step 3: a signature blob .* is corrupted"):
         verify_image(ref, VerificationPolicy.single_key(tmp_path / "k.pub"), client=client)
 
 
