@@ -116,6 +116,11 @@ class Attested:
 def verify_signatures(
     ref: ImageRef, digest: str, policy: VerificationPolicy, source: SignatureSource, trusted_root: Path | None
 ) -> VerificationResult:
+    """Steps 2-5: keyless signatures first (when identities are trusted), then keyed ones.
+
+    A keyless refusal does not end the check while a trusted key may still pass; when both
+    fail, both refusals are named (the keyed one first).
+    """
     keyless_refusal: VerificationError | None = None
     if policy.identities:
         try:
