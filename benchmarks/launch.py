@@ -34,7 +34,8 @@ from terminai_sandbox.build import BuildOptions, build_image
 from terminai_sandbox.engine import ensure
 from terminai_sandbox.localregistry import loopback_registry
 from terminai_sandbox.registry import RegistryClient
-from terminai_sandbox.signing import cosign, keys
+from terminai_sandbox.signing import sign
+from terminai_sandbox.signing.formats import keys
 
 CLI = str(Path(sys.executable).with_name("terminai-sandbox"))
 
@@ -85,7 +86,7 @@ def main() -> int:
             client = RegistryClient(registry.host)
             digest = client.push_layout(result.oci_layout, "terminai/sandbox", tag="0.1.0").digest
             key = keys.generate()
-            cosign.sign(client, "terminai/sandbox", digest, key, docker_reference=f"{registry.host}/terminai/sandbox")
+            sign.sign(client, "terminai/sandbox", digest, key, docker_reference=f"{registry.host}/terminai/sandbox")
             (work / "k.pub").write_bytes(keys.public_pem(key))
             pinned = f"{registry.host}/terminai/sandbox@{digest}"
             subprocess.run(["docker", "pull", pinned], check=True, capture_output=True)

@@ -25,9 +25,10 @@ from terminai_sandbox.localregistry import loopback_registry
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.sbom import SbomOptions, _layer_paths, generate
-from terminai_sandbox.signing import cosign, keys
-from terminai_sandbox.signing.policy import TrustedKey, VerificationPolicy
-from terminai_sandbox.signing.verify import verify_image
+from terminai_sandbox.signing import sign
+from terminai_sandbox.signing.formats import keys
+from terminai_sandbox.signing.verify.image import verify_image
+from terminai_sandbox.signing.verify.trust import TrustedKey, VerificationPolicy
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -81,7 +82,7 @@ def main() -> None:
             ),
             runs=20,
         )
-        signing = best(lambda: cosign.sign(client, "bench/sandbox", digest, key, docker_reference=ref.name))
+        signing = best(lambda: sign.sign(client, "bench/sandbox", digest, key, docker_reference=ref.name))
         verifying = best(lambda: verify_image(ref, policy, client=client), runs=10)
         print(
             f"sign (registry read-modify-write): {signing * 1000:.1f} ms = {signing / raw:.0f}x raw ECDSA "

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from terminai_sandbox.build import BuildResult, repo_root
 from terminai_sandbox.engine import Engine
-from terminai_sandbox.signing import keys
+from terminai_sandbox.signing.formats import keys
 
 CLI = str(Path(sys.executable).with_name("terminai-sandbox"))
 DIGEST = "sha256:" + "f" * 64

@@ -16,7 +16,8 @@ import pytest
 from terminai_sandbox.build import BuildOptions, BuildResult, build_image, repo_root
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.registry import RegistryClient, sha256_digest
-from terminai_sandbox.signing import cosign, keys
+from terminai_sandbox.signing.formats import keys
+from terminai_sandbox.signing.sign import sign as sign_image
 
 from tests.fixtures.image import tapts_without_transit
 from tests.fixtures.launcher import InstalledLauncher
@@ -44,7 +45,7 @@ class Site:
     def push(self, layout: Path, tag: str, *, sign: bool = True, repo: str = REPO) -> str:
         digest = self.client.push_layout(layout, repo, tag=tag).digest
         if sign:
-            cosign.sign(self.client, repo, digest, self.key, docker_reference=f"{self.registry.host}/{repo}")
+            sign_image(self.client, repo, digest, self.key, docker_reference=f"{self.registry.host}/{repo}")
         return digest
 
     def launch(self, tag: str, *command: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

@@ -9,9 +9,11 @@ from terminai_sandbox.cli import main
 from terminai_sandbox.errors import VerificationError
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
-from terminai_sandbox.signing import bundles, keys
-from terminai_sandbox.signing.policy import KeylessIdentity, VerificationPolicy
-from terminai_sandbox.signing.verify import verify_image
+from terminai_sandbox.signing import sign
+from terminai_sandbox.signing.formats import bundle as bundle_format
+from terminai_sandbox.signing.formats import keys
+from terminai_sandbox.signing.verify.image import verify_image
+from terminai_sandbox.signing.verify.trust import KeylessIdentity, VerificationPolicy
 
 from tests.fixtures.registry import RegistryServer
 
@@ -26,15 +28,15 @@ def test_key_bundle_referrers(registry: RegistryServer, built_image: BuildResult
     signer, stranger = keys.generate(), keys.generate()
     (tmp_path / "signer.pub").write_bytes(keys.public_pem(signer))
     (tmp_path / "stranger.pub").write_bytes(keys.public_pem(stranger))
-    first = bundles.attach(client, repo, digest, bundles.key_bundle(ref.name, digest, signer))
-    assert bundles.attach(client, repo, digest, bundles.key_bundle(ref.name, digest, stranger)) != first
+    first = sign.attach_bundle(client, repo, digest, bundle_format.key_bundle(ref.name, digest, signer))
+    assert sign.attach_bundle(client, repo, digest, bundle_format.key_bundle(ref.name, digest, stranger)) != first
     result = verify_image(ref, VerificationPolicy.single_key(tmp_path / "signer.pub"), client=client)
     assert result.signatures[0].key_id == keys.key_id(signer.public_key())
     # a bundle for another digest attached here, and a key nobody trusts, are refused
-    other = bundles.key_bundle(ref.name, "sha256:" + "d" * 64, signer)
+    other = bundle_format.key_bundle(ref.name, "sha256:" + "d" * 64, signer)
     repo2 = "bundles/other"
     digest2 = client.push_layout(built_image.oci_layout, repo2).digest
-    bundles.attach(client, repo2, digest2, other)
+    sign.attach_bundle(client, repo2, digest2, other)
     with pytest.raises(VerificationError, match="another image"):
         verify_image(
             ImageRef.parse(f"{registry.host}/{repo2}@{digest2}"),
@@ -51,7 +53,7 @@ def test_keyless_bundle_for_another_image_is_refused(registry: RegistryServer, b
     client = RegistryClient(registry.host)
     repo = "bundles/keyless"
     digest = client.push_layout(built_image.oci_layout, repo).digest
-    bundles.attach(client, repo, digest, FIXTURE.read_text())  # genuine production bundle, other subject
+    sign.attach_bundle(client, repo, digest, FIXTURE.read_text())  # genuine production bundle, other subject
     ref = ImageRef.parse(f"{registry.host}/{repo}@{digest}")
     policy = VerificationPolicy.single_identity("cody@soyland.com", "https://github.com/login/oauth")
     with pytest.raises(VerificationError, match="another image digest"):

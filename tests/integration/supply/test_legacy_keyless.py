@@ -22,10 +22,13 @@ from terminai_sandbox.cli import main
 from terminai_sandbox.errors import VerificationError
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import OCI_MANIFEST, RegistryClient, sha256_digest
-from terminai_sandbox.signing import cosign, keyless, keys, legacy_keyless
-from terminai_sandbox.signing.policy import KeylessIdentity, VerificationPolicy
-from terminai_sandbox.signing.sources import RegistrySource, export_offline
-from terminai_sandbox.signing.verify import verify_image
+from terminai_sandbox.signing import keyless, sign
+from terminai_sandbox.signing.formats import keys
+from terminai_sandbox.signing.formats import rekor as rekor_format
+from terminai_sandbox.signing.formats import sig as sig_format
+from terminai_sandbox.signing.store import RegistryStore, export_offline
+from terminai_sandbox.signing.verify.image import verify_image
+from terminai_sandbox.signing.verify.trust import KeylessIdentity, VerificationPolicy
 
 from tests.fixtures.registry import RegistryServer
 from tests.unit.supply.sigstore_testing import IDENTITY, ISSUER, TestSigstore
@@ -47,7 +50,7 @@ def pushed(registry: RegistryServer, built_image: BuildResult) -> tuple[Registry
 
 
 def _sign(client: RegistryClient, ref: ImageRef, instance: TestSigstore) -> dict[str, str]:
-    _, notes, added = legacy_keyless.sign(
+    _, notes, added = sign.sign_legacy_keyless(
         client, REPO, ref.digest or "", instance.signer(), instance.trust(), docker_reference=ref.name
     )
     assert added
@@ -58,15 +61,15 @@ def _rewrite_layer(
     client: RegistryClient, digest: str, *, blob: bytes | None = None, **annotations: str | None
 ) -> None:
     """Replace the only layer of the .sig manifest: another payload blob and/or annotations."""
-    tag = cosign.signature_tag(digest)
+    tag = sig_format.signature_tag(digest)
     manifest: dict[str, Any] = json.loads(client.get_manifest(REPO, tag)[0])
     (layer,) = manifest["layers"]
     if blob is not None:
         client.push_blob(REPO, sha256_digest(blob), blob)
         layer.update(digest=sha256_digest(blob), size=len(blob))
     for name, value in annotations.items():
-        key = {"certificate": legacy_keyless.CERTIFICATE_ANNOTATION, "chain": legacy_keyless.CHAIN_ANNOTATION}.get(
-            name, legacy_keyless.BUNDLE_ANNOTATION
+        key = {"certificate": rekor_format.CERTIFICATE_ANNOTATION, "chain": rekor_format.CHAIN_ANNOTATION}.get(
+            name, rekor_format.BUNDLE_ANNOTATION
         )
         if value is None:
             del layer["annotations"][key]
@@ -83,9 +86,9 @@ def test_sign_push_and_verify_by_digest(
     with pytest.raises(VerificationError, match="step 2: no keyless signature found"):
         verify_image(ref, POLICY, client=client, trusted_root=root)
     key = keys.generate()
-    cosign.sign(client, REPO, ref.digest or "", key, docker_reference=ref.name)
+    sign.sign(client, REPO, ref.digest or "", key, docker_reference=ref.name)
     notes = _sign(client, ref, instance)
-    manifest = json.loads(client.get_manifest(REPO, cosign.signature_tag(ref.digest or ""))[0])
+    manifest = json.loads(client.get_manifest(REPO, sig_format.signature_tag(ref.digest or ""))[0])
     assert [layer["annotations"] for layer in manifest["layers"]][1] == notes  # accumulated after the keyed one
     result = verify_image(ref, POLICY, client=client, trusted_root=root)
     (signed,) = result.signatures
@@ -119,8 +122,8 @@ def test_signature_for_another_image_is_refused(
     ref = ImageRef.parse(f"{registry.host}/{REPO}@{digest}")
     _sign(client, ref, instance)
     other = "sha256:" + "e" * 64
-    data = json.loads(client.get_manifest(REPO, cosign.signature_tag(digest))[0])
-    client.put_manifest(REPO, cosign.signature_tag(other), json.dumps(data).encode(), OCI_MANIFEST)
+    data = json.loads(client.get_manifest(REPO, sig_format.signature_tag(digest))[0])
+    client.put_manifest(REPO, sig_format.signature_tag(other), json.dumps(data).encode(), OCI_MANIFEST)
     root = instance.write_trusted_root(tmp_path / "root.json")
     with pytest.raises(VerificationError, match=r"step 4: signature is for another image digest"):
         verify_image(ImageRef.parse(f"{registry.host}/{REPO}@{other}"), POLICY, client=client, trusted_root=root)
@@ -143,13 +146,13 @@ def test_tampered_signature_in_the_registry_is_refused(
     digest = ref.digest or ""
     notes = _sign(client, ref, instance)
     if tamper == "payload":
-        data = cosign.fetch(client, REPO, digest)[0].payload
+        data = RegistryStore(client, REPO).signatures(digest)[0].payload
         _rewrite_layer(client, digest, blob=data.replace(b'"optional":null', b'"optional":{"x":"y"}'))
     elif tamper == "certificate":
         other = instance.signer().certificate  # trusted CA, same identity, another key
-        _rewrite_layer(client, digest, certificate=legacy_keyless.pem([other]))
+        _rewrite_layer(client, digest, certificate=rekor_format.pem([other]))
     elif tamper == "set":
-        bundle = json.loads(notes[legacy_keyless.BUNDLE_ANNOTATION])
+        bundle = json.loads(notes[rekor_format.BUNDLE_ANNOTATION])
         raw = bytearray(base64.b64decode(bundle["SignedEntryTimestamp"]))
         raw[10] ^= 0xFF
         bundle["SignedEntryTimestamp"] = base64.b64encode(bytes(raw)).decode()
@@ -157,7 +160,7 @@ def test_tampered_signature_in_the_registry_is_refused(
     elif tamper == "chain":
         _rewrite_layer(client, digest, chain=None)
     else:
-        _rewrite_layer(client, digest, bundle=notes[legacy_keyless.BUNDLE_ANNOTATION][:-2])
+        _rewrite_layer(client, digest, bundle=notes[rekor_format.BUNDLE_ANNOTATION][:-2])
     root = instance.write_trusted_root(tmp_path / "root.json")
     with pytest.raises(VerificationError, match=message):
         verify_image(ref, POLICY, client=client, trusted_root=root)
@@ -183,8 +186,8 @@ def test_cli_sign_keyless_writes_both_layouts_and_verify_checks_identity(
     signed = runner.invoke(main, ["sign", f"{registry.host}/{REPO}:2.0.0", "--keyless"])
     assert signed.exit_code == 0, signed.output
     assert "bundle referrer" in signed.output and "cosign .sig layout" in signed.output
-    (stored,) = cosign.fetch(client, REPO, digest)
-    assert stored.annotations[legacy_keyless.CERTIFICATE_ANNOTATION] == legacy_keyless.pem([signer.certificate])
+    (stored,) = RegistryStore(client, REPO).signatures(digest)
+    assert stored.annotations[rekor_format.CERTIFICATE_ANNOTATION] == rekor_format.pem([signer.certificate])
     assert len(signer.signed) == 1  # the simple-signing payload; the statement went through sign_dsse
 
     root = str(instance.write_trusted_root(tmp_path / "root.json"))
@@ -216,7 +219,7 @@ def test_air_gapped_verify_from_a_release_directory(
     _sign(client, ref, instance)
     release = tmp_path / "dist"
     shutil.copytree(built_image.oci_layout, release / "oci")
-    export_offline(RegistrySource(client, REPO), ref.digest or "", release)
+    export_offline(RegistryStore(client, REPO), ref.digest or "", release)
     root = instance.write_trusted_root(tmp_path / "root.json")
     result = verify_image(ref, POLICY, client=None, offline_dir=release, trusted_root=root)
     assert result.signatures[0].key_source == "sigstore (.sig)"

@@ -16,7 +16,10 @@ from terminai_sandbox.build import BuildResult
 from terminai_sandbox.cli import main
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.secret import Secret
-from terminai_sandbox.signing import attest, bundles, cosign, keyless, keys
+from terminai_sandbox.signing import keyless, sign
+from terminai_sandbox.signing.formats import dsse, keys
+from terminai_sandbox.signing.formats import sig as sig_format
+from terminai_sandbox.signing.store import RegistryStore
 
 from tests.fixtures.registry import RegistryServer
 from tests.unit.supply.sigstore_testing import IDENTITY, ISSUER, TestSigstore
@@ -83,7 +86,7 @@ def test_provenance_is_attested_verified_and_tampering_refused(
     # the stored statement is the shape in-toto's bindings accept (as a v1 statement)
     envelope = next(
         e
-        for e in attest.fetch_envelopes(client, repo, digest)
+        for e in RegistryStore(client, repo).attestations(digest)
         if b"slsa.dev" in base64.b64decode(json.loads(e)["payload"])
     )
     statement = json.loads(base64.b64decode(json.loads(envelope)["payload"]))
@@ -102,13 +105,11 @@ def test_provenance_is_attested_verified_and_tampering_refused(
     statement["predicate"]["runDetails"]["builder"]["id"] = "https://attacker.example/builder"
     statement["subject"][0]["digest"]["sha256"] = tampered_digest.removeprefix("sha256:")
     genuine["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
-    cosign.append_layer(
-        client,
-        tampered_repo,
-        attest.attestation_tag(tampered_digest),
+    RegistryStore(client, tampered_repo).append_layer(
+        dsse.attestation_tag(tampered_digest),
         blob=json.dumps(genuine).encode(),
-        media_type=attest.DSSE_MEDIA_TYPE,
-        annotations={cosign.SIGNATURE_ANNOTATION: "", "predicateType": SLSA},
+        media_type=dsse.DSSE_MEDIA_TYPE,
+        annotations={sig_format.SIGNATURE_ANNOTATION: "", "predicateType": SLSA},
         is_duplicate=lambda *_: False,
     )
     code, out = _run(
@@ -157,7 +158,7 @@ def test_keyless_provenance_referrer_verifies_by_identity_and_a_tampered_one_is_
         digest = client.push_layout(built_image.oci_layout, repo).digest
         name = f"{registry.host}/{repo}"
         signer = instance.signer()
-        bundles.attach(client, repo, digest, keyless.sign_statement(signer, name, digest))
+        sign.attach_bundle(client, repo, digest, keyless.sign_statement(signer, name, digest))
         bundle = keyless.sign_statement(signer, name, digest, predicate_type=SLSA, predicate=body)
         if tamper:  # another builder in the signed statement, the signature left as it was
             data = json.loads(bundle)
@@ -165,7 +166,7 @@ def test_keyless_provenance_referrer_verifies_by_identity_and_a_tampered_one_is_
             statement["predicate"]["runDetails"]["builder"]["id"] = "https://attacker.example/builder"
             data["dsseEnvelope"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
             bundle = json.dumps(data)
-        bundles.attach(client, repo, digest, bundle)
+        sign.attach_bundle(client, repo, digest, bundle)
         return f"{name}@{digest}"
 
     def verify(reference: str, identity: str = IDENTITY) -> tuple[int, str]:

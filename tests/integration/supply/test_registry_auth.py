@@ -12,7 +12,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.errors import RegistryError
+from terminai_sandbox.errors import (
+    RegistryBadResponse,
+    RegistryError,
+    RegistryNotFound,
+    RegistryUnauthorized,
+    RegistryUnreachable,
+)
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.registry_auth import Credentials, docker_config_credentials
 from terminai_sandbox.secret import Secret
@@ -85,13 +91,23 @@ def test_bearer_challenge_with_basic_credentials_and_clear_errors(server: str) -
     client = RegistryClient(server, credentials=Credentials(username="alice", password=Secret("pw")), retries=0)
     body, _, digest = client.get_manifest("a/b", "latest")
     assert body == MANIFEST and digest.startswith("sha256:")
-    with pytest.raises(RegistryError, match="manifest unknown"):
+    # each failure has its own type (callers branch on it, never on the text); all are RegistryError
+    with pytest.raises(RegistryNotFound, match="manifest unknown"):
         client.get_manifest("a/b", "missing")
-    with pytest.raises(RegistryError, match="403"):
+    with pytest.raises(RegistryUnauthorized, match="403"):
         client.get_manifest("a/b", "forbidden")
     anonymous = RegistryClient(server, retries=0)
-    with pytest.raises(RegistryError, match="token service refused"):
+    with pytest.raises(RegistryUnauthorized, match="token service refused"):
         anonymous.get_manifest("a/b", "latest")
+    assert issubclass(RegistryNotFound, RegistryError) and issubclass(RegistryUnauthorized, RegistryError)
+
+
+def test_a_5xx_left_after_the_retries_is_a_bad_response(server: str) -> None:
+    _State.failures_left = 1
+    client = RegistryClient(server, credentials=Credentials(username="alice", password=Secret("pw")), retries=0)
+    with pytest.raises(RegistryBadResponse, match="HTTP 503") as caught:
+        client.get_manifest("a/b", "latest")
+    assert caught.value.exit_code == RegistryError.exit_code
 
 
 def test_5xx_is_retried_then_succeeds(server: str) -> None:
@@ -101,7 +117,7 @@ def test_5xx_is_retried_then_succeeds(server: str) -> None:
 
 
 def test_unreachable_and_tls_rules() -> None:
-    with pytest.raises(RegistryError, match="unreachable"):
+    with pytest.raises(RegistryUnreachable, match="unreachable"):
         RegistryClient("127.0.0.1:9", retries=1).get_manifest("a/b", "latest")
     assert RegistryClient("registry.example.com").base == "https://registry.example.com"
     assert RegistryClient("10.1.2.3:5000").base.startswith("https://")  # not loopback: TLS

@@ -15,9 +15,10 @@ from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.release import ContractOutcome, ReleaseOptions, release
 from terminai_sandbox.sbom import SbomOptions, generate
-from terminai_sandbox.signing import attest, keys
-from terminai_sandbox.signing.policy import VerificationPolicy
-from terminai_sandbox.signing.verify import verify_image
+from terminai_sandbox.signing import sign
+from terminai_sandbox.signing.formats import dsse, keys
+from terminai_sandbox.signing.verify.image import verify_image
+from terminai_sandbox.signing.verify.trust import VerificationPolicy
 
 from tests.fixtures.registry import RegistryServer
 
@@ -131,24 +132,22 @@ def test_attestation_refusals_against_registry(
     digest = client.push_layout(built_image.oci_layout, REPO).digest
     ref = ImageRef.parse(f"{registry.host}/{REPO}@{digest}")
     signer = keys.generate()
-    from terminai_sandbox.signing import cosign
 
-    cosign.sign(client, REPO, digest, signer, docker_reference=ref.name)
+    sign.sign(client, REPO, digest, signer, docker_reference=ref.name)
     (tmp_path / "k.pub").write_bytes(keys.public_pem(signer))
     policy = VerificationPolicy.single_key(tmp_path / "k.pub")
     with pytest.raises(VerificationError, match="step 6"):
         verify_image(ref, policy, client=client, attestation="cyclonedx")
     # an attestation for another digest, stored under this digest's .att tag, is refused
     other = "sha256:" + "e" * 64
-    env = attest.envelope(attest.statement(ref.name, other, attest.PREDICATE_TYPES["cyclonedx"], {}), signer)
-    from terminai_sandbox.signing.cosign import SIGNATURE_ANNOTATION, append_layer
+    env = dsse.envelope(dsse.statement(ref.name, other, dsse.PREDICATE_TYPES["cyclonedx"], {}), signer)
+    from terminai_sandbox.signing.formats.sig import SIGNATURE_ANNOTATION
+    from terminai_sandbox.signing.store import RegistryStore
 
-    append_layer(
-        client,
-        REPO,
-        attest.attestation_tag(digest),
+    RegistryStore(client, REPO).append_layer(
+        dsse.attestation_tag(digest),
         blob=env,
-        media_type=attest.DSSE_MEDIA_TYPE,
+        media_type=dsse.DSSE_MEDIA_TYPE,
         annotations={SIGNATURE_ANNOTATION: ""},
         is_duplicate=lambda *_: False,
     )
@@ -156,8 +155,8 @@ def test_attestation_refusals_against_registry(
         verify_image(ref, policy, client=client, attestation="cyclonedx")
 
     def attach() -> bool:
-        predicate_uri = attest.PREDICATE_TYPES["cyclonedx"]
-        return attest.attest(
+        predicate_uri = dsse.PREDICATE_TYPES["cyclonedx"]
+        return sign.attest(
             client, REPO, digest, signer, subject_name=ref.name, predicate_uri=predicate_uri, predicate={"ok": 1}
         )[1]
 

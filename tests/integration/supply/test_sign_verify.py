@@ -9,13 +9,17 @@ import pytest
 from click.testing import CliRunner
 from terminai_sandbox.build import BuildResult
 from terminai_sandbox.cli import main
-from terminai_sandbox.errors import VerificationError
+from terminai_sandbox.errors import RegistryCorrupted, RegistryNotFound, VerificationError
+from terminai_sandbox.oci_media import OCI_CONFIG
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import OCI_MANIFEST, RegistryClient, sha256_digest
-from terminai_sandbox.signing import cosign, keys
-from terminai_sandbox.signing.payload import simple_signing
-from terminai_sandbox.signing.policy import VerificationPolicy
-from terminai_sandbox.signing.verify import verify_image
+from terminai_sandbox.signing import sign
+from terminai_sandbox.signing.formats import keys
+from terminai_sandbox.signing.formats import sig as sig_format
+from terminai_sandbox.signing.formats.payload import simple_signing
+from terminai_sandbox.signing.store import RegistryStore
+from terminai_sandbox.signing.verify.image import verify_image
+from terminai_sandbox.signing.verify.trust import VerificationPolicy
 
 from tests.fixtures.registry import RegistryServer
 
@@ -39,15 +43,21 @@ def test_push_is_by_digest_and_incremental(registry: RegistryServer, built_image
     assert client.resolve(REPO, "0.1.0") == built_image.manifest_digest
     chunked = client.push_layout(built_image.oci_layout, "other/repo", chunk_size=4 << 20)
     assert chunked.digest == built_image.manifest_digest
+    # absent content is its own error type: the signature store reads it as "no .sig tag"
+    with pytest.raises(RegistryNotFound):
+        client.get_manifest(REPO, "sha256-" + "0" * 64 + ".sig")
+    with pytest.raises(RegistryNotFound):
+        client.get_blob(REPO, "sha256:" + "0" * 64)
+    assert RegistryStore(client, REPO).signatures(built_image.manifest_digest) == []
 
 
 def test_sign_then_verify_and_accumulate(pushed: tuple[RegistryClient, ImageRef], tmp_path: Path) -> None:
     client, ref = pushed
     one, two = keys.generate(), keys.generate()
-    assert cosign.sign(client, REPO, ref.digest or "", one, docker_reference=ref.name)[2]
-    assert not cosign.sign(client, REPO, ref.digest or "", one, docker_reference=ref.name)[2]  # no duplicate
-    assert cosign.sign(client, REPO, ref.digest or "", two, docker_reference=ref.name)[2]  # accumulates
-    assert len(cosign.fetch(client, REPO, ref.digest or "")) == 2
+    assert sign.sign(client, REPO, ref.digest or "", one, docker_reference=ref.name)[2]
+    assert not sign.sign(client, REPO, ref.digest or "", one, docker_reference=ref.name)[2]  # no duplicate
+    assert sign.sign(client, REPO, ref.digest or "", two, docker_reference=ref.name)[2]  # accumulates
+    assert len(RegistryStore(client, REPO).signatures(ref.digest or "")) == 2
     (tmp_path / "two.pub").write_bytes(keys.public_pem(two))
     result = verify_image(ref, VerificationPolicy.single_key(tmp_path / "two.pub"), client=client)
     assert result.digest == ref.digest and result.signatures[0].key_id == keys.key_id(two.public_key())
@@ -63,7 +73,7 @@ def test_refusals(pushed: tuple[RegistryClient, ImageRef], tmp_path: Path, regis
         verify_image(ref, trusted, client=client)
     with pytest.raises(VerificationError, match="nothing can pass"):
         verify_image(ref, VerificationPolicy(), client=client)
-    cosign.sign(client, REPO, ref.digest or "", signer, docker_reference=ref.name)
+    sign.sign(client, REPO, ref.digest or "", signer, docker_reference=ref.name)
     with pytest.raises(VerificationError, match="does not verify with any trusted key"):
         verify_image(ref, VerificationPolicy.single_key(tmp_path / "stranger.pub"), client=client)
     with pytest.raises(VerificationError, match="not pinned"):
@@ -75,18 +85,18 @@ def _replace_signature_layer(client: RegistryClient, digest: str, data: bytes, s
         "mediaType": "application/vnd.dev.cosign.simplesigning.v1+json",
         "size": len(data),
         "digest": sha256_digest(data),
-        "annotations": {cosign.SIGNATURE_ANNOTATION: base64.b64encode(signature).decode()},
+        "annotations": {sig_format.SIGNATURE_ANNOTATION: base64.b64encode(signature).decode()},
     }
-    config = cosign._go_config([layer["digest"]])
+    config = sig_format.go_config([layer["digest"]])
     client.push_blob(REPO, layer["digest"], data)
     client.push_blob(REPO, sha256_digest(config), config)
     manifest = {
         "schemaVersion": 2,
         "mediaType": OCI_MANIFEST,
-        "config": {"mediaType": cosign.OCI_CONFIG, "size": len(config), "digest": sha256_digest(config)},
+        "config": {"mediaType": OCI_CONFIG, "size": len(config), "digest": sha256_digest(config)},
         "layers": [layer],
     }
-    client.put_manifest(REPO, cosign.signature_tag(digest), json.dumps(manifest).encode(), OCI_MANIFEST)
+    client.put_manifest(REPO, sig_format.signature_tag(digest), json.dumps(manifest).encode(), OCI_MANIFEST)
 
 
 def test_payload_for_another_digest_and_tampered_payload(
@@ -117,7 +127,7 @@ def test_tag_moved_after_signing_is_unsigned(
     client, ref = pushed
     signer = keys.generate()
     (tmp_path / "k.pub").write_bytes(keys.public_pem(signer))
-    cosign.sign(client, REPO, ref.digest or "", signer, docker_reference=ref.name)
+    sign.sign(client, REPO, ref.digest or "", signer, docker_reference=ref.name)
     # Move the tag to a different manifest (same layers, another annotation) after signing.
     manifest = json.loads(
         (built_image.oci_layout / "blobs" / "sha256" / (ref.digest or "").removeprefix("sha256:")).read_bytes()
@@ -137,11 +147,13 @@ def test_corrupted_signature_blob_in_storage(
     client, ref = pushed
     signer = keys.generate()
     (tmp_path / "k.pub").write_bytes(keys.public_pem(signer))
-    data, _, _ = cosign.sign(client, REPO, ref.digest or "", signer, docker_reference=ref.name)
+    data, _, _ = sign.sign(client, REPO, ref.digest or "", signer, docker_reference=ref.name)
     hexd = sha256_digest(data).removeprefix("sha256:")
     blob = registry.storage / "docker" / "registry" / "v2" / "blobs" / "sha256" / hexd[:2] / hexd / "data"
     blob.write_bytes(data.replace(b"critical", b"CRITICAL"))
-    with pytest.raises(VerificationError, match="corrupted"):
+    with pytest.raises(RegistryCorrupted, match="corrupted"):
+        client.get_blob(REPO, sha256_digest(data))
+    with pytest.raises(VerificationError, match=r"step 3: a signature blob .* is corrupted"):
         verify_image(ref, VerificationPolicy.single_key(tmp_path / "k.pub"), client=client)
 
 
@@ -163,7 +175,7 @@ def test_cli_keygen_sign_verify_and_openssl_interop(
     monkeypatch.setenv("COSIGN_PASSWORD", "wrong")
     bad = runner.invoke(main, ["sign", f"{ref.name}:0.1.0", "--key", "cosign.key"])
     assert bad.exit_code == 10 and "wrong password" in bad.output
-    (stored,) = cosign.fetch(client, REPO, ref.digest or "")
+    (stored,) = RegistryStore(client, REPO).signatures(ref.digest or "")
     (tmp_path / "payload.json").write_bytes(stored.payload)
     (tmp_path / "sig.der").write_bytes(stored.signature)
     proc = subprocess.run(

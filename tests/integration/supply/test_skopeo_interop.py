@@ -18,9 +18,10 @@ from terminai_sandbox.build import BuildResult
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.secret import Secret
-from terminai_sandbox.signing import cosign, keys
-from terminai_sandbox.signing.policy import VerificationPolicy
-from terminai_sandbox.signing.verify import verify_image
+from terminai_sandbox.signing import sign
+from terminai_sandbox.signing.formats import keys
+from terminai_sandbox.signing.verify.image import verify_image
+from terminai_sandbox.signing.verify.trust import VerificationPolicy
 
 from tests.fixtures.registry import RegistryServer
 
@@ -106,7 +107,7 @@ def test_skopeo_accepts_our_signature_and_refuses_the_rest(
     source = f"{registry.host}/{repo}@{digest}"
     unsigned = _copy(skopeo, _config(tmp_path, registry, repo, tmp_path / "signer.pub"), source, tmp_path / "a")
     assert unsigned.returncode != 0 and "signature" in unsigned.stderr.lower()
-    cosign.sign(client, repo, digest, signer, docker_reference=f"{registry.host}/{repo}")
+    sign.sign(client, repo, digest, signer, docker_reference=f"{registry.host}/{repo}")
     good = _copy(skopeo, _config(tmp_path, registry, repo, tmp_path / "signer.pub"), source, tmp_path / "b")
     assert good.returncode == 0, good.stderr
     wrong = _copy(skopeo, _config(tmp_path, registry, repo, tmp_path / "stranger.pub"), source, tmp_path / "c")

@@ -15,7 +15,7 @@ from terminai_sandbox.errors import EngineError, LaunchError
 from terminai_sandbox.launcher import audit, engines, preflight, trust
 from terminai_sandbox.launcher.engines import NPROC_CAP, PodmanEngine, session_flags
 from terminai_sandbox.launcher.run import build_argv, execute
-from terminai_sandbox.signing import keys
+from terminai_sandbox.signing.formats import keys
 
 LIMITS = {"nofile": (1024, 20000), "nproc": (96365, 96365)}
 

@@ -33,8 +33,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from sigstore.dsse import Statement
 from sigstore.models import Bundle
-from terminai_sandbox.signing import attest
-from terminai_sandbox.signing.trustroot import SigstoreTrust, parse_trust
+from terminai_sandbox.signing.formats import dsse
+from terminai_sandbox.signing.formats.trustroot import SigstoreTrust, parse_trust
 
 SCT_OID = x509.ObjectIdentifier("1.3.6.1.4.1.11129.2.4.2")
 ISSUER_V1 = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
@@ -317,7 +317,7 @@ class FakeSigner:
 
     def sign_dsse(self, input_: Statement) -> Bundle:
         statement = input_._contents  # the canonical statement bytes sigstore-python signs
-        envelope = json.loads(attest.envelope(statement, self.key))
+        envelope = json.loads(dsse.envelope(statement, self.key))
         signature = base64.b64decode(envelope["signatures"][0]["sig"])
         body = {
             "apiVersion": "0.0.1",

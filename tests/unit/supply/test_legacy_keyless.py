@@ -20,17 +20,22 @@ import rfc8785
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from terminai_sandbox.errors import ConfigError, RegistryError, SigningError, VerificationError
+from terminai_sandbox.errors import ConfigError, RegistryNotFound, SigningError, VerificationError
 from terminai_sandbox.registry import OCI_MANIFEST, sha256_digest
-from terminai_sandbox.signing import cosign, keys, legacy_keyless, legacy_verify, payload
-from terminai_sandbox.signing.legacy_keyless import (
+from terminai_sandbox.signing import sign
+from terminai_sandbox.signing.formats import keys, payload
+from terminai_sandbox.signing.formats import rekor as rekor_format
+from terminai_sandbox.signing.formats import sig as sig_format
+from terminai_sandbox.signing.formats.rekor import (
     BUNDLE_ANNOTATION,
     CERTIFICATE_ANNOTATION,
     CHAIN_ANNOTATION,
     RekorBundle,
 )
-from terminai_sandbox.signing.policy import KeylessIdentity
-from terminai_sandbox.signing.trustroot import load_trust, parse_trust
+from terminai_sandbox.signing.formats.trustroot import load_trust, parse_trust
+from terminai_sandbox.signing.store import RegistryStore
+from terminai_sandbox.signing.verify import legacy as legacy_verify
+from terminai_sandbox.signing.verify.trust import KeylessIdentity
 
 from tests.unit.supply.sigstore_testing import IDENTITY, ISSUER, FakeSigner, TestSigstore
 
@@ -52,7 +57,7 @@ class MemoryRegistry:
 
     def get_manifest(self, repo: str, reference: str) -> tuple[bytes, str, str]:
         if reference not in self.manifests:
-            raise RegistryError(f"{repo}:{reference}: manifest unknown (404)")
+            raise RegistryNotFound(f"{repo}:{reference}: manifest unknown (404)")
         body = self.manifests[reference]
         return body, OCI_MANIFEST, sha256_digest(body)
 
@@ -75,10 +80,12 @@ def instance() -> TestSigstore:
     return TestSigstore()
 
 
-def _signed(instance: TestSigstore, signer: FakeSigner | None = None, digest: str = DIGEST) -> cosign.StoredSignature:
+def _signed(
+    instance: TestSigstore, signer: FakeSigner | None = None, digest: str = DIGEST
+) -> sig_format.StoredSignature:
     """One legacy keyless layer, as sign() stores it, read back as verification sees it."""
     registry = MemoryRegistry()
-    legacy_keyless.sign(
+    sign.sign_legacy_keyless(
         registry,  # type: ignore[arg-type]
         "terminai/sandbox",
         digest,
@@ -86,19 +93,19 @@ def _signed(instance: TestSigstore, signer: FakeSigner | None = None, digest: st
         instance.trust(),
         docker_reference=REPOSITORY,
     )
-    return cosign.fetch(registry, "terminai/sandbox", digest)[0]  # type: ignore[arg-type]
+    return RegistryStore(registry, "terminai/sandbox").signatures(digest)[0]  # type: ignore[arg-type]
 
 
-def _with(stored: cosign.StoredSignature, **changes: Any) -> cosign.StoredSignature:
+def _with(stored: sig_format.StoredSignature, **changes: Any) -> sig_format.StoredSignature:
     return replace(stored, **changes)
 
 
-def _bundle(stored: cosign.StoredSignature) -> dict[str, Any]:
+def _bundle(stored: sig_format.StoredSignature) -> dict[str, Any]:
     data: dict[str, Any] = json.loads(stored.annotations[BUNDLE_ANNOTATION])
     return data
 
 
-def _annotated(stored: cosign.StoredSignature, name: str, value: str | None) -> cosign.StoredSignature:
+def _annotated(stored: sig_format.StoredSignature, name: str, value: str | None) -> sig_format.StoredSignature:
     notes = dict(stored.annotations)
     if value is None:
         del notes[name]
@@ -156,14 +163,14 @@ def test_rekor_bundle_from_a_sigstore_bundle_and_rekor_v2_refusal(instance: Test
     bundle = instance.signer().sign_artifact(b"payload")
     data = json.loads(bundle.to_json())
     entry = data["verificationMaterial"]["tlogEntries"][0]
-    rekor = legacy_keyless.rekor_bundle(bundle.to_json())
+    rekor = rekor_format.rekor_bundle(bundle.to_json())
     assert rekor.log_id == instance.rekor_log_id.hex()
     assert rekor.log_index == int(entry["logIndex"]) and rekor.integrated_time == int(entry["integratedTime"])
     assert rekor.body == base64.b64decode(entry["canonicalizedBody"])
     assert rekor.signed_entry_timestamp == base64.b64decode(entry["inclusionPromise"]["signedEntryTimestamp"])
     del entry["inclusionPromise"]  # what a Rekor v2 entry looks like: no SET
     with pytest.raises(SigningError, match=r"no inclusion promise"):
-        legacy_keyless.rekor_bundle(json.dumps(data))
+        rekor_format.rekor_bundle(json.dumps(data))
 
 
 # -- signing ----------------------------------------------------------------------------
@@ -172,9 +179,9 @@ def test_rekor_bundle_from_a_sigstore_bundle_and_rekor_v2_refusal(instance: Test
 def test_sign_writes_the_cosign_keyless_layer_and_accumulates(instance: TestSigstore) -> None:
     registry = MemoryRegistry()
     key = keys.generate()
-    cosign.sign(registry, "r", DIGEST, key, docker_reference=REPOSITORY)  # type: ignore[arg-type]
+    sign.sign(registry, "r", DIGEST, key, docker_reference=REPOSITORY)  # type: ignore[arg-type]
     signer = instance.signer()
-    data, notes, added = legacy_keyless.sign(
+    data, notes, added = sign.sign_legacy_keyless(
         registry,  # type: ignore[arg-type]
         "r",
         DIGEST,
@@ -184,20 +191,20 @@ def test_sign_writes_the_cosign_keyless_layer_and_accumulates(instance: TestSigs
     )
     assert added and signer.signed == [data]  # the signer signed exactly the simple-signing payload
     assert data == payload.simple_signing(REPOSITORY, DIGEST)
-    manifest = json.loads(registry.manifests[cosign.signature_tag(DIGEST)])
+    manifest = json.loads(registry.manifests[sig_format.signature_tag(DIGEST)])
     first, layer = manifest["layers"]
-    assert first["annotations"].keys() == {cosign.SIGNATURE_ANNOTATION}  # the keyed signature is kept
+    assert first["annotations"].keys() == {sig_format.SIGNATURE_ANNOTATION}  # the keyed signature is kept
     assert layer["mediaType"] == "application/vnd.dev.cosign.simplesigning.v1+json"
     assert layer["digest"] == sha256_digest(data) and layer["size"] == len(data)
     assert layer["annotations"] == notes
-    assert set(notes) == {cosign.SIGNATURE_ANNOTATION, CERTIFICATE_ANNOTATION, CHAIN_ANNOTATION, BUNDLE_ANNOTATION}
+    assert set(notes) == {sig_format.SIGNATURE_ANNOTATION, CERTIFICATE_ANNOTATION, CHAIN_ANNOTATION, BUNDLE_ANNOTATION}
     leaf = x509.load_pem_x509_certificate(notes[CERTIFICATE_ANNOTATION].encode())
     assert leaf == signer.certificate
     assert x509.load_pem_x509_certificates(notes[CHAIN_ANNOTATION].encode()) == [
         instance.intermediate,
         instance.root,
     ]
-    signature = base64.b64decode(notes[cosign.SIGNATURE_ANNOTATION])
+    signature = base64.b64decode(notes[sig_format.SIGNATURE_ANNOTATION])
     public = leaf.public_key()
     assert isinstance(public, ec.EllipticCurvePublicKey)
     public.verify(signature, data, ec.ECDSA(hashes.SHA256()))
@@ -210,15 +217,15 @@ def test_sign_writes_the_cosign_keyless_layer_and_accumulates(instance: TestSigs
         layer["digest"],
     ]
     # both signatures verify afterwards, each with its own material
-    stored = cosign.fetch(registry, "r", DIGEST)  # type: ignore[arg-type]
-    assert cosign.verifies(key.public_key(), stored[0].payload, stored[0].signature)
+    stored = RegistryStore(registry, "r").signatures(DIGEST)  # type: ignore[arg-type]
+    assert sig_format.verifies(key.public_key(), stored[0].payload, stored[0].signature)
     assert legacy_verify.verify_keyless(stored[1], WANTED, instance.trust()).identity == IDENTITY
 
 
 def test_sign_refuses_a_certificate_from_another_ca(instance: TestSigstore) -> None:
     stranger = TestSigstore(name="stranger")
     with pytest.raises(SigningError, match=r"not issued by a Fulcio CA"):
-        legacy_keyless.sign(
+        sign.sign_legacy_keyless(
             MemoryRegistry(),  # type: ignore[arg-type]
             "r",
             DIGEST,
@@ -316,7 +323,7 @@ def test_step_3k4_set_borrowed_from_another_entry(instance: TestSigstore) -> Non
 def test_step_3k5_certificate_not_from_the_trusted_ca(instance: TestSigstore) -> None:
     rogue_ca = TestSigstore(name="rogue ca")
     registry = MemoryRegistry()
-    legacy_keyless.sign(
+    sign.sign_legacy_keyless(
         registry,  # type: ignore[arg-type]
         "r",
         DIGEST,
@@ -324,12 +331,12 @@ def test_step_3k5_certificate_not_from_the_trusted_ca(instance: TestSigstore) ->
         rogue_ca.trust(),
         docker_reference=REPOSITORY,
     )
-    stored = cosign.fetch(registry, "r", DIGEST)[0]  # type: ignore[arg-type]
+    stored = RegistryStore(registry, "r").signatures(DIGEST)[0]  # type: ignore[arg-type]
     with pytest.raises(VerificationError, match=r"step 3k.5: certificate not from a trusted CA") as caught:
         legacy_verify.verify_keyless(stored, WANTED, instance.trust())
     assert "--trusted-root" in caught.value.hint
     # a chain annotation naming the trusted CA does not help: anchors come from the trusted root only
-    forged = _annotated(stored, CHAIN_ANNOTATION, legacy_keyless.pem([instance.intermediate, instance.root]))
+    forged = _annotated(stored, CHAIN_ANNOTATION, rekor_format.pem([instance.intermediate, instance.root]))
     with pytest.raises(VerificationError, match=r"step 3k.5"):
         legacy_verify.verify_keyless(forged, WANTED, instance.trust())
 
@@ -447,11 +454,11 @@ def _production() -> tuple[dict[str, Any], x509.Certificate, RekorBundle]:
     text = PRODUCTION_BUNDLE.read_text()
     data = json.loads(text)
     leaf = x509.load_der_x509_certificate(base64.b64decode(data["verificationMaterial"]["certificate"]["rawBytes"]))
-    return data, leaf, legacy_keyless.rekor_bundle(text)
+    return data, leaf, rekor_format.rekor_bundle(text)
 
 
 def test_production_set_chain_and_sct_verify_offline() -> None:
-    from terminai_sandbox.signing import certs
+    from terminai_sandbox.signing.verify import certs
 
     _, leaf, rekor = _production()
     trust = load_trust(PRODUCTION_ROOT)
@@ -475,13 +482,13 @@ def test_production_set_chain_and_sct_verify_offline() -> None:
 def test_production_material_in_the_legacy_layout_reaches_the_entry_check() -> None:
     # A real signature, certificate and SET laid out as cosign's annotations. The
     # entry is a DSSE entry, so step 3k.4 must refuse it as not this kind of signature.
-    from terminai_sandbox.signing import attest
+    from terminai_sandbox.signing.formats import dsse
 
     data, leaf, rekor = _production()
     envelope = data["dsseEnvelope"]
-    signed = attest.pae(envelope["payloadType"], base64.b64decode(envelope["payload"]))
-    notes = legacy_keyless.layer_annotations(base64.b64decode(envelope["signatures"][0]["sig"]), leaf, (), rekor)
-    stored = cosign.stored_signature({"digest": sha256_digest(signed), "annotations": notes}, signed)
+    signed = dsse.pae(envelope["payloadType"], base64.b64decode(envelope["payload"]))
+    notes = rekor_format.layer_annotations(base64.b64decode(envelope["signatures"][0]["sig"]), leaf, (), rekor)
+    stored = sig_format.stored_signature({"digest": sha256_digest(signed), "annotations": notes}, signed)
     cody = KeylessIdentity(identity="cody@soyland.com", issuer="https://github.com/login/oauth")
     with pytest.raises(VerificationError, match=r"step 3k.4: the transparency log entry is dsse/0.0.1"):
         legacy_verify.verify_keyless(stored, cody, load_trust(PRODUCTION_ROOT))

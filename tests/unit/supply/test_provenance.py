@@ -17,8 +17,8 @@ from terminai_sandbox import provenance
 from terminai_sandbox.errors import SbomError, VerificationError
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.signing import keyless
-from terminai_sandbox.signing.policy import KeylessIdentity, VerificationPolicy
-from terminai_sandbox.signing.verify import verify_image
+from terminai_sandbox.signing.verify.image import verify_image
+from terminai_sandbox.signing.verify.trust import KeylessIdentity, VerificationPolicy
 
 from tests.unit.supply.sigstore_testing import IDENTITY, ISSUER, TestSigstore
 

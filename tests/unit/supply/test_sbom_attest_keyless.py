@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
 import io
@@ -10,8 +11,10 @@ from pathlib import Path
 import pytest
 from terminai_sandbox.errors import SbomError, VerificationError
 from terminai_sandbox.sbom import SbomOptions, generate, parse_dpkg_status, parse_metadata
-from terminai_sandbox.signing import attest, keyless, keys
-from terminai_sandbox.signing.policy import KeylessIdentity
+from terminai_sandbox.signing import keyless
+from terminai_sandbox.signing.formats import dsse, keys
+from terminai_sandbox.signing.verify import sigstore_bundle
+from terminai_sandbox.signing.verify.trust import KeylessIdentity
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures/sigstore"
 BUNDLE = FIXTURES / "cosign-oci-attestation.sigstore.json"
@@ -134,32 +137,32 @@ def test_sbom_refuses_an_image_without_dpkg_status(tmp_path: Path) -> None:
 def test_dsse_attestation_round_trip_and_refusals() -> None:
     signer, stranger = keys.generate(), keys.generate()
     digest = "sha256:" + "1" * 64
-    body = attest.statement("r/t", digest, attest.PREDICATE_TYPES["cyclonedx"], {"bomFormat": "CycloneDX"})
-    env = attest.envelope(body, signer)
-    found = attest.verify_envelopes([env], digest, [signer.public_key()], "https://cyclonedx.org/bom")
+    body = dsse.statement("r/t", digest, dsse.PREDICATE_TYPES["cyclonedx"], {"bomFormat": "CycloneDX"})
+    env = dsse.envelope(body, signer)
+    found = dsse.verify_envelopes([env], digest, [signer.public_key()], "https://cyclonedx.org/bom")
     assert found[0].predicate == {"bomFormat": "CycloneDX"}
-    assert attest.pae("t", b"ab") == b"DSSEv1 1 t 2 ab"
+    assert dsse.pae("t", b"ab") == b"DSSEv1 1 t 2 ab"
     with pytest.raises(VerificationError, match="does not verify"):
-        attest.verify_envelopes([env], digest, [stranger.public_key()], None)
+        dsse.verify_envelopes([env], digest, [stranger.public_key()], None)
     with pytest.raises(VerificationError, match="another image"):
-        attest.verify_envelopes([env], "sha256:" + "2" * 64, [signer.public_key()], None)
+        dsse.verify_envelopes([env], "sha256:" + "2" * 64, [signer.public_key()], None)
     with pytest.raises(VerificationError, match="predicate"):
-        attest.verify_envelopes([env], digest, [signer.public_key()], "https://spdx.dev/Document")
+        dsse.verify_envelopes([env], digest, [signer.public_key()], "https://spdx.dev/Document")
     tampered = json.loads(env)
-    tampered["payload"] = attest.base64.b64encode(body.replace(b"CycloneDX", b"Evil")).decode()
+    tampered["payload"] = base64.b64encode(body.replace(b"CycloneDX", b"Evil")).decode()
     with pytest.raises(VerificationError, match="does not verify"):
-        attest.verify_envelopes([json.dumps(tampered).encode()], digest, [signer.public_key()], None)
+        dsse.verify_envelopes([json.dumps(tampered).encode()], digest, [signer.public_key()], None)
     with pytest.raises(VerificationError, match="no attestation"):
-        attest.verify_envelopes([], digest, [signer.public_key()], None)
+        dsse.verify_envelopes([], digest, [signer.public_key()], None)
 
 
 def test_real_production_bundle_verifies_offline() -> None:
     text = BUNDLE.read_text()
-    statement = keyless.verify_bundle(
+    statement = sigstore_bundle.verify_bundle(
         text, digest=BUNDLE_DIGEST, identity=CODY, predicate_type="https://cosign.sigstore.dev/attestation/v1"
     )
     assert statement["subject"][0]["digest"]["sha256"] == BUNDLE_DIGEST.removeprefix("sha256:")
-    pinned = keyless.verify_bundle(
+    pinned = sigstore_bundle.verify_bundle(
         text,
         digest=BUNDLE_DIGEST,
         identity=KeylessIdentity(identity_regexp=r"cody@soyland\.com", issuer_regexp=r"https://github\.com/.*"),
@@ -182,16 +185,16 @@ def test_real_production_bundle_verifies_offline() -> None:
 )
 def test_production_bundle_refusals(identity: KeylessIdentity, digest: str, message: str) -> None:
     with pytest.raises(VerificationError, match=message):
-        keyless.verify_bundle(BUNDLE.read_text(), digest=digest, identity=identity)
+        sigstore_bundle.verify_bundle(BUNDLE.read_text(), digest=digest, identity=identity)
 
 
 def test_tampered_production_bundle_is_refused() -> None:
     data = json.loads(BUNDLE.read_text())
-    statement = json.loads(attest.base64.b64decode(data["dsseEnvelope"]["payload"]))
+    statement = json.loads(base64.b64decode(data["dsseEnvelope"]["payload"]))
     statement["predicate"]["Data"] = "tampered"
-    data["dsseEnvelope"]["payload"] = attest.base64.b64encode(json.dumps(statement).encode()).decode()
+    data["dsseEnvelope"]["payload"] = base64.b64encode(json.dumps(statement).encode()).decode()
     with pytest.raises(VerificationError, match="keyless bundle rejected"):
-        keyless.verify_bundle(json.dumps(data), digest=BUNDLE_DIGEST, identity=CODY)
+        sigstore_bundle.verify_bundle(json.dumps(data), digest=BUNDLE_DIGEST, identity=CODY)
 
 
 def test_keyless_signing_statement_and_missing_identity(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -213,7 +216,7 @@ def test_toml_policy_compose_and_dev_key(tmp_path: Path, monkeypatch: pytest.Mon
     from click.testing import CliRunner
     from terminai_sandbox.cli import main
     from terminai_sandbox.errors import ConfigError
-    from terminai_sandbox.signing.policy import VerificationPolicy, load_policy
+    from terminai_sandbox.signing.verify.trust import VerificationPolicy, load_policy
 
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("COSIGN_PASSWORD", raising=False)
@@ -238,7 +241,7 @@ def test_toml_policy_compose_and_dev_key(tmp_path: Path, monkeypatch: pytest.Mon
 
 def test_release_contract_version_and_tlog_fields() -> None:
     from terminai_sandbox.release import contract_version
-    from terminai_sandbox.signing.verify import _tlog_field
+    from terminai_sandbox.signing.formats.bundle import tlog_field as _tlog_field
 
     root = Path(__file__).resolve().parents[3]
     assert (

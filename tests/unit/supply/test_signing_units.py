@@ -10,10 +10,11 @@ from terminai_sandbox.errors import ConfigError, SigningError, VerificationError
 from terminai_sandbox.registry import parse_challenge
 from terminai_sandbox.registry_auth import docker_config_credentials, is_loopback
 from terminai_sandbox.secret import Secret
-from terminai_sandbox.signing import keys
-from terminai_sandbox.signing.cosign import _go_config, signature_tag
-from terminai_sandbox.signing.payload import parse, simple_signing
-from terminai_sandbox.signing.policy import load_policy
+from terminai_sandbox.signing.formats import keys
+from terminai_sandbox.signing.formats.payload import parse, simple_signing
+from terminai_sandbox.signing.formats.sig import go_config as _go_config
+from terminai_sandbox.signing.formats.sig import signature_tag
+from terminai_sandbox.signing.verify.trust import load_policy
 
 DIGEST = "sha256:f387669f10cdf54cf5f69d57793350313b4ee36c34a16da3a372432cc47cc080"
 

@@ -79,6 +79,28 @@ class RegistryError(SandboxError):
     exit_code = 9
 
 
+# Kinds of registry failure, so callers branch on the type and never on the message text.
+# They share RegistryError's exit code: the remedy differs, the failure class does not.
+class RegistryNotFound(RegistryError):
+    """The repository, tag, manifest or blob does not exist (HTTP 404)."""
+
+
+class RegistryUnauthorized(RegistryError):
+    """The registry wants a login, refused the credentials, or denies access (401/403)."""
+
+
+class RegistryUnreachable(RegistryError):
+    """No answer: connection refused or dropped after retries, DNS, TLS, timeouts."""
+
+
+class RegistryCorrupted(RegistryError):
+    """The bytes served (or read from a layout) do not hash to the digest asked for."""
+
+
+class RegistryBadResponse(RegistryError):
+    """The registry answered, but not as the distribution API says it should."""
+
+
 class SigningError(SandboxError):
     """A signature or attestation could not be produced (keys, passwords, sigstore)."""
 

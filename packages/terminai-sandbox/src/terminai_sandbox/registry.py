@@ -14,7 +14,6 @@
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import re
 import time
@@ -24,21 +23,22 @@ from typing import Any
 
 import requests
 
-from terminai_sandbox.errors import RegistryError
+from terminai_sandbox.errors import (
+    RegistryBadResponse,
+    RegistryCorrupted,
+    RegistryNotFound,
+    RegistryUnauthorized,
+    RegistryUnreachable,
+)
+from terminai_sandbox.oci_media import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, sha256_digest
 from terminai_sandbox.reference import is_digest
 from terminai_sandbox.registry_auth import Credentials, is_loopback
 from terminai_sandbox.secret import Secret
 
-OCI_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
-OCI_INDEX = "application/vnd.oci.image.index.v1+json"
-DOCKER_MANIFEST = "application/vnd.docker.distribution.manifest.v2+json"
-DOCKER_LIST = "application/vnd.docker.distribution.manifest.list.v2+json"
+__all__ = ["OCI_INDEX", "OCI_MANIFEST", "PushResult", "RegistryClient", "parse_challenge", "sha256_digest"]
+
 MANIFEST_ACCEPT = ", ".join((OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST, DOCKER_LIST))
 CHUNK = 8 << 20
-
-
-def sha256_digest(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
 _CHALLENGE = re.compile(r'(\w+)="([^"]*)"')
@@ -81,7 +81,7 @@ class RegistryClient:
                 )
             except requests.ConnectionError as exc:
                 if attempt == self.retries:
-                    raise RegistryError(
+                    raise RegistryUnreachable(
                         f"registry {self.registry} is unreachable: {exc.__class__.__name__}",
                         hint="check the address, that it is running, and the network",
                     ) from None
@@ -89,7 +89,7 @@ class RegistryClient:
                 delay *= 2
                 continue
             except requests.RequestException as exc:
-                raise RegistryError(f"request to {self.registry} failed: {exc}") from None
+                raise RegistryUnreachable(f"request to {self.registry} failed: {exc}") from None
             if response.status_code >= 500 and attempt < self.retries:
                 time.sleep(delay)
                 delay *= 2
@@ -105,14 +105,14 @@ class RegistryClient:
         scheme, params = parse_challenge(challenge)
         if scheme == "basic":
             if self.credentials is None:
-                raise RegistryError(
+                raise RegistryUnauthorized(
                     f"registry {self.registry} needs a login",
                     hint=f"run 'docker login {self.registry}' (credentials are read from the Docker config)",
                 )
             raw = f"{self.credentials.username}:{self.credentials.password.reveal()}".encode()
             return {"Authorization": "Basic " + base64.b64encode(raw).decode()}
         if scheme != "bearer" or "realm" not in params:
-            raise RegistryError(f"registry {self.registry} asked for unsupported auth {challenge!r}")
+            raise RegistryBadResponse(f"registry {self.registry} asked for unsupported auth {challenge!r}")
         query = {"service": params.get("service", ""), "scope": params.get("scope", scope)}
         auth = None
         if self.credentials is not None:
@@ -120,15 +120,17 @@ class RegistryClient:
         try:
             response = self.session.get(params["realm"], params=query, auth=auth, timeout=self.timeout)
         except requests.RequestException as exc:
-            raise RegistryError(f"token service {params['realm']} is unreachable: {exc.__class__.__name__}") from None
+            raise RegistryUnreachable(
+                f"token service {params['realm']} is unreachable: {exc.__class__.__name__}"
+            ) from None
         if response.status_code != 200:
-            raise RegistryError(
+            raise RegistryUnauthorized(
                 f"token service refused ({response.status_code})", hint=f"check your login for {self.registry}"
             )
         body = response.json()
         token = body.get("token") or body.get("access_token")
         if not token:
-            raise RegistryError("token service answered without a token")
+            raise RegistryBadResponse("token service answered without a token")
         self._tokens[scope] = Secret(token)
         return {"Authorization": f"Bearer {token}"}
 
@@ -153,12 +155,12 @@ class RegistryClient:
                 data.seek(0)
             response = self._send(method, target, all_headers, data)
         if response.status_code == 401:
-            raise RegistryError(
+            raise RegistryUnauthorized(
                 f"{self.registry}/{repo}: authentication failed (401)",
                 hint=f"log in with 'docker login {self.registry}'",
             )
         if response.status_code == 403:
-            raise RegistryError(
+            raise RegistryUnauthorized(
                 f"{self.registry}/{repo}: access denied (403)", hint="your account lacks permission for this repository"
             )
         return response
@@ -171,12 +173,14 @@ class RegistryClient:
     def push_blob(self, repo: str, digest: str, data: bytes, *, chunk_size: int | None = None) -> bool:
         """Upload a blob unless the registry has it; return True when bytes were sent."""
         if sha256_digest(data) != digest:
-            raise RegistryError(f"refusing to push blob {digest}: its bytes do not match the digest")
+            raise RegistryCorrupted(f"refusing to push blob {digest}: its bytes do not match the digest")
         if self.has_blob(repo, digest):
             return False
         start = self.request("POST", repo, "blobs/uploads/", push=True)
         if start.status_code != 202:
-            raise RegistryError(f"{self.registry}/{repo}: upload refused ({start.status_code}): {start.text[:200]}")
+            raise RegistryBadResponse(
+                f"{self.registry}/{repo}: upload refused ({start.status_code}): {start.text[:200]}"
+            )
         location = self._absolute(start.headers["Location"])
         if chunk_size:
             offset = 0
@@ -195,7 +199,7 @@ class RegistryClient:
                     },
                 )
                 if response.status_code != 202:
-                    raise RegistryError(f"chunk upload failed ({response.status_code}): {response.text[:200]}")
+                    raise RegistryBadResponse(f"chunk upload failed ({response.status_code}): {response.text[:200]}")
                 location = self._absolute(response.headers["Location"])
                 offset += len(part)
             body: bytes = b""
@@ -212,7 +216,7 @@ class RegistryClient:
             headers={"Content-Type": "application/octet-stream"},
         )
         if done.status_code != 201:
-            raise RegistryError(
+            raise RegistryBadResponse(
                 f"{self.registry}/{repo}: blob {digest} rejected ({done.status_code}): {done.text[:200]}"
             )
         return True
@@ -224,11 +228,11 @@ class RegistryClient:
         """Fetch a blob and check its bytes against ``digest``."""
         response = self.request("GET", repo, f"blobs/{digest}")
         if response.status_code == 404:
-            raise RegistryError(f"{self.registry}/{repo}: blob {digest} not found")
+            raise RegistryNotFound(f"{self.registry}/{repo}: blob {digest} not found")
         if response.status_code != 200:
-            raise RegistryError(f"{self.registry}/{repo}: blob {digest}: HTTP {response.status_code}")
+            raise RegistryBadResponse(f"{self.registry}/{repo}: blob {digest}: HTTP {response.status_code}")
         if sha256_digest(response.content) != digest:
-            raise RegistryError(
+            raise RegistryCorrupted(
                 f"{self.registry}/{repo}: blob {digest} is corrupted (its bytes hash differently)",
                 hint="the registry's storage was altered; do not use this image",
             )
@@ -239,16 +243,16 @@ class RegistryClient:
         """(bytes, media type, digest). A digest reference is checked against the bytes."""
         response = self.request("GET", repo, f"manifests/{reference}", headers={"Accept": MANIFEST_ACCEPT})
         if response.status_code == 404:
-            raise RegistryError(
+            raise RegistryNotFound(
                 f"{self.registry}/{repo}:{reference}: manifest unknown (404)",
                 hint="check the repository and tag or digest",
             )
         if response.status_code != 200:
-            raise RegistryError(f"{self.registry}/{repo}:{reference}: HTTP {response.status_code}")
+            raise RegistryBadResponse(f"{self.registry}/{repo}:{reference}: HTTP {response.status_code}")
         body = response.content
         digest = sha256_digest(body)
         if is_digest(reference) and digest != reference:
-            raise RegistryError(f"{self.registry}/{repo}: manifest {reference} is corrupted (got {digest})")
+            raise RegistryCorrupted(f"{self.registry}/{repo}: manifest {reference} is corrupted (got {digest})")
         media = response.headers.get("Content-Type", "").split(";")[0] or json.loads(body).get("mediaType", "")
         return body, media, digest
 
@@ -265,13 +269,13 @@ class RegistryClient:
             "PUT", repo, f"manifests/{reference}", push=True, data=body, headers={"Content-Type": media_type}
         )
         if response.status_code != 201:
-            raise RegistryError(
+            raise RegistryBadResponse(
                 f"{self.registry}/{repo}: manifest {reference} rejected ({response.status_code}): {response.text[:300]}"
             )
         digest = sha256_digest(body)
         stored = response.headers.get("Docker-Content-Digest")
         if stored and stored != digest:
-            raise RegistryError(f"registry stored the manifest as {stored}, expected {digest}")
+            raise RegistryBadResponse(f"registry stored the manifest as {stored}, expected {digest}")
         return digest
 
     # -- OCI layouts -----------------------------------------------------------------
@@ -305,5 +309,5 @@ class PushResult:
 def _read_blob(layout: Path, digest: str) -> bytes:
     data = (layout / "blobs" / "sha256" / digest.removeprefix("sha256:")).read_bytes()
     if sha256_digest(data) != digest:
-        raise RegistryError(f"OCI layout {layout}: blob {digest} is corrupted")
+        raise RegistryCorrupted(f"OCI layout {layout}: blob {digest} is corrupted")
     return data

@@ -11,7 +11,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from terminai_sandbox.errors import RegistryError
+from terminai_sandbox.errors import RegistryUnauthorized
 from terminai_sandbox.records import frozen_record
 
 # Every docker launch of a `REPO:TAG` reads the Docker config, and most find no credentials:
@@ -63,7 +63,7 @@ def docker_config_credentials(registry: str, env: Mapping[str, str] | None = Non
                 check=False,
             )
         except OSError as exc:
-            raise RegistryError(f"credential helper docker-credential-{helper} cannot run: {exc}") from None
+            raise RegistryUnauthorized(f"credential helper docker-credential-{helper} cannot run: {exc}") from None
         if proc.returncode == 0:
             data = json.loads(proc.stdout)
             return _credentials(data["Username"], data["Secret"])

@@ -26,10 +26,12 @@ from terminai_sandbox.errors import ReleaseError, SandboxError
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.sbom import SbomOptions, generate
-from terminai_sandbox.signing import attest, cosign, keys
-from terminai_sandbox.signing.policy import TrustedKey, VerificationPolicy
-from terminai_sandbox.signing.sources import RegistrySource, export_offline
-from terminai_sandbox.signing.verify import verify_image
+from terminai_sandbox.signing import sign
+from terminai_sandbox.signing.formats import dsse, keys
+from terminai_sandbox.signing.formats import sig as sig_format
+from terminai_sandbox.signing.store import RegistryStore, export_offline
+from terminai_sandbox.signing.verify.image import verify_image
+from terminai_sandbox.signing.verify.trust import TrustedKey, VerificationPolicy
 
 
 class BuiltImage(Protocol):
@@ -127,19 +129,19 @@ def release(
         raise ReleaseError(f"the registry holds {pushed.digest}, not the built {image.manifest_digest}")
     pinned = ref.with_digest(pushed.digest)
     payload, signature, _ = _step(
-        "sign", lambda: cosign.sign(client, ref.repository, pushed.digest, key, docker_reference=ref.name)
+        "sign", lambda: sign.sign(client, ref.repository, pushed.digest, key, docker_reference=ref.name)
     )
     for kind, body in (("cyclonedx", json.loads(sbom_text)), ("slsaprovenance1", predicate)):
         _step(
             "attest",
             functools.partial(
-                attest.attest,
+                sign.attest,
                 client,
                 ref.repository,
                 pushed.digest,
                 key,
                 subject_name=ref.name,
-                predicate_uri=attest.PREDICATE_TYPES[kind],
+                predicate_uri=dsse.PREDICATE_TYPES[kind],
                 predicate=body,
             ),
         )
@@ -153,7 +155,7 @@ def release(
     if image.oci_layout.resolve() != (target / "oci").resolve():
         shutil.rmtree(target / "oci", ignore_errors=True)
         shutil.copytree(image.oci_layout, target / "oci")
-    _step("export", lambda: export_offline(RegistrySource(client, ref.repository), pushed.digest, target))
+    _step("export", lambda: export_offline(RegistryStore(client, ref.repository), pushed.digest, target))
     (target / "cosign.pub").write_bytes(public)
     (target / "payload.json").write_bytes(payload)
     (target / "payload.sig").write_bytes(signature)
@@ -167,8 +169,8 @@ def release(
         "sbom": {"path": "sbom.cdx.json", "sha256": _sha256_file(sbom_path)},
         "provenance": {"path": "provenance.slsa.json", "sha256": _sha256_file(provenance_path)},
         "signatures": {
-            "signature_tag": f"{ref.name}:{cosign.signature_tag(pushed.digest)}",
-            "attestation_tag": f"{ref.name}:{attest.attestation_tag(pushed.digest)}",
+            "signature_tag": f"{ref.name}:{sig_format.signature_tag(pushed.digest)}",
+            "attestation_tag": f"{ref.name}:{dsse.attestation_tag(pushed.digest)}",
             "key_id": keys.key_id(key.public_key()),
             "verified": verified.to_dict(),
         },

@@ -18,9 +18,12 @@ from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.registry_auth import docker_config_credentials
 from terminai_sandbox.secret import Secret
-from terminai_sandbox.signing import attest, bundles, cosign, keyless, keys, legacy_keyless
-from terminai_sandbox.signing.policy import KeylessIdentity, VerificationPolicy, load_policy
-from terminai_sandbox.signing.verify import verify_image
+from terminai_sandbox.signing import keyless, sign
+from terminai_sandbox.signing.formats import dsse, keys
+from terminai_sandbox.signing.formats import sig as sig_format
+from terminai_sandbox.signing.formats.bundle import key_bundle
+from terminai_sandbox.signing.verify.image import verify_image
+from terminai_sandbox.signing.verify.trust import KeylessIdentity, VerificationPolicy, load_policy
 
 DEV_DIR = Path(".sandbox-dev")
 DEV_PASSWORD = "development-only"  # noqa: S105 (a public, documented password for the local demo key)
@@ -122,22 +125,22 @@ def sign_cmd(
         # One session, one certificate: the bundle referrer (cosign v3) and the legacy .sig
         # layer (cosign v2, podman/skopeo) are two stores of the same signing event.
         with keyless.ambient_session() as session:
-            artifact = bundles.attach(
+            artifact = sign.attach_bundle(
                 client, ref.repository, digest, keyless.sign_statement(session.signer, ref.name, digest)
             )
-            _, _, added = legacy_keyless.sign(
+            _, _, added = sign.sign_legacy_keyless(
                 client, ref.repository, digest, session.signer, session.trust, docker_reference=ref.name
             )
         click.echo(f"signed {ref.name}@{digest} keyless (bundle referrer {artifact})")
-        where = cosign.signature_tag(digest)
+        where = sig_format.signature_tag(digest)
         click.echo(f"{'added' if added else 'already present:'} keyless signature in {where} (cosign .sig layout)")
         return
     assert key_path is not None
     key = keys.load_private(key_path.read_bytes(), _password(confirm=False))
-    _, _, added = cosign.sign(client, ref.repository, digest, key, docker_reference=ref.name)
+    _, _, added = sign.sign(client, ref.repository, digest, key, docker_reference=ref.name)
     click.echo(f"{'signed' if added else 'already signed by this key:'} {ref.name}@{digest}")
     if bundle_format:
-        artifact = bundles.attach(client, ref.repository, digest, bundles.key_bundle(ref.name, digest, key))
+        artifact = sign.attach_bundle(client, ref.repository, digest, key_bundle(ref.name, digest, key))
         click.echo(f"attached Sigstore bundle referrer {artifact}")
 
 
@@ -340,15 +343,15 @@ def attest_cmd(
         body = json.loads(predicate.read_text())
     except ValueError as exc:
         raise ConfigError(f"predicate {predicate} is not JSON: {exc}") from None
-    uri = attest.predicate_type(kind)
+    uri = dsse.predicate_type(kind)
     if keyless_:
         bundle = keyless.sign_keyless(ref.name, digest, predicate_type=uri, predicate=body)
-        artifact = bundles.attach(client, ref.repository, digest, bundle)
+        artifact = sign.attach_bundle(client, ref.repository, digest, bundle)
         click.echo(f"attested {ref.name}@{digest} ({uri}) keyless (bundle referrer {artifact})")
         return
     assert key_path is not None
     key = keys.load_private(key_path.read_bytes(), _password(confirm=False))
-    _, added = attest.attest(
+    _, added = sign.attest(
         client, ref.repository, digest, key, subject_name=ref.name, predicate_uri=uri, predicate=body
     )
     click.echo(f"{'attested' if added else 'already attested by this key:'} {ref.name}@{digest} ({uri})")

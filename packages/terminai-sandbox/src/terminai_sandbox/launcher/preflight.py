@@ -248,7 +248,7 @@ def _preflight(
         if trust.cache_hit(options.cache_path, pinned.digest, fingerprint):
             trust.cache_store(options.cache_path, pinned.digest, fingerprint, options.trust)
             return ("cache",), f"verified earlier for this digest and policy ({fingerprint[:19]})"
-        from terminai_sandbox.signing.verify import verify_image  # noqa: PLC0415  (HTTP and crypto stacks)
+        from terminai_sandbox.signing.verify.image import verify_image  # noqa: PLC0415  (HTTP and crypto stacks)
 
         try:
             result = verify_image(pinned, policy, client=registry_client())

@@ -32,7 +32,7 @@ TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports ty
 if TYPE_CHECKING:
     from typing import Any
 
-    from terminai_sandbox.signing.policy import VerificationPolicy
+    from terminai_sandbox.signing.verify.trust import VerificationPolicy
 
 
 @frozen_record
@@ -61,7 +61,7 @@ def _read(path: Path) -> bytes | None:
 
 def key_file(path: Path) -> TrustSource:
     def load() -> VerificationPolicy:
-        from terminai_sandbox.signing.policy import VerificationPolicy  # noqa: PLC0415  (imports cryptography)
+        from terminai_sandbox.signing.verify.trust import VerificationPolicy  # noqa: PLC0415  (imports cryptography)
 
         return VerificationPolicy.single_key(path)
 
@@ -71,7 +71,7 @@ def key_file(path: Path) -> TrustSource:
 
 def keyless_identity(identity: str, issuer: str) -> TrustSource:
     def load() -> VerificationPolicy:
-        from terminai_sandbox.signing.policy import VerificationPolicy  # noqa: PLC0415
+        from terminai_sandbox.signing.verify.trust import VerificationPolicy  # noqa: PLC0415
 
         return VerificationPolicy.single_identity(identity, issuer)
 
@@ -81,7 +81,7 @@ def keyless_identity(identity: str, issuer: str) -> TrustSource:
 
 def policy_file(path: Path) -> TrustSource:
     def load() -> VerificationPolicy:
-        from terminai_sandbox.signing.policy import load_policy  # noqa: PLC0415
+        from terminai_sandbox.signing.verify.trust import load_policy  # noqa: PLC0415
 
         return load_policy(path)
 

@@ -1,14 +1,10 @@
-"""Keyless (Sigstore) signatures: verify bundles offline, sign with the ambient CI identity.
+"""Keyless (Sigstore) signing with the ambient CI identity.
 
-Verification uses sigstore-python's ``Verifier`` with the public-good trusted root
-(offline: no TUF refresh; an explicit ``trusted_root.json`` pins it for air-gapped use)
-and checks what the library leaves to the caller: the DSSE payload type is in-toto, a
-subject digest equals the image digest, and the predicate type is the expected one.
-Identities match exactly or by a full regular expression (``re.fullmatch``).
+Verifying keyless bundles is :mod:`terminai_sandbox.signing.verify.sigstore_bundle`.
 
 Signing (CI only: GitHub Actions with ``id-token: write``) opens one session (one
 ephemeral key and Fulcio certificate) and signs through sigstore-python: the in-toto
-statement ``cosign sign`` v3 signs, and (see :mod:`legacy_keyless`) the simple-signing
+statement ``cosign sign`` v3 signs, and (see :mod:`.formats.rekor`) the simple-signing
 payload of cosign's ``.sig`` layout. Both go through :class:`KeylessSigner`, so tests can
 inject a signer backed by a test CA and log.
 """
@@ -20,72 +16,15 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from cryptography import x509
-
-from terminai_sandbox.errors import SigningError, VerificationError
-from terminai_sandbox.signing.certs import identity_problem
-from terminai_sandbox.signing.policy import KeylessIdentity
-from terminai_sandbox.signing.trustroot import SigstoreTrust, from_sigstore
+from terminai_sandbox.errors import SigningError
+from terminai_sandbox.signing.formats.bundle import COSIGN_SIGN_PREDICATE
+from terminai_sandbox.signing.formats.trustroot import SigstoreTrust, from_sigstore
 
 if TYPE_CHECKING:  # sigstore is imported lazily: it is slow to import and only some commands need it
     from sigstore.dsse import Statement
     from sigstore.models import Bundle
-
-INTOTO = "application/vnd.in-toto+json"
-COSIGN_SIGN_PREDICATE = "https://sigstore.dev/cosign/sign/v1"
-
-
-class _IdentityPolicy:
-    """sigstore-python policy protocol: exact or full-regexp identity and issuer."""
-
-    def __init__(self, wanted: KeylessIdentity) -> None:
-        self.wanted = wanted
-
-    def verify(self, cert: x509.Certificate) -> None:
-        from sigstore.errors import VerificationError as SigstoreVerificationError
-
-        problem = identity_problem(cert, self.wanted)
-        if problem is not None:
-            raise SigstoreVerificationError(problem)
-
-
-def verify_bundle(
-    bundle_json: str,
-    *,
-    digest: str,
-    identity: KeylessIdentity,
-    predicate_type: str | None = None,
-    trusted_root: Path | None = None,
-) -> dict[str, Any]:
-    """Verify a DSSE Sigstore bundle for ``digest`` offline; return the in-toto statement."""
-    from sigstore.errors import Error as SigstoreError
-    from sigstore.models import Bundle, TrustedRoot
-    from sigstore.verify import Verifier
-
-    try:
-        bundle = Bundle.from_json(bundle_json)
-        verifier = (
-            Verifier(trusted_root=TrustedRoot.from_file(str(trusted_root)))
-            if trusted_root
-            else Verifier.production(offline=True)
-        )
-        payload_type, payload = verifier.verify_dsse(bundle, _IdentityPolicy(identity))
-    except (SigstoreError, ValueError) as exc:
-        raise VerificationError(f"keyless bundle rejected: {exc}") from None
-    if payload_type != INTOTO:
-        raise VerificationError(f"keyless bundle carries {payload_type!r}, not an in-toto statement")
-    statement: dict[str, Any] = json.loads(payload)
-    hexd = digest.removeprefix("sha256:")
-    if not any(s.get("digest", {}).get("sha256") == hexd for s in statement.get("subject", [])):
-        raise VerificationError(f"keyless bundle is for another image digest (wanted {digest})")
-    if predicate_type is not None and statement.get("predicateType") != predicate_type:
-        raise VerificationError(
-            f"keyless bundle has predicate {statement.get('predicateType')!r}, wanted {predicate_type!r}"
-        )
-    return statement
 
 
 def signing_statement(repository: str, digest: str) -> dict[str, Any]:

@@ -38,15 +38,16 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from terminai_sandbox.errors import VerificationError
-from terminai_sandbox.signing import certs, cosign
-from terminai_sandbox.signing.legacy_keyless import (
+from terminai_sandbox.signing.formats import sig
+from terminai_sandbox.signing.formats.rekor import (
     BUNDLE_ANNOTATION,
     CERTIFICATE_ANNOTATION,
     CHAIN_ANNOTATION,
     RekorBundle,
 )
-from terminai_sandbox.signing.policy import KeylessIdentity
-from terminai_sandbox.signing.trustroot import SigstoreTrust
+from terminai_sandbox.signing.formats.trustroot import SigstoreTrust
+from terminai_sandbox.signing.verify import certs
+from terminai_sandbox.signing.verify.trust import KeylessIdentity
 
 _RESIGN = "re-sign the image with 'terminai-sandbox sign --keyless' (or cosign sign) in CI"
 
@@ -59,7 +60,7 @@ class KeylessProof:
     integrated_time: int
 
 
-def is_keyless(stored: cosign.StoredSignature) -> bool:
+def is_keyless(stored: sig.StoredSignature) -> bool:
     """A ``.sig`` layer that claims a certificate (keyless or certificate-based signing)."""
     return CERTIFICATE_ANNOTATION in stored.annotations
 
@@ -75,7 +76,7 @@ def _certificates(text: str, name: str) -> list[x509.Certificate]:
         raise _fail("1", f"malformed {name} annotation: not PEM certificates") from None
 
 
-def _material(stored: cosign.StoredSignature) -> tuple[x509.Certificate, list[x509.Certificate], RekorBundle]:
+def _material(stored: sig.StoredSignature) -> tuple[x509.Certificate, list[x509.Certificate], RekorBundle]:
     # Step 3k.1
     notes = stored.annotations
     for name in (CERTIFICATE_ANNOTATION, CHAIN_ANNOTATION, BUNDLE_ANNOTATION):
@@ -115,7 +116,7 @@ def _check_set(rekor: RekorBundle, trust: SigstoreTrust) -> datetime:
     return when
 
 
-def _check_entry(rekor: RekorBundle, stored: cosign.StoredSignature, leaf: x509.Certificate) -> None:
+def _check_entry(rekor: RekorBundle, stored: sig.StoredSignature, leaf: x509.Certificate) -> None:
     # Step 3k.4, as cosign's VerifyBundle: compare signature, key and payload hash.
     try:
         entry = json.loads(rekor.body)
@@ -139,12 +140,12 @@ def _check_entry(rekor: RekorBundle, stored: cosign.StoredSignature, leaf: x509.
         raise _fail("4", "the transparency log entry records another payload")
 
 
-def verify_keyless(stored: cosign.StoredSignature, identity: KeylessIdentity, trust: SigstoreTrust) -> KeylessProof:
+def verify_keyless(stored: sig.StoredSignature, identity: KeylessIdentity, trust: SigstoreTrust) -> KeylessProof:
     """Steps 3k.1–3k.6 for one layer; :class:`VerificationError` names the step that failed."""
     leaf, chain, rekor = _material(stored)
     # Step 3k.2
     key = leaf.public_key()
-    if not isinstance(key, ec.EllipticCurvePublicKey) or not cosign.verifies(key, stored.payload, stored.signature):
+    if not isinstance(key, ec.EllipticCurvePublicKey) or not sig.verifies(key, stored.payload, stored.signature):
         raise _fail("2", "bad signature: it does not verify over the payload with the certificate's key")
     when = _check_set(rekor, trust)
     _check_entry(rekor, stored, leaf)

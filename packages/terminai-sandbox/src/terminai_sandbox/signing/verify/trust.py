@@ -1,4 +1,4 @@
-"""Verification policy: which keys (and later keyless identities) an image must be signed by.
+"""Trust configuration: the keys and keyless identities an image must be signed by.
 
 A policy is frozen data: ``load_policy`` reads a JSON or TOML (``.toml``) file strictly (unknown keys are
 errors), and :meth:`VerificationPolicy.fingerprint` is a stable hash used to cache
@@ -24,7 +24,7 @@ from typing import Literal
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.signing.keys import key_id, load_public
+from terminai_sandbox.signing.formats.keys import key_id, load_public
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,4 +1,4 @@
-"""Keyless signatures in cosign's legacy ``.sig`` layout (what cosign v2 writes without bundles).
+"""The shape of keyless signatures in cosign's legacy ``.sig`` layout (cosign v2 without bundles).
 
 The layer is the same as for key-based signing (the simple-signing payload blob, the
 base64 DER signature in ``dev.cosignproject.cosign/signature``) plus three annotations:
@@ -10,9 +10,10 @@ base64 DER signature in ``dev.cosignproject.cosign/signature``) plus three annot
   (Go field order, compact). ``body`` is the canonicalised ``hashedrekord`` entry; the
   Signed Entry Timestamp (SET) is Rekor's signature over the RFC 8785 form of ``Payload``.
 
-Signing asks sigstore-python's signer for a ``hashedrekord`` signature over the payload
-bytes and converts its bundle. Only a Rekor v1 entry has an inclusion promise; a Rekor v2
-entry (no SET) cannot be written in this layout and is refused.
+Signing (:func:`terminai_sandbox.signing.sign.sign_legacy_keyless`) asks sigstore-python's
+signer for a ``hashedrekord`` signature over the payload bytes and converts its bundle
+here. Only a Rekor v1 entry has an inclusion promise; a Rekor v2 entry (no SET) cannot be
+written in this layout and is refused.
 """
 
 from __future__ import annotations
@@ -25,14 +26,9 @@ from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import ec
 
 from terminai_sandbox.errors import SigningError, VerificationError
-from terminai_sandbox.registry import RegistryClient
-from terminai_sandbox.signing import cosign
-from terminai_sandbox.signing import payload as payload_mod
-from terminai_sandbox.signing.keyless import KeylessSigner
-from terminai_sandbox.signing.trustroot import SigstoreTrust
+from terminai_sandbox.signing.formats.sig import SIGNATURE_ANNOTATION
 
 CERTIFICATE_ANNOTATION = "dev.sigstore.cosign/certificate"
 CHAIN_ANNOTATION = "dev.sigstore.cosign/chain"
@@ -135,61 +131,8 @@ def layer_annotations(
 ) -> dict[str, str]:
     """The layer annotations cosign writes for a keyless signature."""
     return {
-        cosign.SIGNATURE_ANNOTATION: base64.b64encode(signature).decode(),
+        SIGNATURE_ANNOTATION: base64.b64encode(signature).decode(),
         CERTIFICATE_ANNOTATION: pem([leaf]),
         CHAIN_ANNOTATION: pem(chain),
         BUNDLE_ANNOTATION: rekor.to_annotation(),
     }
-
-
-def sign(
-    client: RegistryClient,
-    repo: str,
-    digest: str,
-    signer: KeylessSigner,
-    trust: SigstoreTrust,
-    *,
-    docker_reference: str,
-    optional: dict[str, str] | None = None,
-) -> tuple[bytes, dict[str, str], bool]:
-    """Sign ``digest`` keyless and add the layer to its ``.sig`` tag; return (payload, annotations, added)."""
-    from sigstore.errors import Error as SigstoreError  # noqa: PLC0415 (slow import, keyless only)
-
-    data = payload_mod.simple_signing(docker_reference, digest, optional)
-    try:
-        bundle = signer.sign_artifact(data)
-    except SigstoreError as exc:
-        raise SigningError(f"keyless signing failed: {exc}") from None
-    leaf = bundle.signing_certificate
-    if not cosign.verifies(_ec_key(leaf), data, bundle.signature):
-        raise SigningError("the signer returned a signature its certificate does not verify")
-    chain = trust.issuing_chain(leaf)
-    if not chain:
-        raise SigningError(f"the signing certificate was not issued by a Fulcio CA of {trust.source}")
-    notes = layer_annotations(bundle.signature, leaf, chain, rekor_bundle(bundle.to_json()))
-
-    def duplicate(layer: dict[str, Any], blob: bytes) -> bool:
-        # cosign's rule: same payload and every non-signature annotation equal, and the
-        # stored signature verifies with this signer's key (ECDSA signatures are randomised).
-        have = layer.get("annotations") or {}
-        same = all(have.get(k) == v for k, v in notes.items() if k != cosign.SIGNATURE_ANNOTATION)
-        stored = cosign.stored_signature(layer, blob)
-        return same and stored.payload == data and cosign.verifies(_ec_key(leaf), blob, stored.signature)
-
-    added = cosign.append_layer(
-        client,
-        repo,
-        cosign.signature_tag(digest),
-        blob=data,
-        media_type=payload_mod.MEDIA_TYPE,
-        annotations=notes,
-        is_duplicate=duplicate,
-    )
-    return data, notes, added
-
-
-def _ec_key(cert: x509.Certificate) -> ec.EllipticCurvePublicKey:
-    key = cert.public_key()
-    if not isinstance(key, ec.EllipticCurvePublicKey):
-        raise SigningError(f"the signing certificate holds a {type(key).__name__}, not an ECDSA key")
-    return key

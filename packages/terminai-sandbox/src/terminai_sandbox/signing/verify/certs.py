@@ -30,8 +30,8 @@ from cryptography.x509.verification import Criticality, ExtensionPolicy, PolicyB
 from cryptography.x509.verification import VerificationError as X509VerificationError
 
 from terminai_sandbox.errors import VerificationError
-from terminai_sandbox.signing.policy import KeylessIdentity
-from terminai_sandbox.signing.trustroot import SigstoreTrust
+from terminai_sandbox.signing.formats.trustroot import SigstoreTrust
+from terminai_sandbox.signing.verify.trust import KeylessIdentity
 
 ISSUER_V1 = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.1")
 ISSUER_V2 = x509.ObjectIdentifier("1.3.6.1.4.1.57264.1.8")

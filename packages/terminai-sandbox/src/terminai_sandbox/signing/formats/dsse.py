@@ -1,4 +1,4 @@
-"""In-toto attestations in DSSE envelopes, stored the way ``cosign attest`` stores them.
+"""In-toto attestations in DSSE envelopes, shaped the way ``cosign attest`` stores them.
 
 The statement is in-toto v0.1 (what cosign writes) with one subject, the image digest.
 The envelope is ``{"payloadType","payload","signatures":[{"keyid","sig"}]}``; the ECDSA
@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +24,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from terminai_sandbox.errors import VerificationError
-from terminai_sandbox.registry import RegistryClient
-from terminai_sandbox.signing import cosign
+from terminai_sandbox.signing.formats.sig import verifies
 
 DSSE_MEDIA_TYPE = "application/vnd.dsse.envelope.v1+json"
 INTOTO_PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -78,39 +77,17 @@ def envelope(body: bytes, key: ec.EllipticCurvePrivateKey) -> bytes:
     return json.dumps(data, separators=(",", ":")).encode()
 
 
-def attest(
-    client: RegistryClient,
-    repo: str,
-    digest: str,
-    key: ec.EllipticCurvePrivateKey,
-    *,
-    subject_name: str,
-    predicate_uri: str,
-    predicate: Any,
-) -> tuple[bytes, bool]:
-    """Store a signed attestation for ``digest``; return (envelope bytes, added)."""
-    body = statement(subject_name, digest, predicate_uri, predicate)
-    env = envelope(body, key)
-    public = key.public_key()
+def same_statement(public: ec.EllipticCurvePublicKey, body: bytes) -> Callable[[dict[str, Any], bytes], bool]:
+    """Whether a stored ``.att`` layer already holds the statement ``body`` signed by ``public``."""
 
     def same(_layer: dict[str, Any], blob: bytes) -> bool:
-        # the same statement, signed by the same key, is already stored
         try:
             parsed = open_envelope(blob, [public])[1]
         except VerificationError:
             return False
         return bool(parsed == json.loads(body))
 
-    added = cosign.append_layer(
-        client,
-        repo,
-        attestation_tag(digest),
-        blob=env,
-        media_type=DSSE_MEDIA_TYPE,
-        annotations={cosign.SIGNATURE_ANNOTATION: "", "predicateType": predicate_uri},
-        is_duplicate=same,
-    )
-    return env, added
+    return same
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -133,7 +110,7 @@ def open_envelope(data: bytes, keys: Iterable[ec.EllipticCurvePublicKey]) -> tup
         raise VerificationError(f"attestation payload type is {payload_type!r}, not in-toto")
     message = pae(payload_type, body)
     for index, public in enumerate(keys):
-        if any(cosign.verifies(public, message, sig) for sig in signatures):
+        if any(verifies(public, message, sig) for sig in signatures):
             try:
                 parsed = json.loads(body)
             except ValueError:
@@ -187,7 +164,3 @@ def verify_envelopes(
             raise VerificationError(f"no attestation found for {digest}")
         raise VerificationError(f"no acceptable attestation for {digest}: {'; '.join(sorted(set(problems)))}")
     return passed
-
-
-def fetch_envelopes(client: RegistryClient, repo: str, digest: str) -> list[bytes]:
-    return [blob for _, blob in cosign.fetch_layers(client, repo, attestation_tag(digest), DSSE_MEDIA_TYPE)]

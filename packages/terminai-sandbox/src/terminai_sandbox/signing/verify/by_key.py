@@ -1,0 +1,92 @@
+"""Steps 2 to 5 for key-based signatures: ``.sig`` layers and key-based Sigstore bundles."""
+
+from __future__ import annotations
+
+from terminai_sandbox.errors import VerificationError
+from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.signing.formats import sig
+from terminai_sandbox.signing.formats.bundle import is_key_bundle
+from terminai_sandbox.signing.formats.bundle import verify_key_bundle as key_bundle_check
+from terminai_sandbox.signing.formats.payload import SignedClaims, parse
+from terminai_sandbox.signing.store import SignatureSource
+from terminai_sandbox.signing.verify.legacy import is_keyless
+from terminai_sandbox.signing.verify.result import VerificationResult, VerifiedSignature
+from terminai_sandbox.signing.verify.trust import VerificationPolicy
+
+
+def verify_keyed(ref: ImageRef, digest: str, policy: VerificationPolicy, source: SignatureSource) -> VerificationResult:
+    repository = ref.name
+    verified: list[VerifiedSignature] = []
+    problems: list[str] = []
+    # Step 2: key-based Sigstore bundles (cosign v3 referrers) count like .sig signatures.
+    public_keys = [key.public_key for key in policy.keys]
+    bundles = source.bundles(digest) if policy.keys else []
+    for bundle in bundles:
+        if not is_key_bundle(bundle):
+            continue  # certificate bundles are keyless: checked against identities above
+        try:
+            index = key_bundle_check(bundle, digest, public_keys)
+        except VerificationError as exc:
+            problems.append(f"step 3: bundle: {exc.message}")
+            continue
+        key = policy.keys[index]
+        verified.append(
+            VerifiedSignature(
+                key_id=key.key_id, key_source=key.source, docker_reference=repository, payload_digest="bundle"
+            )
+        )
+    stored = [item for item in source.signatures(digest) if not policy.identities or not is_keyless(item)]
+    if not stored and verified:
+        return VerificationResult(
+            digest=digest, repository=repository, signatures=tuple(verified), policy_fingerprint=policy.fingerprint()
+        )
+    if not stored and problems:
+        raise VerificationError(
+            f"{ref.pinned} has {len(bundles)} bundle(s) but none is acceptable: {'; '.join(sorted(set(problems)))}"
+        )
+    if not stored:
+        raise VerificationError(
+            f"step 2: no signature found for {ref.pinned} (tag {sig.signature_tag(digest)})",
+            hint="sign the image (terminai-sandbox sign) or use a signed release",
+        )
+    for item in stored:
+        # Step 3
+        trusted = [key for key in policy.keys if sig.verifies(key.public_key, item.payload, item.signature)]
+        if not trusted:
+            problems.append(
+                "step 3: signature does not verify with any trusted key (wrong key, or altered payload or signature)"
+            )
+            continue
+        # Steps 4 and 5
+        try:
+            claims = check_claims(parse(item.payload), digest, repository)
+        except VerificationError as exc:
+            problems.append(exc.message)
+            continue
+        for key in trusted:
+            verified.append(
+                VerifiedSignature(
+                    key_id=key.key_id,
+                    key_source=key.source,
+                    docker_reference=claims.docker_reference,
+                    payload_digest=item.payload_digest,
+                )
+            )
+    if not verified:
+        detail = "; ".join(sorted(set(problems)))
+        raise VerificationError(
+            f"{ref.pinned} has {len(stored) + len(bundles)} signature(s) but none is acceptable: {detail}",
+            hint="check that you trust the right key and that the image was not altered",
+        )
+    return VerificationResult(
+        digest=digest, repository=repository, signatures=tuple(verified), policy_fingerprint=policy.fingerprint()
+    )
+
+
+def check_claims(claims: SignedClaims, digest: str, repository: str) -> SignedClaims:
+    """Steps 4 and 5 for a verified payload: this digest, this repository."""
+    if claims.manifest_digest != digest:
+        raise VerificationError(f"step 4: signature is for another image digest ({claims.manifest_digest})")
+    if claims.docker_reference.split("@")[0].rsplit(":", 1)[0] != repository and claims.docker_reference != repository:
+        raise VerificationError(f"step 5: signed for repository {claims.docker_reference!r}, not {repository!r}")
+    return claims
