@@ -43,7 +43,7 @@ def test_the_tree_keeps_every_contract() -> None:
     ("module", "line", "contract"),
     [
         ("terminai_sandbox/errors.py", "import terminai_sandbox.cli", "host: one-way floors"),
-        ("terminai_sandbox/launcher/audit.py", "import terminai_sandbox.signing.cosign", "host: the launcher uses"),
+        ("terminai_sandbox/launcher/audit.py", "import terminai_sandbox.signing.sign", "host: the launcher uses"),
         ("terminai_sandbox/registry.py", "import terminai_apts.memory", "host: of the toolset"),
         ("terminai_apts/model.py", "import terminai_apts.executor", "image: evolution > executor"),
         ("terminai_apts/health.py", "import apts", "image: nothing imports the apts shim"),
