@@ -81,7 +81,8 @@ def test_every_breach_test_passes_inside_the_image(
     report = ET.parse(out / "breach.xml").getroot()
     cases = list(report.iter("testcase"))
     failed = [c.get("name") for c in cases if c.find("failure") is not None or c.find("error") is not None]
-    skipped = [c.get("name") for c in cases if c.find("skipped") is not None]
+    # A known gap is an xfail(strict=True) test: JUnit files it as skipped with this type.
+    skipped = [c.get("name") for c in cases if (m := c.find("skipped")) is not None and m.get("type") != "pytest.xfail"]
     assert code == 0 and not failed and not skipped, f"failed {failed}, skipped {skipped}\n{tail}"
     assert len(cases) == _collected(), tail  # every test of the suite ran in the image
 
