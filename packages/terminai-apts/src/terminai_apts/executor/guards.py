@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import builtins as _builtins
 import collections
-import dataclasses
 import datetime
 import enum
 import importlib
@@ -22,6 +21,7 @@ from typing import Any
 
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safe_builtins
 
+from terminai_apts.errors import AptsError
 from terminai_apts.executor.policy import (
     CLASS_HELPERS,
     FORBIDDEN_ATTR_PREFIXES,
@@ -33,6 +33,7 @@ from terminai_apts.executor.policy import (
     allowed_imports_text,
     modules_for,
 )
+from terminai_apts.executor.values import ApiError, NotFound, Record, ResultList, check_plain, result_size, to_plain
 from terminai_apts.executor.wrappers import (
     SANDBOX_MODULE,
     ClassFactory,
@@ -42,7 +43,7 @@ from terminai_apts.executor.wrappers import (
     refusal,
 )
 
-__all__ = ["SANDBOX_MODULE", "SandboxViolation"]
+__all__ = ["SANDBOX_MODULE", "ApiError", "NotFound", "Record", "ResultList", "SandboxViolation"]
 
 _PLAIN_WRITABLE = (list, dict, set, bytearray, collections.deque)
 # Builtin types whose public attributes are all plain methods: no post-check needed.
@@ -353,105 +354,6 @@ def make_import(mode: Mode, proxies: dict[str, ModuleProxy]) -> Callable[..., An
 
 
 # ---- injected API wrapper -----------------------------------------------------------
-_PLAIN_SCALARS = (str, int, float, bool, type(None))
-
-
-class ApiError(Exception):
-    """Generic failure of an injected API call (no internal detail is exposed)."""
-
-
-class Record(metaclass=Sealed):
-    """An immutable record handed to sandboxed code (attribute and key access).
-
-    Values are frozen when the record is built (lists become tuples, mappings Records), so
-    neither the record nor anything inside it can be changed; ``to_dict()`` is a fresh copy.
-    """
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        object.__setattr__(self, "_data", types.MappingProxyType({k: _freeze(v) for k, v in data.items()}))
-
-    def __getattr__(self, item: str) -> Any:
-        data = object.__getattribute__(self, "_data")
-        if item in data:
-            return data[item]
-        raise AttributeError(item)
-
-    def __getitem__(self, key: str) -> Any:
-        return object.__getattribute__(self, "_data")[key]
-
-    def __setattr__(self, key: str, value: object) -> None:
-        raise SandboxViolation("records are read-only")
-
-    def __delattr__(self, key: str) -> None:
-        raise SandboxViolation("records are read-only")
-
-    def __dir__(self) -> list[str]:
-        return sorted({"keys", "to_dict", *object.__getattribute__(self, "_data")})
-
-    def keys(self) -> list[str]:
-        return list(object.__getattribute__(self, "_data"))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: _thaw(v) for k, v in object.__getattribute__(self, "_data").items()}
-
-    def __repr__(self) -> str:
-        return f"Record({self.to_dict()!r})"
-
-
-def _freeze(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, dict):
-        return Record(value)
-    return value
-
-
-def _thaw(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return [_thaw(v) for v in value]
-    if isinstance(value, Record):
-        return value.to_dict()
-    return value
-
-
-def _check_plain(value: object, depth: int = 0) -> None:
-    if depth > 10:
-        raise TypeError("argument nested too deeply")
-    kind = type(value)
-    if kind in _PLAIN_SCALARS:
-        return
-    if kind in (list, tuple):
-        for item in value:  # type: ignore[attr-defined]
-            _check_plain(item, depth + 1)
-        return
-    if kind is dict:
-        for key, item in value.items():  # type: ignore[attr-defined]
-            if type(key) is not str:
-                raise TypeError("dict keys must be str")
-            _check_plain(item, depth + 1)
-        return
-    raise TypeError(f"argument of type '{kind.__name__}' is not allowed")
-
-
-def to_plain(value: object, depth: int = 0) -> Any:
-    """Fresh plain data (or immutable Records) from whatever the real API returned."""
-    if depth > 20:
-        raise ApiError("result nested too deeply")
-    if isinstance(value, _PLAIN_SCALARS):
-        return value
-    if isinstance(value, tuple) and hasattr(value, "_asdict"):
-        return Record({k: to_plain(v, depth + 1) for k, v in value._asdict().items()})
-    if isinstance(value, (list, tuple, set, frozenset)) or (hasattr(value, "__iter__") and hasattr(value, "__next__")):
-        return [to_plain(v, depth + 1) for v in value]
-    if isinstance(value, dict):
-        return {str(k): to_plain(v, depth + 1) for k, v in value.items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return Record({f.name: to_plain(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value)})
-    if hasattr(value, "isoformat"):
-        return str(value.isoformat())
-    raise ApiError(f"result of type '{type(value).__name__}' cannot be returned")
 
 
 class ApiMethod(metaclass=Sealed):
@@ -476,17 +378,23 @@ class ApiMethod(metaclass=Sealed):
         usage["calls"] += 1
         if usage["calls"] > spec.max_calls:
             raise ApiError(f"{spec.name}: call quota ({spec.max_calls}) exhausted")
-        _check_plain(list(args))
-        _check_plain(kwargs)
+        check_plain(list(args))
+        check_plain(kwargs)
         try:
             result = to_plain(object.__getattribute__(self, "_bound")(*args, **kwargs))
+        except AptsError as exc:  # written for users: message and hint, no internals
+            hint = f" (hint: {exc.hint})" if exc.hint else ""
+            raise ApiError(f"{spec.name}.{name}: {exc.message}{hint}") from None
         except (TypeError, ValueError, KeyError, LookupError) as exc:
             raise ApiError(f"{spec.name}.{name}: invalid arguments ({type(exc).__name__})") from None
         except ApiError:
             raise
         except Exception as exc:
             raise ApiError(f"{spec.name}.{name} failed ({type(exc).__name__})") from None
-        usage["rows"] += len(result) if isinstance(result, list) else 1
+        if result is None and name in spec.not_found:
+            shown = ", ".join(repr(a) for a in args[:1]) or ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+            raise NotFound(f"{spec.name}.{name}: nothing found for {shown[:80]}")
+        usage["rows"] += result_size(result)
         usage["bytes"] += len(repr(result))
         if usage["rows"] > spec.max_rows or usage["bytes"] > spec.max_bytes:
             raise ApiError(f"{spec.name}: row/byte quota exhausted")

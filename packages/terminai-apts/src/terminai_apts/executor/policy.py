@@ -39,10 +39,13 @@ class ApiSpec:
     max_calls: int = 1_000
     max_rows: int = 100_000
     max_bytes: int = 50_000_000
+    # Methods that answer None for a missing id: the sandbox sees a LookupError instead.
+    not_found: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
             "name": self.name,
+            "not_found": list(self.not_found),
             "factory": self.factory,
             "args": list(self.args),
             "methods": list(self.methods),
@@ -55,7 +58,8 @@ class ApiSpec:
     def from_json(cls, data: dict[str, object]) -> ApiSpec:
         args = data.get("args", [])
         methods = data.get("methods", [])
-        assert isinstance(args, list) and isinstance(methods, list)
+        not_found = data.get("not_found", [])
+        assert isinstance(args, list) and isinstance(methods, list) and isinstance(not_found, list)
         return cls(
             name=str(data["name"]),
             factory=str(data["factory"]),
@@ -64,6 +68,7 @@ class ApiSpec:
             max_calls=int(str(data.get("max_calls", 1_000))),
             max_rows=int(str(data.get("max_rows", 100_000))),
             max_bytes=int(str(data.get("max_bytes", 50_000_000))),
+            not_found=tuple(str(m) for m in not_found),
         )
 
 
@@ -83,6 +88,7 @@ def thermal_spec(db_path: str) -> ApiSpec:
         factory="terminai_apts.memory.tiered:open_memory",
         args=(db_path,),
         methods=THERMAL_METHODS,
+        not_found=("get", "trace"),
     )
 
 
