@@ -109,7 +109,8 @@ class ResultList(metaclass=Sealed):
         return iter(object.__getattribute__(self, "_items"))
 
     def __reversed__(self) -> Iterator[Record]:
-        return reversed(object.__getattribute__(self, "_items"))
+        items: tuple[Record, ...] = object.__getattribute__(self, "_items")
+        return reversed(items)
 
     def __contains__(self, item: object) -> bool:
         return item in object.__getattribute__(self, "_items")
@@ -232,7 +233,7 @@ def to_plain(value: object, depth: int = 0) -> Any:
     if isinstance(value, tuple) and hasattr(value, "_asdict"):
         return Record({k: to_plain(v, depth + 1) for k, v in value._asdict().items()})
     if isinstance(value, (list, tuple, set, frozenset)) or (hasattr(value, "__iter__") and hasattr(value, "__next__")):
-        return [to_plain(v, depth + 1) for v in value]  # type: ignore[attr-defined]
+        return [to_plain(v, depth + 1) for v in value]
     if isinstance(value, dict):
         return {str(k): to_plain(v, depth + 1) for k, v in value.items()}
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
