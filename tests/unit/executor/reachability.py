@@ -51,6 +51,7 @@ from terminai_apts.executor.policy import (
     Mode,
     modules_for,
 )
+from terminai_apts.executor.sandbox_builtins import SandboxProperty
 from terminai_apts.memory import records
 
 # Names in the globals and builtins user code cannot spell (validation and
@@ -132,6 +133,13 @@ def classify(value: object) -> str | None:
         return "descriptor"
     if isinstance(value, (types.MemberDescriptorType, types.GetSetDescriptorType)):
         return "descriptor"
+    if type(value) is SandboxProperty:
+        # The sandbox's own `property` (not the real descriptor type): it calls only
+        # functions compiled from the program's source (checked when it is built), with
+        # the instance it was read on; read on a class it raises instead of answering
+        # itself; its only public attributes are getter/setter/deleter, which build another
+        # one under the same check. It cannot read slots or apply C code to other objects.
+        return None
     if not isinstance(value, _C_ROUTINES) and hasattr(type(value), "__get__"):
         return "descriptor"
     return None

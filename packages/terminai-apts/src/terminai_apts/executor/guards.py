@@ -27,12 +27,22 @@ from terminai_apts.executor.policy import (
     FORBIDDEN_ATTR_PREFIXES,
     FORBIDDEN_ATTRS,
     FORBIDDEN_NAMES,
+    FORMAT_ATTRS,
     SAFE_MODULE_CLASSES,
     ApiSpec,
     Mode,
     allowed_imports_text,
     modules_for,
 )
+from terminai_apts.executor.sandbox_builtins import (
+    PropertyFactory,
+    SafeFormatter,
+    SandboxGetattr,
+    SandboxSuper,
+    StrFormat,
+    SuperProxy,
+)
+from terminai_apts.executor.transform import SUPER_METHODS
 from terminai_apts.executor.values import ApiError, NotFound, Record, ResultList, check_plain, result_size, to_plain
 from terminai_apts.executor.wrappers import (
     SANDBOX_MODULE,
@@ -139,8 +149,16 @@ def _refuse_value(value: object, what: str) -> None:
 
 
 def guarded_getattr(obj: object, name: str, default: object = None, /) -> Any:
+    if type(obj) is SuperProxy and name in SUPER_METHODS:  # super().__init__ and friends
+        value = obj.lookup(name)
+        _refuse_value(value, f"attribute '{name}'")
+        return value
     if not isinstance(name, str) or name in FORBIDDEN_ATTRS or name.startswith(FORBIDDEN_ATTR_PREFIXES):
         raise SandboxViolation(f"attribute '{name}' is not allowed")
+    if name in FORMAT_ATTRS:
+        if type(obj) is not str:  # `str.format` itself, or any other object's format
+            raise SandboxViolation(f"attribute '{name}' is allowed only on a string")
+        return StrFormat(obj, _FORMATTER, name == "format_map")
     if type(obj) in _FAST_TYPES:
         return getattr(obj, name)
     if isinstance(obj, types.ModuleType):
@@ -156,6 +174,9 @@ def guarded_getitem(obj: Any, key: Any) -> Any:
     if type(value) not in _PLAIN_VALUES:
         _refuse_value(value, "item")
     return value
+
+
+_FORMATTER = SafeFormatter(guarded_getattr, guarded_getitem)
 
 
 def guarded_write(obj: Any) -> Any:
@@ -461,8 +482,16 @@ _EXTRA_BUILTINS: dict[str, Any] = {
     "filter": filter, "any": any, "all": all, "reversed": reversed, "iter": iter,
     "next": next, "sorted": sorted, "zip": zip, "isinstance": isinstance,
     "bin": bin, "ascii": ascii, "bytearray": bytearray,
-    "Exception": Exception, "StopIteration": StopIteration,
+    "Exception": Exception, "StopIteration": StopIteration, "LookupError": LookupError,
+    "RuntimeError": RuntimeError, "StopAsyncIteration": StopAsyncIteration,
 }  # fmt: skip
+# The sandbox's own versions of builtins whose real ones reach too far (see
+# ``executor.sandbox_builtins``); installed in every mode.
+_SANDBOX_OWN: dict[str, Any] = {
+    "getattr": SandboxGetattr(guarded_getattr),
+    "super": SandboxSuper(),
+    "property": PropertyFactory(),
+}
 
 SAFE_CLASSES: frozenset[type] = _safe_classes()
 
@@ -471,7 +500,11 @@ _STRICT_BUILTINS = frozenset(
      "pow", "range", "round", "sorted", "str", "sum", "list", "dict", "tuple", "set",
      "enumerate", "zip", "isinstance", "any", "all", "map", "filter", "repr", "reversed",
      "ValueError", "TypeError", "KeyError", "IndexError", "ZeroDivisionError",
-     "Exception", "ArithmeticError", "__build_class__"}
+     "Exception", "ArithmeticError", "__build_class__",
+     # ordinary code catches and raises these; none of them reaches anything
+     "LookupError", "AttributeError", "RuntimeError", "StopIteration", "AssertionError",
+     "NotImplementedError", "OverflowError", "UnicodeError", "UnicodeDecodeError",
+     "UnicodeEncodeError", "NameError", "RecursionError"}
 )  # fmt: skip
 
 
@@ -483,6 +516,7 @@ def build_builtins(mode: Mode, proxies: dict[str, ModuleProxy]) -> dict[str, Any
             del builtins[name]
     if mode == "strict":
         builtins = {k: v for k, v in builtins.items() if k in _STRICT_BUILTINS}
+    builtins.update(_SANDBOX_OWN)
     builtins["__build_class__"] = guarded_build_class
     builtins["__import__"] = make_import(mode, proxies)
     return builtins

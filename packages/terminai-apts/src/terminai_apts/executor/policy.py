@@ -164,19 +164,24 @@ class SandboxConfig:
 
 
 # Names sandboxed code may never mention (layer 2) and never receives (layer 4).
+# `getattr`, `super` and `property` are not here: the sandbox holds its own versions of
+# them (``executor.sandbox_builtins``), never the real ones.
 FORBIDDEN_NAMES: frozenset[str] = frozenset(
     {
-        "eval", "exec", "compile", "open", "__import__", "getattr", "setattr", "delattr",
-        "hasattr", "globals", "locals", "vars", "dir", "type", "object", "super",
+        "eval", "exec", "compile", "open", "__import__", "setattr", "delattr",
+        "hasattr", "globals", "locals", "vars", "dir", "type", "object",
         "breakpoint", "help", "input", "memoryview", "id", "exit", "quit", "copyright",
         "credits", "license", "__builtins__", "__loader__", "__spec__", "classmethod",
-        "staticmethod", "property",
+        "staticmethod",
     }
 )  # fmt: skip
 
 # Attribute names refused by name, and refused prefixes (frame/code/traceback/generator
 # internals) — both at validation time and again by the runtime attribute guard.
-FORBIDDEN_ATTRS: frozenset[str] = frozenset({"format", "format_map", "mro", "obj"})
+# `format`/`format_map` are not here: on a str they return the safe formatter
+# (``executor.sandbox_builtins``), on anything else the runtime guard refuses them.
+FORBIDDEN_ATTRS: frozenset[str] = frozenset({"mro", "obj"})
+FORMAT_ATTRS: frozenset[str] = frozenset({"format", "format_map"})
 FORBIDDEN_ATTR_PREFIXES: tuple[str, ...] = ("_", "f_", "gi_", "cr_", "ag_", "tb_", "co_")
 
 # Modules that are never importable in any mode (documented refusal list).
