@@ -10,6 +10,7 @@ from __future__ import annotations
 import builtins as _builtins
 import collections
 import datetime
+import decimal
 import enum
 import importlib
 import operator
@@ -55,7 +56,9 @@ from terminai_apts.executor.wrappers import (
 
 __all__ = ["SANDBOX_MODULE", "ApiError", "NotFound", "Record", "ResultList", "SandboxViolation"]
 
-_PLAIN_WRITABLE = (list, dict, set, bytearray, collections.deque)
+# decimal.Context: `localcontext()` / `getcontext()` hand one out to be configured
+# (`ctx.prec = 5`); its attributes are plain numbers and flags of this run's own context.
+_PLAIN_WRITABLE = (list, dict, set, bytearray, collections.deque, decimal.Context)
 # Builtin types whose public attributes are all plain methods: no post-check needed.
 _FAST_TYPES = frozenset({dict, list, str, set, tuple, int, float, bytes, frozenset})
 # Values that need no check on the way out of a guard.
@@ -351,10 +354,23 @@ def random_proxy(mode: Mode, rng: _random.Random) -> ModuleProxy:
 _C_INTERNAL_IMPORTS = frozenset({"_strptime", "time"})
 
 
+# Codecs `str.encode`/`bytes.decode` find through the `encodings` package, which imports
+# each one on first use: loaded in the zygote, since a hardened run cannot import from disk.
+PRELOADED_CODECS: tuple[str, ...] = (
+    "utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "latin-1", "ascii",
+    "cp1252", "cp1251", "cp1250", "cp437", "cp850", "iso-8859-2", "iso-8859-15", "mac-roman",
+    "koi8-r", "shift_jis", "euc-jp", "gb2312", "gbk", "gb18030", "big5", "euc-kr", "idna",
+    "unicode-escape", "raw-unicode-escape",
+)  # fmt: skip
+
+
 def _warm_lazy_imports() -> None:
     """Import (in the zygote) what allowed modules otherwise import on first use."""
     stamp = datetime.datetime.strptime("2000-01-02", "%Y-%m-%d")
     stamp.strftime("%Y %b %a")
+    datetime.datetime.fromisoformat("2000-01-02T03:04:05+00:00")
+    for codec in PRELOADED_CODECS:
+        "abc".encode(codec).decode(codec)
 
 
 def make_import(mode: Mode, proxies: dict[str, ModuleProxy]) -> Callable[..., Any]:

@@ -137,7 +137,7 @@ class _Checker(ast.NodeVisitor):
     def visit_Name(self, node: ast.Name) -> None:
         if node.id in FORBIDDEN_NAMES:
             self.add(node, "L2-forbidden-name", f"name '{node.id}' is not allowed")
-        elif node.id.startswith("_"):
+        elif node.id.startswith("_") and node.id != "_":  # `_` alone is the throwaway name
             self.add(node, "L2-underscore-name", f"names starting with '_' are not allowed: '{node.id}'")
         self.generic_visit(node)
 
@@ -150,7 +150,7 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _check_binding(self, node: ast.AST, name: str | None) -> None:
-        if name and (name.startswith("_") or name in FORBIDDEN_NAMES):
+        if name and ((name.startswith("_") and name != "_") or name in FORBIDDEN_NAMES):
             self.add(node, "L2-forbidden-name", f"name '{name}' may not be bound")
 
     # Annotations are dropped before compiling (never evaluated), but what they contain is
