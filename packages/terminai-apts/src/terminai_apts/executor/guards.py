@@ -520,7 +520,9 @@ _STRICT_BUILTINS = frozenset(
      # ordinary code catches and raises these; none of them reaches anything
      "LookupError", "AttributeError", "RuntimeError", "StopIteration", "AssertionError",
      "NotImplementedError", "OverflowError", "UnicodeError", "UnicodeDecodeError",
-     "UnicodeEncodeError", "NameError", "RecursionError"}
+     "UnicodeEncodeError", "NameError", "RecursionError",
+     # iteration over results (`next(iter(results), None)`)
+     "iter", "next"}
 )  # fmt: skip
 
 
