@@ -113,3 +113,9 @@ def test_example_through_the_cli(name: str, mode: Mode, memory_db: Path) -> None
         return
     assert result["success"], result["error"]
     assert result["stdout"] == expected(name)
+
+
+def test_the_documented_examples_are_the_tested_ones() -> None:
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "AGENT_API.md").read_text()
+    for name in ("seed_search", "result_set", "count_summarize_get", "date_windows"):
+        assert EXAMPLES[name] in doc, name
