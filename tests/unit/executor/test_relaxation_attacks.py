@@ -80,6 +80,12 @@ def test_super_reaches_only_the_base_methods(mode: Mode) -> None:
             "class A:\n    def f(self):\n        return super().__init__\nprint(A.f(A), 'ESCAPED')",
             "class A:\n    def f(self):\n        return super().__init__\nprint(A.f(1), 'ESCAPED')",
             "x = super\nx.y = 1\nprint('ESCAPED')",
+            # the proxy has no public helper that reads a name unchecked
+            "class A:\n    def f(self):\n        return super().lookup('__class__')\nprint(A().f(), 'ESCAPED')",
+            "class A:\n    def f(self):\n        return super()._lookup('__class__')\nprint(A().f(), 'ESCAPED')",
+            "class A:\n    def f(self):\n        return getattr(super(), '_lookup')\nprint(A().f(), 'ESCAPED')",
+            "class A:\n    def f(self):\n        return super().__self_class__\nprint(A().f(), 'ESCAPED')",
+            "class A:\n    def f(self):\n        return super().__thisclass__\nprint(A().f(), 'ESCAPED')",
             "class A:\n    def f(self):\n        super = 3\n        return super.__class__\nprint('ESCAPED')",
         ],
         mode,

@@ -153,7 +153,7 @@ def _refuse_value(value: object, what: str) -> None:
 
 def guarded_getattr(obj: object, name: str, default: object = None, /) -> Any:
     if type(obj) is SuperProxy and name in SUPER_METHODS:  # super().__init__ and friends
-        value = obj.lookup(name)
+        value = obj._lookup(name)
         _refuse_value(value, f"attribute '{name}'")
         return value
     if not isinstance(name, str) or name in FORBIDDEN_ATTRS or name.startswith(FORBIDDEN_ATTR_PREFIXES):

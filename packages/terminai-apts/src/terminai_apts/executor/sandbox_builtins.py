@@ -112,7 +112,8 @@ class SuperProxy(metaclass=Sealed):
     def __init__(self, real: super) -> None:
         object.__setattr__(self, "_super", real)
 
-    def lookup(self, name: str) -> Any:
+    def _lookup(self, name: str) -> Any:
+        """For the guard only (a `_` name user code cannot reach): any name, unchecked."""
         return getattr(object.__getattribute__(self, "_super"), name)
 
     def __getattr__(self, name: str) -> Any:
