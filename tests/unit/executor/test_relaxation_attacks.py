@@ -214,3 +214,29 @@ def test_long_elif_chain_and_strict_exception_names(mode: Mode) -> None:
         mode,
         "10 lookup\n",
     )
+
+
+@pytest.mark.parametrize("mode", ["standard", "high"])
+def test_comparisons_that_mutate_containers_inside_c_code(mode: Mode) -> None:
+    """Historical use-after-free shapes (heapq, bisect, list.index/count, dict lookups with a
+    comparison that mutates the container): each ends in an ordinary error or result."""
+    mutate = (
+        "box = []\nclass K:\n    def __init__(self, v):\n        self.v = v\n"
+        "    def __lt__(self, o):\n        box.clear()\n        return self.v < o.v\n"
+        "    def __eq__(self, o):\n        box.clear()\n        return False\n"
+    )
+    for tail in (
+        "import heapq\nbox.extend(K(i) for i in range(20))\nheapq.heappush(box, K(-1))\nheapq.heappop(box)\n",
+        "import heapq\nbox.extend(K(i) for i in range(20))\nheapq.heapify(box)\n",
+        "import bisect\nbox.extend(K(i) for i in range(20))\nbisect.insort(box, K(5))\n",
+        "box.extend(K(i) for i in range(20))\nprint(box.count(K(3)), K(3) in box)\n",
+        "d = {}\nclass H(K):\n    def __hash__(self):\n        return 1\n"
+        "    def __eq__(self, o):\n        d.clear()\n        return False\n"
+        "for i in range(10):\n    d[H(i)] = i\n",
+    ):
+        result = execute(mutate + tail + "print('done')", cfg(mode))
+        assert result.success or result.error_type in ("IndexError", "ValueError", "RuntimeError", "TypeError"), (
+            tail,
+            result.error,
+        )
+        assert result.error_type != "ChildCrashed", tail

@@ -22,10 +22,10 @@ from RestrictedPython.transformer import IOPERATOR_TO_STR, RestrictingNodeTransf
 # code could call it too (comparisons, len(), iter(), str(), repr(), `in`); what they return
 # is checked by the interpreter (len() must get a non-negative int that fits, iter() an
 # iterator, str()/repr() a str). `__index__`, `__getattr__`, `__set_name__`, `__init_subclass__`,
-# `__class_getitem__`, `__reduce__`, `__del__`, `__format__`, `__hash__` stay refused.
+# `__class_getitem__`, `__reduce__`, `__del__`, `__format__` stay refused.
 SPECIAL_METHODS = frozenset(
     {"__init__", "__repr__", "__str__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
-     "__len__", "__iter__", "__contains__", "__getitem__", "__bool__", "__next__"}
+     "__len__", "__iter__", "__contains__", "__getitem__", "__bool__", "__next__", "__hash__"}
 )  # fmt: skip
 # Special methods readable through `super()` (and only there).
 SUPER_METHODS = SPECIAL_METHODS
