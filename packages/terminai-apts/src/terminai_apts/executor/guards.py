@@ -29,6 +29,7 @@ from terminai_apts.executor.policy import (
     FORBIDDEN_ATTRS,
     FORBIDDEN_NAMES,
     FORMAT_ATTRS,
+    NOT_FOUND_METHODS,
     SAFE_MODULE_CLASSES,
     ApiSpec,
     Mode,
@@ -428,7 +429,7 @@ class ApiMethod(metaclass=Sealed):
             raise
         except Exception as exc:
             raise ApiError(f"{spec.name}.{name} failed ({type(exc).__name__})") from None
-        if result is None and name in spec.not_found:
+        if result is None and name in NOT_FOUND_METHODS.get(spec.factory, ()):
             shown = ", ".join(repr(a) for a in args[:1]) or ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
             raise NotFound(f"{spec.name}.{name}: nothing found for {shown[:80]}")
         usage["rows"] += result_size(result)

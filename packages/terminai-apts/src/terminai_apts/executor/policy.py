@@ -39,13 +39,10 @@ class ApiSpec:
     max_calls: int = 1_000
     max_rows: int = 100_000
     max_bytes: int = 50_000_000
-    # Methods that answer None for a missing id: the sandbox sees a LookupError instead.
-    not_found: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
             "name": self.name,
-            "not_found": list(self.not_found),
             "factory": self.factory,
             "args": list(self.args),
             "methods": list(self.methods),
@@ -58,8 +55,7 @@ class ApiSpec:
     def from_json(cls, data: dict[str, object]) -> ApiSpec:
         args = data.get("args", [])
         methods = data.get("methods", [])
-        not_found = data.get("not_found", [])
-        assert isinstance(args, list) and isinstance(methods, list) and isinstance(not_found, list)
+        assert isinstance(args, list) and isinstance(methods, list)
         return cls(
             name=str(data["name"]),
             factory=str(data["factory"]),
@@ -68,7 +64,6 @@ class ApiSpec:
             max_calls=int(str(data.get("max_calls", 1_000))),
             max_rows=int(str(data.get("max_rows", 100_000))),
             max_bytes=int(str(data.get("max_bytes", 50_000_000))),
-            not_found=tuple(str(m) for m in not_found),
         )
 
 
@@ -76,6 +71,13 @@ THERMAL_METHODS: tuple[str, ...] = (
     "search", "grep", "filter", "count", "get", "summarize",
     "find", "around", "trace", "dupes", "facets", "scan",
 )  # fmt: skip
+
+
+# Methods that answer None for a missing id, by API factory: inside the sandbox they raise
+# a LookupError instead (the seed's `get` did), so `None.title` is never the first clue.
+NOT_FOUND_METHODS: dict[str, tuple[str, ...]] = {
+    "terminai_apts.memory.tiered:open_memory": ("get", "trace"),
+}
 
 
 def thermal_spec(db_path: str) -> ApiSpec:
@@ -88,7 +90,6 @@ def thermal_spec(db_path: str) -> ApiSpec:
         factory="terminai_apts.memory.tiered:open_memory",
         args=(db_path,),
         methods=THERMAL_METHODS,
-        not_found=("get", "trace"),
     )
 
 
