@@ -119,3 +119,20 @@ def test_the_documented_examples_are_the_tested_ones() -> None:
     doc = (Path(__file__).resolve().parents[3] / "docs" / "AGENT_API.md").read_text()
     for name in ("seed_search", "result_set", "count_summarize_get", "date_windows"):
         assert EXAMPLES[name] in doc, name
+
+
+DATE_SPELLINGS = """\
+print(len(thermal.search("GPU", until="2025-12-31T23:59:59Z")), len(thermal.search("GPU", since="2025-12-01T00:00:00Z")))
+print(len(thermal.filter(date_after="2025-12-01T00:00:00Z", date_before="2026-01-31")), thermal.count("GPU", since="3000d"))
+print(len(thermal.find("GPU", since="2025-10-01")), len(thermal.facets(since="2025-10-01")))
+print(len(thermal.scan(since="2025-12-01", until="2026-01-31")), len(thermal.grep("GPU", until="2025-11-01")))
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_date_spellings_in_every_method(mode: Mode, memory_db: Path) -> None:
+    """Dates are parsed in the hardened run (nothing is imported after hardening): full
+    timestamps, whole days and relative spans, in every method that takes them."""
+    result = run_cli(DATE_SPELLINGS, memory_db, mode)
+    assert result["success"], result["error"]
+    assert result["stdout"] == "10 3\n20 12\n9 4\n1 6\n"
