@@ -122,8 +122,11 @@ def test_the_documented_examples_are_the_tested_ones() -> None:
 
 
 DATE_SPELLINGS = """\
-print(len(thermal.search("GPU", until="2025-12-31T23:59:59Z")), len(thermal.search("GPU", since="2025-12-01T00:00:00Z")))
-print(len(thermal.filter(date_after="2025-12-01T00:00:00Z", date_before="2026-01-31")), thermal.count("GPU", since="3000d"))
+a = thermal.search("GPU", until="2025-12-31T23:59:59Z")
+b = thermal.search("GPU", since="2025-12-01T00:00:00Z")
+print(len(a), len(b))
+c = thermal.filter(date_after="2025-12-01T00:00:00Z", date_before="2026-01-31")
+print(len(c), thermal.count("GPU", since="3000d"))
 print(len(thermal.find("GPU", since="2025-10-01")), len(thermal.facets(since="2025-10-01")))
 print(len(thermal.scan(since="2025-12-01", until="2026-01-31")), len(thermal.grep("GPU", until="2025-11-01")))
 """
