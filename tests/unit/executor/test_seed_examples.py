@@ -139,3 +139,15 @@ def test_date_spellings_in_every_method(mode: Mode, memory_db: Path) -> None:
     result = run_cli(DATE_SPELLINGS, memory_db, mode)
     assert result["success"], result["error"]
     assert result["stdout"] == "10 3\n20 12\n9 4\n1 6\n"
+
+
+def test_a_result_set_says_how_to_get_a_list(memory_db: Path) -> None:
+    code = "res = thermal.search('GPU')\ntry:\n    res.sort(key=lambda m: m.date)\n"
+    code += "except AttributeError as e:\n    print(e)\n"
+    code += "mine = list(res)\nmine.sort(key=lambda m: m.date)\nprint(len(mine) == len(res))\n"
+    result = run_cli(code, memory_db, "high")
+    assert result["success"], result["error"]
+    assert result["stdout"] == (
+        "results are read-only (no 'sort'); list(results) is a list you can change,"
+        " sorted(results, key=...) a sorted copy\nTrue\n"
+    )

@@ -18,6 +18,7 @@ from terminai_apts.executor.wrappers import SandboxViolation, Sealed
 
 _PLAIN_SCALARS = (str, int, float, bool, type(None))
 MAX_NESTING = 20
+_LIST_MUTATORS = frozenset({"sort", "append", "extend", "insert", "pop", "remove", "reverse", "clear"})
 
 
 class ApiError(Exception):
@@ -129,6 +130,11 @@ class ResultList(metaclass=Sealed):
         meta = object.__getattribute__(self, "_meta")
         if item in meta:
             return meta[item]
+        if item in _LIST_MUTATORS:
+            raise AttributeError(
+                f"results are read-only (no '{item}'); list(results) is a list you can change,"
+                " sorted(results, key=...) a sorted copy"
+            )
         raise AttributeError(f"results have no attribute '{item}'; attributes: hits, {', '.join(meta)}")
 
     def __setattr__(self, key: str, value: object) -> None:
