@@ -215,3 +215,23 @@ def test_a_cell_is_still_bounded_by_its_own_deadline_and_the_session_by_its_budg
         results = [session.run(_BURN) for _ in range(9)]
     assert results[0].success
     assert any(r.timed_out and "CPU" in (r.error or "") for r in results), [r.error for r in results]
+
+
+def test_the_repl_does_not_kill_the_ninth_ordinary_cell() -> None:
+    """`terminai-apts repl --json` as a process: ten 0.3 s cells under a 1 s cell limit."""
+    import json
+    import subprocess
+    import sys
+
+    cells = "".join(json.dumps({"code": _BURN}) + "\n" for _ in range(10))
+    done = subprocess.run(
+        [sys.executable, "-m", "terminai_apts.cli", "repl", "--json", "--timeout", "1"],
+        input=cells,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    results = [json.loads(line) for line in done.stdout.splitlines()]
+    assert done.returncode == 0 and len(results) == 10, done.stderr[-2000:]
+    assert all(r["success"] for r in results), [r["error"] for r in results]
