@@ -151,3 +151,18 @@ def test_a_result_set_says_how_to_get_a_list(memory_db: Path) -> None:
         "results are read-only (no 'sort'); list(results) is a list you can change,"
         " sorted(results, key=...) a sorted copy\nTrue\n"
     )
+
+
+@pytest.mark.parametrize("mode", ["standard", "high"])
+def test_json_dumps_writes_memories_and_result_sets(mode: Mode, memory_db: Path) -> None:
+    code = (
+        "import json\nres = thermal.search('GPU', limit=2)\n"
+        "print(json.dumps(res)[:9], json.loads(json.dumps(thermal.get(1)))['id'], json.dumps({'r': res[0]})[:8])\n"
+        "print(json.dumps(res, default=str) == json.dumps(res, default=str))\n"
+        "try:\n    json.dumps(len)\nexcept TypeError as e:\n    print(e)\n"
+    )
+    result = run_cli(code, memory_db, mode)
+    assert result["success"], result["error"]
+    assert result["stdout"] == (
+        '[{"id": 2 1 {"r": {"\nTrue\nObject of type builtin_function_or_method is not JSON serializable\n'
+    )

@@ -13,6 +13,7 @@ import datetime
 import decimal
 import enum
 import importlib
+import json
 import operator
 import random as _random
 import sys
@@ -305,7 +306,25 @@ def _sandbox_namedtuple(
     return collections.namedtuple(typename, field_names, rename=rename, defaults=defaults, module=SANDBOX_MODULE)
 
 
-_SPECIAL: dict[tuple[str, str], Callable[..., Any]] = {("collections", "namedtuple"): _sandbox_namedtuple}
+def _plain_default(value: object) -> Any:
+    """What ``json.dumps`` writes for the injected API's values: their plain data."""
+    if isinstance(value, ResultList):
+        return value.to_list()
+    if isinstance(value, Record):
+        return value.to_dict()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _sandbox_json_dumps(obj: Any, **kwargs: Any) -> str:
+    """``json.dumps`` that also writes memories and result sets (as ``to_dict()`` would)."""
+    kwargs.setdefault("default", _plain_default)
+    return json.dumps(obj, **kwargs)
+
+
+_SPECIAL: dict[tuple[str, str], Callable[..., Any]] = {
+    ("collections", "namedtuple"): _sandbox_namedtuple,
+    ("json", "dumps"): _sandbox_json_dumps,
+}
 
 
 def expose(module: str, name: str, value: Any) -> Any:
