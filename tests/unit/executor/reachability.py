@@ -51,6 +51,8 @@ from terminai_apts.executor.policy import (
     Mode,
     modules_for,
 )
+from terminai_apts.executor.sandbox_builtins import SandboxProperty
+from terminai_apts.executor.transform import SandboxTransformer
 from terminai_apts.memory import records
 
 # Names in the globals and builtins user code cannot spell (validation and
@@ -132,6 +134,13 @@ def classify(value: object) -> str | None:
         return "descriptor"
     if isinstance(value, (types.MemberDescriptorType, types.GetSetDescriptorType)):
         return "descriptor"
+    if type(value) is SandboxProperty:
+        # The sandbox's own `property` (not the real descriptor type): it calls only
+        # functions compiled from the program's source (checked when it is built), with
+        # the instance it was read on; read on a class it raises instead of answering
+        # itself; its only public attributes are getter/setter/deleter, which build another
+        # one under the same check. It cannot read slots or apply C code to other objects.
+        return None
     if not isinstance(value, _C_ROUTINES) and hasattr(type(value), "__get__"):
         return "descriptor"
     return None
@@ -361,12 +370,28 @@ SAMPLES: dict[str, tuple[tuple[str, ...], str]] = {
         " base64.b64encode(b'x'), zlib.compress(b'x'), html.escape('<'), calendar.monthrange(2024, 1),"
         " unicodedata.name('a')]",
     ),
+    "sandbox builtins": (
+        ("super", "property", "getattr"),
+        "class Base:\n    def __init__(self):\n        self.n = 0\n    def __repr__(self):\n        return 'b'\n"
+        "class Kid(Base):\n    def __init__(self):\n        super().__init__()\n        self.n += 1\n"
+        "    def sup(self):\n        return super()\n    def init(self):\n        return super().__init__\n"
+        "    @property\n    def p(self):\n        return self.n\n"
+        "k = Kid()\nq = property(lambda s: 1)\n"
+        "result = [k, k.sup(), k.init(), k.p, q, q.setter(lambda s, v: None), 'x{}'.format, '{a}'.format_map,"
+        " getattr(k, 'n', 0), getattr(k, 'missing', None)]",
+    ),
     "thermal": (
         ("thermal",),
         "res = thermal.search('deploy')\n"
         "result = [res, thermal.grep('deploy'), thermal.find('deploy'), thermal.filter(limit=2),"
         " thermal.count('deploy'), thermal.get(1), thermal.summarize('deploy'), thermal.around(1),"
         " thermal.trace(1), thermal.dupes(1), thermal.facets(), thermal.scan()]",
+    ),
+    "thermal result set": (
+        ("thermal",),
+        "res = thermal.search('deploy')\n"
+        "result = [res[0], res[:2], list(res), res.ids, res.to_dict(), res.to_list(), res[0].to_dict(),"
+        " res[0].get('title'), res['total'], sorted(res, key=lambda m: m.date), reversed(res), iter(res)]",
     ),
 }
 
@@ -375,7 +400,8 @@ def run_sample(glb: dict[str, Any], code: str) -> object:
     """Run a benign restricted program in ``glb`` (in this process: no limits needed for
     the fixed samples above) and return its ``result``."""
     scope = dict(glb)
-    exec(compile_restricted(code, filename="<sandbox>", mode="exec"), scope)
+    # the executor's own compile policy, as the child uses it
+    exec(compile_restricted(code, filename="<sandbox>", mode="exec", policy=SandboxTransformer), scope)
     return scope["result"]
 
 

@@ -119,8 +119,17 @@ def test_attack_module_attribute_reach() -> None:
 
 
 def test_attack_annotations() -> None:
-    assert not execute("def f(x: 'print(1)'): pass", FAST).success
-    assert not execute("x: 'os' = 1", FAST).success
+    """Annotations are allowed but never evaluated (dropped before compiling), and what
+    they contain is still validated like any expression."""
+    for code in (
+        "def f(x: print('RAN')) -> print('RAN'):\n    return x\nprint(f(2))",
+        "class C:\n    n: print('RAN') = 2\n    m: print('RAN')\nprint(C().n)",
+        "x: print('RAN') = 2\nprint(x)",
+    ):
+        result = execute(code, FAST)
+        assert result.success and result.stdout == "2\n", (code, result.error)
+    for code in ("def f(x: ().__class__): pass", "x: __import__('os') = 1", "y: int = (1).__class__"):
+        assert not execute(code, FAST).success, code
 
 
 def test_attack_shadowed_guards() -> None:

@@ -255,7 +255,15 @@ def test_format_string_field_access(mode: Mode) -> None:
             "print('{0.__class__}'.format(1), 'ESCAPED')",
             "print('{0.__class__.__mro__}'.format(1), 'ESCAPED')",
             "print('{x.__init__.__globals__}'.format_map({'x': 1}), 'ESCAPED')",
-            "f = 'ab'.format\nprint('ESCAPED')",
+            # `'...'.format` is the guarded formatter now: holding it is harmless, and every
+            # field lookup goes through the attribute guard
+            "f = '{0.__class__}'.format\nprint(f(1), 'ESCAPED')",
+            "print('{0.real.__class__}'.format(1), 'ESCAPED')",
+            "print('{0[0].__class__}'.format([1]), 'ESCAPED')",
+            "print('{0.__init__.__globals__}'.format(print), 'ESCAPED')",
+            "print('{x.gi_frame}'.format(x=(i for i in [1])), 'ESCAPED')",
+            "print('{:{0.__class__}}'.format(1), 'ESCAPED')",
+            "print(''.format.__self__, 'ESCAPED')",
             "print(str.format('{0.__class__}', 1), 'ESCAPED')",
             "print(list(map(str.format, ['{0.__class__}'], [1])), 'ESCAPED')",
             "print(f'{(1).__class__}', 'ESCAPED')",

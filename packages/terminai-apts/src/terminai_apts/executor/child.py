@@ -25,6 +25,7 @@ from RestrictedPython.compile import compile_restricted
 from terminai_apts.executor import frames, guards, isolation
 from terminai_apts.executor.limits import die_with_parent
 from terminai_apts.executor.policy import ApiSpec, Mode, modules_for
+from terminai_apts.executor.transform import SandboxTransformer
 
 _HOST_PATH = re.compile(r"(/[\w.+-]+)+\.py\b|(/[\w.+-]+){2,}")
 
@@ -50,7 +51,7 @@ def run_cell(code: str, glb: dict[str, Any], buffer: guards.OutputBuffer) -> dic
     }  # fmt: skip
     # Layer 3: compile_restricted; anything raised while compiling is a clean refusal.
     try:
-        byte_code = compile_restricted(code, filename="<sandbox>", mode="exec")
+        byte_code = compile_restricted(code, filename="<sandbox>", mode="exec", policy=SandboxTransformer)
     except SyntaxError as exc:
         found = re.search(r"Line (\d+)", str(exc.msg))
         result.update(
@@ -82,10 +83,19 @@ def run_cell(code: str, glb: dict[str, Any], buffer: guards.OutputBuffer) -> dic
             line=_user_line(exc),
         )
     except BaseException as exc:
-        result.update(
-            error=_sanitize(f"{type(exc).__name__}: {exc}"), error_type=type(exc).__name__, line=_user_line(exc)
-        )
+        result.update(error=_sanitize(_describe(exc)), error_type=type(exc).__name__, line=_user_line(exc))
     return result
+
+
+def _describe(exc: BaseException) -> str:
+    """``Type: message``; a program's own exception class may define ``__str__``, which
+    may itself fail: the type name alone is reported then."""
+    name = type(exc).__name__
+    try:
+        text = str(exc)
+    except BaseException:
+        return f"{name}: <message could not be rendered>"
+    return f"{name}: {text}" if isinstance(text, str) else name
 
 
 def _build_api(spec_json: dict[str, object] | None) -> tuple[dict[str, object], tuple[str, ...]]:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import builtins as _builtins
 import collections
-import dataclasses
 import datetime
+import decimal
 import enum
 import importlib
+import json
 import operator
 import random as _random
 import sys
@@ -22,17 +23,30 @@ from typing import Any
 
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safe_builtins
 
+from terminai_apts.errors import AptsError
 from terminai_apts.executor.policy import (
     CLASS_HELPERS,
     FORBIDDEN_ATTR_PREFIXES,
     FORBIDDEN_ATTRS,
     FORBIDDEN_NAMES,
+    FORMAT_ATTRS,
+    NOT_FOUND_METHODS,
     SAFE_MODULE_CLASSES,
     ApiSpec,
     Mode,
     allowed_imports_text,
     modules_for,
 )
+from terminai_apts.executor.sandbox_builtins import (
+    PropertyFactory,
+    SafeFormatter,
+    SandboxGetattr,
+    SandboxSuper,
+    StrFormat,
+    SuperProxy,
+)
+from terminai_apts.executor.transform import SUPER_METHODS
+from terminai_apts.executor.values import ApiError, NotFound, Record, ResultList, check_plain, result_size, to_plain
 from terminai_apts.executor.wrappers import (
     SANDBOX_MODULE,
     ClassFactory,
@@ -42,9 +56,11 @@ from terminai_apts.executor.wrappers import (
     refusal,
 )
 
-__all__ = ["SANDBOX_MODULE", "SandboxViolation"]
+__all__ = ["SANDBOX_MODULE", "ApiError", "NotFound", "Record", "ResultList", "SandboxViolation"]
 
-_PLAIN_WRITABLE = (list, dict, set, bytearray, collections.deque)
+# decimal.Context: `localcontext()` / `getcontext()` hand one out to be configured
+# (`ctx.prec = 5`); its attributes are plain numbers and flags of this run's own context.
+_PLAIN_WRITABLE = (list, dict, set, bytearray, collections.deque, decimal.Context)
 # Builtin types whose public attributes are all plain methods: no post-check needed.
 _FAST_TYPES = frozenset({dict, list, str, set, tuple, int, float, bytes, frozenset})
 # Values that need no check on the way out of a guard.
@@ -138,8 +154,16 @@ def _refuse_value(value: object, what: str) -> None:
 
 
 def guarded_getattr(obj: object, name: str, default: object = None, /) -> Any:
+    if type(obj) is SuperProxy and name in SUPER_METHODS:  # super().__init__ and friends
+        value = obj._lookup(name)
+        _refuse_value(value, f"attribute '{name}'")
+        return value
     if not isinstance(name, str) or name in FORBIDDEN_ATTRS or name.startswith(FORBIDDEN_ATTR_PREFIXES):
         raise SandboxViolation(f"attribute '{name}' is not allowed")
+    if name in FORMAT_ATTRS:
+        if type(obj) is not str:  # `str.format` itself, or any other object's format
+            raise SandboxViolation(f"attribute '{name}' is allowed only on a string")
+        return StrFormat(obj, _FORMATTER, name == "format_map")
     if type(obj) in _FAST_TYPES:
         return getattr(obj, name)
     if isinstance(obj, types.ModuleType):
@@ -155,6 +179,9 @@ def guarded_getitem(obj: Any, key: Any) -> Any:
     if type(value) not in _PLAIN_VALUES:
         _refuse_value(value, "item")
     return value
+
+
+_FORMATTER = SafeFormatter(guarded_getattr, guarded_getitem)
 
 
 def guarded_write(obj: Any) -> Any:
@@ -279,7 +306,25 @@ def _sandbox_namedtuple(
     return collections.namedtuple(typename, field_names, rename=rename, defaults=defaults, module=SANDBOX_MODULE)
 
 
-_SPECIAL: dict[tuple[str, str], Callable[..., Any]] = {("collections", "namedtuple"): _sandbox_namedtuple}
+def _plain_default(value: object) -> Any:
+    """What ``json.dumps`` writes for the injected API's values: their plain data."""
+    if isinstance(value, ResultList):
+        return value.to_list()
+    if isinstance(value, Record):
+        return value.to_dict()
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def _sandbox_json_dumps(obj: Any, **kwargs: Any) -> str:
+    """``json.dumps`` that also writes memories and result sets (as ``to_dict()`` would)."""
+    kwargs.setdefault("default", _plain_default)
+    return json.dumps(obj, **kwargs)
+
+
+_SPECIAL: dict[tuple[str, str], Callable[..., Any]] = {
+    ("collections", "namedtuple"): _sandbox_namedtuple,
+    ("json", "dumps"): _sandbox_json_dumps,
+}
 
 
 def expose(module: str, name: str, value: Any) -> Any:
@@ -329,10 +374,23 @@ def random_proxy(mode: Mode, rng: _random.Random) -> ModuleProxy:
 _C_INTERNAL_IMPORTS = frozenset({"_strptime", "time"})
 
 
+# Codecs `str.encode`/`bytes.decode` find through the `encodings` package, which imports
+# each one on first use: loaded in the zygote, since a hardened run cannot import from disk.
+PRELOADED_CODECS: tuple[str, ...] = (
+    "utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "latin-1", "ascii",
+    "cp1252", "cp1251", "cp1250", "cp437", "cp850", "iso-8859-2", "iso-8859-15", "mac-roman",
+    "koi8-r", "shift_jis", "euc-jp", "gb2312", "gbk", "gb18030", "big5", "euc-kr", "idna",
+    "unicode-escape", "raw-unicode-escape",
+)  # fmt: skip
+
+
 def _warm_lazy_imports() -> None:
     """Import (in the zygote) what allowed modules otherwise import on first use."""
     stamp = datetime.datetime.strptime("2000-01-02", "%Y-%m-%d")
     stamp.strftime("%Y %b %a")
+    datetime.datetime.fromisoformat("2000-01-02T03:04:05+00:00")
+    for codec in PRELOADED_CODECS:
+        "abc".encode(codec).decode(codec)
 
 
 def make_import(mode: Mode, proxies: dict[str, ModuleProxy]) -> Callable[..., Any]:
@@ -353,105 +411,6 @@ def make_import(mode: Mode, proxies: dict[str, ModuleProxy]) -> Callable[..., An
 
 
 # ---- injected API wrapper -----------------------------------------------------------
-_PLAIN_SCALARS = (str, int, float, bool, type(None))
-
-
-class ApiError(Exception):
-    """Generic failure of an injected API call (no internal detail is exposed)."""
-
-
-class Record(metaclass=Sealed):
-    """An immutable record handed to sandboxed code (attribute and key access).
-
-    Values are frozen when the record is built (lists become tuples, mappings Records), so
-    neither the record nor anything inside it can be changed; ``to_dict()`` is a fresh copy.
-    """
-
-    __slots__ = ("_data",)
-
-    def __init__(self, data: dict[str, Any]) -> None:
-        object.__setattr__(self, "_data", types.MappingProxyType({k: _freeze(v) for k, v in data.items()}))
-
-    def __getattr__(self, item: str) -> Any:
-        data = object.__getattribute__(self, "_data")
-        if item in data:
-            return data[item]
-        raise AttributeError(item)
-
-    def __getitem__(self, key: str) -> Any:
-        return object.__getattribute__(self, "_data")[key]
-
-    def __setattr__(self, key: str, value: object) -> None:
-        raise SandboxViolation("records are read-only")
-
-    def __delattr__(self, key: str) -> None:
-        raise SandboxViolation("records are read-only")
-
-    def __dir__(self) -> list[str]:
-        return sorted({"keys", "to_dict", *object.__getattribute__(self, "_data")})
-
-    def keys(self) -> list[str]:
-        return list(object.__getattribute__(self, "_data"))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: _thaw(v) for k, v in object.__getattribute__(self, "_data").items()}
-
-    def __repr__(self) -> str:
-        return f"Record({self.to_dict()!r})"
-
-
-def _freeze(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, dict):
-        return Record(value)
-    return value
-
-
-def _thaw(value: Any) -> Any:
-    if isinstance(value, tuple):
-        return [_thaw(v) for v in value]
-    if isinstance(value, Record):
-        return value.to_dict()
-    return value
-
-
-def _check_plain(value: object, depth: int = 0) -> None:
-    if depth > 10:
-        raise TypeError("argument nested too deeply")
-    kind = type(value)
-    if kind in _PLAIN_SCALARS:
-        return
-    if kind in (list, tuple):
-        for item in value:  # type: ignore[attr-defined]
-            _check_plain(item, depth + 1)
-        return
-    if kind is dict:
-        for key, item in value.items():  # type: ignore[attr-defined]
-            if type(key) is not str:
-                raise TypeError("dict keys must be str")
-            _check_plain(item, depth + 1)
-        return
-    raise TypeError(f"argument of type '{kind.__name__}' is not allowed")
-
-
-def to_plain(value: object, depth: int = 0) -> Any:
-    """Fresh plain data (or immutable Records) from whatever the real API returned."""
-    if depth > 20:
-        raise ApiError("result nested too deeply")
-    if isinstance(value, _PLAIN_SCALARS):
-        return value
-    if isinstance(value, tuple) and hasattr(value, "_asdict"):
-        return Record({k: to_plain(v, depth + 1) for k, v in value._asdict().items()})
-    if isinstance(value, (list, tuple, set, frozenset)) or (hasattr(value, "__iter__") and hasattr(value, "__next__")):
-        return [to_plain(v, depth + 1) for v in value]
-    if isinstance(value, dict):
-        return {str(k): to_plain(v, depth + 1) for k, v in value.items()}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return Record({f.name: to_plain(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value)})
-    if hasattr(value, "isoformat"):
-        return str(value.isoformat())
-    raise ApiError(f"result of type '{type(value).__name__}' cannot be returned")
 
 
 class ApiMethod(metaclass=Sealed):
@@ -476,17 +435,23 @@ class ApiMethod(metaclass=Sealed):
         usage["calls"] += 1
         if usage["calls"] > spec.max_calls:
             raise ApiError(f"{spec.name}: call quota ({spec.max_calls}) exhausted")
-        _check_plain(list(args))
-        _check_plain(kwargs)
+        check_plain(list(args))
+        check_plain(kwargs)
         try:
             result = to_plain(object.__getattribute__(self, "_bound")(*args, **kwargs))
+        except AptsError as exc:  # written for users: message and hint, no internals
+            hint = f" (hint: {exc.hint})" if exc.hint else ""
+            raise ApiError(f"{spec.name}.{name}: {exc.message}{hint}") from None
         except (TypeError, ValueError, KeyError, LookupError) as exc:
             raise ApiError(f"{spec.name}.{name}: invalid arguments ({type(exc).__name__})") from None
         except ApiError:
             raise
         except Exception as exc:
             raise ApiError(f"{spec.name}.{name} failed ({type(exc).__name__})") from None
-        usage["rows"] += len(result) if isinstance(result, list) else 1
+        if result is None and name in NOT_FOUND_METHODS.get(spec.factory, ()):
+            shown = ", ".join(repr(a) for a in args[:1]) or ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+            raise NotFound(f"{spec.name}.{name}: nothing found for {shown[:80]}")
+        usage["rows"] += result_size(result)
         usage["bytes"] += len(repr(result))
         if usage["rows"] > spec.max_rows or usage["bytes"] > spec.max_bytes:
             raise ApiError(f"{spec.name}: row/byte quota exhausted")
@@ -553,8 +518,16 @@ _EXTRA_BUILTINS: dict[str, Any] = {
     "filter": filter, "any": any, "all": all, "reversed": reversed, "iter": iter,
     "next": next, "sorted": sorted, "zip": zip, "isinstance": isinstance,
     "bin": bin, "ascii": ascii, "bytearray": bytearray,
-    "Exception": Exception, "StopIteration": StopIteration,
+    "Exception": Exception, "StopIteration": StopIteration, "LookupError": LookupError,
+    "RuntimeError": RuntimeError, "StopAsyncIteration": StopAsyncIteration,
 }  # fmt: skip
+# The sandbox's own versions of builtins whose real ones reach too far (see
+# ``executor.sandbox_builtins``); installed in every mode.
+_SANDBOX_OWN: dict[str, Any] = {
+    "getattr": SandboxGetattr(guarded_getattr),
+    "super": SandboxSuper(),
+    "property": PropertyFactory(),
+}
 
 SAFE_CLASSES: frozenset[type] = _safe_classes()
 
@@ -563,7 +536,13 @@ _STRICT_BUILTINS = frozenset(
      "pow", "range", "round", "sorted", "str", "sum", "list", "dict", "tuple", "set",
      "enumerate", "zip", "isinstance", "any", "all", "map", "filter", "repr", "reversed",
      "ValueError", "TypeError", "KeyError", "IndexError", "ZeroDivisionError",
-     "Exception", "ArithmeticError", "__build_class__"}
+     "Exception", "ArithmeticError", "__build_class__",
+     # ordinary code catches and raises these; none of them reaches anything
+     "LookupError", "AttributeError", "RuntimeError", "StopIteration", "AssertionError",
+     "NotImplementedError", "OverflowError", "UnicodeError", "UnicodeDecodeError",
+     "UnicodeEncodeError", "NameError", "RecursionError",
+     # iteration over results (`next(iter(results), None)`)
+     "iter", "next"}
 )  # fmt: skip
 
 
@@ -575,6 +554,7 @@ def build_builtins(mode: Mode, proxies: dict[str, ModuleProxy]) -> dict[str, Any
             del builtins[name]
     if mode == "strict":
         builtins = {k: v for k, v in builtins.items() if k in _STRICT_BUILTINS}
+    builtins.update(_SANDBOX_OWN)
     builtins["__build_class__"] = guarded_build_class
     builtins["__import__"] = make_import(mode, proxies)
     return builtins

@@ -73,6 +73,13 @@ THERMAL_METHODS: tuple[str, ...] = (
 )  # fmt: skip
 
 
+# Methods that answer None for a missing id, by API factory: inside the sandbox they raise
+# a LookupError instead (the seed's `get` did), so `None.title` is never the first clue.
+NOT_FOUND_METHODS: dict[str, tuple[str, ...]] = {
+    "terminai_apts.memory.tiered:open_memory": ("get", "trace"),
+}
+
+
 def thermal_spec(db_path: str) -> ApiSpec:
     """The memory API (`thermal`) opened read-only inside the child from ``db_path``.
 
@@ -86,17 +93,22 @@ def thermal_spec(db_path: str) -> ApiSpec:
     )
 
 
+# Full cells of CPU a run may use in total when ``cpu_seconds`` is not given.
+SESSION_CPU_CELLS = 20
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SandboxConfig:
     """Limits and mode of one restricted run (or of each cell of a session).
 
     ``max_memory_mb`` is the address space granted to user code on top of the warm
     interpreter's own baseline (measured in the child just before the limit is set).
-    ``cpu_seconds`` defaults to ``timeout_seconds``. ``scratch`` gives the run a private
-    writable directory (its working directory, removed when the run ends; each file at
-    most ``scratch_file_mb``); without it the run cannot create or write any file.
-    ``audit_path`` enables the
-    hash-chained audit log; ``caller_id`` is recorded in it.
+    ``cpu_seconds`` is the CPU budget of the whole run (a session's cells together);
+    each cell is bounded by ``timeout_seconds`` of wall-clock time, enforced by the host.
+    ``scratch`` gives the run a private writable directory (its working directory,
+    removed when the run ends; each file at most ``scratch_file_mb``); without it the run
+    cannot create or write any file. ``audit_path`` enables the hash-chained audit log;
+    ``caller_id`` is recorded in it.
     """
 
     max_memory_mb: int = 256
@@ -138,9 +150,15 @@ class SandboxConfig:
 
     @property
     def effective_cpu_seconds(self) -> int:
+        """RLIMIT_CPU of the run: the CPU budget of everything it runs (one program, or
+        every cell of a session together). Each cell's own limit is its wall-clock
+        deadline, enforced by the host (the sandboxed process has one thread, so a cell
+        never uses more CPU than wall-clock time). Unset, the budget is
+        ``SESSION_CPU_CELLS`` full cells, so a session is not killed by the sum of
+        ordinary cells (nine 0.6 s cells under a 5 s timeout)."""
         if self.cpu_seconds is not None:
             return self.cpu_seconds
-        return max(1, int(self.timeout_seconds + 0.999))
+        return max(1, int(self.timeout_seconds + 0.999)) * SESSION_CPU_CELLS
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -158,19 +176,24 @@ class SandboxConfig:
 
 
 # Names sandboxed code may never mention (layer 2) and never receives (layer 4).
+# `getattr`, `super` and `property` are not here: the sandbox holds its own versions of
+# them (``executor.sandbox_builtins``), never the real ones.
 FORBIDDEN_NAMES: frozenset[str] = frozenset(
     {
-        "eval", "exec", "compile", "open", "__import__", "getattr", "setattr", "delattr",
-        "hasattr", "globals", "locals", "vars", "dir", "type", "object", "super",
+        "eval", "exec", "compile", "open", "__import__", "setattr", "delattr",
+        "hasattr", "globals", "locals", "vars", "dir", "type", "object",
         "breakpoint", "help", "input", "memoryview", "id", "exit", "quit", "copyright",
         "credits", "license", "__builtins__", "__loader__", "__spec__", "classmethod",
-        "staticmethod", "property",
+        "staticmethod",
     }
 )  # fmt: skip
 
 # Attribute names refused by name, and refused prefixes (frame/code/traceback/generator
 # internals) — both at validation time and again by the runtime attribute guard.
-FORBIDDEN_ATTRS: frozenset[str] = frozenset({"format", "format_map", "mro", "obj"})
+# `format`/`format_map` are not here: on a str they return the safe formatter
+# (``executor.sandbox_builtins``), on anything else the runtime guard refuses them.
+FORBIDDEN_ATTRS: frozenset[str] = frozenset({"mro", "obj"})
+FORMAT_ATTRS: frozenset[str] = frozenset({"format", "format_map"})
 FORBIDDEN_ATTR_PREFIXES: tuple[str, ...] = ("_", "f_", "gi_", "cr_", "ag_", "tb_", "co_")
 
 # Modules that are never importable in any mode (documented refusal list).

@@ -1,0 +1,87 @@
+"""The documented examples (through the image's own ``terminai-apts exec`` CLI) and the
+agent-program corpus (through its executor), inside the built image, as the image user,
+read-only root, no capabilities, no network, against a real memory index."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from terminai_sandbox.build import BuildResult, repo_root
+from terminai_sandbox.engine import Engine
+
+from tests.corpus import memory_fixture
+from tests.unit.executor.test_agent_corpus import STRICT_REFUSED
+from tests.unit.executor.test_seed_examples import EXAMPLES, expected
+
+# Runs in the image's interpreter: only the image's own packages are importable.
+DRIVER = """
+import json, pathlib, subprocess
+from terminai_apts.executor import ExecutorSession, SandboxConfig, thermal_spec
+DB = "/data/memory.db"
+out = {"examples": {}, "corpus": {}}
+for path in sorted(pathlib.Path("/examples").glob("*.py")):
+    for mode in ("standard", "high", "strict"):
+        done = subprocess.run(["terminai-apts", "exec", "--db", DB, "--json", "--mode", mode],
+                              input=path.read_text(), capture_output=True, text=True, timeout=120)
+        out["examples"][path.stem + ":" + mode] = json.loads(done.stdout)
+for mode in ("standard", "high", "strict"):
+    session, rows = None, {}
+    for path in sorted(pathlib.Path("/corpus").glob("*.py")):
+        if session is None or session.closed:
+            session = ExecutorSession(SandboxConfig(timeout_seconds=10, security_mode=mode), api=thermal_spec(DB))
+        r = session.run(path.read_text())
+        rows[path.name] = [r.success, r.refused_by, r.error]
+    session.close()
+    out["corpus"][mode] = rows
+print(json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def mounted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    data = memory_fixture.build(tmp_path_factory.mktemp("image-memory")).parent
+    examples = tmp_path_factory.mktemp("image-examples")
+    for name, code in EXAMPLES.items():
+        (examples / f"{name}.py").write_text(code)
+        (examples / f"{name}.py").chmod(0o644)
+    examples.chmod(0o755)
+    return {"data": data, "examples": examples}
+
+
+def test_examples_and_corpus_inside_the_image(
+    engine: Engine, built_image: BuildResult, mounted: dict[str, Path]
+) -> None:
+    corpus = repo_root() / "tests" / "corpus" / "programs"
+    status, stdout, stderr = engine.run(
+        built_image.config_digest,
+        ["python3", "-c", DRIVER],
+        network_mode="none",
+        read_only=True,
+        tmpfs={"/tmp": "rw,size=64m"},
+        cap_drop=["ALL"],
+        security_opt=["no-new-privileges"],
+        volumes={
+            str(mounted["data"]): {"bind": "/data", "mode": "ro"},
+            str(mounted["examples"]): {"bind": "/examples", "mode": "ro"},
+            str(corpus): {"bind": "/corpus", "mode": "ro"},
+        },
+        timeout=600,
+    )
+    assert status == 0, stderr.decode(errors="replace")[-3000:]
+    report = json.loads(stdout.decode().splitlines()[-1])
+    for key, result in report["examples"].items():
+        name, mode = key.split(":")
+        if mode == "strict" and "import " in EXAMPLES[name]:
+            assert result["refused_by"] == "L2-validate", key
+            continue
+        assert result["success"], (key, result["error"])
+        assert result["stdout"] == expected(name), key
+    assert len(report["examples"]) == 3 * len(EXAMPLES)
+    programs = sorted(p.name for p in corpus.glob("*.py"))
+    for mode in ("standard", "high"):
+        failures = {k: v for k, v in report["corpus"][mode].items() if not v[0]}
+        assert sorted(report["corpus"][mode]) == programs and not failures, (mode, failures)
+    strict_refused = [k for k, v in report["corpus"]["strict"].items() if v[1] is not None]
+    assert len(strict_refused) == STRICT_REFUSED

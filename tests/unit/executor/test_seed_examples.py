@@ -1,0 +1,168 @@
+"""The documented agent-facing examples (``docs/AGENT_API.md``), verbatim, through the CLI
+(``terminai-apts exec --db DB --json``, a real subprocess) in every mode, against a real
+memory index."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from terminai_apts.executor.policy import MODES, Mode
+
+from tests.corpus import memory_fixture
+
+# The seed's documented usage, verbatim.
+SEED_SEARCH = """\
+results = thermal.search(
+    query="GPU allocation",
+    date_range=("2025-12-05", "2026-01-04"),
+    limit=10
+)
+for r in results:
+    print(f"{r.date}: {r.title} - {r.summary[:100]}")
+"""
+
+# The result set: list-like, with its metadata as attributes.
+RESULT_SET = """\
+results = thermal.search("GPU", limit=5)
+print(len(results), results.total, results.truncated, bool(results))
+print(results[0].title == list(results)[0].title, len(results[1:3]))
+newest = sorted(results, key=lambda m: m.date)[-1]
+print(newest.date[:7], sorted(newest.keys())[:4])
+"""
+
+# count / summarize / get, and a missing id.
+COUNT_SUMMARIZE_GET = """\
+print(thermal.count("GPU allocation"))
+print(thermal.summarize("Postgres migration", max_results=2).splitlines()[0])
+m = thermal.get(1)
+print(m.id, m.title, m.source, m.confidence, m.tags)
+try:
+    thermal.get(424242)
+except LookupError as exc:
+    print("missing:", exc)
+"""
+
+# Date windows in every spelling.
+DATE_WINDOWS = """\
+a = thermal.search("cleanup", since="2025-12-01", until="2025-12-31")
+b = thermal.search("cleanup", date_range=("2025-12-01", "2025-12-31"))
+c = thermal.filter(tags="cleanup", date_after="2025-11-30", date_before="2026-01-01")
+d = thermal.grep("Delete", since="2025-12-01", until="2025-12-31")
+print(len(a), len(b), len(c), len(d), all(m.date.startswith("2025-12") for m in [*a, *b, *c, *d]))
+"""
+
+# Plain data for json.dumps (standard and high: strict has no imports).
+TO_JSON = """\
+import json
+results = thermal.filter(tags=["decision"], limit=3)
+print(json.dumps([m.to_dict() for m in results])[:1] + "...", len(json.dumps(results.to_dict())) > 100)
+"""
+
+EXAMPLES: dict[str, str] = {
+    "seed_search": SEED_SEARCH,
+    "result_set": RESULT_SET,
+    "count_summarize_get": COUNT_SUMMARIZE_GET,
+    "date_windows": DATE_WINDOWS,
+    "to_json": TO_JSON,
+}
+
+
+@pytest.fixture(scope="module")
+def memory_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return memory_fixture.build(tmp_path_factory.mktemp("seed-memory"))
+
+
+def run_cli(code: str, db: Path, mode: Mode) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-m", "terminai_apts.cli", "exec", "--db", str(db), "--json", "--mode", mode],
+        input=code,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.stdout, done.stderr
+    result: dict[str, object] = json.loads(done.stdout)
+    return result
+
+
+def expected(name: str) -> str:
+    return {
+        "seed_search": "2025-12-10T09:00:00Z: GPU allocation (2025-12) - Allocate the A100 pool by team quota;"
+        " research gets 40% until the Q1 review.\n",
+        "result_set": "5 12 True True\nTrue 2\n2026-01 ['confidence', 'content', 'content_hash', 'date']\n",
+        "count_summarize_get": "8\n"
+        "8 memories match 'Postgres migration'; top 2:\n"
+        "1 GPU allocation (2025-09) email 0.6 ('decision', 'team-0', 'gpu')\n"
+        "missing: thermal.get: nothing found for 424242\n",
+        "date_windows": "3 3 3 1 True\n",
+        "to_json": "[... True\n",
+    }[name]
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_example_through_the_cli(name: str, mode: Mode, memory_db: Path) -> None:
+    result = run_cli(EXAMPLES[name], memory_db, mode)
+    if mode == "strict" and "import " in EXAMPLES[name]:
+        assert result["refused_by"] == "L2-validate"
+        return
+    assert result["success"], result["error"]
+    assert result["stdout"] == expected(name)
+
+
+def test_the_documented_examples_are_the_tested_ones() -> None:
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "AGENT_API.md").read_text()
+    for name in ("seed_search", "result_set", "count_summarize_get", "date_windows"):
+        assert EXAMPLES[name] in doc, name
+
+
+DATE_SPELLINGS = """\
+a = thermal.search("GPU", until="2025-12-31T23:59:59Z")
+b = thermal.search("GPU", since="2025-12-01T00:00:00Z")
+print(len(a), len(b))
+c = thermal.filter(date_after="2025-12-01T00:00:00Z", date_before="2026-01-31")
+print(len(c), thermal.count("GPU", since="3000d"))
+print(len(thermal.find("GPU", since="2025-10-01")), len(thermal.facets(since="2025-10-01")))
+print(len(thermal.scan(since="2025-12-01", until="2026-01-31")), len(thermal.grep("GPU", until="2025-11-01")))
+"""
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_date_spellings_in_every_method(mode: Mode, memory_db: Path) -> None:
+    """Dates are parsed in the hardened run (nothing is imported after hardening): full
+    timestamps, whole days and relative spans, in every method that takes them."""
+    result = run_cli(DATE_SPELLINGS, memory_db, mode)
+    assert result["success"], result["error"]
+    assert result["stdout"] == "10 3\n20 12\n9 4\n1 6\n"
+
+
+def test_a_result_set_says_how_to_get_a_list(memory_db: Path) -> None:
+    code = "res = thermal.search('GPU')\ntry:\n    res.sort(key=lambda m: m.date)\n"
+    code += "except AttributeError as e:\n    print(e)\n"
+    code += "mine = list(res)\nmine.sort(key=lambda m: m.date)\nprint(len(mine) == len(res))\n"
+    result = run_cli(code, memory_db, "high")
+    assert result["success"], result["error"]
+    assert result["stdout"] == (
+        "results are read-only (no 'sort'); list(results) is a list you can change,"
+        " sorted(results, key=...) a sorted copy\nTrue\n"
+    )
+
+
+@pytest.mark.parametrize("mode", ["standard", "high"])
+def test_json_dumps_writes_memories_and_result_sets(mode: Mode, memory_db: Path) -> None:
+    code = (
+        "import json\nres = thermal.search('GPU', limit=2)\n"
+        "print(json.dumps(res)[:9], json.loads(json.dumps(thermal.get(1)))['id'], json.dumps({'r': res[0]})[:8])\n"
+        "print(json.dumps(res, default=str) == json.dumps(res, default=str))\n"
+        "try:\n    json.dumps(len)\nexcept TypeError as e:\n    print(e)\n"
+    )
+    result = run_cli(code, memory_db, mode)
+    assert result["success"], result["error"]
+    assert result["stdout"] == (
+        '[{"id": 2 1 {"r": {"\nTrue\nObject of type builtin_function_or_method is not JSON serializable\n'
+    )
