@@ -98,7 +98,7 @@ def expected(name: str) -> str:
         "count_summarize_get": "8\n"
         "8 memories match 'Postgres migration'; top 2:\n"
         "1 GPU allocation (2025-09) email 0.6 ('decision', 'team-0', 'gpu')\n"
-        "missing: thermal.get: nothing found for 424242\n",
+        "missing: thermal.get: no memory with id 424242 (hint: ids come from search, grep or filter)\n",
         "date_windows": "3 3 3 1 True\n",
         "to_json": "[... True\n",
     }[name]

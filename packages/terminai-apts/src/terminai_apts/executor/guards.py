@@ -441,6 +441,8 @@ class ApiMethod(metaclass=Sealed):
             result = to_plain(object.__getattribute__(self, "_bound")(*args, **kwargs))
         except AptsError as exc:  # written for users: message and hint, no internals
             hint = f" (hint: {exc.hint})" if exc.hint else ""
+            if isinstance(exc, LookupError) and name in NOT_FOUND_METHODS.get(spec.factory, ()):
+                raise NotFound(f"{spec.name}.{name}: {exc.message}{hint}") from None
             raise ApiError(f"{spec.name}.{name}: {exc.message}{hint}") from None
         except (TypeError, ValueError, KeyError, LookupError) as exc:
             raise ApiError(f"{spec.name}.{name}: invalid arguments ({type(exc).__name__})") from None

@@ -674,7 +674,7 @@ class ThermalMemory:
         """One record by id; a missing id raises :class:`MemoryNotFound` (a ``LookupError``)."""
         found = self.find_id(memory_id)
         if found is None:
-            raise MemoryNotFound(f"no memory with id {memory_id}", hint="ids come from search/grep/filter results")
+            raise MemoryNotFound(f"no memory with id {memory_id}", hint="ids come from search, grep or filter")
         return found
 
     def find_id(self, memory_id: int) -> Memory | None:

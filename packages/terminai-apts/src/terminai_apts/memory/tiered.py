@@ -290,7 +290,7 @@ class TieredMemory:
         """One record by id (the id names the tier that holds it); missing: :class:`MemoryNotFound`."""
         found = self.find_id(memory_id)
         if found is None:
-            raise MemoryNotFound(f"no memory with id {memory_id}", hint="ids come from search/grep/filter results")
+            raise MemoryNotFound(f"no memory with id {memory_id}", hint="ids come from search, grep or filter")
         return found
 
     def find_id(self, memory_id: int) -> Memory | None:
