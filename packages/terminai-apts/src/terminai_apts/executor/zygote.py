@@ -209,17 +209,21 @@ def remove_tree(path: str, budget: float | None = None) -> bool:
         fd = os.open(path, _DIRECTORY)
     except OSError:
         return True
-    entered: list[str] = []
+    entered: list[str] = []  # the path from ``path`` down to where ``fd`` is
+    pending: list[list[str]] = []  # for each level above, its subdirectories still to go
     try:
+        todo = _unlink_files(fd, deadline)
         while True:
-            sub = _unlink_files(fd, deadline)
-            if sub is not None:
+            if todo:
+                sub = todo.pop()
                 with contextlib.suppress(OSError):
                     os.chmod(sub, 0o700, dir_fd=fd)
                 child_fd = os.open(sub, _DIRECTORY, dir_fd=fd)
                 os.close(fd)
                 fd = child_fd
                 entered.append(sub)
+                pending.append(todo)
+                todo = _unlink_files(fd, deadline)
                 continue
             if not entered:
                 break
@@ -227,6 +231,7 @@ def remove_tree(path: str, budget: float | None = None) -> bool:
             os.close(fd)
             fd = parent
             os.rmdir(entered.pop(), dir_fd=fd)
+            todo = pending.pop()
     except _OutOfTime:
         return False
     except OSError:
@@ -242,16 +247,18 @@ class _OutOfTime(Exception):
     pass
 
 
-def _unlink_files(fd: int, deadline: float | None) -> str | None:
-    """Unlink every non-directory in ``fd``; the name of a subdirectory, if any is left."""
+def _unlink_files(fd: int, deadline: float | None) -> list[str]:
+    """Unlink every non-directory in ``fd`` (one listing); the names of its subdirectories."""
+    subdirectories = []
     with os.scandir(fd) as entries:
         for entry in entries:
             if deadline is not None and time.monotonic() > deadline:
                 raise _OutOfTime
             if entry.is_dir(follow_symlinks=False):
-                return entry.name
-            os.unlink(entry.name, dir_fd=fd)
-    return None
+                subdirectories.append(entry.name)
+            else:
+                os.unlink(entry.name, dir_fd=fd)
+    return subdirectories
 
 
 def _children() -> list[int]:
