@@ -214,6 +214,8 @@ def remove_tree(path: str, budget: float | None = None) -> bool:
     try:
         todo = _unlink_files(fd, deadline)
         while True:
+            if deadline is not None and time.monotonic() > deadline:
+                raise _OutOfTime
             if todo:
                 sub = todo.pop()
                 with contextlib.suppress(OSError):
