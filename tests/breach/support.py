@@ -98,6 +98,17 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
+def named(comm: str) -> list[int]:
+    """Host pids whose process name (``comm``, set by ``PR_SET_NAME``) is ``comm``."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            with contextlib.suppress(OSError), open(f"/proc/{name}/comm") as fh:
+                if fh.read().strip() == comm:
+                    found.append(int(name))
+    return found
+
+
 def kill_all(pids: list[int]) -> None:
     for pid in pids:
         with contextlib.suppress(OSError):

@@ -5,7 +5,6 @@ deadline and the output cap are the host's, whatever the run says."""
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 
@@ -13,7 +12,7 @@ import pytest
 from terminai_apts.executor import SandboxConfig, run
 
 from tests.breach import harness
-from tests.breach.support import PRELUDE
+from tests.breach.support import PRELUDE, named
 
 # The result pipe is the run's only writable pipe: find it and write to it directly.
 FORGE = (
@@ -116,20 +115,7 @@ def test_a_forged_session_end_leaves_nothing_behind() -> None:
     result = _forged(body)
     assert result.success and result.stdout == "done"
     time.sleep(0.2)
-    assert not _named(marker)  # the host ended the run whatever it claimed
-
-
-def _named(marker: str) -> list[str]:
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/comm") as fh:
-                    if fh.read().strip() == marker:
-                        found.append(name)
-            except OSError:
-                pass
-    return found
+    assert not named(marker)  # the host ended the run whatever it claimed
 
 
 def test_an_answer_for_another_cell_ends_a_session() -> None:

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from tests.breach.support import EVERYTHING_OFF, attack, kill_all, namespaces_available
+from tests.breach.support import EVERYTHING_OFF, attack, kill_all, named, namespaces_available
 
 ESCAPE = """
 import time
@@ -37,26 +37,11 @@ out["setpgid"] = attempt(os.setpgid, 0, 0)
 """
 
 
-def _named(marker: str) -> list[int]:
-    found = []
-    import os
-
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/comm") as fh:
-                    if fh.read().strip() == marker:
-                        found.append(int(name))
-            except OSError:
-                pass
-    return found
-
-
 def test_no_process_can_be_created() -> None:
     marker = "brk" + uuid.uuid4().hex[:10]
     out = attack(ESCAPE.format(marker=marker) + RAW_SPAWN)
     assert set(out.values()) == {"EPERM"} and len(out) == 5, out
-    assert _named(marker) == []
+    assert named(marker) == []
 
 
 @pytest.mark.parametrize(
@@ -75,9 +60,9 @@ def test_an_escaped_process_dies_with_the_run(kept: str) -> None:
         out = attack(ESCAPE.format(marker=marker), skip=skip)
         assert out["fork"] == "ok", out  # the escape really happened
         time.sleep(0.5)  # the zygote sweeps within 50 ms of going idle
-        assert _named(marker) == []
+        assert named(marker) == []
     finally:
-        kill_all(_named(marker))
+        kill_all(named(marker))
 
 
 def test_the_escapee_survives_when_every_layer_is_off() -> None:
@@ -86,9 +71,9 @@ def test_the_escapee_survives_when_every_layer_is_off() -> None:
         out = attack(ESCAPE.format(marker=marker), skip=(*EVERYTHING_OFF, "orphans"))
         assert out["fork"] == "ok"
         time.sleep(0.3)
-        assert _named(marker) != []
+        assert named(marker) != []
     finally:
-        kill_all(_named(marker))
+        kill_all(named(marker))
 
 
 IPC = """

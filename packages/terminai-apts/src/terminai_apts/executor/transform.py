@@ -33,7 +33,8 @@ SUPER_METHODS = SPECIAL_METHODS
 _COUNTER = itertools.count()
 
 
-def _is_super_call(node: ast.expr) -> bool:
+def is_super_call(node: ast.expr) -> bool:
+    """``super()`` with no arguments: the only form the sandbox accepts."""
     return (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -75,7 +76,7 @@ class SandboxTransformer(RestrictingNodeTransformer):
 
     # -- super().__init__() ---------------------------------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> Any:  # noqa: N802 - NodeTransformer naming
-        if node.attr in SUPER_METHODS and isinstance(node.ctx, ast.Load) and _is_super_call(node.value):
+        if node.attr in SUPER_METHODS and isinstance(node.ctx, ast.Load) and is_super_call(node.value):
             value = self.visit(node.value)
             call = ast.Call(func=_name("_getattr_", ast.Load()), args=[value, ast.Constant(node.attr)], keywords=[])
             return ast.fix_missing_locations(ast.copy_location(call, node))

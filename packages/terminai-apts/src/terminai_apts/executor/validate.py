@@ -18,7 +18,7 @@ from terminai_apts.executor.policy import (
     allowed_imports_text,
     modules_for,
 )
-from terminai_apts.executor.transform import SPECIAL_METHODS, SUPER_METHODS
+from terminai_apts.executor.transform import SPECIAL_METHODS, SUPER_METHODS, is_super_call
 
 _PATH_WRITES = frozenset(
     {"write_text", "write_bytes", "touch", "mkdir", "unlink", "rename", "replace",
@@ -105,16 +105,6 @@ def _ast_size(tree: ast.AST) -> Violation | None:
     return None
 
 
-def _is_super_call(node: ast.expr) -> bool:
-    return (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id == "super"
-        and not node.args
-        and not node.keywords
-    )
-
-
 def _bad_attr(name: str) -> bool:
     return name in FORBIDDEN_ATTRS or name.startswith(FORBIDDEN_ATTR_PREFIXES)
 
@@ -142,7 +132,7 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr in SUPER_METHODS and _is_super_call(node.value):
+        if node.attr in SUPER_METHODS and is_super_call(node.value):
             self.generic_visit(node)
             return
         if _bad_attr(node.attr):
