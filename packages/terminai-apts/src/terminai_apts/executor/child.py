@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 from RestrictedPython.compile import compile_restricted
 
-from terminai_apts.executor import frames, guards, isolation
+from terminai_apts.executor import frames, guards, isolation, namespaces
 from terminai_apts.executor.limits import die_with_parent
 from terminai_apts.executor.policy import ApiSpec, Mode, modules_for
 from terminai_apts.executor.transform import SandboxTransformer
@@ -167,11 +167,20 @@ def _warm_up(proxies: dict[Mode, dict[str, guards.ModuleProxy]]) -> None:
     run_cell("print(len([1]))", guards.build_globals("high", dict(proxies["high"]), buffer, {}), buffer)
 
 
-def _make_scratch(base: str, config: dict[str, Any]) -> str:
+def _make_scratch(base: str, config: dict[str, Any], report: isolation.Isolation) -> str:
+    """The run's private working directory. In the run's namespaces it is a tmpfs of its
+    own, capped (bytes and inodes) at the run's memory budget, since tmpfs pages are
+    memory; without them its total rests on the file system below (in the image, the
+    container's size-limited /tmp)."""
     path = os.path.join(base, "scratch")
     os.mkdir(path, 0o700)
-    if os.geteuid() == 0:
-        os.chown(path, int(config["unprivileged_uid"]), int(config["unprivileged_gid"]))
+    uid, gid = os.getuid(), os.getgid()
+    if uid == 0:
+        uid, gid = int(config["unprivileged_uid"]), int(config["unprivileged_gid"])
+        os.chown(path, uid, gid)
+    if report.namespaces:
+        size = int(config["max_memory_mb"]) * 1024 * 1024
+        namespaces.private_tmpfs(path, size_bytes=size, inodes=max(64, size // 4096), uid=uid, gid=gid)
     return path
 
 
@@ -197,7 +206,7 @@ def _sandboxed(
             os._exit(0)
         setup = json.loads(frame)
         config: dict[str, Any] = setup["config"]
-        scratch = _make_scratch(base, config) if config.get("scratch") else None
+        scratch = _make_scratch(base, config, report) if config.get("scratch") else None
         try:
             injected, api_paths = _build_api(setup.get("api"))
         except Exception as exc:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ctypes
 import os
 
+CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
@@ -44,6 +45,24 @@ def _write(path: str, text: str) -> None:
         os.write(fd, text.encode())
     finally:
         os.close(fd)
+
+
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 0x2, 0x4, 0x8
+_MS_REC, _MS_PRIVATE = 0x4000, 0x40000
+
+
+def private_tmpfs(path: str, *, size_bytes: int, inodes: int, uid: int, gid: int) -> None:
+    """Mount a capped tmpfs on ``path`` in a mount namespace of the caller's own (called
+    in the sandboxed process of a run that has its namespaces, before its capabilities go).
+    It disappears with the run's last process; raises ``OSError`` on any failure."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    options = f"size={size_bytes},nr_inodes={inodes},mode=0700,uid={uid},gid={gid}".encode()
+    if libc.unshare(CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), "scratch tmpfs: unshare(CLONE_NEWNS) failed")
+    if libc.mount(None, b"/", None, _MS_REC | _MS_PRIVATE, None) != 0:
+        raise OSError(ctypes.get_errno(), "scratch tmpfs: making mounts private failed")
+    if libc.mount(b"tmpfs", path.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV | _MS_NOEXEC, options) != 0:
+        raise OSError(ctypes.get_errno(), "scratch tmpfs: mount failed")
 
 
 _CAP_VERSION_3 = 0x20080522
