@@ -20,6 +20,7 @@ from terminai_sandbox.signing import keyless
 from terminai_sandbox.signing.verify.image import verify_image
 from terminai_sandbox.signing.verify.trust import KeylessIdentity, VerificationPolicy
 
+from tests.fixtures.oci import blob_writer
 from tests.unit.supply.sigstore_testing import IDENTITY, ISSUER, TestSigstore
 
 COMMIT = "52b6727847cb2562468b81247683b02ea35733eb"
@@ -27,13 +28,7 @@ SOURCE = "https://github.com/terminai/sovereign-sandbox"
 
 
 def _layout(root: Path, labels: dict[str, str]) -> tuple[Path, str]:
-    blobs = root / "blobs" / "sha256"
-    blobs.mkdir(parents=True)
-
-    def put(data: bytes) -> str:
-        digest = hashlib.sha256(data).hexdigest()
-        (blobs / digest).write_bytes(data)
-        return "sha256:" + digest
+    put = blob_writer(root)
 
     config = json.dumps({"created": "2026-11-20T02:11:10Z", "config": {"Labels": labels}}).encode()
     manifest = json.dumps({"schemaVersion": 2, "config": {"digest": put(config)}, "layers": []}).encode()

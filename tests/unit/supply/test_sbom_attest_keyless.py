@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import base64
 import gzip
-import hashlib
 import io
 import json
 import tarfile
@@ -15,6 +14,8 @@ from terminai_sandbox.signing import keyless
 from terminai_sandbox.signing.formats import dsse, keys
 from terminai_sandbox.signing.verify import sigstore_bundle
 from terminai_sandbox.signing.verify.trust import KeylessIdentity
+
+from tests.fixtures.oci import blob_writer
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures/sigstore"
 BUNDLE = FIXTURES / "cosign-oci-attestation.sigstore.json"
@@ -63,13 +64,7 @@ def _layer(files: dict[str, bytes]) -> bytes:
 
 
 def _layout(root: Path, layers: list[dict[str, bytes]]) -> Path:
-    blobs = root / "blobs" / "sha256"
-    blobs.mkdir(parents=True)
-
-    def put(data: bytes) -> str:
-        digest = hashlib.sha256(data).hexdigest()
-        (blobs / digest).write_bytes(data)
-        return "sha256:" + digest
+    put = blob_writer(root)
 
     descriptors = [{"digest": put(_layer(files)), "size": 1} for files in layers]
     manifest = json.dumps({"schemaVersion": 2, "config": {}, "layers": descriptors}).encode()

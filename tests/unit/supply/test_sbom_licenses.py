@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import gzip
-import hashlib
 import io
 import json
 import tarfile
@@ -16,6 +15,8 @@ from license_expression import get_spdx_licensing
 from terminai_sandbox import licenses
 from terminai_sandbox.errors import SbomError
 from terminai_sandbox.sbom import SbomOptions, copyright_licenses, generate, os_release_distro
+
+from tests.fixtures.oci import blob_writer
 
 DEP5_HEADER = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\n"
 
@@ -135,13 +136,7 @@ def _image(root: Path, *, created: str | None) -> Path:
         link = tarfile.TarInfo(name)
         link.type, link.linkname = tarfile.SYMTYPE, target
         entries.append(link)
-    blobs = root / "blobs" / "sha256"
-    blobs.mkdir(parents=True)
-
-    def put(data: bytes) -> str:
-        digest = hashlib.sha256(data).hexdigest()
-        (blobs / digest).write_bytes(data)
-        return "sha256:" + digest
+    put = blob_writer(root)
 
     config = json.dumps({"created": created} if created else {}).encode()
     manifest = json.dumps(
