@@ -8,10 +8,10 @@ import io
 import traceback
 from typing import Any
 
-from terminai_apts.executor import guards
+from terminai_apts.executor import output
 
 
-def run_raw(code: str, glb: dict[str, Any], buffer: guards.OutputBuffer) -> dict[str, Any]:
+def run_raw(code: str, glb: dict[str, Any], buffer: output.OutputBuffer) -> dict[str, Any]:
     namespace = glb.setdefault("__breach__", {"__name__": "__breach__", "__builtins__": builtins})
     out = io.StringIO()
     result: dict[str, Any] = {

@@ -41,7 +41,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from RestrictedPython.compile import compile_restricted
-from terminai_apts.executor import guards
+from terminai_apts.executor import guards, module_proxies, output, wrappers
+from terminai_apts.executor import sandbox_globals as globals_
 from terminai_apts.executor.policy import (
     CLASS_HELPERS,
     FORBIDDEN_ATTR_PREFIXES,
@@ -57,7 +58,7 @@ from terminai_apts.memory import records
 
 # Names in the globals and builtins user code cannot spell (validation and
 # compile_restricted refuse every name starting with "_"); generated code calls them.
-INTERNAL_NAMES = frozenset({*guards.GUARD_NAMES, "__build_class__", "__import__", "__metaclass__", "__name__"})
+INTERNAL_NAMES = frozenset({*globals_.GUARD_NAMES, "__build_class__", "__import__", "__metaclass__", "__name__"})
 
 _C_ROUTINES = (
     types.BuiltinFunctionType,
@@ -81,7 +82,7 @@ class Offender:
         return f"{self.path}: {self.kind} ({self.value})"
 
 
-# The walk's own allowlist, kept apart from the implementation's (``guards.SAFE_CLASSES``
+# The walk's own allowlist, kept apart from the implementation's (``safe_classes.SAFE_CLASSES``
 # is derived from the builtins it installs, so adding a builtin would otherwise allow
 # itself). Builtin data types and iterator types are C types whose methods check the
 # type of ``self``; the module classes are the reviewed list in ``policy``.
@@ -116,7 +117,7 @@ def classify(value: object) -> str | None:
             return "class"
         if value in _ALLOWED_CLASSES or issubclass(value, BaseException):
             return None
-        if type(value) is type and value.__dict__.get("__module__") == guards.SANDBOX_MODULE:
+        if type(value) is type and value.__dict__.get("__module__") == wrappers.SANDBOX_MODULE:
             return None
         return "class"
     if isinstance(value, types.FunctionType):
@@ -208,7 +209,9 @@ def _attributes(obj: object) -> Iterator[tuple[str, Any]]:
         try:
             # `from module import name` reads a proxy without the attribute guard, so what a
             # proxy holds must be safe in itself; everything else goes through the guard.
-            value = getattr(obj, name) if isinstance(obj, guards.ModuleProxy) else guards.guarded_getattr(obj, name)
+            value = (
+                getattr(obj, name) if isinstance(obj, module_proxies.ModuleProxy) else guards.guarded_getattr(obj, name)
+            )
         except Exception:  # refused by the guard, or no such attribute
             continue
         yield name, value
@@ -268,8 +271,8 @@ def walk(roots: dict[str, object], *, exempt: frozenset[str] = frozenset(), max_
 
 def sandbox_globals(mode: Mode, injected: dict[str, object] | None = None) -> dict[str, Any]:
     """The restricted globals exactly as the child builds them (minus the per-run RNG)."""
-    proxies = guards.build_proxies(mode)
-    return guards.build_globals(mode, proxies, guards.OutputBuffer(100_000), injected or {})
+    proxies = module_proxies.build_proxies(mode)
+    return globals_.build_globals(mode, proxies, output.OutputBuffer(100_000), injected or {})
 
 
 def namespace_roots(glb: dict[str, Any], mode: Mode) -> dict[str, object]:

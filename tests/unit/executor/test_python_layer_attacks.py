@@ -566,7 +566,7 @@ def test_red_team_prepare_chain(mode: Mode, memory_api: ApiSpec) -> None:
 # child through any public entry point, which is the point of the walk.)
 def test_build_class_refuses_a_leaked_metaclass() -> None:
     from RestrictedPython.compile import compile_restricted
-    from terminai_apts.executor import guards
+    from terminai_apts.executor import module_proxies, output, sandbox_globals, wrappers
 
     prepared: list[str] = []
 
@@ -577,9 +577,11 @@ def test_build_class_refuses_a_leaked_metaclass() -> None:
             return {"_write_": lambda obj: obj}
 
     leaked = Meta("Leaked", (), {})
-    glb = guards.build_globals("high", guards.build_proxies("high"), guards.OutputBuffer(1000), {"leaked": leaked})
+    glb = sandbox_globals.build_globals(
+        "high", module_proxies.build_proxies("high"), output.OutputBuffer(1000), {"leaked": leaked}
+    )
     code = compile_restricted("class X(leaked):\n    pass\n", filename="<sandbox>", mode="exec")
-    with pytest.raises(guards.SandboxViolation, match="plain classes"):
+    with pytest.raises(wrappers.SandboxViolation, match="plain classes"):
         exec(code, glb)
     assert prepared == []
     plain = compile_restricted("class Y(ValueError):\n    z = [1]\n", filename="<sandbox>", mode="exec")

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from terminai_apts.executor import guards, policy
+from terminai_apts.executor import api_object, guards, module_proxies, policy, safe_classes, wrappers
 from terminai_apts.executor.policy import MODES, Mode
 from terminai_apts.executor.validate import validate_code
 from terminai_apts.executor.wrappers import SafeCallable
@@ -24,7 +24,7 @@ from tests.unit.memory.conftest import make_records
 def thermal(tmp_path_factory: pytest.TempPathFactory) -> object:
     path = tmp_path_factory.mktemp("walk") / "mem.db"
     store.build(path, make_records())
-    return guards.wrap_api(policy.thermal_spec(str(path)), open_memory(str(path)))
+    return api_object.wrap_api(policy.thermal_spec(str(path)), open_memory(str(path)))
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -47,9 +47,9 @@ def test_nothing_dangerous_is_reachable(mode: Mode, thermal: object) -> None:
     assert report.visited > (500 if mode == "strict" else 3000)
 
 
-def raw_proxy(name: str, attrs: dict[str, object]) -> guards.ModuleProxy:
+def raw_proxy(name: str, attrs: dict[str, object]) -> module_proxies.ModuleProxy:
     """A proxy holding raw module attributes, as proxies did before they wrapped them."""
-    proxy = object.__new__(guards.ModuleProxy)
+    proxy = object.__new__(module_proxies.ModuleProxy)
     object.__setattr__(proxy, "_name", name)
     object.__setattr__(proxy, "_attrs", dict(attrs))
     return proxy
@@ -128,7 +128,7 @@ def test_proxies_wrap_whatever_they_are_given() -> None:
     import random
 
     rng = random.Random(1)
-    proxy = guards.ModuleProxy("random", {a: getattr(rng, a) for a in policy.modules_for("high")["random"]})
+    proxy = module_proxies.ModuleProxy("random", {a: getattr(rng, a) for a in policy.modules_for("high")["random"]})
     report = reachability.walk({"random": proxy})
     assert not report.offenders and report.visited > len(policy.modules_for("high")["random"])
     assert repr(proxy.randint) == "<function random.randint>"
@@ -151,11 +151,11 @@ def test_guard_refuses_each_kind_even_when_reached() -> None:
         (sys, "path"),  # anything on a module
     ]
     for obj, name in refused:
-        with pytest.raises(guards.SandboxViolation):
+        with pytest.raises(wrappers.SandboxViolation):
             guards.guarded_getattr(obj, name)
-    with pytest.raises(guards.SandboxViolation):
+    with pytest.raises(wrappers.SandboxViolation):
         guards.guarded_getitem({"k": collections.Counter}, "k")
-    with pytest.raises(guards.SandboxViolation):
+    with pytest.raises(wrappers.SandboxViolation):
         guards.guarded_getitem(collections.deque, int)  # types.GenericAlias
     counter = collections.Counter("aab")
     assert guards.guarded_getattr(counter, "most_common")(1) == [("a", 2)]
@@ -166,24 +166,24 @@ def test_wrapper_classes_are_sealed(thermal: object) -> None:
     """The objects user code holds cannot be changed through their classes either (a path
     that needs `__class__`, which the guards refuse; this is the layer below)."""
     search = guards.guarded_getattr(thermal, "search")
-    proxy = guards.build_proxies("high")["statistics"]
+    proxy = module_proxies.build_proxies("high")["statistics"]
     for obj in (thermal, search, proxy, guards.guarded_getattr(proxy, "mean")):
-        with pytest.raises(guards.SandboxViolation):
+        with pytest.raises(wrappers.SandboxViolation):
             type(obj).search = len
-        with pytest.raises(guards.SandboxViolation):
+        with pytest.raises(wrappers.SandboxViolation):
             delattr(type(obj), "__call__" if callable(obj) else "__getattr__")
-        with pytest.raises(guards.SandboxViolation):
+        with pytest.raises(wrappers.SandboxViolation):
             obj.search = len
     assert guards.guarded_getattr(thermal, "count")("deploy") == 3
 
 
 _FUZZ_SCRIPT = """
 import json, sys
-from terminai_apts.executor import guards, policy
+from terminai_apts.executor import api_object, policy
 from terminai_apts.memory.tiered import open_memory
 from tests.unit.executor import reachability as r
 mode, db = sys.argv[1], sys.argv[2]
-glb = r.sandbox_globals(mode, {"thermal": guards.wrap_api(policy.thermal_spec(db), open_memory(db))})
+glb = r.sandbox_globals(mode, {"thermal": api_object.wrap_api(policy.thermal_spec(db), open_memory(db))})
 roots = r.namespace_roots(glb, mode)
 roots.update(r.sample_roots(glb, mode))
 report = r.fuzz_calls(r.walk(roots, exempt=r.INTERNAL_NAMES), glb)
@@ -222,9 +222,9 @@ def test_fuzzing_finds_a_planted_class_factory() -> None:
 
 def test_implementation_allowlist_is_within_the_walks() -> None:
     """The guard's class allowlist can only shrink the walk's, never widen it."""
-    non_exceptions = {c for c in guards.SAFE_CLASSES if not issubclass(c, BaseException)}
+    non_exceptions = {c for c in safe_classes.SAFE_CLASSES if not issubclass(c, BaseException)}
     assert non_exceptions <= reachability.allowed_classes()
-    assert not guards.SAFE_CLASSES & reachability.NEVER_TYPES
+    assert not safe_classes.SAFE_CLASSES & reachability.NEVER_TYPES
 
 
 def test_a_wrapper_cannot_hide_attributes_from_the_walk() -> None:

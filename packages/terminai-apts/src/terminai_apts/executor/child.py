@@ -22,9 +22,18 @@ from typing import Any, NoReturn
 
 from RestrictedPython.compile import compile_restricted
 
-from terminai_apts.executor import frames, guards, isolation, namespaces
+from terminai_apts.executor import (
+    api_object,
+    frames,
+    isolation,
+    module_proxies,
+    namespaces,
+    output,
+    sandbox_globals,
+    wrappers,
+)
 from terminai_apts.executor.limits import die_with_parent
-from terminai_apts.executor.policy import ApiSpec, Mode, modules_for
+from terminai_apts.executor.policy import ApiSpec, Mode
 from terminai_apts.executor.transform import SandboxTransformer
 
 _HOST_PATH = re.compile(r"(/[\w.+-]+)+\.py\b|(/[\w.+-]+){2,}")
@@ -43,7 +52,7 @@ def _user_line(exc: BaseException) -> int:
     return line
 
 
-def run_cell(code: str, glb: dict[str, Any], buffer: guards.OutputBuffer) -> dict[str, Any]:
+def run_cell(code: str, glb: dict[str, Any], buffer: output.OutputBuffer) -> dict[str, Any]:
     """Compile (layer 3) and run one cell in ``glb``; returns the JSON-able result."""
     result: dict[str, Any] = {
         "success": False, "error": None, "error_type": None, "memory_exceeded": False,
@@ -75,7 +84,7 @@ def run_cell(code: str, glb: dict[str, Any], buffer: guards.OutputBuffer) -> dic
         result.update(
             error="memory limit exceeded", error_type="MemoryError", memory_exceeded=True, refused_by="L6-limits"
         )
-    except guards.SandboxViolation as exc:
+    except wrappers.SandboxViolation as exc:
         result.update(
             error=_sanitize(f"refused: {exc}"),
             error_type="SandboxViolation",
@@ -112,10 +121,10 @@ def _build_api(spec_json: dict[str, object] | None) -> tuple[dict[str, object], 
         for candidate in (arg, f"{arg}-wal", f"{arg}-shm", f"{arg}-journal")
         if os.path.exists(candidate)
     )
-    return {spec.name: guards.wrap_api(spec, factory(*spec.args))}, paths
+    return {spec.name: api_object.wrap_api(spec, factory(*spec.args))}, paths
 
 
-Runner = Callable[[str, dict[str, Any], guards.OutputBuffer], dict[str, Any]]
+Runner = Callable[[str, dict[str, Any], output.OutputBuffer], dict[str, Any]]
 SETUP_LIMIT = 1 << 20
 CELL_LIMIT = 1 << 24
 
@@ -125,7 +134,7 @@ def keeper(
     res_fd: int,
     hardening: isolation.Hardening,
     base: str,
-    proxies: dict[Mode, dict[str, guards.ModuleProxy]],
+    proxies: dict[Mode, dict[str, module_proxies.ModuleProxy]],
     runner: Runner,
 ) -> NoReturn:
     """The run's first process: enters the run's namespaces and forks the sandboxed
@@ -161,10 +170,10 @@ def _end_by_signal(sig: int) -> None:
     os.kill(os.getpid(), sig)  # no core: RLIMIT_CORE is 0 here
 
 
-def _warm_up(proxies: dict[Mode, dict[str, guards.ModuleProxy]]) -> None:
+def _warm_up(proxies: dict[Mode, dict[str, module_proxies.ModuleProxy]]) -> None:
     """Touch, while no caller waits, the memory a first cell would copy on write."""
-    buffer = guards.OutputBuffer(64)
-    run_cell("print(len([1]))", guards.build_globals("high", dict(proxies["high"]), buffer, {}), buffer)
+    buffer = output.OutputBuffer(64)
+    run_cell("print(len([1]))", sandbox_globals.build_globals("high", dict(proxies["high"]), buffer, {}), buffer)
 
 
 def _make_scratch(base: str, config: dict[str, Any], report: isolation.Isolation) -> str:
@@ -190,7 +199,7 @@ def _sandboxed(
     hardening: isolation.Hardening,
     report: isolation.Isolation,
     base: str,
-    proxies: dict[Mode, dict[str, guards.ModuleProxy]],
+    proxies: dict[Mode, dict[str, module_proxies.ModuleProxy]],
     runner: Runner,
 ) -> NoReturn:
     """Wait for the caller's setup, harden once (layer 6), then run cells until the
@@ -224,10 +233,10 @@ def _sandboxed(
             rng = random.Random(  # noqa: S311 - data work, not cryptography
                 int.from_bytes(os.urandom(16), "big")
             )
-            own["random"] = guards.ModuleProxy("random", {a: getattr(rng, a) for a in modules_for(mode)["random"]})
+            own["random"] = module_proxies.random_proxy(mode, rng)
         max_output = int(config["max_output_bytes"])
-        buffer = guards.OutputBuffer(max_output)
-        glb = guards.build_globals(mode, own, buffer, injected)
+        buffer = output.OutputBuffer(max_output)
+        glb = sandbox_globals.build_globals(mode, own, buffer, injected)
         while True:
             frame = frames.read_frame(cmd_fd, CELL_LIMIT)
             if frame is None:

@@ -24,7 +24,7 @@ import tempfile
 import time
 from typing import Any
 
-from terminai_apts.executor import child, guards, isolation
+from terminai_apts.executor import child, isolation, module_proxies
 from terminai_apts.executor.limits import become_subreaper
 from terminai_apts.executor.policy import MODES
 
@@ -41,7 +41,7 @@ class Zygote:
         self.runner = runner
         self.hardening = hardening
         self.skip = hardening.skip
-        self.proxies = {mode: guards.build_proxies(mode) for mode in MODES}
+        self.proxies = {mode: module_proxies.build_proxies(mode) for mode in MODES}
         self.runs: dict[int, str] = {}  # keeper pid -> its base directory
         self.spare: list[tuple[int, int, int]] = []  # forked keepers no caller has seen
         self.exited: dict[int, int] = {}  # keepers reaped before their end()

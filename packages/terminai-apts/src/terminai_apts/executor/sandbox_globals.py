@@ -1,0 +1,89 @@
+"""Layer 4: the restricted globals and builtins of one run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safe_builtins
+
+from terminai_apts.executor.guards import (
+    DEFAULT_METACLASS,
+    guarded_apply,
+    guarded_build_class,
+    guarded_getattr,
+    guarded_getitem,
+    guarded_inplacevar,
+    guarded_write,
+)
+from terminai_apts.executor.module_proxies import ModuleProxy, make_import
+from terminai_apts.executor.output import OutputBuffer, PrintFactory
+from terminai_apts.executor.policy import FORBIDDEN_NAMES, Mode
+from terminai_apts.executor.safe_classes import EXTRA_BUILTINS
+from terminai_apts.executor.sandbox_builtins import PropertyFactory, SandboxGetattr, SandboxSuper
+from terminai_apts.executor.wrappers import SANDBOX_MODULE
+
+# The sandbox's own versions of builtins whose real ones reach too far (see
+# ``executor.sandbox_builtins``); installed in every mode.
+_SANDBOX_OWN: dict[str, Any] = {
+    "getattr": SandboxGetattr(guarded_getattr),
+    "super": SandboxSuper(),
+    "property": PropertyFactory(),
+}
+
+_STRICT_BUILTINS = frozenset(
+    {"None", "True", "False", "abs", "bool", "divmod", "float", "int", "len", "max", "min",
+     "pow", "range", "round", "sorted", "str", "sum", "list", "dict", "tuple", "set",
+     "enumerate", "zip", "isinstance", "any", "all", "map", "filter", "repr", "reversed",
+     "ValueError", "TypeError", "KeyError", "IndexError", "ZeroDivisionError",
+     "Exception", "ArithmeticError", "__build_class__",
+     # ordinary code catches and raises these; none of them reaches anything
+     "LookupError", "AttributeError", "RuntimeError", "StopIteration", "AssertionError",
+     "NotImplementedError", "OverflowError", "UnicodeError", "UnicodeDecodeError",
+     "UnicodeEncodeError", "NameError", "RecursionError",
+     # iteration over results (`next(iter(results), None)`)
+     "iter", "next"}
+)  # fmt: skip
+
+
+def build_builtins(mode: Mode, proxies: dict[str, ModuleProxy]) -> dict[str, Any]:
+    builtins = dict(safe_builtins)
+    builtins.update(EXTRA_BUILTINS)
+    for name in list(builtins):
+        if name in FORBIDDEN_NAMES or name == "_getattr_":
+            del builtins[name]
+    if mode == "strict":
+        builtins = {k: v for k, v in builtins.items() if k in _STRICT_BUILTINS}
+    builtins.update(_SANDBOX_OWN)
+    builtins["__build_class__"] = guarded_build_class
+    builtins["__import__"] = make_import(mode, proxies)
+    return builtins
+
+
+# The names RestrictedPython's generated code calls; user code can never spell them
+# (names starting with "_" are refused by validation and by compile_restricted).
+GUARD_NAMES: tuple[str, ...] = (
+    "_getattr_", "_getitem_", "_getiter_", "_write_", "_inplacevar_",
+    "_iter_unpack_sequence_", "_unpack_sequence_", "_print_", "_apply_",
+)  # fmt: skip
+
+
+def build_globals(
+    mode: Mode, proxies: dict[str, ModuleProxy], buffer: OutputBuffer, injected: dict[str, object]
+) -> dict[str, Any]:
+    """Fresh restricted globals for one child (layer 4)."""
+    glb: dict[str, Any] = {
+        "__builtins__": build_builtins(mode, proxies),
+        "__name__": SANDBOX_MODULE,
+        "__metaclass__": DEFAULT_METACLASS,  # RestrictedPython passes it to every class statement
+        "_getattr_": guarded_getattr,
+        "_getitem_": guarded_getitem,
+        "_getiter_": iter,
+        "_write_": guarded_write,
+        "_inplacevar_": guarded_inplacevar,
+        "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
+        "_unpack_sequence_": guarded_unpack_sequence,
+        "_print_": PrintFactory(buffer),
+        "_apply_": guarded_apply,
+    }
+    glb.update(injected)
+    return glb
