@@ -376,17 +376,13 @@ class TieredMemory:
         self.close()
 
 
-def open_memory(path: str | Path, *, immutable: bool = False) -> ThermalMemory | TieredMemory:
-    """An index file opens as :class:`ThermalMemory`, a journal directory as :class:`TieredMemory`.
-
-    ``immutable`` opens the live index too without locks, pinned to its current version.
-    """
-    if Path(path).is_dir():
-        return TieredMemory(path, immutable=immutable)
-    return ThermalMemory(path, immutable=immutable)
+def open_memory(path: str | Path) -> ThermalMemory | TieredMemory:
+    """An index file opens as :class:`ThermalMemory`, a journal directory as :class:`TieredMemory`."""
+    return TieredMemory(path) if Path(path).is_dir() else ThermalMemory(path)
 
 
 def open_for_run(path: str) -> ThermalMemory | TieredMemory:
-    """What a sandboxed run reads: every file ``immutable=1`` (SQLite takes no lock the run
-    could hold against the writer) and pinned (a commit meanwhile is a clean error)."""
-    return open_memory(path, immutable=True)
+    """:func:`open_memory` for a sandboxed run: every file ``immutable=1`` (SQLite takes no
+    lock the run could hold against the writer) and pinned (a commit meanwhile is a clean
+    error, see ``memory/pinned.py``)."""
+    return TieredMemory(path, immutable=True) if Path(path).is_dir() else ThermalMemory(path, immutable=True)
