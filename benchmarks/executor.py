@@ -2,7 +2,9 @@
 
 1. Warm per-run latency of `print(1)` (p50/p95) against spawning a fresh `python3 -c`, and
    against the executor of an earlier commit (`--baseline-ref`, by default the last one
-   before the per-run OS boundary), measured interleaved in the same run.
+   before the per-run OS boundary), measured interleaved in the same run; likewise a run
+   that opens the memory index and queries it (`thermal.search`), whose setup is where
+   the run's database access is decided.
 2. CPU-bound workloads under the executor against plain CPython `exec` (ratio).
 3. The same workloads under smolagents' LocalPythonExecutor, installed only in a separate
    benchmark venv (`.bench/venv`, created on first use; never in the dev lock).
@@ -24,6 +26,8 @@ import time
 from pathlib import Path
 
 from terminai_apts.executor import SandboxConfig, execute
+from terminai_apts.memory import store
+from terminai_apts.memory.records import NewMemory
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_VENV = ROOT / ".bench" / "venv"
@@ -31,16 +35,21 @@ BENCH_VENV = ROOT / ".bench" / "venv"
 BASELINE_REF = "52b6727"
 _LATENCY_SCRIPT = r"""
 import json, sys, time
-from terminai_apts.executor import SandboxConfig, execute
+from terminai_apts.executor import SandboxConfig, execute, thermal_spec
 cfg = SandboxConfig(timeout_seconds=10)
-execute("print(1)", cfg)
+code, db = sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None
+api = thermal_spec(db) if db else None
+execute(code, cfg, api)
 samples = []
 for _ in range(int(sys.argv[1])):
     t = time.perf_counter()
-    assert execute("print(1)", cfg).success
+    result = execute(code, cfg, api)
+    assert result.success, result.error
     samples.append((time.perf_counter() - t) * 1000)
 print(json.dumps(samples))
 """
+MEMORY_QUERY = "print(thermal.search('rollout canary', limit=5).total)"
+MEMORY_RECORDS = 5_000
 SMOLAGENTS_PIN = "smolagents==1.23.0"
 
 WORKLOADS: dict[str, str] = {
@@ -93,17 +102,18 @@ def warm_latency(runs: int) -> tuple[float, float, float]:
     return _pct(samples, 0.5), _pct(samples, 0.95), statistics.median(spawn)
 
 
-def _latency_samples(source: Path, runs: int) -> list[float]:
+def _latency_samples(source: Path, runs: int, code: str, db: Path | None) -> list[float]:
     env = {"PYTHONPATH": str(source), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run(
-        [sys.executable, "-c", _LATENCY_SCRIPT, str(runs)], env=env, capture_output=True, text=True, check=True
-    )
+    argv = [sys.executable, "-c", _LATENCY_SCRIPT, str(runs), code] + ([str(db)] if db else [])
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=True)
     samples: list[float] = json.loads(done.stdout.splitlines()[-1])
     return samples
 
 
-def against_baseline(ref: str, runs: int, rounds: int = 5) -> tuple[list[float], list[float]]:
-    """print(1) latency of this tree's executor and of ``ref``'s, in alternating rounds."""
+def against_baseline(
+    ref: str, runs: int, rounds: int = 5, *, code: str = "print(1)", db: Path | None = None
+) -> tuple[list[float], list[float]]:
+    """Per-run latency of ``code`` under this tree's executor and ``ref``'s, in alternating rounds."""
     with tempfile.TemporaryDirectory(prefix="executor-baseline-") as tmp:
         archive = subprocess.run(
             ["git", "archive", ref, "packages/terminai-apts/src"], cwd=ROOT, capture_output=True, check=True
@@ -115,9 +125,24 @@ def against_baseline(ref: str, runs: int, rounds: int = 5) -> tuple[list[float],
         new: list[float] = []
         old: list[float] = []
         for _ in range(rounds):
-            new += _latency_samples(new_src, runs // rounds)
-            old += _latency_samples(old_src, runs // rounds)
+            new += _latency_samples(new_src, runs // rounds, code, db)
+            old += _latency_samples(old_src, runs // rounds, code, db)
     return new, old
+
+
+def _memory_index(path: Path) -> Path:
+    records = (
+        NewMemory(
+            uid=f"m{i}",
+            date=f"2026-{i % 12 + 1:02d}-{i % 28 + 1:02d}",
+            recorded_at="2026-11-01",
+            title=f"{('rollout', 'incident', 'review')[i % 3]} {i}",
+            content=f"{('canary deploy', 'postgres failover', 'ticket triage')[i % 3]} note {i}",
+        )
+        for i in range(MEMORY_RECORDS)
+    )
+    store.build(path, records)
+    return path
 
 
 def best_of(fn: object, reps: int = 3) -> float:
@@ -173,6 +198,14 @@ def main() -> int:
     print(
         f"same run, interleaved: this tree p50 {n50:.2f} / p95 {n95:.2f} ms; {args.baseline_ref} p50 {o50:.2f} / "
         f"p95 {o95:.2f} ms -> the OS boundary costs {n50 - o50:+.2f} ms at p50 ({n50 / o50:.2f}x)"
+    )
+    with tempfile.TemporaryDirectory(prefix="executor-memory-") as tmp:
+        db = _memory_index(Path(tmp) / "memory.db")
+        new, old = against_baseline(args.baseline_ref, args.runs, code=MEMORY_QUERY, db=db)
+    n50, n95, o50, o95 = _pct(new, 0.5), _pct(new, 0.95), _pct(old, 0.5), _pct(old, 0.95)
+    print(
+        f"memory query run ({MEMORY_RECORDS} records), interleaved: this tree p50 {n50:.2f} / p95 {n95:.2f} ms; "
+        f"{args.baseline_ref} p50 {o50:.2f} / p95 {o95:.2f} ms ({n50 - o50:+.2f} ms at p50, {n50 / o50:.2f}x)"
     )
 
     smol = None if args.no_smolagents else smolagents_times()

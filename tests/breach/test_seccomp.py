@@ -4,6 +4,7 @@ a breach would reach for are refused (and a few show the kernel would have allow
 from __future__ import annotations
 
 import errno
+import fcntl
 import struct
 
 import pytest
@@ -106,3 +107,15 @@ def test_the_policy_is_an_allowlist(scratch: bool) -> None:
             returns.add(k)
     eperm, enosys = 0x00050000 | errno.EPERM, 0x00050000 | errno.ENOSYS
     assert returns == {seccomp.ACT_ALLOW, seccomp.ACT_KILL_PROCESS, eperm, enosys}
+
+
+@pytest.mark.parametrize("scratch", [False, True])
+def test_the_policy_allows_no_lock_to_be_taken(scratch: bool) -> None:
+    """Asking about a lock is allowed; taking one (which a run could hold against the
+    memory index's writer) is not, by any command or by ``flock``."""
+    policy = seccomp.rules(scratch=scratch)
+    assert "flock" not in {rule.name for rule in policy}
+    fcntl_commands = {rule.compare[0][2] for rule in policy if rule.name == "fcntl"}
+    assert seccomp.LOCKING_FCNTLS == (fcntl.F_SETLK, fcntl.F_SETLKW, fcntl.F_OFD_SETLK, fcntl.F_OFD_SETLKW)
+    assert fcntl_commands.isdisjoint(seccomp.LOCKING_FCNTLS), fcntl_commands
+    assert {fcntl.F_GETLK, fcntl.F_OFD_GETLK} <= fcntl_commands

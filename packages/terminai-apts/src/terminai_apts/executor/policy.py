@@ -76,18 +76,19 @@ THERMAL_METHODS: tuple[str, ...] = (
 # Methods that answer None for a missing id, by API factory: inside the sandbox they raise
 # a LookupError instead (the seed's `get` did), so `None.title` is never the first clue.
 NOT_FOUND_METHODS: dict[str, tuple[str, ...]] = {
-    "terminai_apts.memory.tiered:open_memory": ("get", "trace"),
+    "terminai_apts.memory.tiered:open_for_run": ("get", "trace"),
 }
 
 
 def thermal_spec(db_path: str) -> ApiSpec:
-    """The memory API (`thermal`) opened read-only inside the child from ``db_path``.
+    """The memory API (`thermal`) opened read-only inside the child from ``db_path``:
+    ``immutable=1`` and pinned to the version it opened, so the run holds no lock.
 
     ``db_path`` is an index file, or a journal directory (its live index and sealed quarters).
     """
     return ApiSpec(
         name="thermal",
-        factory="terminai_apts.memory.tiered:open_memory",
+        factory="terminai_apts.memory.tiered:open_for_run",
         args=(db_path,),
         methods=THERMAL_METHODS,
     )

@@ -42,7 +42,7 @@ ALLOWED: tuple[str, ...] = (
     "brk", "mmap", "munmap", "mprotect", "mremap", "madvise", "mincore", "msync",
     # descriptors already open (the two pipes, the database, files opened read-only)
     "read", "pread64", "readv", "preadv", "preadv2", "write", "pwrite64", "writev",
-    "lseek", "close", "close_range", "dup", "dup3", "flock", "fadvise64",
+    "lseek", "close", "close_range", "dup", "dup3", "fadvise64",
     "fstat", "newfstatat", "statx", "stat", "lstat", "fstatfs", "statfs",
     "access", "faccessat", "faccessat2", "readlink", "readlinkat", "getdents64",
     "getcwd", "poll", "ppoll", "select", "pselect6",
@@ -81,6 +81,7 @@ NAMED_DENIALS: tuple[str, ...] = (
     "pidfd_open", "pidfd_send_signal", "pidfd_getfd", "setsid", "setpgid",
     "setrlimit", "prlimit64", "openat2", "creat", "symlink", "link", "chmod",
     "chown", "setuid", "setgid", "personality", "seccomp", "landlock_create_ruleset",
+    "flock",
 )  # fmt: skip
 
 # Open flags that write, create or truncate: refused on open/openat without scratch.
@@ -90,11 +91,16 @@ _CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x100000
 _PR_SET_NAME, _PR_GET_NAME = 15, 16
 # ioctl requests a file object may issue on its own descriptors (isatty, non-blocking).
 _IOCTLS = (0x5401, 0x541B, 0x5421, 0x5451)  # TCGETS, FIONREAD, FIONBIO, FIOCLEX
-# fcntl commands on the run's own descriptors: duplicate, flags, record locks (SQLite).
+# fcntl commands on the run's own descriptors: duplicate, flags, asking about locks.
 # Never F_SETOWN(_EX)/F_SETSIG/F_SETLEASE/F_NOTIFY: with O_ASYNC the kernel would send a
-# signal to any process the run names, without a kill() the filter could refuse.
-_FCNTLS = (0, 1, 2, 3, 5, 6, 7, 36, 37, 38, 1030, 1032)  # DUPFD GETFD SETFD GETFL GETLK
-# SETLK SETLKW OFD_GETLK OFD_SETLK OFD_SETLKW DUPFD_CLOEXEC GETPIPE_SZ
+# signal to any process the run names, without a kill() the filter could refuse. Never
+# F_SETLK(W)/F_OFD_SETLK(W) (nor flock): a lock taken on the memory database's read-only
+# descriptor would hold the host's writer off for the run's lifetime; the run's SQLite
+# reads ``immutable=1`` and takes none (``memory/pinned.py``).
+_FCNTLS = (0, 1, 2, 3, 5, 36, 1030, 1032)  # DUPFD GETFD SETFD GETFL GETLK OFD_GETLK
+# DUPFD_CLOEXEC GETPIPE_SZ
+# Locking commands, refused by default deny; named for tests and docs.
+LOCKING_FCNTLS = (6, 7, 37, 38)  # F_SETLK F_SETLKW F_OFD_SETLK F_OFD_SETLKW
 _F_SETFL = 4
 
 

@@ -1,7 +1,8 @@
 """``ThermalMemory``: the read-only query API the restricted executor injects as ``thermal``.
 
-Safety layers, in order: the file is opened ``mode=ro`` (``immutable=1`` for sealed
-shards); the FTS5 tables are touched once (their constructor needs it) and then an
+Safety layers, in order: the file is opened ``mode=ro``, or ``immutable=1`` and pinned
+to the version it opened (``memory/pinned.py``: sealed shards, and every file a sandboxed
+run reads); the FTS5 tables are touched once (their constructor needs it) and then an
 authorizer allows only reads, so even ``PRAGMA query_only=0``, ``ATTACH`` or temp tables
 are refused; every call runs under a progress-handler deadline and returns partial results
 flagged ``truncated`` instead of running long. No method exposes the connection or SQL;
@@ -17,10 +18,9 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from terminai_apts.errors import MemoryNotFound, MemoryQueryError, MemoryStoreError
-from terminai_apts.memory import inputs, termbits
+from terminai_apts.memory import inputs, pinned, termbits
 from terminai_apts.memory import query as q
 from terminai_apts.memory import regex as rx
 from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results, split_tags
@@ -110,9 +110,8 @@ class ThermalMemory:
             raise MemoryStoreError(
                 f"memory index {target} does not exist", hint="build it with `terminai-apts memory index`"
             )
-        uri = f"file:{quote(str(target))}?mode=ro" + ("&immutable=1" if immutable else "")
         try:
-            conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+            conn = pinned.connect(target, immutable=immutable)
             check_schema(conn, target)
             # The FTS5 vtable constructor needs writes-looking internals: run it before the authorizer.
             conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'x' LIMIT 0").fetchall()

@@ -38,11 +38,14 @@ def _quarter_end(quarter: str) -> str:
 
 
 class TieredMemory:
-    """``TieredMemory(journal_root)``: the methods of :class:`ThermalMemory` over every tier."""
+    """``TieredMemory(journal_root)``: the methods of :class:`ThermalMemory` over every tier.
+
+    ``immutable=True`` opens the live index like the sealed shards (``memory/pinned.py``).
+    """
 
     __slots__ = ("_budget_ms", "_sources")
 
-    def __init__(self, root: str | Path, *, budget_ms: int = 2000) -> None:
+    def __init__(self, root: str | Path, *, budget_ms: int = 2000, immutable: bool = False) -> None:
         base = Path(root)
         shards = sorted(base.glob("cold/*/shard.sqlite"), reverse=True)
         live = base / LIVE_INDEX
@@ -55,7 +58,7 @@ class TieredMemory:
         self._sources: list[tuple[str, ThermalMemory]] = []
         try:
             if live.is_file():
-                self._sources.append(("live", ThermalMemory(live, budget_ms=budget_ms)))
+                self._sources.append(("live", ThermalMemory(live, immutable=immutable, budget_ms=budget_ms)))
             for shard in shards:
                 self._sources.append((shard.parent.name, ThermalMemory(shard, immutable=True, budget_ms=budget_ms)))
         except Exception:
@@ -376,3 +379,10 @@ class TieredMemory:
 def open_memory(path: str | Path) -> ThermalMemory | TieredMemory:
     """An index file opens as :class:`ThermalMemory`, a journal directory as :class:`TieredMemory`."""
     return TieredMemory(path) if Path(path).is_dir() else ThermalMemory(path)
+
+
+def open_for_run(path: str) -> ThermalMemory | TieredMemory:
+    """:func:`open_memory` for a sandboxed run: every file ``immutable=1`` (SQLite takes no
+    lock the run could hold against the writer) and pinned (a commit meanwhile is a clean
+    error, see ``memory/pinned.py``)."""
+    return TieredMemory(path, immutable=True) if Path(path).is_dir() else ThermalMemory(path, immutable=True)
