@@ -5,20 +5,22 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from terminai_apts.executor import run
+from terminai_apts.executor import run, zygote_client
 from terminai_apts.executor.policy import ApiSpec, SandboxConfig
 
 DEFAULT = SandboxConfig(timeout_seconds=10, security_mode="standard")
 
 
-_ZYGOTES: dict[frozenset[str], run._Zygote] = {}
+_ZYGOTES: dict[frozenset[str], zygote_client.ZygoteClient] = {}
 
 
-def zygote(skip: frozenset[str] = frozenset()) -> run._Zygote:
+def zygote(skip: frozenset[str] = frozenset()) -> zygote_client.ZygoteClient:
     """The harness zygote with ``skip`` switched off (one per set, restarted if dead)."""
     current = _ZYGOTES.get(skip)
     if current is None or not current.alive():
-        current = _ZYGOTES[skip] = run._Zygote(module="tests.breach.zygote", args=(",".join(sorted(skip)),))
+        current = _ZYGOTES[skip] = zygote_client.ZygoteClient(
+            module="tests.breach.zygote", args=(",".join(sorted(skip)),)
+        )
     return current
 
 

@@ -9,7 +9,7 @@ import time
 import uuid
 
 import pytest
-from terminai_apts.executor import SandboxConfig, run
+from terminai_apts.executor import SandboxConfig, channel, run, zygote_client
 
 from tests.breach import harness
 from tests.breach.support import PRELUDE, named
@@ -120,9 +120,9 @@ def test_a_forged_session_end_leaves_nothing_behind() -> None:
 
 def test_an_answer_for_another_cell_ends_a_session() -> None:
     # The run answers its first cell twice, hoping the spare answer is taken for the next.
-    zygote = run._Zygote(module="tests.breach.zygote")
+    zygote = zygote_client.ZygoteClient(module="tests.breach.zygote")
     try:
-        session = run._Run(zygote, harness.DEFAULT, None)
+        session = channel.RunChannel(zygote, harness.DEFAULT, None)
         first = session.cell(FORGE + frame_of() + "time.sleep(0.2)\n", 10)
         assert first["success"], first
         second = session.cell("print('two')", 10)

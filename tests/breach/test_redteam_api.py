@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_apts.executor import SandboxConfig, run, thermal_spec
+from terminai_apts.executor import SandboxConfig, channel, thermal_spec
 from terminai_apts.memory import store
 from terminai_apts.memory.records import NewMemory
 
@@ -149,7 +149,7 @@ for fd in held:
 def _hold(database: Path, skip: frozenset[str] = frozenset()) -> tuple[dict[str, object], str]:
     """Try every way to lock the database from a run that stays alive, then write from the
     host meanwhile; the run's report and what the write did."""
-    session = run._Run(harness.zygote(skip), DEFAULT, thermal_spec(str(database)).to_json())
+    session = channel.RunChannel(harness.zygote(skip), DEFAULT, thermal_spec(str(database)).to_json())
     try:
         held = session.cell(PRELUDE + HOLD_LOCK.format(path=database) + EMIT, 10)
         assert held["success"], held

@@ -15,7 +15,7 @@ import os
 import uuid
 
 import pytest
-from terminai_apts.executor import run
+from terminai_apts.executor import run, zygote_client
 
 from tests.breach import harness
 from tests.breach.support import EMIT, EVERYTHING_OFF, PRELUDE, attack, landlock_abi
@@ -77,7 +77,7 @@ def test_no_host_environment_reaches_the_run(monkeypatch: pytest.MonkeyPatch) ->
     canary = "breach-canary-" + uuid.uuid4().hex
     monkeypatch.setenv("TERMINAI_BREACH_CANARY", canary)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", canary)
-    zygote = run._Zygote(module="tests.breach.zygote")  # started from this environment
+    zygote = zygote_client.ZygoteClient(module="tests.breach.zygote")  # started from this environment
     try:
         result = run._run_fresh(
             PRELUDE + INITIAL_STACK.format(canary=canary) + EMIT, harness.DEFAULT, None, lambda: zygote

@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from terminai_apts.executor import SandboxConfig, run
+from terminai_apts.executor import SandboxConfig, channel
 
 from tests.breach import harness
 from tests.breach.support import attack, namespaces_available
@@ -48,7 +48,7 @@ def test_a_tree_deeper_than_the_recursion_limit_is_removed_and_harms_no_one() ->
     # shutil.rmtree recurses once per level: 1,500 levels raised RecursionError in the
     # zygote, which died (with every other caller's run) and left the tree in /tmp.
     zygote = harness.zygote()
-    other = run._Run(zygote, harness.DEFAULT, None)
+    other = channel.RunChannel(zygote, harness.DEFAULT, None)
     try:
         assert other.cell("x = 41", 10)["success"]
         out = attack(DEEP.format(depth=1500), config=SCRATCH)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import collections.abc
 
 import pytest
-from terminai_apts.executor import run
+from terminai_apts.executor import channel
 
 from tests.breach import harness
 from tests.breach.support import EVERYTHING_OFF, attack
@@ -35,10 +35,10 @@ for fd in range(3, 64):
 
 
 @pytest.fixture
-def victim() -> collections.abc.Iterator[run._Run]:
+def victim() -> collections.abc.Iterator[channel.RunChannel]:
     """A live run with state, in no PID namespace (as in an unprivileged container)."""
     zygote = harness.zygote(frozenset({"namespaces"}))
-    session = run._Run(zygote, harness.DEFAULT, None)
+    session = channel.RunChannel(zygote, harness.DEFAULT, None)
     assert session.cell("x = 41", 10)["success"]
     try:
         yield session
@@ -46,11 +46,11 @@ def victim() -> collections.abc.Iterator[run._Run]:
         session.end()
 
 
-def _alive(victim: run._Run) -> bool:
+def _alive(victim: channel.RunChannel) -> bool:
     return bool(victim.cell("print(x + 1)", 10)["stdout"] == "42\n")
 
 
-def test_sigio_cannot_signal_another_run(victim: run._Run) -> None:
+def test_sigio_cannot_signal_another_run(victim: channel.RunChannel) -> None:
     out = attack(SIGIO_OWNER.format(pgid=victim.pid))
     assert _alive(victim), out
     # Refused at F_SETOWN (the run sees no such group, or the filter refuses it), or the
@@ -58,7 +58,7 @@ def test_sigio_cannot_signal_another_run(victim: run._Run) -> None:
     assert out["setown:res"] in {"ESRCH", "EPERM", "ok"}, out
 
 
-def test_seccomp_alone_refuses_sigio_owners(victim: run._Run) -> None:
+def test_seccomp_alone_refuses_sigio_owners(victim: channel.RunChannel) -> None:
     # No namespaces and no Landlock signal scope (an unprivileged container on a kernel
     # before 6.12): only the filter stands between the run and the other run.
     skip = ("namespaces", "landlock")
@@ -67,7 +67,7 @@ def test_seccomp_alone_refuses_sigio_owners(victim: run._Run) -> None:
     assert _alive(victim)
 
 
-def test_sigio_kills_another_run_when_every_layer_is_off(victim: run._Run) -> None:
+def test_sigio_kills_another_run_when_every_layer_is_off(victim: channel.RunChannel) -> None:
     out = attack(SIGIO_OWNER.format(pgid=victim.pid), skip=EVERYTHING_OFF)
     assert out["setown:res"] == "ok", out
     assert not _alive(victim)  # the attack is real: the test above can fail
@@ -94,12 +94,12 @@ out["prctl-ptracer-any"] = sc(157, 0x59616D61, -1, 0, 0, 0)  # PR_SET_PTRACER_AN
 """
 
 
-def test_no_other_route_to_signal_or_outlive(victim: run._Run) -> None:
+def test_no_other_route_to_signal_or_outlive(victim: channel.RunChannel) -> None:
     out = attack(OTHER_ROUTES.format(pid=victim.pid, pgid=victim.pid))
     assert set(out.values()) == {"EPERM"}, out
     assert _alive(victim)
 
 
-def test_kill_minus_one_reaches_others_without_the_filter(victim: run._Run) -> None:
+def test_kill_minus_one_reaches_others_without_the_filter(victim: channel.RunChannel) -> None:
     out = attack(OTHER_ROUTES.format(pid=victim.pid, pgid=victim.pid), skip=EVERYTHING_OFF)
     assert out["kill(-1)"] == "ok" and out["kill(-pgrp)"] == "ok", out

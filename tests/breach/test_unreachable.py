@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import terminai_apts
-from terminai_apts.executor import SandboxConfig, child, execute, run, zygote
+from terminai_apts.executor import SandboxConfig, child, execute, run, zygote, zygote_client
 
 PACKAGE = Path(terminai_apts.__file__).parent
 
@@ -33,16 +33,16 @@ def test_the_package_never_names_the_harness() -> None:
 
 
 def test_production_starts_only_the_production_zygote_with_its_defaults() -> None:
-    assert run._Zygote.__init__.__defaults__ == ("terminai_apts.executor.zygote", ())
+    assert zygote_client.ZygoteClient.__init__.__defaults__ == ("terminai_apts.executor.zygote", ())
     # Every construction of a zygote client in the package passes no module or arguments,
-    assert all(not call.args and not call.keywords for call in _calls("_Zygote"))
+    assert all(not call.args and not call.keywords for call in _calls("ZygoteClient"))
     # and the zygote's entry point runs RestrictedPython whatever it is given.
     assert zygote.main.__defaults__ == (child.run_cell, frozenset())
     assert all(not call.args and not call.keywords for call in _calls("main"))
 
 
 def test_extra_arguments_do_not_switch_a_layer_off() -> None:
-    probe = run._Zygote(args=("namespaces,landlock,seccomp,rlimits",))
+    probe = zygote_client.ZygoteClient(args=("namespaces,landlock,seccomp,rlimits",))
     try:
         result = run._run_fresh("print(1)", SandboxConfig(timeout_seconds=10), None, lambda: probe)
     finally:

@@ -4,7 +4,7 @@ Layers (numbered in the code): 1 size checks, 2 AST validation (validate.py),
 3 compile_restricted, 4 restricted globals and runtime guards, 5 import proxies by mode
 (sandbox_globals.py, guards.py, module_proxies.py, api_object.py, child.py), 6 the OS
 boundary of each run (isolation.py and the modules it names), 7 the host reading the run
-as hostile (run.py, frames.py), 8 hash-chained audit log (audit.py). Layers 1-5 are
+as hostile (run.py, channel.py, frames.py), 8 hash-chained audit log (audit.py). Layers 1-5 are
 defence in depth; 6 and 7 hold with them gone (the assume-breach tests).
 """
 

@@ -1,0 +1,180 @@
+"""Host side: one run as the host sees it, over the pipes the zygote passed back.
+
+The run is hostile: frames are capped before they are read and checked against their
+schema, the deadline and the output cap are the host's, and the run's process group is
+always killed and reaped at the end, whatever the run said.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import select
+import signal
+import time
+from typing import Any
+
+from terminai_apts.executor import frames
+from terminai_apts.executor.policy import SandboxConfig
+from terminai_apts.executor.zygote_client import ZygoteClient
+
+_READY_LIMIT = 64 * 1024
+
+
+class RunChannel:
+    """One run seen from the host: the child is hostile, so every limit is enforced here.
+
+    The host writes the setup and each cell to the run's command pipe, reads frames from
+    its result pipe under its own deadline and size cap, and always has the zygote kill
+    and reap the run's process group at the end, whatever the run said.
+    """
+
+    def __init__(self, zygote: ZygoteClient, config: SandboxConfig, api: dict[str, object] | None) -> None:
+        self.zygote = zygote
+        self.config = config
+        self.pid, self.cmd, self.res = zygote.spawn()
+        self.ended = False
+        self.isolation: tuple[str, ...] = ()
+        self.notes: tuple[str, ...] = ()
+        self.started = time.monotonic()
+        self.seq = 0
+        self.setup_failure: dict[str, Any] | None = None
+        self.awaiting_ready = True
+        self.reader = frames.FrameReader()
+        try:
+            frames.write_frame(self.cmd, json.dumps({"config": config.to_json(), "api": api}).encode())
+        except OSError:
+            self.setup_failure = self._failure("ChildCrashed", "the run ended before it read its setup")
+
+    def ready(self, timeout: float) -> dict[str, Any] | None:
+        """Read the run's "ready" frame once (a failure result when it is not ready)."""
+        if self.awaiting_ready and self.setup_failure is None:
+            self.awaiting_ready = False
+            reply = self._read(time.monotonic() + timeout, timeout, _READY_LIMIT)
+            if "frame" not in reply:
+                self.setup_failure = reply
+            else:
+                try:
+                    self.isolation, self.notes = _parse_ready(reply["frame"])
+                except frames.FrameError as exc:
+                    self.setup_failure = self._failure("ProtocolError", f"the run sent a malformed ready frame: {exc}")
+        return self.setup_failure
+
+    def cell(self, code: str, timeout: float) -> dict[str, Any]:
+        if self.ended:
+            return _failure("SessionClosed", "the run has ended", dead=True)
+        if not self.awaiting_ready and select.select([self.res], [], [], 0)[0]:
+            # Between cells the run has nothing to say: bytes now would be a forged answer.
+            if not os.read(self.res, 1 << 20):
+                return self._died()
+            return self._failure("ProtocolError", "the run sent data nobody asked for")
+        deadline = time.monotonic() + timeout
+        try:
+            self.seq += 1
+            frames.write_frame(self.cmd, json.dumps({"code": code, "seq": self.seq}).encode())
+        except OSError:
+            return self._failure("ChildCrashed", "the run ended before it read its input")
+        # Written before the ready frame is read: setup and code travel in one round trip.
+        failure = self.ready(timeout)
+        if failure is not None:
+            return failure
+        reply = self._read(deadline, timeout, 6 * self.config.max_output_bytes + frames.FRAME_OVERHEAD)
+        if "frame" not in reply:
+            return reply
+        try:
+            if self.reader.buffer:
+                raise frames.FrameError("bytes after the result frame")
+            result = frames.parse_result(reply["frame"], self.seq)
+        except frames.FrameError as exc:
+            return self._failure("ProtocolError", f"the run sent a malformed result: {exc}")
+        return _cap(result, self.config.max_output_bytes)
+
+    def _read(self, deadline: float, timeout: float, limit: int) -> dict[str, Any]:
+        """One frame from the run by ``deadline`` and within ``limit`` bytes."""
+        while True:
+            try:
+                frame = self.reader.take(limit)
+            except frames.FrameError as exc:
+                return self._failure("ProtocolError", f"the run sent a malformed frame: {exc}")
+            if frame is not None:
+                return {"frame": frame}
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.end()
+                return _failure("TimeoutError", f"wall-clock limit of {timeout:g}s exceeded", timed_out=True, dead=True)
+            ready, _, _ = select.select([self.res], [], [], left)
+            if not ready:
+                continue
+            chunk = os.read(self.res, 1 << 20)
+            if not chunk:
+                return self._died()
+            self.reader.buffer += chunk
+
+    def _failure(self, kind: str, message: str) -> dict[str, Any]:
+        self.end()
+        return _failure(kind, message, dead=True)
+
+    def _died(self) -> dict[str, Any]:
+        status = self.end(ended=True)
+        if status is None:
+            return _failure("ChildCrashed", "the executor lost the run", dead=True)
+        sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
+        if sig == signal.SIGXCPU:
+            return _failure("TimeoutError", "CPU time limit exceeded", timed_out=True, dead=True)
+        if sig == signal.SIGKILL:
+            # The CPU hard limit kills with SIGKILL too, but never before that much time.
+            if time.monotonic() - self.started >= self.config.effective_cpu_seconds:
+                return _failure("TimeoutError", "CPU time limit exceeded", timed_out=True, dead=True)
+            return _failure("MemoryError", "killed (memory limit)", memory=True, dead=True)
+        if sig == signal.SIGSYS:
+            return _failure("SandboxViolation", "refused by the seccomp filter", dead=True)
+        if sig:
+            return _failure("ChildCrashed", f"the run ended by signal {sig}", dead=True)
+        return _failure("ChildCrashed", "the run exited unexpectedly", dead=True)
+
+    def end(self, *, ended: bool = False) -> int | None:
+        """Kill and reap the run (idempotent); the keeper's wait status when known."""
+        if self.ended:
+            return None
+        self.ended = True
+        for fd in (self.cmd, self.res):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        return self.zygote.end(self.pid, ended=ended, wait=self.config.scratch)
+
+
+def _parse_ready(payload: bytes) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        raise frames.FrameError("not JSON") from None
+    if not isinstance(data, dict) or set(data) != {"isolation", "notes"}:
+        raise frames.FrameError("unexpected fields")
+    layers, notes = data["isolation"], data["notes"]
+    if not all(isinstance(v, list) and all(isinstance(i, str) for i in v) for v in (layers, notes)):
+        raise frames.FrameError("unexpected types")
+    return tuple(layers), tuple(notes)
+
+
+def _cap(result: dict[str, Any], max_output: int) -> dict[str, Any]:
+    """The output cap and error size, enforced by the host whatever the run claims."""
+    out = result["stdout"].encode("utf-8", "surrogatepass")
+    if len(out) > max_output:
+        result["stdout"] = out[:max_output].decode("utf-8", "ignore")
+        result["output_truncated"] = True
+    if result["error"] is not None:
+        result["error"] = result["error"][: frames.MAX_ERROR_CHARS]
+    result.update(timed_out=False, session_ended=False)
+    return result
+
+
+def _failure(
+    kind: str, message: str, *, timed_out: bool = False, memory: bool = False, dead: bool = False
+) -> dict[str, Any]:
+    return {
+        "success": False, "stdout": "", "error": message, "error_type": kind,
+        "timed_out": timed_out, "memory_exceeded": memory, "output_truncated": False,
+        "violations": [], "refused_by": "L6-limits" if (timed_out or memory) else None,
+        "line": 0, "session_ended": dead,
+    }  # fmt: skip
