@@ -123,3 +123,14 @@ def test_labels_and_reference_come_from_the_inputs() -> None:
     assert labels["dev.terminai.assembler-format"] == "2"
     assert fx.sample_plan().reference == "terminai/sandbox:1.2.3"
     assert fx.sample_plan(tag="r/x:y").reference == "r/x:y"
+
+
+def test_where_the_files_lie_does_not_change_the_keys() -> None:
+    """An image directory copied elsewhere (same bytes) is the same build: a record made in
+    the checkout still applies to it."""
+    moved = dataclasses.replace(
+        fx.locks(),
+        debian_file=FileDigest(path="/tmp/copy/debian.lock", sha256="1" * 64),
+        wheels_file=FileDigest(path="/tmp/copy/requirements.lock", sha256="2" * 64),
+    )
+    assert fx.sample_plan(locks=moved).keys() == fx.sample_plan().keys()

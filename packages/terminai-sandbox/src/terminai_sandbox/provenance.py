@@ -68,6 +68,12 @@ def _image_config(layout: Path) -> Mapping[str, Any]:
     return config
 
 
+def image_labels(layout: Path) -> Mapping[str, Any]:
+    """The image config's labels in the OCI layout (:class:`SbomError` when it is not one)."""
+    labels = (_image_config(layout).get("config") or {}).get("Labels") or {}
+    return labels if isinstance(labels, dict) else {}
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
@@ -93,8 +99,7 @@ def _check_plan_matches(layout: Path, labels: Mapping[str, Any], plan: BuildPlan
 
 def generate(options: ProvenanceOptions) -> dict[str, Any]:
     """The SLSA v1 provenance predicate for the image in ``options.layout``."""
-    config = _image_config(options.layout)
-    labels = (config.get("config") or {}).get("Labels") or {}
+    labels = image_labels(options.layout)
     commit = str(labels.get("org.opencontainers.image.revision", ""))
     source = str(labels.get("org.opencontainers.image.source", ""))
     if not _COMMIT.match(commit) or not source:

@@ -119,10 +119,14 @@ def _canonical(data: Any) -> bytes:
 def derive_key(
     name: str, dependencies: Sequence[Dependency], parameters: Mapping[str, Param], after: Mapping[str, str]
 ) -> str:
-    """The cache key of a stage: a digest of exactly what it declares."""
+    """The cache key of a stage: a digest of exactly what it declares.
+
+    A file dependency enters by its digest and its place in the stage's list, not by its
+    path: where the checkout or the image directory lies does not change the bytes built.
+    """
     document = {
         "stage": name,
-        "dependencies": [d.descriptor() for d in dependencies],
+        "dependencies": [[d.uri, dict(d.digest)] for d in dependencies],
         "parameters": {k: list(v) if isinstance(v, tuple) else v for k, v in parameters.items()},
         "after": dict(after),
     }

@@ -297,6 +297,7 @@ def provenance_cmd(
             invocation = (
                 f"{server}/{env.get('GITHUB_REPOSITORY')}/actions/runs/{env['GITHUB_RUN_ID']}/attempts/{attempt}"
             )
+    provenance.image_labels(layout)  # a layout that is none fails before the checkout is read
     # The plan is made from this checkout, not built: provenance refuses it unless the
     # image's labels (commit, assembler format, contract version) agree with it.
     planned = plan_for(BuildOptions(spec_path=image_dir / "image.toml"))
