@@ -20,8 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from terminai_sandbox.build import BuildOptions, build_image, repo_root
-from terminai_sandbox.build.spec import load_spec
+from terminai_sandbox.assemble import BuildOptions, build_image, repo_root
+from terminai_sandbox.assemble.spec import load_spec
 from terminai_sandbox.engine import ensure
 
 

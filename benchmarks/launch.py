@@ -30,7 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from terminai_sandbox.build import BuildOptions, build_image
+from terminai_sandbox.assemble import BuildOptions, build_image
 from terminai_sandbox.engine import ensure
 from terminai_sandbox.localregistry import loopback_registry
 from terminai_sandbox.registry import RegistryClient

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.build import BuildResult, repo_root
+from terminai_sandbox.assemble import BuildResult, repo_root
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.signing.formats import keys
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.build import BuildResult, repo_root
+from terminai_sandbox.assemble import BuildResult, repo_root
 from terminai_sandbox.engine import Engine
 
 from tests.fixtures.launcher import InstalledLauncher, wheel_names

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.build import BuildResult, repo_root
+from terminai_sandbox.assemble import BuildResult, repo_root
 from terminai_sandbox.engine import Engine
 
 from tests.corpus import memory_fixture

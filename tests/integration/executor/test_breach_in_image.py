@@ -12,7 +12,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.build import BuildResult, repo_root
+from terminai_sandbox.assemble import BuildResult, repo_root
 from terminai_sandbox.engine import Engine
 
 ROOT = repo_root()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from terminai_sandbox.build import BuildResult
+from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.engine import Engine
 
 HARDENED = {

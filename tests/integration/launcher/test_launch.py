@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.build import BuildOptions, BuildResult, build_image, repo_root
+from terminai_sandbox.assemble import BuildOptions, BuildResult, build_image, repo_root
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.registry import RegistryClient, sha256_digest
 from terminai_sandbox.signing.formats import keys

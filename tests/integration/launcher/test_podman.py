@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.build import BuildResult
+from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.launcher.engines import cgroups_v2
 
 from tests.fixtures.launcher import InstalledLauncher

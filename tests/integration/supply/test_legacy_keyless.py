@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from terminai_sandbox.build import BuildResult
+from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.cli import main
 from terminai_sandbox.errors import VerificationError
 from terminai_sandbox.reference import ImageRef

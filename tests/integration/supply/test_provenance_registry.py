@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
 from in_toto_attestation.v1.statement import Statement
 from terminai_sandbox import provenance
-from terminai_sandbox.build import BuildResult
+from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.cli import main
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.secret import Secret
@@ -144,10 +144,11 @@ def test_keyless_provenance_referrer_verifies_by_identity_and_a_tampered_one_is_
     instance = TestSigstore()
     root = instance.write_trusted_root(tmp_path / "trusted_root.json")
     client = RegistryClient(registry.host)
+    assert built_image.plan is not None  # the session's build, from this checkout
     predicate = provenance.generate(
         provenance.ProvenanceOptions(
             layout=built_image.oci_layout,
-            image_dir=ROOT / "images" / "sandbox",
+            plan=built_image.plan,
             repository=f"{registry.host}/terminai/keyless",
             version="9.9.9",
             builder_id="https://github.com/o/r/.github/workflows/release.yml@refs/tags/v9.9.9",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from terminai_sandbox.build import BuildResult
+from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.cli import main
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import ReleaseError, VerificationError

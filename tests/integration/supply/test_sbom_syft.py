@@ -17,7 +17,7 @@ from typing import Any
 
 from license_expression import get_spdx_licensing
 from packageurl import PackageURL
-from terminai_sandbox.build import BuildResult
+from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.sbom import SbomOptions, generate, normalise_pypi
 
 ROOT = Path(__file__).resolve().parents[3]

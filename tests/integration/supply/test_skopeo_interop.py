@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.build import BuildResult
+from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.secret import Secret

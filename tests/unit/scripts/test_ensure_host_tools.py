@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.build import repo_root
+from terminai_sandbox.assemble import repo_root
 
 SCRIPT = repo_root() / "scripts" / "ensure-host-tools"
 ENGINE_TOOLS = {

@@ -3,7 +3,6 @@ bindings accept, refused when malformed, and verified keyless like the SBOM atte
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -21,10 +20,8 @@ from terminai_sandbox.signing.verify.image import verify_image
 from terminai_sandbox.signing.verify.trust import KeylessIdentity, VerificationPolicy
 
 from tests.fixtures.oci import blob_writer
+from tests.fixtures.plan import COMMIT, SOURCE, sample_plan
 from tests.unit.supply.sigstore_testing import IDENTITY, ISSUER, TestSigstore
-
-COMMIT = "52b6727847cb2562468b81247683b02ea35733eb"
-SOURCE = "https://github.com/terminai/sovereign-sandbox"
 
 
 def _layout(root: Path, labels: dict[str, str]) -> tuple[Path, str]:
@@ -37,29 +34,19 @@ def _layout(root: Path, labels: dict[str, str]) -> tuple[Path, str]:
     return root, digest
 
 
-def _image_dir(root: Path) -> Path:
-    image_dir = root / "images" / "sandbox"
-    image_dir.mkdir(parents=True)
-    (image_dir / "image.toml").write_text('[image]\nrepository = "terminai/sandbox"\n')
-    packages = [{"name": "libc6", "version": "2.36-9", "architecture": "amd64", "sha256": "a" * 64}]
-    (image_dir / "debian.lock").write_text(json.dumps({"source_date_epoch": 1795140670, "packages": packages}))
-    (image_dir / "requirements.lock").write_text(f"restrictedpython==9.0 \\\n    --hash=sha256:{'b' * 64}\n")
-    return image_dir
+def _planned_labels() -> dict[str, str]:
+    """The labels a build of the sample plan writes into the image config."""
+    return dict(sample_plan().labels)
 
 
 @pytest.fixture
 def inputs(tmp_path: Path) -> tuple[provenance.ProvenanceOptions, str]:
-    labels = {
-        "org.opencontainers.image.revision": COMMIT,
-        "org.opencontainers.image.source": SOURCE,
-        "dev.terminai.assembler-format": "1",
-    }
-    layout, digest = _layout(tmp_path / "oci", labels)
+    layout, digest = _layout(tmp_path / "oci", _planned_labels())
     sbom = tmp_path / "sbom.cdx.json"
     sbom.write_text("{}\n")
     options = provenance.ProvenanceOptions(
         layout=layout,
-        image_dir=_image_dir(tmp_path),
+        plan=sample_plan(),
         repository="r.example/terminai/sandbox",
         version="1.2.3",
         builder_id="https://github.com/terminai/sovereign-sandbox/.github/workflows/release.yml@refs/tags/v1.2.3",
@@ -78,14 +65,15 @@ def test_predicate_records_the_declared_inputs_deterministically(
     definition = predicate["buildDefinition"]
     assert definition["buildType"] == provenance.BUILD_TYPE
     assert definition["externalParameters"]["source"] == f"git+{SOURCE}@{COMMIT}"
-    assert definition["internalParameters"] == {"assemblerFormat": "1", "sourceDateEpoch": 1795140670}
+    assert definition["externalParameters"]["imageSpec"] == "images/sandbox/image.toml"
+    # What the plan declared, and nothing else: the stage keys tie the record to layers.lock.
+    assert definition["internalParameters"] == options.plan.parameters()
+    assert definition["internalParameters"]["sourceDateEpoch"] == 1795140670
+    assert definition["internalParameters"]["stageKeys"]["wheels"] == options.plan.stage("wheels").key
     deps = definition["resolvedDependencies"]
+    assert deps == [d.descriptor() for d in options.plan.dependencies()]
     assert deps[0] == {"uri": f"git+{SOURCE}@{COMMIT}", "digest": {"gitCommit": COMMIT}}
-    lock = options.image_dir / "debian.lock"
-    assert {
-        "name": "images/sandbox/debian.lock",
-        "digest": {"sha256": hashlib.sha256(lock.read_bytes()).hexdigest()},
-    } in deps
+    assert {"name": "images/sandbox/debian.lock", "digest": {"sha256": "1" * 64}} in deps
     assert {"uri": "pkg:deb/debian/libc6@2.36-9?arch=amd64", "digest": {"sha256": "a" * 64}} in deps
     assert {"uri": "pkg:pypi/restrictedpython@9.0", "digest": {"sha256": "b" * 64}} in deps
     assert predicate["runDetails"]["builder"]["id"] == options.builder_id
@@ -128,8 +116,23 @@ def test_malformed_provenance_is_refused(
 
 def test_an_image_without_its_source_commit_is_refused(tmp_path: Path) -> None:
     layout, _ = _layout(tmp_path / "oci", {"org.opencontainers.image.source": SOURCE})
-    options = provenance.ProvenanceOptions(layout=layout, image_dir=_image_dir(tmp_path), repository="r/x", version="1")
+    options = provenance.ProvenanceOptions(layout=layout, plan=sample_plan(), repository="r/x", version="1")
     with pytest.raises(SbomError, match="source commit"):
+        provenance.generate(options)
+
+
+@pytest.mark.parametrize(
+    ("label", "value"),
+    [
+        ("org.opencontainers.image.revision", "0" * 40),
+        ("dev.terminai.assembler-format", "1"),
+        ("dev.terminai.contract.version", "0.9.0"),
+    ],
+)
+def test_a_plan_of_another_checkout_than_the_image_is_refused(tmp_path: Path, label: str, value: str) -> None:
+    layout, _ = _layout(tmp_path / "oci", {**_planned_labels(), label: value})
+    options = provenance.ProvenanceOptions(layout=layout, plan=sample_plan(), repository="r/x", version="1")
+    with pytest.raises(SbomError, match=f"the image's {label} is '{value}', but the build plan gives"):
         provenance.generate(options)
 
 

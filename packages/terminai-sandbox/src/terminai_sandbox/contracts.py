@@ -25,14 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from terminai_sandbox import resources
-from terminai_sandbox.build import default_cache, python
-from terminai_sandbox.build.layers import write_layer
+from terminai_sandbox.assemble import BuildResult, default_cache
+from terminai_sandbox.assemble.suite import SUITE_DIR, SUITE_SITE, contract_layer
 from terminai_sandbox.engine import LABEL, Engine
 from terminai_sandbox.errors import ConfigError, ContractError
 from terminai_sandbox.reference import ImageRef
 
-SUITE_DIR = "/opt/terminai/contracts"
-SUITE_SITE = "/opt/terminai/contract-tools"
 HEALTH_EXIT = 70
 
 
@@ -94,19 +92,6 @@ def image_in_engine(engine: Engine, image: str) -> str:
     return engine.pull_by_digest(ref.name, digest)
 
 
-def _suite_tar(suite: Path, test_lock: Path, wheelhouse: Path, work: Path) -> bytes:
-    staging = work / "test-layer"
-    # Wheels are checked against the lock's sha256 whether they come from the cache or the index.
-    wheels = python.locked_wheels(test_lock, wheelhouse)
-    # A directory of its own (on PYTHONPATH when the suite runs), not the image's
-    # site-packages: that path names the image's Python version.
-    python.install(wheels, staging, site_packages=SUITE_SITE, scripts=f"{SUITE_SITE}/bin")
-    target = staging / SUITE_DIR.lstrip("/")
-    shutil.copytree(suite, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
-    layer = write_layer(staging, work / "test-layer.tar", source_date_epoch=0)
-    return layer.tar.read_bytes()
-
-
 def _parse_junit(path: Path) -> tuple[list[str], list[tuple[str, str]], list[str]]:
     tree = ET.parse(path)  # noqa: S314 - written by pytest in our own container
     passed, failed, skipped = [], [], []
@@ -126,7 +111,7 @@ def _parse_junit(path: Path) -> tuple[list[str], list[tuple[str, str]], list[str
 
 def run_contracts(
     engine: Engine,
-    image: str,
+    image: BuildResult | str,
     *,
     suite: Path | None = None,
     test_lock: Path | None = None,
@@ -134,19 +119,23 @@ def run_contracts(
     output_dir: Path | None = None,
     timeout: float = 600,
 ) -> ContractReport:
-    """Run the contract suite inside ``image`` (a reference or image id); return the report.
+    """Run the contract suite inside ``image``; return the report.
 
-    ``suite`` (a directory holding ``t-apts/`` and ``tests/``) and ``test_lock`` default to
-    the copies shipped in this package. The lock's test wheels are taken from
-    ``wheelhouse`` (a release's ``contract-wheels/``, or the user cache) by sha256; only
-    missing ones are downloaded. Raises :class:`ContractError` when any test fails,
+    ``image`` is a build's result (its image id and contract wheels directory are used) or
+    a reference or image id. ``suite`` (a directory holding ``t-apts/`` and ``tests/``) and
+    ``test_lock`` default to the copies shipped in this package. The lock's test wheels are
+    taken from ``wheelhouse`` (default: the build's ``contract_wheels``, else the user
+    cache) by sha256; only missing ones are downloaded. Raises :class:`ContractError` when any test fails,
     the health check refuses the image, or no test ran at all.
     """
     started = time.monotonic()
+    if isinstance(image, BuildResult):
+        wheelhouse = wheelhouse or image.contract_wheels
+        image = image.config_digest
     base = engine.client.images.get(image_in_engine(engine, image))
     with tempfile.TemporaryDirectory(prefix="terminai-contracts-") as tmp:
         work = Path(tmp)
-        layer = _suite_tar(
+        layer = contract_layer(
             suite or resources.contract_suite(),
             test_lock or resources.contract_test_lock(),
             wheelhouse or default_cache() / "contract-wheels",

@@ -1,23 +1,26 @@
-"""SLSA v1 provenance (``https://slsa.dev/provenance/v1``) of a built image, from its declared inputs.
+"""SLSA v1 provenance (``https://slsa.dev/provenance/v1``) of a built image, from its build plan.
 
-The predicate says how the image was made, not what is in it (that is the SBOM):
+The predicate says how the image was made, not what is in it (that is the SBOM). It
+records exactly what the :class:`~terminai_sandbox.assemble.plan.BuildPlan` declared:
 
 * ``buildDefinition.buildType``: :data:`BUILD_TYPE`, this project's build (documented in
   ``docs/VERIFYING.md``).
 * ``externalParameters``: what the person or workflow chose: the release version and
   repository, the image spec file and the source it was built from.
-* ``internalParameters``: what the build fixed itself: SOURCE_DATE_EPOCH (from
-  ``debian.lock``) and the assembler format (a label of the image).
-* ``resolvedDependencies``: every declared input with its digest: the source commit, the
-  image spec and each lock file (sha256 of the bytes), each ``.deb`` (sha256 from
-  ``debian.lock``) and each wheel (sha256 from ``requirements.lock``).
+* ``internalParameters``: what the plan fixed itself: SOURCE_DATE_EPOCH (from
+  ``debian.lock``), the assembler format, the image's interpreter and its wheel tags, and
+  the key of every stage (the base and wheels keys are the ``inputs`` of ``layers.lock``).
+* ``resolvedDependencies``: every dependency a stage declared, with its digest: the source
+  commit, the lock files, image spec, entrypoint and T-APTS source tree (sha256), each
+  ``.deb`` (sha256 from ``debian.lock``) and each wheel (sha256 from the wheel locks).
 * ``runDetails.builder``: who ran the build (the CI workflow's identity, or
   :data:`LOCAL_BUILDER`) and the ``terminai-sandbox`` version; ``byproducts``: the SBOM.
 
-The source commit and repository come from the image's own OCI labels
-(``org.opencontainers.image.revision`` / ``.source``), which the build writes. Nothing
-depends on the clock or the host, so the same image and inputs give the same bytes. The
-statement's subject (the image manifest digest) is added when the predicate is attested.
+The image's own OCI labels must agree with the plan (source commit, assembler format,
+contract version): a plan of another checkout than the image's is refused rather than
+recorded. Nothing depends on the clock or the host, so the same image and plan give the
+same bytes. The statement's subject (the image manifest digest) is added when the
+predicate is attested.
 """
 
 from __future__ import annotations
@@ -30,11 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packageurl import PackageURL
-
 from terminai_sandbox._version import __version__
+from terminai_sandbox.assemble.plan import BuildPlan
 from terminai_sandbox.errors import SbomError, VerificationError
-from terminai_sandbox.sbom import normalise_pypi, read_locks
 
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
 BUILD_TYPE = "https://github.com/terminai/sovereign-sandbox/blob/main/docs/VERIFYING.md#build-type-v1"
@@ -46,7 +47,7 @@ _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProvenanceOptions:
     layout: Path  # the built image (OCI layout)
-    image_dir: Path  # images/sandbox: image.toml and the locks
+    plan: BuildPlan  # what it was built from
     repository: str
     version: str
     builder_id: str = LOCAL_BUILDER
@@ -67,46 +68,38 @@ def _image_config(layout: Path) -> Mapping[str, Any]:
     return config
 
 
+def image_labels(layout: Path) -> Mapping[str, Any]:
+    """The image config's labels in the OCI layout (:class:`SbomError` when it is not one)."""
+    labels = (_image_config(layout).get("config") or {}).get("Labels") or {}
+    return labels if isinstance(labels, dict) else {}
+
+
 def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _declared_files(image_dir: Path) -> list[dict[str, Any]]:
-    spec = image_dir / "image.toml"
-    if not spec.is_file():
-        raise SbomError(f"{spec} not found: provenance records the image spec and its locks")
-    files = [spec, *sorted(p for p in image_dir.glob("*.lock") if p.is_file())]
-    return [{"name": _repo_path(p), "digest": {"sha256": _sha256(p)}} for p in files]
+#: Labels the build writes from the plan: the image and the plan must agree on each.
+_PLANNED_LABELS = (
+    "org.opencontainers.image.revision",
+    "dev.terminai.assembler-format",
+    "dev.terminai.contract.version",
+)
 
 
-def _repo_path(path: Path) -> str:
-    """``images/sandbox/debian.lock``: the path as it is in the source tree."""
-    return f"{path.parent.parent.name}/{path.parent.name}/{path.name}"
-
-
-def _packages(image_dir: Path) -> list[dict[str, Any]]:
-    locks = read_locks(image_dir)
-    out: list[dict[str, Any]] = []
-    for (name, version, arch), sha in sorted(locks.deb_sha256.items()):
-        purl = PackageURL(type="deb", namespace="debian", name=name, version=version, qualifiers={"arch": arch})
-        out.append({"uri": purl.to_string(), "digest": {"sha256": sha}})
-    for (name, version), hashes in sorted(locks.wheel_sha256.items()):
-        wheel = PackageURL(type="pypi", name=normalise_pypi(name), version=version).to_string()
-        out.extend({"uri": wheel, "digest": {"sha256": sha}} for sha in sorted(hashes))
-    return out
-
-
-def _source_date_epoch(image_dir: Path) -> int | None:
-    try:
-        return int(json.loads((image_dir / "debian.lock").read_text())["source_date_epoch"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+def _check_plan_matches(layout: Path, labels: Mapping[str, Any], plan: BuildPlan) -> None:
+    planned = dict(plan.labels)
+    for label in _PLANNED_LABELS:
+        found, wanted = labels.get(label), planned.get(label)
+        if str(found or "") != (wanted or ""):
+            raise SbomError(
+                f"{layout}: the image's {label} is {found!r}, but the build plan gives {wanted!r}",
+                hint="generate provenance from the checkout (commit, locks, sources) the image was built from",
+            )
 
 
 def generate(options: ProvenanceOptions) -> dict[str, Any]:
     """The SLSA v1 provenance predicate for the image in ``options.layout``."""
-    config = _image_config(options.layout)
-    labels = (config.get("config") or {}).get("Labels") or {}
+    labels = image_labels(options.layout)
     commit = str(labels.get("org.opencontainers.image.revision", ""))
     source = str(labels.get("org.opencontainers.image.source", ""))
     if not _COMMIT.match(commit) or not source:
@@ -115,18 +108,9 @@ def generate(options: ProvenanceOptions) -> dict[str, Any]:
             "(labels org.opencontainers.image.revision and .source)",
             hint="build from a git checkout with 'terminai-sandbox build'",
         )
+    _check_plan_matches(options.layout, labels, options.plan)
     source_uri = f"git+{source}@{commit}"
-    internal: dict[str, Any] = {}
-    sde = _source_date_epoch(options.image_dir)
-    if sde is not None:
-        internal["sourceDateEpoch"] = sde
-    if "dev.terminai.assembler-format" in labels:
-        internal["assemblerFormat"] = str(labels["dev.terminai.assembler-format"])
-    dependencies = [
-        {"uri": source_uri, "digest": {"gitCommit": commit}},
-        *_declared_files(options.image_dir),
-        *_packages(options.image_dir),
-    ]
+    dependencies = [d.descriptor() for d in options.plan.dependencies()]
     run_details: dict[str, Any] = {
         "builder": {"id": options.builder_id, "version": {"terminai-sandbox": __version__}},
     }
@@ -146,15 +130,14 @@ def generate(options: ProvenanceOptions) -> dict[str, Any]:
             "externalParameters": {
                 "repository": options.repository,
                 "version": options.version,
-                "imageSpec": _repo_path(options.image_dir / "image.toml"),
+                "imageSpec": options.plan.image_spec,
                 "source": source_uri,
             },
+            "internalParameters": options.plan.parameters(),
             "resolvedDependencies": dependencies,
         },
         "runDetails": run_details,
     }
-    if internal:
-        predicate["buildDefinition"]["internalParameters"] = internal
     return predicate
 
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from terminai_sandbox import provenance
+from terminai_sandbox.assemble import BuildPlan
 from terminai_sandbox.errors import ReleaseError, SandboxError
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
@@ -45,6 +46,8 @@ class BuiltImage(Protocol):
     def reference(self) -> str: ...
     @property
     def source_date_epoch(self) -> int: ...
+    @property
+    def plan(self) -> BuildPlan | None: ...
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,12 +111,15 @@ def release(
     )
     sbom_path = target / "sbom.cdx.json"
     sbom_path.write_text(sbom_text)
+    built_plan = image.plan
+    if built_plan is None:
+        raise ReleaseError("release stopped at step 'provenance': the build returned no plan to record")
     predicate = _step(
         "provenance",
         lambda: provenance.generate(
             provenance.ProvenanceOptions(
                 layout=image.oci_layout,
-                image_dir=options.image_dir,
+                plan=built_plan,
                 repository=ref.name,
                 version=options.version,
                 builder_id=options.builder_id,

@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 
 from terminai_sandbox import engine as engine_mod
-from terminai_sandbox.build import BuildOptions, build_image, check_reproducible, debian, repo_root
-from terminai_sandbox.build.spec import load_spec
+from terminai_sandbox.assemble import BuildOptions, build_image, check_reproducible, debian, repo_root
+from terminai_sandbox.assemble.spec import load_spec
 from terminai_sandbox.contracts import run_contracts
 from terminai_sandbox.errors import LockError
 

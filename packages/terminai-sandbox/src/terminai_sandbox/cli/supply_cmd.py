@@ -12,8 +12,8 @@ import click
 
 from terminai_sandbox import provenance, resources, sbom
 from terminai_sandbox._version import __version__
-from terminai_sandbox.build import repo_root
-from terminai_sandbox.errors import ConfigError, SigningError
+from terminai_sandbox.assemble import BuildOptions, plan_for, repo_root
+from terminai_sandbox.errors import ConfigError, ReleaseError, SigningError
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.registry_auth import docker_config_credentials
@@ -297,10 +297,14 @@ def provenance_cmd(
             invocation = (
                 f"{server}/{env.get('GITHUB_REPOSITORY')}/actions/runs/{env['GITHUB_RUN_ID']}/attempts/{attempt}"
             )
+    provenance.image_labels(layout)  # a layout that is none fails before the checkout is read
+    # The plan is made from this checkout, not built: provenance refuses it unless the
+    # image's labels (commit, assembler format, contract version) agree with it.
+    planned = plan_for(BuildOptions(spec_path=image_dir / "image.toml"))
     predicate = provenance.generate(
         provenance.ProvenanceOptions(
             layout=layout,
-            image_dir=image_dir,
+            plan=planned,
             repository=repository,
             version=image_version,
             builder_id=builder_id or provenance.LOCAL_BUILDER,
@@ -365,7 +369,7 @@ def attest_cmd(
 def release_cmd(repository: str, key_path: Path, dist: Path, insecure_registry: bool) -> None:
     """Build → contracts → SBOM → push by digest → sign → attest → verify → dist/X.Y.Z/release.json."""
     from terminai_sandbox import release as release_mod  # noqa: PLC0415 (pulls in the build stack)
-    from terminai_sandbox.build import BuildOptions, build_image  # noqa: PLC0415
+    from terminai_sandbox.assemble import BuildOptions, BuildResult, build_image  # noqa: PLC0415
     from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
     from terminai_sandbox.engine import Engine  # noqa: PLC0415
 
@@ -373,10 +377,9 @@ def release_cmd(repository: str, key_path: Path, dist: Path, insecure_registry: 
     target = dist / __version__
 
     def contracts(image: release_mod.BuiltImage) -> release_mod.ContractOutcome:
-        # The release carries the suite's pinned test wheels: `contracts --wheels` then
-        # needs no package index to check this image again.
-        wheels = target / "contract-wheels"
-        report = run_contracts(Engine.connect(), image.config_digest, wheelhouse=wheels, output_dir=target)
+        if not isinstance(image, BuildResult):
+            raise ReleaseError(f"the release's contract step needs a build result, got {type(image).__name__}")
+        report = run_contracts(Engine.connect(), image, output_dir=target)
         return release_mod.ContractOutcome(
             ok=report.ok,
             version=release_mod.contract_version(repo_root()),
@@ -391,7 +394,9 @@ def release_cmd(repository: str, key_path: Path, dist: Path, insecure_registry: 
             image_dir=Path("images/sandbox"),
             insecure=insecure_registry,
         ),
-        build=lambda: build_image(BuildOptions(output_dir=target)),
+        # The release carries the suite's pinned test wheels: `contracts --wheels` then
+        # needs no package index to check this image again.
+        build=lambda: build_image(BuildOptions(output_dir=target, contract_wheels=target / "contract-wheels")),
         contracts=contracts,
         key=key,
     )

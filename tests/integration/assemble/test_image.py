@@ -8,10 +8,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.build import BuildOptions, BuildResult, build_image, check_reproducible, repo_root
+from terminai_sandbox.assemble import BuildOptions, BuildResult, build_image, check_reproducible, repo_root
 from terminai_sandbox.contracts import run_contracts
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import ContractError, ReproducibilityError
+
 from tests.fixtures.image import tapts_without_transit
 
 ROOT = repo_root()
@@ -122,8 +123,8 @@ def test_broken_image_entrypoint_refuses_before_the_command_runs(engine: Engine,
 
 
 def test_lock_check_reports_a_locked_version_gone_from_the_mirror(tmp_path: Path) -> None:
-    from terminai_sandbox.build import debian
-    from terminai_sandbox.build.spec import load_spec
+    from terminai_sandbox.assemble import debian
+    from terminai_sandbox.assemble.spec import load_spec
 
     spec = load_spec(ROOT / "images" / "sandbox" / "image.toml")
     lock = debian.read_lock(spec.debian_lock)
@@ -158,12 +159,10 @@ def test_python_layers_hold_the_image_interpreters_bytecode_and_scripts(
     assert shebang == "#!/usr/bin/python3"
 
 
-def test_a_layer_that_departs_from_layers_lock_fails_naming_the_entry(
-    built_image: BuildResult, tmp_path: Path
-) -> None:
+def test_a_layer_that_departs_from_layers_lock_fails_naming_the_entry(built_image: BuildResult, tmp_path: Path) -> None:
     # The same locks with a record that expects one different file in the base: the build
     # must refuse (exit 7) and name that entry and field, not just two digests.
-    from terminai_sandbox.build import record
+    from terminai_sandbox.assemble import record
 
     spec_dir = tmp_path / "sandbox"
     shutil.copytree(ROOT / "images" / "sandbox", spec_dir)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from terminai_sandbox.build import debian
+from terminai_sandbox.assemble import debian
 
 
 @pytest.mark.parametrize(

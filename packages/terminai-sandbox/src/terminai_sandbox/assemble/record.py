@@ -86,7 +86,9 @@ def first_difference(expected: tuple[tuple[str, ...], ...], actual: tuple[tuple[
     if len(expected) != len(actual):
         longer = actual if len(actual) > len(expected) else expected
         which = "extra entry" if longer is actual else "missing entry"
-        return f"{which} {longer[min(len(expected), len(actual))][0]!r} ({len(actual)} entries, recorded {len(expected)})"
+        return (
+            f"{which} {longer[min(len(expected), len(actual))][0]!r} ({len(actual)} entries, recorded {len(expected)})"
+        )
     return "every entry matches the record, but the tar encoding differs (headers or padding)"
 
 

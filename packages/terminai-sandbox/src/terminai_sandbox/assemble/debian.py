@@ -24,7 +24,7 @@ from typing import Any
 
 from debian.debian_support import Version
 
-from terminai_sandbox.build.spec import ImageSpec
+from terminai_sandbox.assemble.spec import ImageSpec
 from terminai_sandbox.errors import BuildError, LockError
 
 LOCK_FORMAT = 1

@@ -6,8 +6,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.build import debian, layers, oci
-from terminai_sandbox.build.spec import load_spec
+from terminai_sandbox.assemble import debian, layers, oci
+from terminai_sandbox.assemble.spec import load_spec
 from terminai_sandbox.engine import _diagnose, candidate_hosts
 from terminai_sandbox.errors import BuildError, ConfigError, EngineError, LockError
 

@@ -11,9 +11,9 @@ from the repository with SOURCE_DATE_EPOCH so its zip is reproducible.
 from __future__ import annotations
 
 import hashlib
-import re
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys

@@ -23,7 +23,7 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.build import BuildOptions, BuildResult, cached_base, independent_build, repo_root
+from terminai_sandbox.assemble import BuildOptions, BuildResult, cached_base, independent_build, repo_root
 
 ROOT = repo_root()
 SECOND_PYTHON = Path(os.environ.get("TERMINAI_SECOND_PYTHON", "/usr/bin/python3"))
@@ -101,7 +101,8 @@ def test_two_clones_and_two_host_pythons_give_one_digest(built_image: BuildResul
         seed_base=base,
     )
     print(
-        f"host pythons: {sys.executable} {_python_version(Path(sys.executable))}, {SECOND_PYTHON} {_python_version(SECOND_PYTHON)}"
+        f"host pythons: {sys.executable} {_python_version(Path(sys.executable))},",
+        f"{SECOND_PYTHON} {_python_version(SECOND_PYTHON)}",
     )
     assert first["diff_ids"] == second["diff_ids"]
     assert first["config_digest"] == second["config_digest"]
