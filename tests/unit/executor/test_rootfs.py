@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from terminai_apts.executor import rootfs
+from terminai_apts.executor import isolation, rootfs
 
 
 @pytest.fixture
@@ -57,3 +57,27 @@ def test_a_symbolic_link_loop_is_left_out_like_a_missing_path(tmp_path: Path) ->
     (tmp_path / "c").mkdir()
     plan = rootfs.plan((str(tmp_path / "c"), str(tmp_path / "a/x")))
     assert [b.path for b in plan.binds] == [str(tmp_path / "c")] and plan.links == ()
+
+
+def test_a_root_that_cannot_be_built_is_reported_and_leaves_the_base_as_it_was(tmp_path: Path) -> None:
+    # Where mounts are refused, the run goes on without a root of its own and says so;
+    # a half-built tree does not stay over its base directory. Forked: the child's
+    # mount namespace is its own.
+    broken = rootfs.Plan(binds=(rootfs.Bind(path=str(tmp_path / "gone"), flags=0, directory=True),), links=())
+    hardening = isolation.Hardening(filters={}, landlock_abi=0, read_paths=(), root=broken)
+    base = tmp_path / "base"
+    base.mkdir()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            report = isolation.Isolation(namespaces=True)
+            built = isolation.build_root(hardening, report, str(base))
+            with open("/proc/self/mountinfo") as fh:
+                mounted = any(line.split()[4] == str(base) for line in fh)
+            noted = any(note.startswith("no root of its own (") for note in report.notes)
+            code = 0 if built is None and noted and not mounted and "minimal-root" not in report.layers() else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -26,9 +26,9 @@ takes the steps below in a process forked from it:
 
 Steps 6b-6e, the common part of 6h's ruleset and the run's root up to the caller's paths
 are taken before the caller's setup arrives (``harden_early``, ``build_root``), the rest
-once it has (``harden``). A step that cannot be
-applied where it must be fails the run closed; optional steps (6a, 6h) report what they
-could not do in ``Isolation.notes``. ``STEPS`` names each for the assume-breach tests,
+(the root entered with the caller's paths, then 6e-6i) once it has (``harden``). A step
+that cannot be applied where it must be fails the run closed; optional steps (6a, 6h)
+report what they could not do in ``Isolation.notes``. ``STEPS`` names each for the assume-breach tests,
 which switch them off one by one (``orphans`` is the zygote's sweep); production never
 skips any.
 """
@@ -121,12 +121,22 @@ def enter_namespaces(hardening: Hardening, isolation: Isolation) -> bool:
 def build_root(hardening: Hardening, isolation: Isolation, base: str) -> rootfs.RunRoot | None:
     """Step 6a's root, in the sandboxed process, while it waits for a caller: only with
     the run's namespaces (its PID namespace gives it a /proc of its own; without a user
-    or PID namespace of its own the run's mounts would not go with it)."""
-    if hardening.root is None or not isolation.namespaces:
-        if not isolation.namespaces:
-            isolation.notes.append("no root of its own: metadata outside the run rests on the container")
+    or PID namespace of its own the run's mounts would not go with it). Optional like
+    the namespaces: where mounts are refused (a security module, a container's profile)
+    the run goes on without it, and says so."""
+    if hardening.root is None:
         return None
-    return rootfs.RunRoot.build(base, hardening.root)
+    if isolation.namespaces:
+        try:
+            return rootfs.RunRoot.build(base, hardening.root)
+        except OSError as exc:
+            isolation.notes.append(
+                f"no root of its own ({os.strerror(exc.errno) if exc.errno else 'refused'}): "
+                "metadata outside the run rests on the container"
+            )
+            return None
+    isolation.notes.append("no root of its own: metadata outside the run rests on the container")
+    return None
 
 
 def harden_early(hardening: Hardening, *, keep: set[int]) -> landlock.Ruleset | None:

@@ -154,12 +154,18 @@ class RunRoot:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         _mount(b"tmpfs", top, b"tmpfs", MS_NOSUID | MS_NODEV, b"size=1m,nr_inodes=4096,mode=0755")
         root = cls(top)
-        for where, target in layout.links:
-            os.makedirs(root.inside(os.path.dirname(where)), 0o755, exist_ok=True)
-            os.symlink(target, root.inside(where))
-        for bind in layout.binds:
-            root.bind(bind)
-        root._proc()
+        try:
+            for where, target in layout.links:
+                os.makedirs(root.inside(os.path.dirname(where)), 0o755, exist_ok=True)
+                os.symlink(target, root.inside(where))
+            for bind in layout.binds:
+                root.bind(bind)
+            root._proc()
+        except OSError:
+            # Leave the base directory as it was (the run may go on without a root of
+            # its own, and then makes its scratch directory there).
+            _libc().umount2(top.encode(), MNT_DETACH)
+            raise
         return root
 
     def inside(self, path: str) -> str:
