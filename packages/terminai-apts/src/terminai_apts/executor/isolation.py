@@ -27,10 +27,10 @@ takes the steps below in a process forked from it:
 Steps 6b-6e, the common part of 6h's ruleset and the run's root up to the caller's paths
 are taken before the caller's setup arrives (``harden_early``, ``build_root``), the rest
 (the root entered with the caller's paths, then 6e-6i) once it has (``harden``). A step
-that cannot be applied where it must be fails the run closed; optional steps (6a, 6h)
-report what they could not do in ``Isolation.notes``. ``STEPS`` names each for the assume-breach tests,
-which switch them off one by one (``orphans`` is the zygote's sweep); production never
-skips any.
+that cannot be applied where it must be fails the run closed; optional steps (6a and its
+root, 6h) report what they could not do in ``Isolation.notes``. ``STEPS`` names each for
+the assume-breach tests, which switch them off one by one (``orphans`` is the zygote's
+sweep); production never skips any.
 """
 
 from __future__ import annotations
