@@ -39,7 +39,9 @@ EMIT = "\nprint(json.dumps(out))\n"
 
 # The layers a run is expected to get here (namespaces need a kernel and a seccomp
 # profile that allow unshare; an unprivileged container refuses it).
-EVERYTHING_OFF = ("namespaces", "landlock", "seccomp", "privileges", "dumpable", "rlimits", "parent-death")
+EVERYTHING_OFF = (
+    "namespaces", "minimal-root", "landlock", "seccomp", "privileges", "dumpable", "rlimits", "parent-death",
+)  # fmt: skip
 
 
 @functools.cache

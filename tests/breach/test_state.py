@@ -39,7 +39,7 @@ def test_user_code_starts_in_a_bare_process() -> None:
 
 def test_the_host_learns_the_layers_before_user_code_runs() -> None:
     result = harness.breach("print(1)")
-    expected = ["namespaces"] if namespaces_available() else []
+    expected = ["namespaces", "minimal-root"] if namespaces_available() else []
     if landlock_abi():
         expected.append(f"landlock-abi{landlock_abi()}")
     expected.append("seccomp")

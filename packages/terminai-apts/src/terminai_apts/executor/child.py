@@ -29,6 +29,7 @@ from terminai_apts.executor import (
     module_proxies,
     namespaces,
     output,
+    rootfs,
     sandbox_globals,
     wrappers,
 )
@@ -176,20 +177,25 @@ def _warm_up(proxies: dict[Mode, dict[str, module_proxies.ModuleProxy]]) -> None
     run_cell("print(len([1]))", sandbox_globals.build_globals("high", dict(proxies["high"]), buffer, {}), buffer)
 
 
-def _make_scratch(base: str, config: dict[str, Any], report: isolation.Isolation) -> str:
+def _make_scratch(base: str, config: dict[str, Any], report: isolation.Isolation, root: rootfs.RunRoot | None) -> str:
     """The run's private working directory. In the run's namespaces it is a tmpfs of its
     own, capped (bytes and inodes) at the run's memory budget, since tmpfs pages are
-    memory; without them its total rests on the file system below (in the image, the
-    container's size-limited /tmp)."""
+    memory (inside the run's own root when it has one); without them its total rests on
+    the file system below (in the image, the container's size-limited /tmp)."""
     path = os.path.join(base, "scratch")
-    os.mkdir(path, 0o700)
     uid, gid = os.getuid(), os.getgid()
     if uid == 0:
         uid, gid = int(config["unprivileged_uid"]), int(config["unprivileged_gid"])
+    size = int(config["max_memory_mb"]) * 1024 * 1024
+    inodes = max(64, size // 4096)
+    if root is not None:
+        root.scratch(path, size_bytes=size, inodes=inodes, uid=uid, gid=gid)
+        return path
+    os.mkdir(path, 0o700)
+    if os.getuid() == 0:
         os.chown(path, uid, gid)
     if report.namespaces:
-        size = int(config["max_memory_mb"]) * 1024 * 1024
-        namespaces.private_tmpfs(path, size_bytes=size, inodes=max(64, size // 4096), uid=uid, gid=gid)
+        namespaces.private_tmpfs(path, size_bytes=size, inodes=inodes, uid=uid, gid=gid)
     return path
 
 
@@ -209,13 +215,14 @@ def _sandboxed(
         if "parent-death" not in hardening.skip:
             die_with_parent()
         ruleset = isolation.harden_early(hardening, keep={cmd_fd, res_fd})
+        root = isolation.build_root(hardening, report, base)
         _warm_up(proxies)
         frame = frames.read_frame(cmd_fd, SETUP_LIMIT)
         if frame is None:
             os._exit(0)
         setup = json.loads(frame)
         config: dict[str, Any] = setup["config"]
-        scratch = _make_scratch(base, config, report) if config.get("scratch") else None
+        scratch = _make_scratch(base, config, report, root) if config.get("scratch") else None
         try:
             injected, api_paths = _build_api(setup.get("api"))
         except Exception as exc:
@@ -223,7 +230,9 @@ def _sandboxed(
             setup_error: str | None = f"injected API unavailable ({type(exc).__name__})"
         else:
             setup_error = None
-        isolation.harden(hardening, report, ruleset=ruleset, config=config, api_paths=api_paths, scratch=scratch)
+        isolation.harden(
+            hardening, report, ruleset=ruleset, root=root, config=config, api_paths=api_paths, scratch=scratch
+        )
         # Sent before any user code runs, so the host may trust this one frame.
         ready = {"isolation": report.layers(), "notes": report.notes}
         frames.write_frame(res_fd, json.dumps(ready).encode())

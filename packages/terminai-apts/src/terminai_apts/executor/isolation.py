@@ -6,7 +6,11 @@ takes the steps below in a process forked from it:
 
 6a  namespaces: the run's keeper unshares PID, IPC and network namespaces (and a user
     namespace when not root) and forks the sandboxed process as PID 1 of them
-    (``namespaces.py``; unavailable in an unprivileged container, reported);
+    (``namespaces.py``; unavailable in an unprivileged container, reported); with them,
+    the sandboxed process gets a root of its own ("minimal-root", ``rootfs.py``): a
+    mount namespace whose root holds only the read paths below, the injected API's
+    paths and the scratch tmpfs, at the same paths, and a ``/proc`` of its own PID
+    namespace, so it cannot learn which other files or processes exist;
 6b  descriptors: stdio to /dev/null, every descriptor but the run's two pipes closed;
 6c  environment emptied, working directory ``/`` (or the scratch directory);
 6d  not dumpable: other processes of the same uid cannot read this one's /proc files;
@@ -20,27 +24,29 @@ takes the steps below in a process forked from it:
     (kernel ABI permitting, reported);
 6i  seccomp: a default-deny allowlist compiled by libseccomp (``seccomp.py``).
 
-Steps 6b-6e and the common part of 6h's ruleset are taken before the caller's setup
-arrives (``harden_early``), the rest once it has (``harden``). A step that cannot be
-applied where it must be fails the run closed; optional steps (6a, 6h) report what they
-could not do in ``Isolation.notes``. ``STEPS`` names each for the assume-breach tests,
-which switch them off one by one (``orphans`` is the zygote's sweep); production never
-skips any.
+Steps 6b-6e, the common part of 6h's ruleset and the run's root up to the caller's paths
+are taken before the caller's setup arrives (``harden_early``, ``build_root``), the rest
+(the root entered with the caller's paths, then 6e-6i) once it has (``harden``). A step
+that cannot be applied where it must be fails the run closed; optional steps (6a and its
+root, 6h) report what they could not do in ``Isolation.notes``. ``STEPS`` names each for
+the assume-breach tests, which switch them off one by one (``orphans`` is the zygote's
+sweep); production never skips any.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import sysconfig
 from dataclasses import dataclass, field
 
 import RestrictedPython
 
 import terminai_apts
-from terminai_apts.executor import landlock, limits, namespaces, seccomp
+from terminai_apts.executor import landlock, limits, namespaces, rootfs, seccomp
 
 STEPS: tuple[str, ...] = (
-    "namespaces", "descriptors", "environment", "dumpable", "privileges",
+    "namespaces", "minimal-root", "descriptors", "environment", "dumpable", "privileges",
     "parent-death", "rlimits", "landlock", "seccomp", "orphans",
 )  # fmt: skip
 _EXTRA_READ = ("/usr/share/zoneinfo", "/etc/localtime", "/dev/urandom", "/dev/null")
@@ -54,6 +60,7 @@ class Hardening:
     filters: dict[bool, bytes]  # scratch allowed? -> compiled seccomp program
     landlock_abi: int
     read_paths: tuple[str, ...]
+    root: rootfs.Plan | None = None  # what each run's own root holds (step 6a)
     skip: frozenset[str] = field(default=frozenset())
 
 
@@ -63,7 +70,10 @@ def prepare(skip: frozenset[str] = frozenset()) -> Hardening:
         raise ValueError(f"unknown isolation steps: {sorted(unknown)}")
     filters = {} if "seccomp" in skip else {s: seccomp.compile_filter(seccomp.rules(scratch=s)) for s in (False, True)}
     abi = 0 if "landlock" in skip else landlock.abi_version()
-    return Hardening(filters=filters, landlock_abi=abi, read_paths=_read_paths(), skip=skip)
+    read_paths = _read_paths()
+    # The interpreter itself is bound too: /proc/self/exe then names a path of the run's root.
+    root = None if "minimal-root" in skip else rootfs.plan((*read_paths, os.path.realpath(sys.executable)))
+    return Hardening(filters=filters, landlock_abi=abi, read_paths=read_paths, root=root, skip=skip)
 
 
 def _read_paths() -> tuple[str, ...]:
@@ -82,12 +92,15 @@ class Isolation:
     """What a run got (reported to the host in every result)."""
 
     namespaces: bool = False
+    root: bool = False
     landlock: int = 0
     seccomp: bool = False
     notes: list[str] = field(default_factory=list)
 
     def layers(self) -> list[str]:
         out = ["namespaces"] if self.namespaces else []
+        if self.root:
+            out.append("minimal-root")
         if self.landlock:
             out.append(f"landlock-abi{self.landlock}")
         if self.seccomp:
@@ -103,6 +116,27 @@ def enter_namespaces(hardening: Hardening, isolation: Isolation) -> bool:
     if not isolation.namespaces:
         isolation.notes.append("namespaces unavailable: processes and IPC rest on seccomp and the kill")
     return isolation.namespaces
+
+
+def build_root(hardening: Hardening, isolation: Isolation, base: str) -> rootfs.RunRoot | None:
+    """Step 6a's root, in the sandboxed process, while it waits for a caller: only with
+    the run's namespaces (its PID namespace gives it a /proc of its own; without a user
+    or PID namespace of its own the run's mounts would not go with it). Optional like
+    the namespaces: where mounts are refused (a security module, a container's profile)
+    the run goes on without it, and says so."""
+    if hardening.root is None:
+        return None
+    if isolation.namespaces:
+        try:
+            return rootfs.RunRoot.build(base, hardening.root)
+        except OSError as exc:
+            isolation.notes.append(
+                f"no root of its own ({os.strerror(exc.errno) if exc.errno else 'refused'}): "
+                "metadata outside the run rests on the container"
+            )
+            return None
+    isolation.notes.append("no root of its own: metadata outside the run rests on the container")
+    return None
 
 
 def harden_early(hardening: Hardening, *, keep: set[int]) -> landlock.Ruleset | None:
@@ -129,12 +163,17 @@ def harden(
     isolation: Isolation,
     *,
     ruleset: landlock.Ruleset | None,
+    root: rootfs.RunRoot | None,
     config: dict[str, object],
     api_paths: tuple[str, ...],
     scratch: str | None,
 ) -> None:
     """Steps 6e-6i once the caller's setup is known; raises (the run fails) on any error."""
     skip = hardening.skip
+    if root is not None:
+        root.add(api_paths)
+        root.enter()
+        isolation.root = True
     if scratch:
         os.chdir(scratch)
     if "privileges" not in skip:
