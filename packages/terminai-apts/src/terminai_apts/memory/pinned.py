@@ -10,7 +10,8 @@ call filter can refuse every locking call to the run (``executor/seccomp.py``).
 life of the connection and reads any page it has not cached from the file as it is now.
 If a writer commits meanwhile, answers would be assembled from two versions of the
 index. :func:`connect` therefore pins the version it opened (the header's change counter,
-the size and the modification time, read through a descriptor of its own) and
+the size, the modification and change times and the link count, read through a
+descriptor of its own) and
 :class:`PinnedConnection` checks it after every statement: once the file has changed,
 each result is refused with a clear error instead.
 
@@ -20,7 +21,12 @@ exists, and writes a commit's pages in page order, so page 1 with the new change
 reaches the file before any other page. A version read with no journal present, and
 still the same after a statement, means every page the statement read belongs to it. A
 writer that dies mid-commit and is rolled back later restores the counter, but not the
-modification time.
+modification time. Two changes that are not commits are caught too: a rewrite in place
+that restores the modification time (``cp -p``, ``rsync -t``, ``touch -r``) still moves
+the change time, which no caller can set; and a new file renamed over the path (a full
+rebuild, ``store.build``) leaves the pinned file with no link, where the run would
+otherwise go on reading the old index, or SQLite, had it opened the path after the pin,
+another file than the one pinned.
 """
 
 from __future__ import annotations
@@ -50,12 +56,21 @@ class Version:
     change_counter: bytes
     size: int
     mtime_ns: int
+    ctime_ns: int  # moves on every write, and on utime(): a restored mtime cannot hide one
+    links: int  # 0 once a new file is renamed over the path (or it is removed)
 
 
 def _read_version(fd: int) -> tuple[Version, bytes]:
     info = os.fstat(fd)
     header = os.pread(fd, _HEADER, 0)
-    return Version(change_counter=header[24:28], size=info.st_size, mtime_ns=info.st_mtime_ns), header
+    version = Version(
+        change_counter=header[24:28],
+        size=info.st_size,
+        mtime_ns=info.st_mtime_ns,
+        ctime_ns=info.st_ctime_ns,
+        links=info.st_nlink,
+    )
+    return version, header
 
 
 def _writer_active(target: Path) -> bool:
