@@ -19,6 +19,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -179,3 +180,42 @@ def test_a_rename_between_pin_and_open_goes_unseen_without_the_link_count(
         assert pinned.os.fstat(mem._conn.pin._fd).st_nlink == 0  # type: ignore[attr-defined]
         store.append(db, _records("charlie", 5))
         mem.count(), mem.count("charlie")  # a commit under SQLite's cache, and no error
+
+
+def _commit_in_persist_mode(db: Path, value: str) -> None:
+    writer = sqlite3.connect(db)
+    try:
+        assert writer.execute("PRAGMA journal_mode = PERSIST").fetchone()[0] == "persist"
+        writer.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (f"note-{value}", value))
+        writer.commit()  # committed: nothing is in progress, the journal's zeroed header says so
+    finally:
+        writer.close()
+    assert Path(f"{db}-journal").read_bytes()[:28] == bytes(28)
+
+
+def test_an_index_written_in_persist_journal_mode_stays_readable_and_pinned(folder: Path) -> None:
+    """A host writer in ``journal_mode=PERSIST`` leaves its journal behind after each
+    commit. Runs must still open the index (not wait out the writer and fail), and a
+    later commit must still be the clean error."""
+    db = _index(folder / "memory.db", "alpha")
+    _commit_in_persist_mode(db, "first")
+    started = time.monotonic()
+    with ExecutorSession(SandboxConfig(timeout_seconds=5), thermal_spec(str(db))) as session:
+        first = session.run(COUNT)
+        assert first.success and first.stdout.split() == ["3", "0"], first
+        assert time.monotonic() - started < pinned.WRITER_WAIT_SECONDS  # no wait for a commit that ended
+        _commit_in_persist_mode(db, "second")
+        result = session.run(COUNT)
+    assert not result.success and CHANGED in (result.error or ""), result
+
+
+def test_a_persistent_journal_refuses_every_run_when_taken_for_a_commit(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The companion: judged by its size alone, the retired journal looks like a commit in
+    progress for ever, and opening fails after the whole wait."""
+    monkeypatch.setattr(pinned, "_writer_active", lambda target: Path(f"{target}-journal").stat().st_size > 0)
+    db = _index(folder / "memory.db", "alpha")
+    _commit_in_persist_mode(db, "first")
+    with pytest.raises(MemoryStoreError, match="is being written"):
+        pinned.FilePin(db, wait_seconds=0.3)

@@ -45,6 +45,7 @@ from terminai_apts.errors import MemoryStoreError
 WRITER_WAIT_SECONDS = 5.0
 _POLL_SECONDS = 0.01
 _HEADER = 100
+_JOURNAL_HEADER = 28  # what SQLite zeroes to retire a persistent journal (zeroJournalHdr)
 _WAL_FORMAT = 2  # header bytes 18 and 19: file format write/read version (1 legacy, 2 WAL)
 _CHANGED_HINT = "run the program again; it will read the index as it is now"
 
@@ -74,11 +75,24 @@ def _read_version(fd: int) -> tuple[Version, bytes]:
 
 
 def _writer_active(target: Path) -> bool:
-    """True while a rollback journal is present: a commit may be half written."""
+    """True while a rollback journal holds a transaction: a commit may be half written.
+
+    A writer in ``journal_mode=PERSIST`` keeps its journal after each commit with the
+    first 28 bytes of its header (magic, record count, nonce, original size) zeroed; that
+    journal holds nothing, and taking it for a commit would refuse every run. A journal
+    still being filled (its header written, not yet synced) counts as a commit: SQLite
+    has not touched the database file yet, but waiting for it costs only the wait.
+    """
+    journal = f"{target}-journal"
     try:
-        return os.stat(f"{target}-journal").st_size > 0
+        if os.stat(journal).st_size == 0:  # TRUNCATE mode's resting state
+            return False
+        with open(journal, "rb") as fh:
+            return fh.read(_JOURNAL_HEADER) != bytes(_JOURNAL_HEADER)
     except FileNotFoundError:
         return False
+    except OSError:
+        return True  # unreadable: assume the worst, as before
 
 
 class FilePin:
