@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from terminai_apts.errors import MemoryStoreError
 from terminai_apts.executor import ExecutorSession, SandboxConfig, thermal_spec
-from terminai_apts.memory import pinned, store
+from terminai_apts.memory import pinned, store, tiered
 from terminai_apts.memory.api import ThermalMemory
 from terminai_apts.memory.records import NewMemory
 from terminai_apts.memory.tiered import LIVE_INDEX
@@ -219,3 +219,66 @@ def test_a_persistent_journal_refuses_every_run_when_taken_for_a_commit(
     _commit_in_persist_mode(db, "first")
     with pytest.raises(MemoryStoreError, match="is being written"):
         pinned.FilePin(db, wait_seconds=0.3)
+
+
+def _compaction(root: Path, sealed: list[NewMemory], kept: list[NewMemory]) -> None:
+    """Compaction as the host runs it: the closed quarter sealed into its shard first,
+    then the live index rebuilt from what stays open (``memory index ROOT --rebuild``)."""
+    shard = root / "cold" / "2026-Q1" / "shard.sqlite"
+    shard.parent.mkdir(parents=True)
+    store.build(shard, sealed, first_id=store.shard_base("2026-Q1") + 1)
+    shard.chmod(0o444)
+    _build_live(root, kept)
+
+
+def _build_live(root: Path, records: list[NewMemory]) -> None:
+    store.build(root / LIVE_INDEX, records)
+    (root / LIVE_INDEX).chmod(0o644)
+
+
+def _quarters() -> tuple[list[NewMemory], list[NewMemory]]:
+    def record(uid: str, day: str) -> NewMemory:
+        return NewMemory(uid=uid, date=day, recorded_at=day, title=f"decision {uid}", content="rollout")
+
+    return [record(f"q1-{i}", "2026-02-01") for i in range(4)], [record(f"q4-{i}", "2026-11-01") for i in range(3)]
+
+
+def _compact_when_the_live_index_opens(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host compacts after the run listed the sealed shards, before it opens the live index."""
+    sealed, kept = _quarters()
+    original = ThermalMemory
+
+    def opening(path: Path, **kwargs: Any) -> ThermalMemory:
+        monkeypatch.setattr(tiered, "ThermalMemory", original)
+        _compaction(root, sealed, kept)
+        return original(path, **kwargs)
+
+    monkeypatch.setattr(tiered, "ThermalMemory", opening)
+
+
+def test_a_compaction_while_the_tiers_open_never_loses_a_quarter(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Opened between the two steps, the run saw no shard and a live index without the
+    sealed quarter: four records gone without an error. Every answer must count the seven
+    records the journal holds in every state, or fail cleanly."""
+    sealed, kept = _quarters()
+    _build_live(folder, sealed + kept)
+    _compact_when_the_live_index_opens(folder, monkeypatch)
+    with tiered.open_for_run(str(folder)) as mem:
+        assert mem.count("rollout") == 7
+
+
+def test_the_tiers_lose_a_quarter_without_the_second_listing(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The companion: with the shard listing taken once, before the files are opened."""
+    listing, first = tiered._sealed_shards, list[list[Path]]()
+
+    def listed_once(base: Path) -> list[Path]:
+        if not first:
+            first.append(listing(base))
+        return first[0]
+
+    monkeypatch.setattr(tiered, "_sealed_shards", listed_once)
+    sealed, kept = _quarters()
+    _build_live(folder, sealed + kept)
+    _compact_when_the_live_index_opens(folder, monkeypatch)
+    with tiered.open_for_run(str(folder)) as mem:
+        assert mem.count("rollout") == 3  # the sealed quarter is in neither file the run opened
