@@ -3,7 +3,8 @@
 ``test_redteam_api.py`` takes record locks and ``flock`` on the index's descriptors. This
 goes after what that leaves: a read *lease* (the kernel then holds every ``open`` for
 writing, SQLite's included, for ``lease-break-time``, 45 s by default), directory and
-inode notification, SQLite itself opened again by the run with each of its lock styles
+inode notification, a shared mapping of the index written or hole-punched (``MADV_REMOVE``),
+SQLite itself opened again by the run with each of its lock styles
 (POSIX, ``unix-flock``, ``unix-dotfile``) and a read transaction left open, the raw
 connection attaching the file without ``immutable``, and the journal writer's own lock
 file, ``ROOT/.lock``, which ``MemoryJournal.lock`` takes with a blocking ``flock``.
@@ -69,6 +70,22 @@ for fd in fds:
     out[f"lease:{{name}}:{{fd}}"] = attempt(fcntl.fcntl, fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
     out[f"flock:{{name}}:{{fd}}"] = attempt(fcntl.flock, fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
     out[f"setlk:{{name}}:{{fd}}"] = attempt(fcntl.lockf, fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+PROT_READ, PROT_WRITE, MAP_SHARED, MADV_REMOVE = 1, 2, 1, 9
+def map_shared(fd, prot):
+    addr = libc.mmap(None, 4096, prot, MAP_SHARED, fd, 0)
+    if addr in (None, ctypes.c_void_p(-1).value):
+        raise OSError(ctypes.get_errno(), "mmap")
+    return addr
+def punch_hole(fd):  # MADV_REMOVE frees the file's blocks under a shared mapping
+    if libc.madvise(ctypes.c_void_p(map_shared(fd, PROT_READ)), 4096, MADV_REMOVE) != 0:
+        raise OSError(ctypes.get_errno(), "madvise")
+for fd in fds:
+    if os.readlink(f"/proc/self/fd/{{fd}}") == paths["index"]:
+        out[f"mmap-write:{{fd}}"] = attempt(map_shared, fd, PROT_READ | PROT_WRITE)
+        out[f"madvise-remove:{{fd}}"] = attempt(punch_hole, fd)
+        out[f"mmap-read:{{fd}}"] = attempt(map_shared, fd, PROT_READ)  # allowed: reading is the run's right
 folder = os.open("{root}", os.O_RDONLY | os.O_DIRECTORY)
 out["dnotify"] = attempt(fcntl.fcntl, folder, fcntl.F_NOTIFY, fcntl.DN_MODIFY | fcntl.DN_MULTISHOT)
 out["inotify"] = sc(294, 0)  # inotify_init1
@@ -138,6 +155,7 @@ def _write(index: Path, lock: Path) -> dict[str, str]:
 def test_no_lease_notification_or_lock_from_a_run_holds_the_writers(journal: Path) -> None:
     out, met = _hold(journal)
     assert int(str(out.pop("descriptors"))) >= 3, out  # the run's index connection, its pin, the fresh opens
+    assert {out.pop(name) for name in list(out) if name.startswith("mmap-read:")} == {"ok"}
     assert {name: result for name, result in out.items() if result == "ok"} == {}, out
     assert met == {"open-for-writing": "ok", "commit": "ok", "journal-lock": "ok"}
 
