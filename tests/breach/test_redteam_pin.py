@@ -19,7 +19,6 @@ import os
 import shutil
 import sqlite3
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -199,11 +198,9 @@ def test_an_index_written_in_persist_journal_mode_stays_readable_and_pinned(fold
     later commit must still be the clean error."""
     db = _index(folder / "memory.db", "alpha")
     _commit_in_persist_mode(db, "first")
-    started = time.monotonic()
     with ExecutorSession(SandboxConfig(timeout_seconds=5), thermal_spec(str(db))) as session:
         first = session.run(COUNT)
-        assert first.success and first.stdout.split() == ["3", "0"], first
-        assert time.monotonic() - started < pinned.WRITER_WAIT_SECONDS  # no wait for a commit that ended
+        assert first.success and first.stdout.split() == ["3", "0"], first  # not "is being written"
         _commit_in_persist_mode(db, "second")
         result = session.run(COUNT)
     assert not result.success and CHANGED in (result.error or ""), result
