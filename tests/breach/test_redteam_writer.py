@@ -45,7 +45,8 @@ def journal() -> Iterator[Path]:
     store.build(root / LIVE_INDEX, [record])
     (root / ".lock").touch()
     for path in (root / LIVE_INDEX, root / ".lock"):
-        os.chown(path, DEFAULT.unprivileged_uid, DEFAULT.unprivileged_gid)
+        if os.getuid() == 0:  # the run drops to this uid; elsewhere it is the caller's own
+            os.chown(path, DEFAULT.unprivileged_uid, DEFAULT.unprivileged_gid)
         path.chmod(0o644)
     yield root
     shutil.rmtree(root, ignore_errors=True)
