@@ -10,7 +10,8 @@ call filter can refuse every locking call to the run (``executor/seccomp.py``).
 life of the connection and reads any page it has not cached from the file as it is now.
 If a writer commits meanwhile, answers would be assembled from two versions of the
 index. :func:`connect` therefore pins the version it opened (the header's change counter,
-the size and the modification time, read through a descriptor of its own) and
+the size, the modification and change times and the link count, read through a
+descriptor of its own) and
 :class:`PinnedConnection` checks it after every statement: once the file has changed,
 each result is refused with a clear error instead.
 
@@ -20,7 +21,12 @@ exists, and writes a commit's pages in page order, so page 1 with the new change
 reaches the file before any other page. A version read with no journal present, and
 still the same after a statement, means every page the statement read belongs to it. A
 writer that dies mid-commit and is rolled back later restores the counter, but not the
-modification time.
+modification time. Two changes that are not commits are caught too: a rewrite in place
+that restores the modification time (``cp -p``, ``rsync -t``, ``touch -r``) still moves
+the change time, which no caller can set; and a new file renamed over the path (a full
+rebuild, ``store.build``) leaves the pinned file with no link, where the run would
+otherwise go on reading the old index, or SQLite, had it opened the path after the pin,
+another file than the one pinned.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from terminai_apts.errors import MemoryStoreError
 WRITER_WAIT_SECONDS = 5.0
 _POLL_SECONDS = 0.01
 _HEADER = 100
+_JOURNAL_HEADER = 28  # what SQLite zeroes to retire a persistent journal (zeroJournalHdr)
 _WAL_FORMAT = 2  # header bytes 18 and 19: file format write/read version (1 legacy, 2 WAL)
 _CHANGED_HINT = "run the program again; it will read the index as it is now"
 
@@ -50,20 +57,42 @@ class Version:
     change_counter: bytes
     size: int
     mtime_ns: int
+    ctime_ns: int  # moves on every write, and on utime(): a restored mtime cannot hide one
+    links: int  # 0 once a new file is renamed over the path (or it is removed)
 
 
 def _read_version(fd: int) -> tuple[Version, bytes]:
     info = os.fstat(fd)
     header = os.pread(fd, _HEADER, 0)
-    return Version(change_counter=header[24:28], size=info.st_size, mtime_ns=info.st_mtime_ns), header
+    version = Version(
+        change_counter=header[24:28],
+        size=info.st_size,
+        mtime_ns=info.st_mtime_ns,
+        ctime_ns=info.st_ctime_ns,
+        links=info.st_nlink,
+    )
+    return version, header
 
 
 def _writer_active(target: Path) -> bool:
-    """True while a rollback journal is present: a commit may be half written."""
+    """True while a rollback journal holds a transaction: a commit may be half written.
+
+    A writer in ``journal_mode=PERSIST`` keeps its journal after each commit with the
+    first 28 bytes of its header (magic, record count, nonce, original size) zeroed; that
+    journal holds nothing, and taking it for a commit would refuse every run. A journal
+    still being filled (its header written, not yet synced) counts as a commit: SQLite
+    has not touched the database file yet, but waiting for it costs only the wait.
+    """
+    journal = f"{target}-journal"
     try:
-        return os.stat(f"{target}-journal").st_size > 0
+        if os.stat(journal).st_size == 0:  # TRUNCATE mode's resting state
+            return False
+        with open(journal, "rb") as fh:
+            return fh.read(_JOURNAL_HEADER) != bytes(_JOURNAL_HEADER)
     except FileNotFoundError:
         return False
+    except OSError:
+        return True  # unreadable: assume the worst, as before
 
 
 class FilePin:

@@ -23,12 +23,18 @@ from terminai_apts.memory.api import MAX_ROWS, ThermalMemory, _Interrupted, dige
 from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results
 
 LIVE_INDEX = "index.sqlite"
+_OPEN_ATTEMPTS = 3
 _Key = Callable[[Hit], tuple[object, ...]]
 _ORDER_KEYS: dict[str, tuple[_Key, bool]] = {
     "relevance": (lambda h: (h.score, -h.id), False),
     "newest": (lambda h: (h.memory.date, h.id), True),
     "oldest": (lambda h: (h.memory.date, h.id), False),
 }
+
+
+def _sealed_shards(base: Path) -> list[Path]:
+    """The sealed quarter shards under a journal directory, newest first."""
+    return sorted(base.glob("cold/*/shard.sqlite"), reverse=True)
 
 
 def _quarter_end(quarter: str) -> str:
@@ -47,23 +53,36 @@ class TieredMemory:
 
     def __init__(self, root: str | Path, *, budget_ms: int = 2000, immutable: bool = False) -> None:
         base = Path(root)
-        shards = sorted(base.glob("cold/*/shard.sqlite"), reverse=True)
         live = base / LIVE_INDEX
-        if not live.is_file() and not shards:
-            raise MemoryStoreError(
-                f"{base} has no live index and no sealed quarter shards",
-                hint=f"build the live index: terminai-apts memory index {base}",
-            )
         self._budget_ms = budget_ms
         self._sources: list[tuple[str, ThermalMemory]] = []
-        try:
-            if live.is_file():
-                self._sources.append(("live", ThermalMemory(live, immutable=immutable, budget_ms=budget_ms)))
-            for shard in shards:
-                self._sources.append((shard.parent.name, ThermalMemory(shard, immutable=True, budget_ms=budget_ms)))
-        except Exception:
+        # Compaction seals a quarter into a new shard, then the live index is rebuilt
+        # without it: opened between the two, the live index and a listing taken before
+        # would both miss the quarter. A listing unchanged once every file is open (and
+        # each file pinned or locked from then on) names one state of the journal.
+        for _attempt in range(_OPEN_ATTEMPTS):
+            shards = _sealed_shards(base)
+            if not live.is_file() and not shards:
+                raise MemoryStoreError(
+                    f"{base} has no live index and no sealed quarter shards",
+                    hint=f"build the live index: terminai-apts memory index {base}",
+                )
+            try:
+                if live.is_file():
+                    self._sources.append(("live", ThermalMemory(live, immutable=immutable, budget_ms=budget_ms)))
+                for shard in shards:
+                    self._sources.append((shard.parent.name, ThermalMemory(shard, immutable=True, budget_ms=budget_ms)))
+            except Exception:
+                self.close()
+                raise
+            if _sealed_shards(base) == shards:
+                return
             self.close()
-            raise
+            self._sources = []
+        raise MemoryStoreError(
+            f"{base} kept changing while its tiers were opened (quarters being sealed)",
+            hint="try again once the compaction has finished",
+        )
 
     # ----------------------------------------------------------------- plumbing
     def _left(self, start: float, budget_ms: int | None) -> int:
