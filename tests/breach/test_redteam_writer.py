@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_apts.executor import run, thermal_spec
+from terminai_apts.executor import channel, thermal_spec
 from terminai_apts.memory import store
 from terminai_apts.memory.records import NewMemory
 from terminai_apts.memory.tiered import LIVE_INDEX
@@ -113,7 +113,7 @@ out["attach"] = attempt(attach, raw[0])
 def _hold(root: Path, skip: frozenset[str] = frozenset()) -> tuple[dict[str, object], dict[str, str]]:
     """Every hold above from a run that stays alive; what the host's writers then met."""
     index, lock = root / LIVE_INDEX, root / ".lock"
-    session = run._Run(harness.zygote(skip), DEFAULT, thermal_spec(str(root)).to_json())
+    session = channel.RunChannel(harness.zygote(skip), DEFAULT, thermal_spec(str(root)).to_json())
     try:
         held = session.cell(PRELUDE + HOLD.format(index=index, lock=lock, root=root) + EMIT, 10)
         assert held["success"], held
