@@ -247,7 +247,7 @@ def test_verified_session_runs_hardened_and_plans_the_cleanup(
     failed = site.launch("0.1.0", "sh", "-c", "exit 7", env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert failed.returncode == 7, failed.stderr
     imported = {line.split("|")[-1].strip() for line in failed.stderr.splitlines() if line.startswith("import time:")}
-    assert "terminai_sandbox.registry_auth" in imported
+    assert "terminai_sandbox.launch.registry_auth" in imported
     assert not imported & {"click", "typing", "dataclasses", "subprocess", "requests", "docker", "cryptography"}
     # Every launch is in the ledger, and the chain verifies until someone edits one byte.
     ledger = site.home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"

@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from terminai_sandbox import console
 from terminai_sandbox.cli import main
 from terminai_sandbox.cli.launch_cmd import run_cmd
-from terminai_sandbox.launcher import session
-from terminai_sandbox.launcher.options import limits_from, parse_run, request_from
-from terminai_sandbox.launcher.run import Limits
+from terminai_sandbox.launch import session
+from terminai_sandbox.launch.options import limits_from, parse_run, request_from
+from terminai_sandbox.launch.run import Limits
 
 CLI = str(Path(sys.executable).with_name("terminai-sandbox"))
 PINNED = "127.0.0.1:5000/terminai/sandbox:0.1.0@sha256:" + "a" * 64
@@ -89,7 +89,7 @@ def test_a_launch_imports_neither_click_typing_dataclasses_nor_the_http_and_cryp
     )
     assert done.returncode == 4, done.stderr
     imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert "terminai_sandbox.launcher.preflight" in imported and "terminai_sandbox.engine" in imported
+    assert "terminai_sandbox.launch.preflight" in imported and "terminai_sandbox.engine" in imported
     heavy = {
         "click",
         "typing",

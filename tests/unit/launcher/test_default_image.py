@@ -15,8 +15,8 @@ from types import ModuleType
 
 import pytest
 from terminai_sandbox import __version__
-from terminai_sandbox.config import load_launch_config
-from terminai_sandbox.default_image import FILE_NAME, builtin_default, default_image_path
+from terminai_sandbox.launch.config import load_launch_config
+from terminai_sandbox.launch.default_image import FILE_NAME, builtin_default, default_image_path
 from terminai_sandbox.errors import ConfigError, ReleaseError
 
 from tests.unit.workflows import rules
@@ -134,7 +134,7 @@ def test_the_default_is_read_only_when_nothing_else_names_an_image(tmp_path: Pat
 def test_reading_the_default_stays_off_the_heavy_imports() -> None:
     # Both run on every launch; click, docker, requests or sigstore here would cost every session.
     code = (
-        "import sys; import terminai_sandbox.default_image, terminai_sandbox.settings; "
+        "import sys; import terminai_sandbox.launch.default_image, terminai_sandbox.launch.settings; "
         "print(sorted(m for m in ('click', 'docker', 'requests', 'sigstore', 'cryptography') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
@@ -144,9 +144,9 @@ def test_reading_the_default_stays_off_the_heavy_imports() -> None:
 @pytest.mark.parametrize("module", ["default_image.py", "settings.py"])
 def test_the_launch_path_modules_import_only_leaf_modules(module: str) -> None:
     allowed = {"__future__", "json", "os", "pathlib"} | {
-        f"terminai_sandbox.{name}" for name in ("_version", "errors", "reference")
+        f"terminai_sandbox.{name}" for name in ("_version", "errors", "launch.reference")
     }
-    tree = ast.parse((PACKAGE / "src" / "terminai_sandbox" / module).read_text())
+    tree = ast.parse((PACKAGE / "src" / "terminai_sandbox" / "launch" / module).read_text())
     imported: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.Import):

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.config import LaunchConfig, load_launch_config
+from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
 from terminai_sandbox.engine import Engine, api_request
 from terminai_sandbox.errors import EngineError, LaunchError
-from terminai_sandbox.launcher import audit, engines, preflight, trust
-from terminai_sandbox.launcher.engines import NPROC_CAP, PodmanEngine, session_flags
-from terminai_sandbox.launcher.run import build_argv, execute
+from terminai_sandbox.launch import audit, engines, preflight, trust
+from terminai_sandbox.launch.engines import NPROC_CAP, PodmanEngine, session_flags
+from terminai_sandbox.launch.run import build_argv, execute
 from terminai_sandbox.signing.formats import keys
 
 LIMITS = {"nofile": (1024, 20000), "nproc": (96365, 96365)}

@@ -1,7 +1,7 @@
 """The ``terminai-sandbox`` console script.
 
 Every session start waits on ``run``, so a ``run`` command line that
-:func:`~terminai_sandbox.launcher.options.parse_run` accepts goes straight to the launcher:
+:func:`~terminai_sandbox.launch.options.parse_run` accepts goes straight to the launcher:
 click is not imported (it is a fifth of a warm launch's own cost), and once the session's
 exit code is in the ledger the process ends without the interpreter's teardown. Everything
 else (other commands, ``run --help``, a command line the shared option table cannot parse)
@@ -41,8 +41,8 @@ def _unexpected(exc: BaseException, debug: bool) -> int:
 def _launch(args: list[str], *, debug: bool = False) -> int | None:
     """Run a session for ``run ARGS``; None when ``parse_run`` declines the command line."""
     from terminai_sandbox.errors import Interrupted, SandboxError  # noqa: PLC0415  (not needed by click's path)
-    from terminai_sandbox.launcher import session  # noqa: PLC0415
-    from terminai_sandbox.launcher.options import limits_from, parse_run, request_from  # noqa: PLC0415
+    from terminai_sandbox.launch import session  # noqa: PLC0415
+    from terminai_sandbox.launch.options import limits_from, parse_run, request_from  # noqa: PLC0415
 
     params = parse_run(args)
     if params is None:

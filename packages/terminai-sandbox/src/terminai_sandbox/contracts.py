@@ -29,7 +29,7 @@ from terminai_sandbox.build import default_cache, python
 from terminai_sandbox.build.layers import write_layer
 from terminai_sandbox.engine import LABEL, Engine
 from terminai_sandbox.errors import ConfigError, ContractError
-from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.launch.reference import ImageRef
 
 SUITE_DIR = "/opt/terminai/contracts"
 SUITE_SITE = "/opt/terminai/contract-tools"

@@ -1,7 +1,7 @@
 """``terminai-sandbox preflight | run | audit verify``: launch verified, hardened sessions.
 
-The options come from :mod:`terminai_sandbox.launcher.options` and the work from
-:mod:`terminai_sandbox.launcher.session`; the console script starts plain ``run`` command
+The options come from :mod:`terminai_sandbox.launch.options` and the work from
+:mod:`terminai_sandbox.launch.session`; the console script starts plain ``run`` command
 lines through the same two modules without click (:mod:`terminai_sandbox.console`).
 """
 
@@ -16,8 +16,8 @@ from typing import Any
 
 import click
 
-from terminai_sandbox.launcher import audit, session
-from terminai_sandbox.launcher.options import LAUNCH_OPTIONS, LIMIT_OPTIONS, Option, limits_from, request_from
+from terminai_sandbox.launch import audit, session
+from terminai_sandbox.launch.options import LAUNCH_OPTIONS, LIMIT_OPTIONS, Option, limits_from, request_from
 
 
 def _say(line: str) -> None:
