@@ -31,7 +31,6 @@ import time
 from pathlib import Path
 
 from terminai_sandbox.build import BuildOptions, build_image
-from terminai_sandbox.engine import ensure
 from terminai_sandbox.localregistry import loopback_registry
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.signing import sign
@@ -78,7 +77,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=21)
     args = parser.parse_args()
-    ensure()
+    subprocess.run([sys.executable, str(Path(__file__).parents[1] / "scripts" / "ensure-engine")], check=True)
     with tempfile.TemporaryDirectory(prefix="bench-launch-") as tmp:
         work = Path(tmp)
         result = build_image(BuildOptions(output_dir=work / "out", load=False))

@@ -3,6 +3,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from terminai_sandbox.errors import AuditError, ConfigError
+from terminai_sandbox.launch import audit
 from terminai_sandbox.launch.config import (
     load_launch_config,
     parse_engine,
@@ -11,8 +13,6 @@ from terminai_sandbox.launch.config import (
     parse_mounts,
     parse_ports,
 )
-from terminai_sandbox.errors import AuditError, ConfigError
-from terminai_sandbox.launch import audit
 from terminai_sandbox.launch.preflight import VerifiedImage, contract_compatible
 
 ALL = ("docker", "podman")

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.launch.config import load_launch_config
 from terminai_sandbox.errors import ConfigError
+from terminai_sandbox.launch.config import load_launch_config
 from terminai_sandbox.launch.settings import engine_setting, settings_path, strip_comments
 
 

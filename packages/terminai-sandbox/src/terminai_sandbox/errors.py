@@ -3,7 +3,8 @@
 Every failure a user can meet is a :class:`SandboxError` with a message (what went
 wrong), a hint (what to do about it) and a stable exit code. Library code raises; only
 the click group in :mod:`terminai_sandbox.cli` turns an error into an exit code and
-prints it. This module imports nothing from the package.
+prints it. This module imports nothing (the launch kernel imports it; see
+:mod:`terminai_sandbox.launch`).
 
 Exit codes are part of the public interface (scripts and CI branch on them); never
 renumber one, only add.
@@ -11,16 +12,15 @@ renumber one, only add.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
-if TYPE_CHECKING:
-    from typing import ClassVar
-
 
 class SandboxError(Exception):
     """Root of every error the tooling raises on purpose."""
 
-    exit_code: ClassVar[int] = 1
-    default_hint: ClassVar[str] = ""
+    # Class attributes each subclass overrides. Not annotated ClassVar: this module is the
+    # launch kernel's one import from the package besides the version, and importing typing
+    # for an annotation would cost every session start.
+    exit_code: int = 1
+    default_hint: str = ""
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)

@@ -15,8 +15,8 @@ from terminai_sandbox._version import __version__
 from terminai_sandbox.build import repo_root
 from terminai_sandbox.errors import ConfigError, SigningError
 from terminai_sandbox.launch.reference import ImageRef
-from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.launch.registry_auth import docker_config_credentials
+from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.secret import Secret
 from terminai_sandbox.signing import keyless, sign
 from terminai_sandbox.signing.formats import dsse, keys

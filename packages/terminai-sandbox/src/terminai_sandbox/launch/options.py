@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from terminai_sandbox.launch.records import frozen_record
 from terminai_sandbox.launch.run import HARDENED_LIMITS, Limits
 from terminai_sandbox.launch.session import LaunchRequest
-from terminai_sandbox.launch.records import frozen_record
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ import shutil
 import signal
 from collections.abc import Mapping, Sequence
 
-from terminai_sandbox.launch.config import LaunchConfig
 from terminai_sandbox.errors import LaunchError
+from terminai_sandbox.launch.config import LaunchConfig
 from terminai_sandbox.launch.engines import session_flags
 from terminai_sandbox.launch.preflight import VerifiedImage
 from terminai_sandbox.launch.records import frozen_record

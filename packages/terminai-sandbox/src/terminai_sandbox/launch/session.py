@@ -18,16 +18,16 @@ from pathlib import Path
 
 import terminai_apts
 
-from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
-from terminai_sandbox.launch.default_image import builtin_default
 from terminai_sandbox.errors import ConfigError
 from terminai_sandbox.launch import audit, trust
+from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
+from terminai_sandbox.launch.default_image import builtin_default
 from terminai_sandbox.launch.engines import run_binary
 from terminai_sandbox.launch.preflight import PreflightOptions, StepResult, VerifiedImage, preflight
-from terminai_sandbox.launch.run import Limits, build_argv, execute, host_identity
-from terminai_sandbox.launch.trust import TrustSource
 from terminai_sandbox.launch.records import frozen_record
+from terminai_sandbox.launch.run import Limits, build_argv, execute, host_identity
 from terminai_sandbox.launch.settings import engine_setting
+from terminai_sandbox.launch.trust import TrustSource
 
 
 @frozen_record
