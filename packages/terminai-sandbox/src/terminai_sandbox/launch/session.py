@@ -2,7 +2,7 @@
 
 Both ways into a launch call this module: the click commands in
 :mod:`terminai_sandbox.cli.launch_cmd`, and the console script's path for ``run``
-(:mod:`terminai_sandbox.console`). It imports neither click nor the registry and crypto
+(:mod:`terminai_sandbox.launch.entry`). It imports neither click nor the registry and crypto
 stacks; preflight loads those only when a step needs them. Output goes through the
 ``say`` callback (one line to stderr), so the library itself never prints.
 """
