@@ -21,7 +21,10 @@ by the same interpreter through a copy of the console script) is measured in the
 run, interleaved: warm launches by digest and by tag, and refused at step 1. On a machine
 whose speed drifts, only same-run ratios compare.
 
-    python benchmarks/launch.py [--runs 21] [--baseline-ref main]
+`--launcher-only` measures just the launcher refused at step 1 (and `python -c pass`), no
+engine and no image: the launcher's own cost, which engine load does not blur.
+
+    python benchmarks/launch.py [--runs 21] [--baseline-ref main] [--launcher-only]
 """
 
 from __future__ import annotations
@@ -123,11 +126,45 @@ def measure(
     return series
 
 
+def launcher_only(runs: int, ref: str | None) -> int:
+    """The launcher's own cost: a pinned launch refused at step 1, this tree (and ``ref``) interleaved."""
+    with tempfile.TemporaryDirectory(prefix="bench-launcher-") as tmp:
+        work = Path(tmp)
+        launchers = {"this tree": ([CLI], {})}
+        if ref:
+            launchers[ref] = baseline_launcher(ref, work)
+        (work / "k.pub").write_text("not read: step 1 refuses first\n")
+        pinned = "127.0.0.1:5000/terminai/sandbox:0.1.0@sha256:" + "a" * 64
+        args = ["run", "--image", pinned, "--key", str(work / "k.pub"), "--", "true"]
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(work),
+            "TERMINAI_SANDBOX": "docker",
+            "DOCKER_HOST": f"unix://{work}/absent.sock",
+        }
+        series: dict[str, list[float]] = {name: [] for name in [*launchers, "python -c pass"]}
+        for _ in range(runs):
+            for name, (command, extra) in launchers.items():
+                series[name].append(timed([*command, *args], {**env, **extra}, expect=4))
+            series["python -c pass"].append(timed([sys.executable, "-c", "pass"], env))
+    for name, values in series.items():
+        ordered = sorted(values)
+        p25, p75 = ordered[len(ordered) // 4], ordered[3 * len(ordered) // 4]
+        print(
+            f"{name:>16}: median {statistics.median(values) * 1000:6.1f} ms  "
+            f"(p25 {p25 * 1000:.1f}, p75 {p75 * 1000:.1f}; {runs} runs, launch refused at step 1)"
+        )
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=21)
     parser.add_argument("--baseline-ref", help="also measure the launcher of this git commit, interleaved")
+    parser.add_argument("--launcher-only", action="store_true", help="only the launcher refused at step 1")
     args = parser.parse_args()
+    if args.launcher_only:
+        return launcher_only(args.runs, args.baseline_ref)
     subprocess.run([sys.executable, str(Path(__file__).parents[1] / "scripts" / "ensure-engine")], check=True)
     with tempfile.TemporaryDirectory(prefix="bench-launch-") as tmp:
         work = Path(tmp)
