@@ -33,6 +33,7 @@ import argparse
 import io
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -126,6 +127,14 @@ def measure(
     return series
 
 
+def cpu_timed(cmd: list[str], env: dict[str, str], *, expect: int = 0) -> tuple[float, float]:
+    """Wall time and CPU time (user + system) of one run; CPU time is what other load blurs least."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed(cmd, env, expect=expect)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def launcher_only(runs: int, ref: str | None) -> int:
     """The launcher's own cost: a pinned launch refused at step 1, this tree (and ``ref``) interleaved."""
     with tempfile.TemporaryDirectory(prefix="bench-launcher-") as tmp:
@@ -142,17 +151,19 @@ def launcher_only(runs: int, ref: str | None) -> int:
             "TERMINAI_SANDBOX": "docker",
             "DOCKER_HOST": f"unix://{work}/absent.sock",
         }
-        series: dict[str, list[float]] = {name: [] for name in [*launchers, "python -c pass"]}
+        series: dict[str, list[tuple[float, float]]] = {name: [] for name in [*launchers, "python -c pass"]}
         for _ in range(runs):
             for name, (command, extra) in launchers.items():
-                series[name].append(timed([*command, *args], {**env, **extra}, expect=4))
-            series["python -c pass"].append(timed([sys.executable, "-c", "pass"], env))
+                series[name].append(cpu_timed([*command, *args], {**env, **extra}, expect=4))
+            series["python -c pass"].append(cpu_timed([sys.executable, "-c", "pass"], env))
+    print(f"launch refused at step 1, {runs} interleaved runs; medians (p25-p75)")
     for name, values in series.items():
-        ordered = sorted(values)
-        p25, p75 = ordered[len(ordered) // 4], ordered[3 * len(ordered) // 4]
+        walls, cpus = sorted(v[0] for v in values), sorted(v[1] for v in values)
+        quart = len(values) // 4
         print(
-            f"{name:>16}: median {statistics.median(values) * 1000:6.1f} ms  "
-            f"(p25 {p25 * 1000:.1f}, p75 {p75 * 1000:.1f}; {runs} runs, launch refused at step 1)"
+            f"{name:>16}: wall {statistics.median(walls) * 1000:6.1f} ms ({walls[quart] * 1000:.0f}-"
+            f"{walls[-quart - 1] * 1000:.0f})  CPU {statistics.median(cpus) * 1000:6.1f} ms "
+            f"({cpus[quart] * 1000:.0f}-{cpus[-quart - 1] * 1000:.0f})"
         )
     return 0
 
