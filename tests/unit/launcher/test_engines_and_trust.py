@@ -247,3 +247,12 @@ def test_rootless_podman_on_cgroups_v1_says_its_limits_do_not_hold(
     assert "NOT enforced" not in rootful.describe()
     monkeypatch.setattr(engines, "cgroups_v2", lambda: True)
     assert rootless.describe() == "podman 4.3.1 (rootless, /usr/bin/podman)"
+
+
+def test_the_kernel_speaks_plain_sockets_and_leaves_other_schemes_to_the_sdk() -> None:
+    from terminai_sandbox.launch import dockerapi
+
+    assert dockerapi.speaks({}) and dockerapi.speaks({"DOCKER_HOST": "tcp://127.0.0.1:2375"})
+    assert not dockerapi.speaks({"DOCKER_HOST": "ssh://user@builder"})
+    with pytest.raises(ValueError, match="only unix://, tcp:// and http://"):
+        dockerapi.api_request("ssh://user@builder", "/_ping")

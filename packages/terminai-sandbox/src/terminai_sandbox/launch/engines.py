@@ -127,7 +127,9 @@ class DockerEngine:
             return cls(dockerapi.DockerApi.connect(env), env)
         from terminai_sandbox.engine import Engine  # noqa: PLC0415  (the SDK: ~80 ms, only for such hosts)
 
-        return cls(Engine.connect(env), env)
+        connected = cls(Engine.connect(env), env)
+        connected._sdk = connected.api
+        return connected
 
     @property
     def sdk(self) -> Any:
