@@ -22,13 +22,14 @@ from pathlib import Path
 
 from terminai_sandbox.assemble import BuildOptions, build_image, repo_root
 from terminai_sandbox.assemble.spec import load_spec
-from terminai_sandbox.engine import ensure
+from terminai_sandbox.engine import Engine
 
 
 def main() -> int:
     root = repo_root()
     spec = load_spec(root / "images" / "sandbox" / "image.toml")
-    engine, _ = ensure()
+    subprocess.run([sys.executable, str(root / "scripts" / "ensure-engine")], check=True)
+    engine = Engine.connect()
     with tempfile.TemporaryDirectory(prefix="bench-build-") as tmp:
         work = Path(tmp)
         started = time.perf_counter()

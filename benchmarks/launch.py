@@ -12,73 +12,171 @@ throwaway key. Then, N times each, interleaved:
 * launcher, warm verification cache, tag reference (`REPO:TAG`): dockerd resolves the tag
   (one registry round trip);
 * launcher, first verification: the tag reference with an empty state directory;
+* the launcher alone, refused at preflight step 1 (DOCKER_HOST names an absent socket):
+  interpreter, imports, configuration and the ledger, with no engine time in it;
 * for scale: the launcher's Python interpreter starting and exiting (`python -c pass`).
 
-    python benchmarks/launch.py [--runs 21]
+With `--baseline-ref REF` the launcher of that git commit (its two packages' sources, run
+by the same interpreter through a copy of the console script) is measured in the same
+run, interleaved: warm launches by digest and by tag, and refused at step 1. On a machine
+whose speed drifts, only same-run ratios compare.
+
+`--launcher-only` measures just the launcher refused at step 1 (and `python -c pass`), no
+engine and no image: the launcher's own cost, which engine load does not blur.
+
+    python benchmarks/launch.py [--runs 21] [--baseline-ref main] [--launcher-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 from terminai_sandbox.assemble import BuildOptions, build_image
-from terminai_sandbox.engine import ensure
 from terminai_sandbox.localregistry import loopback_registry
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.signing import sign
 from terminai_sandbox.signing.formats import keys
 
 CLI = str(Path(sys.executable).with_name("terminai-sandbox"))
+ROOT = Path(__file__).resolve().parents[1]
+SOURCES = ("packages/terminai-sandbox/src", "packages/terminai-apts/src")
+# What pip writes as the `terminai-sandbox` console script, so a baseline starts the same way.
+CONSOLE_SCRIPT = """import re
+import sys
+from terminai_sandbox.console import main
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit(main())
+"""
 
 
-def timed(cmd: list[str], env: dict[str, str]) -> float:
+def baseline_launcher(ref: str, work: Path) -> tuple[list[str], dict[str, str]]:
+    """The command and extra environment that run the launcher of commit ``ref``."""
+    # contracts/ too: the toolset's contract.json is a symlink into it.
+    archive = subprocess.run(
+        ["git", "archive", ref, *SOURCES, "contracts"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
+    tree = work / "baseline"
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(tree, filter="data")
+    script = tree / "terminai-sandbox"
+    script.write_text(CONSOLE_SCRIPT)
+    return [sys.executable, str(script)], {"PYTHONPATH": os.pathsep.join(str(tree / s) for s in SOURCES)}
+
+
+def timed(cmd: list[str], env: dict[str, str], *, expect: int = 0) -> float:
     started = time.perf_counter()
-    subprocess.run(cmd, env=env, check=True, capture_output=True)
-    return time.perf_counter() - started
+    done = subprocess.run(cmd, env=env, check=False, capture_output=True)
+    elapsed = time.perf_counter() - started
+    if done.returncode != expect:
+        raise SystemExit(f"{cmd[:3]} exited {done.returncode}, expected {expect}: {done.stderr.decode()[-500:]}")
+    return elapsed
 
 
-def measure(host: str, digest: str, pub: Path, work: Path, runs: int) -> dict[str, list[float]]:
+def measure(
+    host: str, digest: str, pub: Path, work: Path, runs: int, baseline: tuple[list[str], dict[str, str]] | None
+) -> dict[str, list[float]]:
     """Every series, interleaved run by run; the image is already in the engine by digest."""
     pinned = f"{host}/terminai/sandbox@{digest}"
     base_env = {"PATH": os.environ["PATH"], "TERMINAI_SANDBOX": "docker"}
-    warm_home, cold_home = work / "warm", work / "cold"
-    warm_home.mkdir()
     tag_ref = f"{host}/terminai/sandbox:0.1.0"
-    launch_tag = [CLI, "run", "--image", tag_ref, "--key", str(pub), "--", "true"]
-    launch_pinned = [CLI, "run", "--image", f"{tag_ref}@{digest}", "--key", str(pub), "--", "true"]
-    warm_env = {**base_env, "HOME": str(warm_home)}
-    subprocess.run(launch_tag, env=warm_env, check=True, capture_output=True)
-    ledger = warm_home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
+    args_tag = ["run", "--image", tag_ref, "--key", str(pub), "--", "true"]
+    args_pinned = ["run", "--image", f"{tag_ref}@{digest}", "--key", str(pub), "--", "true"]
+    launchers = {"": ([CLI], {})}
+    if baseline is not None:
+        launchers["base_"] = baseline
+    envs = {}
+    for prefix, (command, extra) in launchers.items():
+        home = work / f"{prefix}warm"
+        home.mkdir()
+        envs[prefix] = {**base_env, **extra, "HOME": str(home)}
+        subprocess.run([*command, *args_tag], env=envs[prefix], check=True, capture_output=True)
+    ledger = work / "warm" / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
     hardened = next(json.loads(line)["argv"] for line in ledger.read_text().splitlines() if '"event": "run"' in line)
     name = hardened[hardened.index("--name") + 1]
-    series: dict[str, list[float]] = {k: [] for k in ("baseline", "floor", "pinned", "tag", "cold", "python")}
+    refused_env = {"DOCKER_HOST": f"unix://{work}/absent.sock"}
+    series: dict[str, list[float]] = {k: [] for k in ("baseline", "floor", "cold", "python")}
+    cold_home = work / "cold"
     for run in range(runs):
         series["baseline"].append(timed(["docker", "run", "--rm", "--network", "none", pinned, "true"], base_env))
         fresh = f"{name}-{run}"
         series["floor"].append(timed([a.replace(name, fresh) for a in hardened], base_env))
-        series["pinned"].append(timed(launch_pinned, warm_env))
-        series["tag"].append(timed(launch_tag, warm_env))
+        for prefix, (command, _) in launchers.items():
+            env = envs[prefix]
+            series.setdefault(f"{prefix}pinned", []).append(timed([*command, *args_pinned], env))
+            series.setdefault(f"{prefix}tag", []).append(timed([*command, *args_tag], env))
+            series.setdefault(f"{prefix}refused", []).append(
+                timed([*command, *args_pinned], {**env, **refused_env}, expect=4)
+            )
         shutil.rmtree(cold_home, ignore_errors=True)
         cold_home.mkdir()
-        series["cold"].append(timed(launch_tag, {**base_env, "HOME": str(cold_home)}))
+        series["cold"].append(timed([CLI, *args_tag], {**base_env, "HOME": str(cold_home)}))
         series["python"].append(timed([sys.executable, "-c", "pass"], base_env))
     return series
+
+
+def cpu_timed(cmd: list[str], env: dict[str, str], *, expect: int = 0) -> tuple[float, float]:
+    """Wall time and CPU time (user + system) of one run; CPU time is what other load blurs least."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    wall = timed(cmd, env, expect=expect)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def launcher_only(runs: int, ref: str | None) -> int:
+    """The launcher's own cost: a pinned launch refused at step 1, this tree (and ``ref``) interleaved."""
+    with tempfile.TemporaryDirectory(prefix="bench-launcher-") as tmp:
+        work = Path(tmp)
+        launchers = {"this tree": ([CLI], {})}
+        if ref:
+            launchers[ref] = baseline_launcher(ref, work)
+        (work / "k.pub").write_text("not read: step 1 refuses first\n")
+        pinned = "127.0.0.1:5000/terminai/sandbox:0.1.0@sha256:" + "a" * 64
+        args = ["run", "--image", pinned, "--key", str(work / "k.pub"), "--", "true"]
+        env = {
+            "PATH": os.environ["PATH"],
+            "HOME": str(work),
+            "TERMINAI_SANDBOX": "docker",
+            "DOCKER_HOST": f"unix://{work}/absent.sock",
+        }
+        series: dict[str, list[tuple[float, float]]] = {name: [] for name in [*launchers, "python -c pass"]}
+        for _ in range(runs):
+            for name, (command, extra) in launchers.items():
+                series[name].append(cpu_timed([*command, *args], {**env, **extra}, expect=4))
+            series["python -c pass"].append(cpu_timed([sys.executable, "-c", "pass"], env))
+    print(f"launch refused at step 1, {runs} interleaved runs; medians (p25-p75)")
+    for name, values in series.items():
+        walls, cpus = sorted(v[0] for v in values), sorted(v[1] for v in values)
+        quart = len(values) // 4
+        print(
+            f"{name:>16}: wall {statistics.median(walls) * 1000:6.1f} ms ({walls[quart] * 1000:.0f}-"
+            f"{walls[-quart - 1] * 1000:.0f})  CPU {statistics.median(cpus) * 1000:6.1f} ms "
+            f"({cpus[quart] * 1000:.0f}-{cpus[-quart - 1] * 1000:.0f})"
+        )
+    return 0
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=21)
+    parser.add_argument("--baseline-ref", help="also measure the launcher of this git commit, interleaved")
+    parser.add_argument("--launcher-only", action="store_true", help="only the launcher refused at step 1")
     args = parser.parse_args()
-    ensure()
+    if args.launcher_only:
+        return launcher_only(args.runs, args.baseline_ref)
+    subprocess.run([sys.executable, str(Path(__file__).parents[1] / "scripts" / "ensure-engine")], check=True)
     with tempfile.TemporaryDirectory(prefix="bench-launch-") as tmp:
         work = Path(tmp)
         result = build_image(BuildOptions(output_dir=work / "out", load=False))
@@ -91,7 +189,8 @@ def main() -> int:
             pinned = f"{registry.host}/terminai/sandbox@{digest}"
             subprocess.run(["docker", "pull", pinned], check=True, capture_output=True)
             try:
-                series = measure(registry.host, digest, work / "k.pub", work, args.runs)
+                baseline = baseline_launcher(args.baseline_ref, work) if args.baseline_ref else None
+                series = measure(registry.host, digest, work / "k.pub", work, args.runs, baseline)
             finally:
                 # Each run's registry has a new port: leave no reference to it in the engine.
                 subprocess.run(["docker", "rmi", pinned], check=False, capture_output=True)
@@ -109,7 +208,21 @@ def main() -> int:
         f"terminai-sandbox run, first verification         : {m['cold'] * 1000:7.0f} ms  "
         f"+{(m['cold'] - m['tag']) * 1000:.0f} ms over warm (REPO:TAG)"
     )
+    print(f"launcher alone, refused at step 1 (no engine)    : {m['refused'] * 1000:7.0f} ms")
     print(f"for scale: python -c pass                        : {m['python'] * 1000:7.0f} ms")
+    if args.baseline_ref:
+        print(f"-- the launcher of {args.baseline_ref}, same run:")
+        for key, label in (("pinned", "warm cache, REPO:TAG@sha256"), ("tag", "warm cache, REPO:TAG       ")):
+            old = m[f"base_{key}"]
+            print(
+                f"terminai-sandbox run, {label}: {old * 1000:7.0f} ms  ratio {old / b:.2f}x  "
+                f"(this tree {(m[key] - old) * 1000:+.0f} ms)"
+            )
+        old = m["base_refused"]
+        print(
+            f"launcher alone, refused at step 1 (no engine)    : {old * 1000:7.0f} ms  "
+            f"(this tree {(m['refused'] - old) * 1000:+.0f} ms)"
+        )
     return 0
 
 

@@ -21,8 +21,8 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
+from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.localregistry import loopback_registry
-from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.sbom import SbomOptions, _layer_paths, generate
 from terminai_sandbox.signing import sign

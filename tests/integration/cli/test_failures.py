@@ -77,9 +77,6 @@ def cases(tmp: Path, layout: Path) -> dict[str, Case]:
         "engine status, no engine (unix)": Case(
             ("engine", "status"), 4, "the container engine is not running", no_unix_engine
         ),
-        "engine ensure, DOCKER_HOST set": Case(
-            ("engine", "ensure"), 4, "the container engine at tcp://", no_tcp_engine
-        ),
         # build and lock
         "build, missing spec": Case(("build", "--spec", "missing.toml"), 3, "cannot read missing.toml"),
         "build, no engine": Case(("build", "--output", "out"), 4, "the container engine at tcp://", no_tcp_engine),

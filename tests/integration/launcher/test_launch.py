@@ -22,6 +22,7 @@ from terminai_sandbox.signing.sign import sign as sign_image
 from tests.fixtures.image import tapts_without_transit
 from tests.fixtures.launcher import InstalledLauncher
 from tests.fixtures.registry import RegistryServer
+from tests.unit.launcher.test_kernel_seal import forbidden, importtime_modules, outside_the_seal
 
 ROOT = repo_root()
 CLI = str(Path(sys.executable).with_name("terminai-sandbox"))
@@ -243,12 +244,13 @@ def test_verified_session_runs_hardened_and_plans_the_cleanup(
     assert not (downloads / "report-q3 (1).pdf").exists()
     assert list((downloads / ".terminai-cleanup" / "quarantine").glob("*/report-q3 (1).pdf"))
     # The session's exit code comes back unchanged, and the ledger records it. This warm
-    # launch of a tag (resolved through dockerd, no credentials) loads nothing heavy.
+    # launch of a tag (resolved through dockerd, no credentials) stays inside the kernel's seal.
     failed = site.launch("0.1.0", "sh", "-c", "exit 7", env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert failed.returncode == 7, failed.stderr
-    imported = {line.split("|")[-1].strip() for line in failed.stderr.splitlines() if line.startswith("import time:")}
-    assert "terminai_sandbox.registry_auth" in imported
-    assert not imported & {"click", "typing", "dataclasses", "subprocess", "requests", "docker", "cryptography"}
+    imported = importtime_modules(failed.stderr)
+    assert {"terminai_sandbox.launch.registry_auth", "terminai_sandbox.launch.dockerapi"} <= imported
+    assert not outside_the_seal(imported), outside_the_seal(imported)
+    assert not forbidden(imported), forbidden(imported)
     # Every launch is in the ledger, and the chain verifies until someone edits one byte.
     ledger = site.home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
     events = [json.loads(line) for line in ledger.read_text().splitlines()]

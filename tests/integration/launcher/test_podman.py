@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.assemble import BuildResult
-from terminai_sandbox.launcher.engines import cgroups_v2
+from terminai_sandbox.launch.engines import cgroups_v2
 
 from tests.fixtures.launcher import InstalledLauncher
 from tests.fixtures.registry import RegistryServer

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import RegistryError
-from terminai_sandbox.launcher.engines import DockerEngine
-from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.launch.engines import DockerEngine
+from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.registry import OCI_MANIFEST, RegistryClient, sha256_digest
 
 from tests.fixtures.registry import RegistryServer

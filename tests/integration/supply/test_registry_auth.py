@@ -19,8 +19,8 @@ from terminai_sandbox.errors import (
     RegistryUnauthorized,
     RegistryUnreachable,
 )
+from terminai_sandbox.launch.registry_auth import Credentials, docker_config_credentials
 from terminai_sandbox.registry import RegistryClient
-from terminai_sandbox.registry_auth import Credentials, docker_config_credentials
 from terminai_sandbox.secret import Secret
 
 MANIFEST = b'{"schemaVersion":2}'

@@ -11,7 +11,7 @@ from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.cli import main
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import ReleaseError, VerificationError
-from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.release import ContractOutcome, ReleaseOptions, release
 from terminai_sandbox.sbom import SbomOptions, generate

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from terminai_sandbox.assemble import debian, layers, oci
 from terminai_sandbox.assemble.spec import load_spec
-from terminai_sandbox.engine import _diagnose, candidate_hosts
 from terminai_sandbox.errors import BuildError, ConfigError, EngineError, LockError
+from terminai_sandbox.launch.dockerapi import candidate_hosts, diagnose
 
 SPEC = Path(__file__).resolve().parents[3] / "images" / "sandbox" / "image.toml"
 SDE = 1_700_000_000
@@ -197,9 +197,9 @@ def test_config_is_canonical_json() -> None:
 def test_engine_hosts_and_diagnosis(tmp_path: Path) -> None:
     assert candidate_hosts({"DOCKER_HOST": "tcp://127.0.0.1:1"}) == ["tcp://127.0.0.1:1"]
     assert candidate_hosts({"XDG_RUNTIME_DIR": "/run/user/5"})[1] == "unix:///run/user/5/podman/podman.sock"
-    down = _diagnose(f"unix://{tmp_path}/nothing.sock", ConnectionError("refused"))
+    down = diagnose(f"unix://{tmp_path}/nothing.sock", ConnectionError("refused"))
     assert isinstance(down, EngineError) and ("not running" in down.message or "no container engine" in down.message)
     sock = tmp_path / "docker.sock"
     sock.write_text("")
-    denied = _diagnose(f"unix://{sock}", PermissionError(13, "Permission denied"))
+    denied = diagnose(f"unix://{sock}", PermissionError(13, "Permission denied"))
     assert "permission denied" in denied.message and "docker' group" in denied.hint

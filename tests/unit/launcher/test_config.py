@@ -3,7 +3,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.config import (
+from terminai_sandbox.errors import AuditError, ConfigError
+from terminai_sandbox.launch import audit
+from terminai_sandbox.launch.config import (
     load_launch_config,
     parse_engine,
     parse_env,
@@ -11,9 +13,7 @@ from terminai_sandbox.config import (
     parse_mounts,
     parse_ports,
 )
-from terminai_sandbox.errors import AuditError, ConfigError
-from terminai_sandbox.launcher import audit
-from terminai_sandbox.launcher.preflight import VerifiedImage, contract_compatible
+from terminai_sandbox.launch.preflight import VerifiedImage, contract_compatible
 
 ALL = ("docker", "podman")
 

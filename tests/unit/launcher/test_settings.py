@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.config import load_launch_config
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.settings import engine_setting, settings_path, strip_comments
+from terminai_sandbox.launch.config import load_launch_config
+from terminai_sandbox.launch.settings import engine_setting, settings_path, strip_comments
 
 
 def _settings(home: Path, content: str | bytes | object) -> dict[str, str]:

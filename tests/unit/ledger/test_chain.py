@@ -57,7 +57,7 @@ def test_last_line_reads_lines_longer_than_the_window(tmp_path: Path) -> None:
 HEAVY = ("typing", "dataclasses", "inspect", "click", "docker", "requests", "sigstore", "cryptography")
 
 
-@pytest.mark.parametrize("module", ["terminai_apts.ledger", "terminai_sandbox.launcher.audit"])
+@pytest.mark.parametrize("module", ["terminai_apts.ledger", "terminai_sandbox.launch.audit"])
 def test_the_chain_stays_off_the_heavy_imports(module: str) -> None:
     # The launcher writes its audit ledger on every launch (see tests/unit/launcher).
     code = f"import sys; import {module}; print(sorted(m for m in {HEAVY!r} if m in sys.modules))"

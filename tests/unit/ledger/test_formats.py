@@ -18,7 +18,7 @@ from terminai_apts.errors import IntegrityError
 from terminai_apts.executor import audit as executor_audit
 from terminai_apts.memory.journal import MemoryJournal
 from terminai_sandbox.errors import AuditError
-from terminai_sandbox.launcher import audit as launcher_audit
+from terminai_sandbox.launch import audit as launcher_audit
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "ledgers"
 GENESIS = "0" * 64

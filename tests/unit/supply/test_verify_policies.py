@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.errors import VerificationError
-from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.signing.store import OfflineStore, SignatureSource
 from terminai_sandbox.signing.verify.policy import AllOf, AnyOf, Attested, Policy, UnsafeWarnOnly
 from terminai_sandbox.signing.verify.result import Evidence, VerifiedSignature

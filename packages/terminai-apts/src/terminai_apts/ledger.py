@@ -19,8 +19,9 @@ it links to its predecessor and whether its hash matches its content; each ledge
 the first failure into its own error (message, hint and exit code are part of its
 interface). Locking, rotation and anchors stay with the ledgers, which differ there.
 
-The launcher imports this module on every launch, so it uses only cheap standard-library
-modules (no ``typing``, no ``dataclasses``): keep it that way.
+The launch kernel (``terminai_sandbox.launch``) imports this module on every session start,
+so it uses only cheap standard-library modules (no ``typing``, no ``dataclasses``; records
+are ``dict[str, object]``, which callers narrow): keep it that way.
 """
 
 from __future__ import annotations
@@ -28,21 +29,17 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-
-TYPE_CHECKING = False  # not `from typing import ...`: the launch path never imports typing
-if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Mapping
-    from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
 
 GENESIS = "0" * 64
 
 
-def canonical(body: Mapping[str, Any]) -> bytes:
+def canonical(body: Mapping[str, object]) -> bytes:
     """The bytes a record's hash covers: sorted keys, no spaces, ASCII-escaped."""
     return json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
 
 
-def encode(record: Mapping[str, Any]) -> bytes:
+def encode(record: Mapping[str, object]) -> bytes:
     """One ledger line as every ledger writes it (sorted keys, default separators, newline)."""
     return (json.dumps(record, sort_keys=True) + "\n").encode()
 
@@ -55,14 +52,14 @@ class Chain:
     def __init__(self, *, prev_prefix: bool) -> None:
         self.prev_prefix = prev_prefix
 
-    def digest(self, record: Mapping[str, Any]) -> str:
+    def digest(self, record: Mapping[str, object]) -> str:
         """The hash ``record`` must carry (its own ``hash`` field is ignored)."""
         body = canonical({k: v for k, v in record.items() if k != "hash"})
         if self.prev_prefix:
             body = str(record.get("prev")).encode() + body
         return hashlib.sha256(body).hexdigest()
 
-    def seal(self, body: Mapping[str, Any], prev: str) -> dict[str, Any]:
+    def seal(self, body: Mapping[str, object], prev: str) -> dict[str, object]:
         """``body`` linked to ``prev`` and hashed: the record to append."""
         record = {**body, "prev": prev}
         record["hash"] = self.digest(record)
@@ -92,7 +89,7 @@ class Link:
 
     __slots__ = ("follows", "intact", "number", "record")
 
-    def __init__(self, number: int, record: dict[str, Any] | None, *, follows: bool, intact: bool) -> None:
+    def __init__(self, number: int, record: dict[str, object] | None, *, follows: bool, intact: bool) -> None:
         self.number = number
         self.record = record
         self.follows = follows  # its ``prev`` is the previous record's ``hash``
@@ -103,7 +100,7 @@ class Link:
         return self.record is not None and self.follows and self.intact
 
 
-def parse(line: bytes | str) -> dict[str, Any] | None:
+def parse(line: bytes | str) -> dict[str, object] | None:
     """The JSON object on ``line``, or None when the line is not one (edited or truncated)."""
     try:
         data = json.loads(line)
@@ -127,7 +124,7 @@ def last_line(fd: int, window: int = 65536) -> bytes | None:
     return None
 
 
-def append(fd: int, records: Iterable[Mapping[str, Any]], *, durable: bool = True) -> None:
+def append(fd: int, records: Iterable[Mapping[str, object]], *, durable: bool = True) -> None:
     """Write ``records`` to ``fd`` (opened ``O_APPEND``) in one write; fsync when ``durable``."""
     os.write(fd, b"".join(encode(r) for r in records))
     if durable:

@@ -29,7 +29,7 @@ from terminai_sandbox.assemble import BuildResult, default_cache
 from terminai_sandbox.assemble.suite import SUITE_DIR, SUITE_SITE, contract_layer
 from terminai_sandbox.engine import LABEL, Engine
 from terminai_sandbox.errors import ConfigError, ContractError
-from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.launch.reference import ImageRef
 
 HEALTH_EXIT = 70
 

@@ -2,8 +2,9 @@
 
 Every failure a user can meet is a :class:`SandboxError` with a message (what went
 wrong), a hint (what to do about it) and a stable exit code. Library code raises; only
-the click group in :mod:`terminai_sandbox.cli` turns an error into an exit code and
-prints it. This module imports nothing from the package.
+the click group in :mod:`terminai_sandbox.cli` and the launch kernel's ``run`` entry
+(:mod:`terminai_sandbox.launch.entry`) turn an error into an exit code and print it.
+This module imports nothing: the launch kernel imports it on every session start.
 
 Exit codes are part of the public interface (scripts and CI branch on them); never
 renumber one, only add.
@@ -11,16 +12,15 @@ renumber one, only add.
 
 from __future__ import annotations
 
-TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
-if TYPE_CHECKING:
-    from typing import ClassVar
-
 
 class SandboxError(Exception):
     """Root of every error the tooling raises on purpose."""
 
-    exit_code: ClassVar[int] = 1
-    default_hint: ClassVar[str] = ""
+    # Class attributes each subclass overrides. Not annotated ClassVar: this module is the
+    # launch kernel's one import from the package besides the version, and importing typing
+    # for an annotation would cost every session start.
+    exit_code: int = 1
+    default_hint: str = ""
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -152,8 +152,9 @@ class EvolutionError(SandboxError):
 class UnexpectedError(SandboxError):
     """Something the tooling did not foresee failed; the console script reports it as one line.
 
-    Never raised by library code: :mod:`terminai_sandbox.console` wraps any other exception
-    in it, so a user sees what failed and how to get the details instead of a traceback.
+    Never raised by library code: the console script and the launch kernel's ``run`` entry
+    wrap any other exception in it, so a user sees what failed and how to get the details
+    instead of a traceback.
     """
 
     exit_code = 1

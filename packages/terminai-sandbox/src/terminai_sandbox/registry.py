@@ -30,9 +30,9 @@ from terminai_sandbox.errors import (
     RegistryUnauthorized,
     RegistryUnreachable,
 )
+from terminai_sandbox.launch.reference import is_digest
+from terminai_sandbox.launch.registry_auth import Credentials, is_loopback
 from terminai_sandbox.oci_media import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, sha256_digest
-from terminai_sandbox.reference import is_digest
-from terminai_sandbox.registry_auth import Credentials, is_loopback
 from terminai_sandbox.secret import Secret
 
 __all__ = ["OCI_INDEX", "OCI_MANIFEST", "PushResult", "RegistryClient", "parse_challenge", "sha256_digest"]

@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from terminai_sandbox import provenance
 from terminai_sandbox.assemble import BuildPlan
 from terminai_sandbox.errors import ReleaseError, SandboxError
-from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.sbom import SbomOptions, generate
 from terminai_sandbox.signing import sign

@@ -46,9 +46,10 @@ def _last(path: Path) -> tuple[int, str]:
     finally:
         os.close(fd)
     data = ledger.parse(line or b"")
-    if data is None or "seq" not in data or "hash" not in data:
+    seq = None if data is None else data.get("seq")
+    if data is None or not isinstance(seq, int) or "hash" not in data:
         raise IntegrityError(f"the last line of {path} is not a valid entry", hint="the log was edited")
-    return int(data["seq"]), str(data["hash"])
+    return seq, str(data["hash"])
 
 
 def record(path: str | os.PathLike[str], entry: AuditEntry, *, max_bytes: int = 10_000_000, backups: int = 3) -> None:

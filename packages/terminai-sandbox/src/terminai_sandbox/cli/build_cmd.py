@@ -144,7 +144,7 @@ def contracts_cmd(image: str, output: Path | None, wheels: Path | None, as_json:
 
 @click.group("engine")
 def engine_group() -> None:
-    """Check, start or stop the container engine."""
+    """Check the container engine (scripts/ensure-engine installs and starts one)."""
 
 
 @engine_group.command("status")
@@ -152,20 +152,6 @@ def engine_status() -> None:
     """Say which engine answers, or why none does."""
     found = engine_mod.Engine.connect()
     click.echo(f"{found.info.name} {found.info.version} (API {found.info.api_version}) at {found.info.host}")
-
-
-@engine_group.command("ensure")
-def engine_ensure() -> None:
-    """Start Debian's dockerd when no engine answers (root on Debian/Ubuntu only)."""
-    _, actions = engine_mod.ensure()
-    for line in actions:
-        click.echo(line)
-
-
-@engine_group.command("stop")
-def engine_stop() -> None:
-    """Stop a dockerd started by 'engine ensure'."""
-    click.echo(engine_mod.stop())
 
 
 def register(group: click.Group) -> None:

@@ -1,8 +1,11 @@
 """``terminai-sandbox preflight | run | audit verify``: launch verified, hardened sessions.
 
-The options come from :mod:`terminai_sandbox.launcher.options` and the work from
-:mod:`terminai_sandbox.launcher.session`; the console script starts plain ``run`` command
-lines through the same two modules without click (:mod:`terminai_sandbox.console`).
+The commands are built from the launch kernel's option table
+(:mod:`terminai_sandbox.launch.options`) and call its session
+(:mod:`terminai_sandbox.launch.session`): one implementation. The console script hands
+plain ``run`` command lines to the kernel's own entry (:mod:`terminai_sandbox.launch.entry`)
+before click is imported; these commands serve ``run --help``, what that entry declines,
+and callers that invoke the click group directly.
 """
 
 from __future__ import annotations
@@ -16,8 +19,8 @@ from typing import Any
 
 import click
 
-from terminai_sandbox.launcher import audit, session
-from terminai_sandbox.launcher.options import LAUNCH_OPTIONS, LIMIT_OPTIONS, Option, limits_from, request_from
+from terminai_sandbox.launch import audit, session
+from terminai_sandbox.launch.options import LAUNCH_OPTIONS, LIMIT_OPTIONS, Option, limits_from, request_from
 
 
 def _say(line: str) -> None:

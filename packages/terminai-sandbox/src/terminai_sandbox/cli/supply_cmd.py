@@ -14,9 +14,9 @@ from terminai_sandbox import provenance, resources, sbom
 from terminai_sandbox._version import __version__
 from terminai_sandbox.assemble import BuildOptions, plan_for, repo_root
 from terminai_sandbox.errors import ConfigError, ReleaseError, SigningError
-from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.launch.reference import ImageRef
+from terminai_sandbox.launch.registry_auth import docker_config_credentials
 from terminai_sandbox.registry import RegistryClient
-from terminai_sandbox.registry_auth import docker_config_credentials
 from terminai_sandbox.secret import Secret
 from terminai_sandbox.signing import keyless, sign
 from terminai_sandbox.signing.formats import dsse, keys

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from terminai_sandbox.errors import VerificationError
-from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.signing.formats.bundle import COSIGN_SIGN_PREDICATE, is_key_bundle, tlog_field
 from terminai_sandbox.signing.formats.payload import parse
 from terminai_sandbox.signing.formats.trustroot import load_trust

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from terminai_sandbox.errors import VerificationError
-from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.signing.formats import sig
 from terminai_sandbox.signing.formats.bundle import is_key_bundle
 from terminai_sandbox.signing.formats.bundle import verify_key_bundle as key_bundle_check

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from terminai_sandbox.errors import VerificationError
-from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.signing.formats import dsse, sig
 from terminai_sandbox.signing.store import SignatureSource
 from terminai_sandbox.signing.verify.attestations import verify_attestation

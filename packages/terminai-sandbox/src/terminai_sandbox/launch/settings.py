@@ -3,7 +3,7 @@
 The launcher we replace reads ``tools.sandbox`` there (older files: a top-level
 ``sandbox``, which TerminAI migrates to ``tools.sandbox``; when both exist the nested one
 wins). The value is ``true``/``false`` or an engine name; this module only extracts it,
-and :func:`terminai_sandbox.config.parse_engine` validates it, naming "settings".
+and :func:`terminai_sandbox.launch.config.parse_engine` validates it, naming "settings".
 
 TerminAI parses the file after stripping ``//`` and ``/* */`` comments, so a file it
 accepts is accepted here too. Anything it would refuse, or that is not a boolean or a

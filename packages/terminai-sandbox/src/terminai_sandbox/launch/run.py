@@ -1,10 +1,10 @@
 """Run a verified image: the hardened engine command line, then the session itself.
 
-Only a :class:`~terminai_sandbox.launcher.preflight.VerifiedImage` is accepted, and the
+Only a :class:`~terminai_sandbox.launch.preflight.VerifiedImage` is accepted, and the
 image is always addressed by digest. Defaults: ``--rm --init``, read-only root with tmpfs
 ``/tmp`` and home, ``--cap-drop ALL``, ``no-new-privileges``, ``--network none``, pids,
 memory and CPU limits, a random name and labels, the host uid:gid (rootless podman:
-``--userns=keep-id``; see :mod:`~terminai_sandbox.launcher.engines` for every engine
+``--userns=keep-id``; see :mod:`~terminai_sandbox.launch.engines` for every engine
 difference), the working directory mounted at the same path, ``-t`` only with a
 TTY, ``SANDBOX`` set inside, stdin passed through, signals forwarded, the exit code
 returned unchanged. Inherited environment values are passed by name (``-e NAME``), so they
@@ -18,11 +18,11 @@ import shutil
 import signal
 from collections.abc import Mapping, Sequence
 
-from terminai_sandbox.config import LaunchConfig
 from terminai_sandbox.errors import LaunchError
-from terminai_sandbox.launcher.engines import session_flags
-from terminai_sandbox.launcher.preflight import VerifiedImage
-from terminai_sandbox.records import frozen_record
+from terminai_sandbox.launch.config import LaunchConfig
+from terminai_sandbox.launch.engines import session_flags
+from terminai_sandbox.launch.preflight import VerifiedImage
+from terminai_sandbox.launch.records import frozen_record
 
 HOME_IN_IMAGE = "/home/sandbox"
 IMAGE_UID = 10001

@@ -1,7 +1,8 @@
 """The engines a session runs on, and every difference between them, in one place.
 
-``docker``: preflight asks dockerd's API (:class:`~terminai_sandbox.engine.Engine`: a plain
-socket for inspects, the SDK for pulls and builds); the session runs through the docker CLI.
+``docker``: preflight asks dockerd's API (:mod:`.dockerapi` over a plain socket for the ping,
+inspects and tag resolution; the SDK in :mod:`terminai_sandbox.engine` for pulls, project
+layers and ``--deep``); the session runs through the docker CLI.
 
 ``podman``: preflight and the session both use the ``podman`` CLI. Podman needs no daemon,
 and the image preflight inspects is then the image in the storage ``podman run`` reads (a
@@ -43,8 +44,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from terminai_sandbox.errors import EngineError, LaunchError
-from terminai_sandbox.records import field, frozen_record
-from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.launch import dockerapi
+from terminai_sandbox.launch.records import field, frozen_record
+from terminai_sandbox.launch.reference import ImageRef
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
@@ -106,31 +108,52 @@ def _facts(document: Mapping[str, Any]) -> ImageFacts:
 
 
 class DockerEngine:
+    """dockerd (or podman's Docker API socket) through :mod:`.dockerapi`; the SDK for pulls, builds, suites.
+
+    ``api`` answers ping, image inspect and tag resolution: a :class:`~.dockerapi.DockerApi`,
+    or, for engine addresses the plain socket does not speak (``ssh://``), the SDK's
+    :class:`~terminai_sandbox.engine.Engine`, which offers the same three calls.
+    """
+
     name = "docker"
 
-    def __init__(self, engine: Any, env: Mapping[str, str]) -> None:
-        self.engine, self.env = engine, env
+    def __init__(self, api: Any, env: Mapping[str, str]) -> None:
+        self.api, self.env = api, env
+        self._sdk: Any = None
 
     @classmethod
     def connect(cls, env: Mapping[str, str]) -> DockerEngine:
-        from terminai_sandbox.engine import Engine  # noqa: PLC0415  (keeps `podman` launches off the SDK path)
+        if dockerapi.speaks(env):
+            return cls(dockerapi.DockerApi.connect(env), env)
+        from terminai_sandbox.engine import Engine  # noqa: PLC0415  (the SDK: ~80 ms, only for such hosts)
 
-        return cls(Engine.connect(env), env)
+        connected = cls(Engine.connect(env), env)
+        connected._sdk = connected.api
+        return connected
+
+    @property
+    def sdk(self) -> Any:
+        """The docker SDK engine at the same host, created on first use (pulls, builds, ``--deep``)."""
+        if self._sdk is None:
+            from terminai_sandbox.engine import Engine  # noqa: PLC0415  (cold path only)
+
+            self._sdk = Engine.connect({**self.env, "DOCKER_HOST": self.api.info.host})
+        return self._sdk
 
     def describe(self) -> str:
-        info = self.engine.info
+        info = self.api.info
         return f"{info.name} {info.version} at {info.host}"
 
     def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], RegistryClient]) -> str:
         # dockerd asks the registry (with the credentials the docker CLI would send), so a
         # launch needs no HTTP client of its own; the digest is then verified like any other.
-        from terminai_sandbox.registry_auth import docker_config_credentials, engine_auth  # noqa: PLC0415
+        from terminai_sandbox.launch.registry_auth import docker_config_credentials, engine_auth  # noqa: PLC0415
 
         auth = engine_auth(docker_config_credentials(ref.registry, self.env), ref.registry)
-        return str(self.engine.distribution_digest(f"{ref.name}:{tag}", auth=auth))
+        return str(self.api.distribution_digest(f"{ref.name}:{tag}", auth=auth))
 
     def inspect(self, reference: str) -> ImageFacts | None:
-        document = self.engine.inspect_image(reference)
+        document = self.api.inspect_image(reference)
         return None if document is None else _facts(document)
 
     def pull(self, pinned: ImageRef, *, insecure: bool) -> ImageFacts:
@@ -138,7 +161,7 @@ class DockerEngine:
         import docker.errors  # noqa: PLC0415
 
         try:
-            self.engine.client.images.pull(pinned.name, tag=pinned.digest)
+            self.sdk.client.images.pull(pinned.name, tag=pinned.digest)
         except docker.errors.APIError as exc:
             raise LaunchError(
                 f"pulling {pinned.pinned} failed: {exc.explanation}", hint="check the registry and your login"
@@ -154,7 +177,7 @@ class DockerEngine:
         import docker.errors  # noqa: PLC0415
 
         try:
-            image, _ = self.engine.client.images.build(
+            image, _ = self.sdk.client.images.build(
                 path=str(context),
                 dockerfile=dockerfile,
                 buildargs=dict(build_args),
@@ -177,7 +200,7 @@ class DockerEngine:
     def contract_suite(self, image_id: str) -> int:
         from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
 
-        return len(run_contracts(self.engine, image_id).passed)
+        return len(run_contracts(self.sdk, image_id).passed)
 
 
 class PodmanEngine:
@@ -288,7 +311,7 @@ def _last_line(text: str) -> str:
 
 
 def _is_loopback(registry: str) -> bool:
-    from terminai_sandbox.registry_auth import is_loopback  # noqa: PLC0415  (podman only)
+    from terminai_sandbox.launch.registry_auth import is_loopback  # noqa: PLC0415  (podman only)
 
     return is_loopback(registry)
 

@@ -2,7 +2,7 @@
 
 Both ways into a launch call this module: the click commands in
 :mod:`terminai_sandbox.cli.launch_cmd`, and the console script's path for ``run``
-(:mod:`terminai_sandbox.console`). It imports neither click nor the registry and crypto
+(:mod:`terminai_sandbox.launch.entry`). It imports neither click nor the registry and crypto
 stacks; preflight loads those only when a step needs them. Output goes through the
 ``say`` callback (one line to stderr), so the library itself never prints.
 """
@@ -18,16 +18,16 @@ from pathlib import Path
 
 import terminai_apts
 
-from terminai_sandbox.config import LaunchConfig, load_launch_config
-from terminai_sandbox.default_image import builtin_default
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launcher import audit, trust
-from terminai_sandbox.launcher.engines import run_binary
-from terminai_sandbox.launcher.preflight import PreflightOptions, StepResult, VerifiedImage, preflight
-from terminai_sandbox.launcher.run import Limits, build_argv, execute, host_identity
-from terminai_sandbox.launcher.trust import TrustSource
-from terminai_sandbox.records import frozen_record
-from terminai_sandbox.settings import engine_setting
+from terminai_sandbox.launch import audit, trust
+from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
+from terminai_sandbox.launch.default_image import builtin_default
+from terminai_sandbox.launch.engines import run_binary
+from terminai_sandbox.launch.preflight import PreflightOptions, StepResult, VerifiedImage, preflight
+from terminai_sandbox.launch.records import frozen_record
+from terminai_sandbox.launch.run import Limits, build_argv, execute, host_identity
+from terminai_sandbox.launch.settings import engine_setting
+from terminai_sandbox.launch.trust import TrustSource
 
 
 @frozen_record

@@ -3,7 +3,7 @@
 The click commands build their options from these tables
 (:mod:`terminai_sandbox.cli.launch_cmd`). :func:`parse_run` reads a plain ``run`` command
 line with the same tables, so the console script can start a session without importing
-click (see :mod:`terminai_sandbox.console`); it declines everything else, and click then
+click (see :mod:`terminai_sandbox.launch.entry`); it declines everything else, and click then
 parses as usual. A unit test checks that both parsers agree on every command line
 :func:`parse_run` accepts.
 """
@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from terminai_sandbox.launcher.run import HARDENED_LIMITS, Limits
-from terminai_sandbox.launcher.session import LaunchRequest
-from terminai_sandbox.records import frozen_record
+from terminai_sandbox.launch.records import frozen_record
+from terminai_sandbox.launch.run import HARDENED_LIMITS, Limits
+from terminai_sandbox.launch.session import LaunchRequest
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:

@@ -62,11 +62,11 @@ class Ledger:
                         f"the last line of {self.path} is corrupt; refusing to extend the chain",
                         hint="run 'terminai-sandbox audit verify' and investigate",
                     )
-                prev = tail["hash"]
+                prev = str(tail["hash"])
             records = []
             for event, fields in entries:
                 record = CHAIN.seal({"time": _now(), "event": event, **fields}, prev)
-                prev = record["hash"]
+                prev = str(record["hash"])
                 records.append(record)
             ledger.append(fd, records)
             return records

@@ -1,6 +1,6 @@
 """The image reference baked into a released launcher.
 
-A release writes ``default-image.txt`` next to this module (``scripts/bake-default-image``)
+A release writes ``default-image.txt`` at the package root (``scripts/bake-default-image``)
 before it builds the wheels, so ``terminai-sandbox run`` with no image configured starts
 the image of its own release: ``REGISTRY/REPO:X.Y.Z@sha256:…``, ``X.Y.Z`` being the
 launcher's version. A development install has no such file and therefore no default.
@@ -19,21 +19,25 @@ from pathlib import Path
 
 from terminai_sandbox._version import __version__
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.launch.reference import ImageRef
 
 FILE_NAME = "default-image.txt"
 EXPECTED_FORM = "REGISTRY/REPOSITORY:X.Y.Z@sha256:<64 hex> on one line"
 
 
 def default_image_path() -> Path:
-    """Where an installed launcher keeps its baked default (it may not exist)."""
-    return Path(__file__).with_name(FILE_NAME)
+    """Where an installed launcher keeps its baked default (it may not exist).
+
+    The package root, not this folder: the release tooling and the wheel's package data
+    name ``terminai_sandbox/default-image.txt``.
+    """
+    return Path(__file__).parent.with_name(FILE_NAME)
 
 
 def builtin_default(path: Path | None = None, *, version: str = __version__) -> str | None:
     """The default image reference of this launcher, or ``None`` when none was baked in.
 
-    ``path`` defaults to ``default-image.txt`` beside this module. The file must hold
+    ``path`` defaults to ``default-image.txt`` at the package root. The file must hold
     exactly one digest-pinned reference with an explicit registry host, tagged with
     ``version``; anything else raises :class:`ConfigError` naming the file.
     """

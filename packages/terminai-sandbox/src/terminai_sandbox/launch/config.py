@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.records import frozen_record
-from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.launch.records import frozen_record
+from terminai_sandbox.launch.reference import ImageRef
 
 ENGINES = ("docker", "podman", "sandbox-exec")
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")

@@ -14,11 +14,11 @@ import re
 from pathlib import Path
 
 from terminai_sandbox.errors import LaunchError
-from terminai_sandbox.launcher.engines import ImageFacts
+from terminai_sandbox.launch.engines import ImageFacts
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
-    from terminai_sandbox.launcher.engines import LaunchEngine
+    from terminai_sandbox.launch.engines import LaunchEngine
 
 DOCKERFILE = Path(".terminai") / "sandbox.Dockerfile"
 DERIVED_LABEL = "dev.terminai.derived-from"

@@ -1,18 +1,18 @@
 """Preflight: the numbered checks between a configuration and a runnable, verified image.
 
-0. configuration resolved (strict parsing, see :mod:`terminai_sandbox.config`);
+0. configuration resolved (strict parsing, see :mod:`terminai_sandbox.launch.config`);
 1. engine reachable, and which one (not installed / daemon down / permission denied);
 2. reference resolved to a digest (floating tags such as ``latest`` refused unless allowed);
    the digest is pinned from here on;
 3. image present by digest, else pulled by digest;
 4. signature verified against the policy (a cache keyed by digest + policy fingerprint
    holds passes only, so it can never turn a failure into a pass; see
-   :mod:`terminai_sandbox.launcher.trust`);
+   :mod:`terminai_sandbox.launch.trust`);
 5. contract compatibility from the image's labels (no container needed);
 6. health: the entrypoint's own check runs at the session's start; ``deep`` also runs the
    contract suite now;
 7. per-project layer: ``.terminai/sandbox.Dockerfile`` built FROM the verified digest
-   (see :mod:`terminai_sandbox.launcher.project`).
+   (see :mod:`terminai_sandbox.launch.project`).
 
 Each step is timed, recorded in the audit ledger and named in its error. Only this module
 can create a :class:`VerifiedImage`, and the run step accepts nothing else.
@@ -21,7 +21,7 @@ Every step runs on every launch; what a warm cache saves is work, never a check.
 registry client (and the HTTP stack it imports) is created only when a step needs the
 registry: to fetch signatures when the digest and policy have no cached pass (step 4), or
 to resolve a tag on podman (step 2; dockerd resolves tags itself, see
-:meth:`~terminai_sandbox.launcher.engines.DockerEngine.resolve`). A ``repo:tag@sha256:…``
+:meth:`~terminai_sandbox.launch.engines.DockerEngine.resolve`). A ``repo:tag@sha256:…``
 reference needs neither.
 """
 
@@ -31,21 +31,21 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from terminai_sandbox.config import LaunchConfig
 from terminai_sandbox.errors import LaunchError, SandboxError, VerificationError
-from terminai_sandbox.launcher import trust
-from terminai_sandbox.launcher.audit import Ledger
-from terminai_sandbox.launcher.engines import ImageFacts, connect
-from terminai_sandbox.launcher.project import build_project_layer, project_dockerfile
-from terminai_sandbox.launcher.trust import TrustSource
-from terminai_sandbox.records import field, frozen_record
-from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.launch import trust
+from terminai_sandbox.launch.audit import Ledger
+from terminai_sandbox.launch.config import LaunchConfig
+from terminai_sandbox.launch.engines import ImageFacts, connect
+from terminai_sandbox.launch.project import build_project_layer, project_dockerfile
+from terminai_sandbox.launch.records import field, frozen_record
+from terminai_sandbox.launch.reference import ImageRef
+from terminai_sandbox.launch.trust import TrustSource
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
     from typing import Any
 
-    from terminai_sandbox.launcher.engines import LaunchEngine
+    from terminai_sandbox.launch.engines import LaunchEngine
     from terminai_sandbox.registry import RegistryClient
 
 CONTRACT_LABEL = "dev.terminai.contract.version"
@@ -200,8 +200,8 @@ def _preflight(
 
     def registry_client() -> RegistryClient:
         if not registry:
+            from terminai_sandbox.launch.registry_auth import docker_config_credentials  # noqa: PLC0415
             from terminai_sandbox.registry import RegistryClient  # noqa: PLC0415
-            from terminai_sandbox.registry_auth import docker_config_credentials  # noqa: PLC0415
 
             registry.append(
                 RegistryClient(

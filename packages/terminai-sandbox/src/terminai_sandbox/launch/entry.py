@@ -1,0 +1,54 @@
+"""``terminai-sandbox run`` without click: the kernel's own way in, and its error boundary.
+
+Every session start waits on ``run``, so the console script (:mod:`terminai_sandbox.console`)
+hands a ``run`` command line here before it imports click, which alone costs a warm start
+~45 ms on a loaded machine. :func:`launch` parses it with the option table the click
+commands are built from (:mod:`.options`); a command line that table cannot parse (``--help``,
+an unknown option, a missing value) is declined, and click then handles it as usual.
+
+The boundary is the same as the click group's: a :class:`~terminai_sandbox.errors.SandboxError`
+becomes its message, hint and exit code; an interrupt exit 130; anything else
+:class:`~terminai_sandbox.errors.UnexpectedError` (exit 1, one line and a hint), with the
+traceback first when ``--debug`` was given.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+from terminai_sandbox.errors import Interrupted, SandboxError, UnexpectedError
+from terminai_sandbox.launch import session
+from terminai_sandbox.launch.options import limits_from, parse_run, request_from
+
+
+def say(line: str) -> None:
+    sys.stderr.write(line + "\n")
+
+
+def unexpected(exc: BaseException, debug: bool) -> int:
+    """Report an exception nobody turned into a :class:`SandboxError`; the exit code to use."""
+    if debug:
+        import traceback  # noqa: PLC0415  (only when asked for)
+
+        traceback.print_exception(exc, file=sys.stderr)
+    say(UnexpectedError.wrapping(exc).render())
+    return UnexpectedError.exit_code
+
+
+def launch(args: Sequence[str], *, debug: bool = False) -> int | None:
+    """Run a session for ``run ARGS``; its exit code, or None when :func:`parse_run` declines ARGS."""
+    params = parse_run(args)
+    if params is None:
+        return None
+    try:
+        return session.run(request_from(params), params["command"], limits=limits_from(params), env=os.environ, say=say)
+    except SandboxError as exc:
+        say(exc.render())
+        return exc.exit_code
+    except KeyboardInterrupt:
+        say(Interrupted("interrupted").render())
+        return Interrupted.exit_code
+    except Exception as exc:  # the one place unforeseen failures of a launch become a message
+        return unexpected(exc, debug)
