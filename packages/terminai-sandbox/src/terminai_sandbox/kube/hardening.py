@@ -33,7 +33,6 @@ from terminai_sandbox.records import frozen_record
 WORKSPACE = "/workspace"  # the image's WorkingDir
 CONTAINER = "sandbox"
 SANDBOX_LABEL = "dev.terminai.sandbox"
-VERIFIED_ANNOTATION = "dev.terminai.verified"
 # Podman's `kube play` turns each emptyDir into a named volume; distinct names keep a
 # sandbox's volumes from being mistaken for anyone else's.
 VOLUMES = {"tmp": "terminai-tmp", "home": "terminai-home", "workspace": "terminai-workspace"}

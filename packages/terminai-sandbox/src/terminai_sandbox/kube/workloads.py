@@ -12,37 +12,38 @@ from __future__ import annotations
 
 from typing import Any
 
-from terminai_sandbox.kube.hardening import SANDBOX_LABEL, VERIFIED_ANNOTATION, SessionShape, pod_spec
+from terminai_sandbox.kube.hardening import SANDBOX_LABEL, SessionShape, pod_spec
 
 SANDBOX_TEMPLATE_API = "extensions.agents.x-k8s.io/v1beta1"
 GVISOR_HANDLER = "runsc"
 
 
-def _metadata(name: str, namespace: str | None, digest: str | None = None) -> dict[str, Any]:
+# The verified digest is in each container's image reference and nowhere else: podman's
+# `kube play` (4.3) refuses annotation values longer than 63 characters, as a digest is.
+
+
+def _metadata(name: str, namespace: str | None) -> dict[str, Any]:
     meta: dict[str, Any] = {"labels": {SANDBOX_LABEL: "1"}, "name": name}
     if namespace is not None:
         meta["namespace"] = namespace
-    if digest is not None:
-        # A digest ("sha256:...") is not a valid label value; annotations take any string.
-        meta["annotations"] = {VERIFIED_ANNOTATION: digest}
     return meta
 
 
-def _template_meta(digest: str) -> dict[str, Any]:
-    return {"annotations": {VERIFIED_ANNOTATION: digest}, "labels": {SANDBOX_LABEL: "1"}}
+def _template_meta() -> dict[str, Any]:
+    return {"labels": {SANDBOX_LABEL: "1"}}
 
 
 def sandbox_template(image: str, digest: str, shape: SessionShape, namespace: str) -> dict[str, Any]:
     return {
         "apiVersion": SANDBOX_TEMPLATE_API,
         "kind": "SandboxTemplate",
-        "metadata": _metadata(shape.name, namespace, digest),
+        "metadata": _metadata(shape.name, namespace),
         "spec": {
             "envVarsInjectionPolicy": "Disallowed",
             "networkPolicy": {"egress": [], "ingress": []},
             "networkPolicyManagement": "Managed",
             "podTemplate": {
-                "metadata": _template_meta(digest),
+                "metadata": _template_meta(),
                 "spec": pod_spec(image, digest, shape, restart="Never"),
             },
             "volumeClaimTemplatesPolicy": "Disallowed",
@@ -54,7 +55,7 @@ def pod(image: str, digest: str, shape: SessionShape, namespace: str) -> dict[st
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _metadata(shape.name, namespace, digest),
+        "metadata": _metadata(shape.name, namespace),
         "spec": pod_spec(image, digest, shape, restart="Never"),
     }
 
@@ -63,10 +64,10 @@ def job(image: str, digest: str, shape: SessionShape, namespace: str) -> dict[st
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": _metadata(shape.name, namespace, digest),
+        "metadata": _metadata(shape.name, namespace),
         "spec": {
             "backoffLimit": 0,  # a session that failed is not run again behind the user's back
-            "template": {"metadata": _template_meta(digest), "spec": pod_spec(image, digest, shape, restart="Never")},
+            "template": {"metadata": _template_meta(), "spec": pod_spec(image, digest, shape, restart="Never")},
         },
     }
 
