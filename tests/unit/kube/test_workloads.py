@@ -134,3 +134,8 @@ def test_out_writes_one_file_per_object_and_never_overwrites(tmp_path: Path) -> 
         write_dir(objects, tmp_path / "out", as_json=False)
     as_json = write_dir(objects, tmp_path / "json", as_json=True)
     assert [json.loads(p.read_text()) for p in as_json] == objects
+
+
+def test_an_offline_directory_without_an_oci_index_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="is missing or is not an OCI index"):
+        verified_source("registry.example/terminai/sandbox:0.1.0", keyless_policy(), offline_dir=tmp_path)

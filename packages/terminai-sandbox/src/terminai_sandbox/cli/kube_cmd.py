@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from terminai_sandbox.kube.hardening import SessionShape
-from terminai_sandbox.kube.manifests import manifests
+from terminai_sandbox.kube.manifests import check_names, manifests
 from terminai_sandbox.kube.render import to_json, to_yaml, write_dir
 from terminai_sandbox.kube.source import verified_source
 from terminai_sandbox.signing.verify.trust import policy_from_options
@@ -65,15 +65,16 @@ def kube_cmd(
     hardening of 'run'. COMMAND (after --) is the session's command (default: sleep
     infinity, for 'kubectl exec').
     """
+    shape = SessionShape(name=name, runtime_class=runtime_class or None)
+    if command:
+        shape = SessionShape(name=name, runtime_class=runtime_class or None, command=command)
+    check_names(shape, namespace)
     policy = policy_from_options(
         key=key_path, identity=certificate_identity, issuer=certificate_oidc_issuer, policy_file=policy_path
     )
     source = verified_source(
         reference, policy, offline_dir=offline_dir, trusted_root=trusted_root, insecure=insecure_registry
     )
-    shape = SessionShape(name=name, runtime_class=runtime_class or None)
-    if command:
-        shape = SessionShape(name=name, runtime_class=runtime_class or None, command=command)
     objects = manifests(source, shape, namespace)
     if out_dir is not None:
         for path in write_dir(objects, out_dir, as_json=as_json):

@@ -10,14 +10,19 @@ from terminai_sandbox.kube.source import VerifiedSource
 from terminai_sandbox.kube.workloads import job, network_policy, pod, runtime_class, sandbox_template
 
 
-def manifests(source: VerifiedSource, shape: SessionShape, namespace: str) -> list[dict[str, Any]]:
-    """RuntimeClass, admission (policy-controller, Kyverno), NetworkPolicy, SandboxTemplate, Pod, Job."""
-    if not isinstance(source, VerifiedSource):
-        raise TypeError("manifests needs a VerifiedSource from verified_source()")
+def check_names(shape: SessionShape, namespace: str) -> None:
+    """Refuse names Kubernetes would refuse (the CLI calls this before verifying anything)."""
     dns_label(shape.name, "--name", room=len("-deny-all"))
     dns_label(namespace, "--namespace")
     if shape.runtime_class:
         dns_label(shape.runtime_class, "--runtime-class")
+
+
+def manifests(source: VerifiedSource, shape: SessionShape, namespace: str) -> list[dict[str, Any]]:
+    """RuntimeClass, admission (policy-controller, Kyverno), NetworkPolicy, SandboxTemplate, Pod, Job."""
+    if not isinstance(source, VerifiedSource):
+        raise TypeError("manifests needs a VerifiedSource from verified_source()")
+    check_names(shape, namespace)
     digest = source.ref.digest
     assert digest is not None  # a VerifiedSource is pinned
     image = source.image
