@@ -123,6 +123,16 @@ def cases(tmp: Path, layout: Path) -> dict[str, Case]:
         "verify, missing key": Case(("verify", unreachable, "--key", "absent.pub"), 3, "cannot read public key"),
         "verify, no policy": Case(("verify", unreachable), 3, "pass exactly one of --key"),
         "verify, bad reference": Case(("verify", "Bad::Ref", "--key", "cosign.pub"), 3, "image reference 'Bad::Ref'"),
+        "kube, unreachable registry": Case(("kube", unreachable, "--key", "cosign.pub"), 9, f"registry {closed}"),
+        "kube, no policy": Case(("kube", unreachable), 3, "pass exactly one of --key"),
+        "kube, bad name": Case(
+            ("kube", unreachable, "--key", "cosign.pub", "--name", "Bad_Name"),
+            3,
+            "--name 'Bad_Name' is not a Kubernetes",
+        ),
+        "kube, no tag or digest": Case(
+            ("kube", unreachable.rsplit(":", 1)[0], "--key", "cosign.pub"), 3, "has neither tag nor digest"
+        ),
         "sbom, missing layout": Case(("sbom", "absent", "-o", "out.json"), 2, "Invalid value for 'LAYOUT'"),
         "sbom, not a layout": Case(("sbom", "empty", "-o", "out.json"), 12, "empty is not a readable OCI image layout"),
         "provenance, missing layout": Case(("provenance", "absent", "-o", "p.json"), 2, "Invalid value for 'LAYOUT'"),

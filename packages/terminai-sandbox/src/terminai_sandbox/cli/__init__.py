@@ -24,6 +24,7 @@ _COMMAND_MODULES = {
     "terminai_sandbox.cli.build_cmd": ("build", "lock", "contracts", "engine"),
     "terminai_sandbox.cli.supply_cmd": ("keygen", "push", "sign", "verify", "sbom", "attest", "release", "provenance"),
     "terminai_sandbox.cli.launch_cmd": ("preflight", "run", "audit"),
+    "terminai_sandbox.cli.kube_cmd": ("kube",),
 }
 
 EXIT_CODES_HELP = """\b

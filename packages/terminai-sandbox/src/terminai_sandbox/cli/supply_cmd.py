@@ -23,7 +23,7 @@ from terminai_sandbox.signing.formats import dsse, keys
 from terminai_sandbox.signing.formats import sig as sig_format
 from terminai_sandbox.signing.formats.bundle import key_bundle
 from terminai_sandbox.signing.verify.image import verify_image
-from terminai_sandbox.signing.verify.trust import KeylessIdentity, VerificationPolicy, load_policy
+from terminai_sandbox.signing.verify.trust import policy_from_options
 
 DEV_DIR = Path(".sandbox-dev")
 DEV_PASSWORD = "development-only"  # noqa: S105 (a public, documented password for the local demo key)
@@ -182,19 +182,9 @@ def verify_cmd(
     With --offline DIR (a release directory such as dist/X.Y.Z) no registry is contacted;
     REFERENCE must then carry the digest (or DIR's image is used).
     """
-    if bool(certificate_identity) != bool(certificate_oidc_issuer):
-        raise ConfigError("keyless verification needs both --certificate-identity and --certificate-oidc-issuer")
-    chosen = [x for x in (key_path, certificate_identity, policy_path) if x]
-    if len(chosen) != 1:
-        raise ConfigError("pass exactly one of --key, --certificate-identity/--certificate-oidc-issuer or --policy")
-    if key_path:
-        policy = VerificationPolicy.single_key(key_path)
-    elif policy_path:
-        policy = load_policy(policy_path)
-    else:
-        policy = VerificationPolicy(
-            identities=(KeylessIdentity(identity=certificate_identity, issuer=certificate_oidc_issuer),)
-        )
+    policy = policy_from_options(
+        key=key_path, identity=certificate_identity, issuer=certificate_oidc_issuer, policy_file=policy_path
+    )
     ref = ImageRef.parse(reference)
     client = None
     if offline_dir is not None:

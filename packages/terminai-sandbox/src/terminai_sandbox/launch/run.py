@@ -26,6 +26,9 @@ from terminai_sandbox.launch.records import frozen_record
 
 HOME_IN_IMAGE = "/home/sandbox"
 IMAGE_UID = 10001
+# tmpfs sizes (engine units): ``terminai-sandbox kube`` gives its Pods the same ones.
+TMP_SIZE = "512m"
+HOME_SIZE = "256m"
 
 
 @frozen_record
@@ -63,7 +66,7 @@ def build_argv(
     specific = session_flags(
         engine,
         home=HOME_IN_IMAGE,
-        home_size="256m",
+        home_size=HOME_SIZE,
         uid=uid,
         gid=gid,
         image_uid=IMAGE_UID,
@@ -82,7 +85,7 @@ def build_argv(
         f"dev.terminai.verified={image.digest}",
         "--read-only",
         "--tmpfs",
-        "/tmp:rw,nosuid,nodev,size=512m",
+        f"/tmp:rw,nosuid,nodev,size={TMP_SIZE}",
         "--tmpfs",
         specific.home_tmpfs,
         "--cap-drop",

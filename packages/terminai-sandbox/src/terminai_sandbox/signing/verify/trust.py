@@ -131,3 +131,23 @@ def load_policy(path: Path) -> VerificationPolicy:
             raise ConfigError(f"policy {str(path)!r}: identities[{index}] needs an identity and an issuer")
         identities.append(KeylessIdentity(**item))
     return VerificationPolicy(keys=tuple(keys), identities=tuple(identities), mode=mode)
+
+
+def policy_from_options(
+    *, key: Path | None, identity: str | None, issuer: str | None, policy_file: Path | None
+) -> VerificationPolicy:
+    """The policy named by ``verify``'s options (exactly one of a key, a keyless identity, a file).
+
+    ``verify`` and ``kube`` both call this, so an admission policy is generated from the
+    very object the image was verified against.
+    """
+    if bool(identity) != bool(issuer):
+        raise ConfigError("keyless verification needs both --certificate-identity and --certificate-oidc-issuer")
+    chosen = [x for x in (key, identity, policy_file) if x]
+    if len(chosen) != 1:
+        raise ConfigError("pass exactly one of --key, --certificate-identity/--certificate-oidc-issuer or --policy")
+    if key:
+        return VerificationPolicy.single_key(key)
+    if policy_file:
+        return load_policy(policy_file)
+    return VerificationPolicy(identities=(KeylessIdentity(identity=identity, issuer=issuer),))

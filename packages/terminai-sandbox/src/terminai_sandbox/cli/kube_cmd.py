@@ -1,0 +1,87 @@
+"""``terminai-sandbox kube``: Kubernetes objects for a verified image (logic in :mod:`terminai_sandbox.kube`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from terminai_sandbox.kube.hardening import SessionShape
+from terminai_sandbox.kube.manifests import check_names, manifests
+from terminai_sandbox.kube.render import to_json, to_yaml, write_dir
+from terminai_sandbox.kube.source import verified_source
+from terminai_sandbox.signing.verify.trust import policy_from_options
+
+_OUT = click.Path(path_type=Path, file_okay=False)
+
+
+@click.command("kube")
+@click.argument("reference")
+@click.argument("command", nargs=-1)
+@click.option("--key", "key_path", type=click.Path(path_type=Path), default=None, help="trusted cosign public key")
+@click.option("--certificate-identity", default=None, help="keyless: the signer's certificate identity")
+@click.option("--certificate-oidc-issuer", default=None, help="keyless: the identity's OIDC issuer")
+@click.option("--policy", "policy_path", type=click.Path(path_type=Path), default=None, help="policy file")
+@click.option("--namespace", default="terminai-sandbox", show_default=True, help="namespace of the session objects")
+@click.option("--name", default="terminai-sandbox", show_default=True, help="name of the session objects")
+@click.option(
+    "--runtime-class",
+    default="gvisor",
+    show_default=True,
+    help="RuntimeClass (handler runsc) the pods run under; '' for the cluster's default runtime",
+)
+@click.option("--out", "out_dir", type=_OUT, default=None, help="write one file per object into this directory")
+@click.option("--json", "as_json", is_flag=True, help="JSON instead of YAML")
+@click.option("--offline", "offline_dir", type=click.Path(path_type=Path, exists=True, file_okay=False), default=None)
+@click.option(
+    "--trusted-root",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    default=None,
+    help="keyless: Sigstore trusted_root.json to verify against (default: public-good, offline)",
+)
+@click.option("--insecure-registry", is_flag=True, help="allow plain HTTP to a non-loopback registry")
+def kube_cmd(
+    reference: str,
+    command: tuple[str, ...],
+    key_path: Path | None,
+    certificate_identity: str | None,
+    certificate_oidc_issuer: str | None,
+    policy_path: Path | None,
+    namespace: str,
+    name: str,
+    runtime_class: str,
+    out_dir: Path | None,
+    as_json: bool,
+    offline_dir: Path | None,
+    trusted_root: Path | None,
+    insecure_registry: bool,
+) -> None:
+    """Verify REFERENCE like 'verify', then print its session as Kubernetes objects.
+
+    The image is named by the digest that verified. Emitted: the gVisor RuntimeClass,
+    admission refusing images the same trust policy would not verify (sigstore
+    policy-controller ClusterImagePolicy, Kyverno ClusterPolicy), a default-deny
+    NetworkPolicy, an agent-sandbox SandboxTemplate, and a Pod and a Job with the
+    hardening of 'run'. COMMAND (after --) is the session's command (default: sleep
+    infinity, for 'kubectl exec').
+    """
+    shape = SessionShape(name=name, runtime_class=runtime_class or None)
+    if command:
+        shape = SessionShape(name=name, runtime_class=runtime_class or None, command=command)
+    check_names(shape, namespace)
+    policy = policy_from_options(
+        key=key_path, identity=certificate_identity, issuer=certificate_oidc_issuer, policy_file=policy_path
+    )
+    source = verified_source(
+        reference, policy, offline_dir=offline_dir, trusted_root=trusted_root, insecure=insecure_registry
+    )
+    objects = manifests(source, shape, namespace)
+    if out_dir is not None:
+        for path in write_dir(objects, out_dir, as_json=as_json):
+            click.echo(str(path))
+        return
+    click.echo(to_json(objects) if as_json else to_yaml(objects), nl=False)
+
+
+def register(group: click.Group) -> None:
+    group.add_command(kube_cmd)

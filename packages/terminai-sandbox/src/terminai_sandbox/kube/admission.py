@@ -1,0 +1,113 @@
+"""Admission that refuses unsigned images, generated from the policy ``verify`` trusts.
+
+One :class:`~terminai_sandbox.signing.verify.trust.VerificationPolicy` becomes:
+
+* a sigstore policy-controller ``ClusterImagePolicy`` (``policy.sigstore.dev/v1beta1``):
+  one authority per trusted key (inline PEM) and per keyless identity (subject and
+  issuer, or their regular expressions). Authorities are alternatives, as in ``verify``:
+  one valid signature passes. It covers the image's repository at any tag or digest; the
+  controller only admits into namespaces labelled ``policy.sigstore.dev/include=true``,
+  and there an image that matches no policy is denied (its default ``no-match-policy``).
+* a Kyverno ``ClusterPolicy`` (``kyverno.io/v1``) with ``verifyImages``: in the sandbox
+  namespace every Pod image (and, through Kyverno's rule generation, every Job's) must
+  carry a signature from one attestor entry: ``count: 1`` makes the entries alternatives.
+
+Key-signed images carry no transparency-log entry (``sign --key`` does not upload one),
+so key entries skip the log, as ``verify`` does; keyless entries use the public-good
+Fulcio and Rekor, which ``verify`` checks the certificate chain and log entry against by
+default. ``mode: warn`` becomes the controllers' warn/audit modes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from terminai_sandbox.kube.hardening import SANDBOX_LABEL
+from terminai_sandbox.launch.reference import ImageRef
+from terminai_sandbox.signing.verify.trust import KeylessIdentity, VerificationPolicy
+
+FULCIO_URL = "https://fulcio.sigstore.dev"
+REKOR_URL = "https://rekor.sigstore.dev"
+
+
+def _nothing_trusted(policy: VerificationPolicy) -> bool:
+    return not policy.keys and not policy.identities
+
+
+def _sigstore_identity(identity: KeylessIdentity) -> dict[str, str]:
+    fields = {
+        "subject": identity.identity,
+        "subjectRegExp": identity.identity_regexp,
+        "issuer": identity.issuer,
+        "issuerRegExp": identity.issuer_regexp,
+    }
+    return {key: value for key, value in fields.items() if value}
+
+
+def repository_globs(ref: ImageRef) -> list[str]:
+    """policy-controller globs for ``ref``'s repository at any digest or tag (``*`` stops at ``/``)."""
+    return [f"{ref.name}@*", f"{ref.name}:*"]
+
+
+def cluster_image_policy(policy: VerificationPolicy, ref: ImageRef, name: str) -> dict[str, Any]:
+    if _nothing_trusted(policy):
+        raise ValueError("a policy that trusts nothing cannot be turned into admission rules")
+    authorities: list[dict[str, Any]] = [
+        {"key": {"data": key.pem.decode(), "hashAlgorithm": "sha256"}, "name": f"key-{index}"}
+        for index, key in enumerate(policy.keys)
+    ]
+    authorities += [
+        {
+            "ctlog": {"url": REKOR_URL},
+            "keyless": {"identities": [_sigstore_identity(identity)], "url": FULCIO_URL},
+            "name": f"keyless-{index}",
+        }
+        for index, identity in enumerate(policy.identities)
+    ]
+    return {
+        "apiVersion": "policy.sigstore.dev/v1beta1",
+        "kind": "ClusterImagePolicy",
+        "metadata": {"labels": {SANDBOX_LABEL: "1"}, "name": f"{name}-signed"},
+        "spec": {
+            "authorities": authorities,
+            "images": [{"glob": glob} for glob in repository_globs(ref)],
+            "mode": policy.mode,
+        },
+    }
+
+
+def kyverno_cluster_policy(policy: VerificationPolicy, name: str, namespace: str) -> dict[str, Any]:
+    if _nothing_trusted(policy):
+        raise ValueError("a policy that trusts nothing cannot be turned into admission rules")
+    entries: list[dict[str, Any]] = [
+        {"keys": {"ctlog": {"ignoreSCT": True}, "publicKeys": key.pem.decode(), "rekor": {"ignoreTlog": True}}}
+        for key in policy.keys
+    ]
+    entries += [
+        {"keyless": {**_sigstore_identity(identity), "rekor": {"url": REKOR_URL}}} for identity in policy.identities
+    ]
+    return {
+        "apiVersion": "kyverno.io/v1",
+        "kind": "ClusterPolicy",
+        "metadata": {"labels": {SANDBOX_LABEL: "1"}, "name": f"{name}-signed"},
+        "spec": {
+            "background": False,
+            "rules": [
+                {
+                    "match": {"any": [{"resources": {"kinds": ["Pod"], "namespaces": [namespace]}}]},
+                    "name": "signed-by-the-trust-policy",
+                    "verifyImages": [
+                        {
+                            "attestors": [{"count": 1, "entries": entries}],
+                            "failureAction": "Enforce" if policy.mode == "enforce" else "Audit",
+                            "imageReferences": ["*"],
+                            "mutateDigest": False,  # images arrive pinned; nothing to rewrite
+                            "required": True,
+                            "verifyDigest": True,
+                        }
+                    ],
+                }
+            ],
+            "webhookTimeoutSeconds": 30,
+        },
+    }

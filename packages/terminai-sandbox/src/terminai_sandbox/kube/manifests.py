@@ -1,0 +1,40 @@
+"""Steps 2 and 3 together: every object for one verified image, in the order they apply."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from terminai_sandbox.kube.admission import cluster_image_policy, kyverno_cluster_policy
+from terminai_sandbox.kube.hardening import SessionShape, dns_label
+from terminai_sandbox.kube.source import VerifiedSource
+from terminai_sandbox.kube.workloads import job, network_policy, pod, runtime_class, sandbox_template
+
+
+def check_names(shape: SessionShape, namespace: str) -> None:
+    """Refuse names Kubernetes would refuse (the CLI calls this before verifying anything)."""
+    dns_label(shape.name, "--name", room=len("-deny-all"))
+    dns_label(namespace, "--namespace")
+    if shape.runtime_class:
+        dns_label(shape.runtime_class, "--runtime-class")
+
+
+def manifests(source: VerifiedSource, shape: SessionShape, namespace: str) -> list[dict[str, Any]]:
+    """RuntimeClass, admission (policy-controller, Kyverno), NetworkPolicy, SandboxTemplate, Pod, Job."""
+    if not isinstance(source, VerifiedSource):
+        raise TypeError("manifests needs a VerifiedSource from verified_source()")
+    check_names(shape, namespace)
+    digest = source.ref.digest
+    assert digest is not None  # a VerifiedSource is pinned
+    image = source.image
+    objects: list[dict[str, Any]] = []
+    if shape.runtime_class:
+        objects.append(runtime_class(shape.runtime_class))
+    objects += [
+        cluster_image_policy(source.policy, source.ref, shape.name),
+        kyverno_cluster_policy(source.policy, shape.name, namespace),
+        network_policy(shape, namespace),
+        sandbox_template(image, digest, shape, namespace),
+        pod(image, digest, shape, namespace),
+        job(image, digest, shape, namespace),
+    ]
+    return objects

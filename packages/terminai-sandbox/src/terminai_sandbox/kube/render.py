@@ -1,0 +1,63 @@
+"""Step 4: the objects as text, deterministically.
+
+Keys are sorted, objects come in a fixed order (cluster-scoped prerequisites first, then
+admission, then the workloads), and nothing depends on the clock or the host: the same
+image and policy give byte-identical output. YAML is a stream of documents; ``--json``
+is one ``v1`` ``List``; ``--out DIR`` writes one file per object, named after its kind
+and name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from terminai_sandbox.errors import ConfigError
+
+
+class _Dumper(yaml.SafeDumper):
+    """Block style; multi-line strings (PEM keys) as literal blocks, so they read as they are."""
+
+
+def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _str)
+
+
+def to_yaml(objects: Sequence[dict[str, Any]]) -> str:
+    return "".join(
+        "---\n" + yaml.dump(obj, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=4096)
+        for obj in objects
+    )
+
+
+def to_json(objects: Sequence[dict[str, Any]]) -> str:
+    return json.dumps({"apiVersion": "v1", "items": list(objects), "kind": "List"}, indent=2, sort_keys=True) + "\n"
+
+
+def file_name(obj: dict[str, Any], position: int, suffix: str) -> str:
+    return f"{position:02d}-{obj['kind'].lower()}-{obj['metadata']['name']}.{suffix}"
+
+
+def write_dir(objects: Sequence[dict[str, Any]], out: Path, *, as_json: bool) -> list[Path]:
+    """One file per object in ``out`` (created if missing); refuses to overwrite anything."""
+    suffix = "json" if as_json else "yaml"
+    paths = [out / file_name(obj, index, suffix) for index, obj in enumerate(objects, 1)]
+    existing = [p for p in paths if p.exists()]
+    if existing:
+        raise ConfigError(f"{existing[0]} already exists", hint="choose an empty --out directory")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        for path, obj in zip(paths, objects, strict=True):
+            text = json.dumps(obj, indent=2, sort_keys=True) + "\n" if as_json else to_yaml([obj])
+            path.write_text(text)
+    except OSError as exc:
+        raise ConfigError(f"cannot write into {out}: {exc.strerror}") from None
+    return paths
