@@ -30,6 +30,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.build import BuildOptions, build_image
 from terminai_sandbox.engine import ensure
 from terminai_sandbox.localregistry import loopback_registry
@@ -84,7 +85,7 @@ def main() -> int:
         result = build_image(BuildOptions(output_dir=work / "out", load=False))
         with loopback_registry(work / "registry") as registry:
             client = RegistryClient(registry.host)
-            digest = client.push_layout(result.oci_layout, "terminai/sandbox", tag="0.1.0").digest
+            digest = client.push_layout(OciLayout.open(result.oci_layout), "terminai/sandbox", tag="0.1.0").digest
             key = keys.generate()
             sign.sign(client, "terminai/sandbox", digest, key, docker_reference=f"{registry.host}/terminai/sandbox")
             (work / "k.pub").write_bytes(keys.public_pem(key))

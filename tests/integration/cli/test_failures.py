@@ -127,10 +127,10 @@ def cases(tmp: Path, layout: Path) -> dict[str, Case]:
         "verify, no policy": Case(("verify", unreachable), 3, "pass exactly one of --key"),
         "verify, bad reference": Case(("verify", "Bad::Ref", "--key", "cosign.pub"), 3, "image reference 'Bad::Ref'"),
         "sbom, missing layout": Case(("sbom", "absent", "-o", "out.json"), 2, "Invalid value for 'LAYOUT'"),
-        "sbom, not a layout": Case(("sbom", "empty", "-o", "out.json"), 12, "empty is not a readable OCI image layout"),
+        "sbom, not a layout": Case(("sbom", "empty", "-o", "out.json"), 12, "empty is not an OCI image layout"),
         "provenance, missing layout": Case(("provenance", "absent", "-o", "p.json"), 2, "Invalid value for 'LAYOUT'"),
         "provenance, not a layout": Case(
-            ("provenance", "empty", "-o", "p.json"), 12, "empty is not a readable OCI image layout"
+            ("provenance", "empty", "-o", "p.json"), 12, "empty is not an OCI image layout"
         ),
         "attest, not JSON": Case(
             ("attest", f"{unreachable}@{DIGEST}", "--predicate", "not-json", "--key", "cosign.key"),

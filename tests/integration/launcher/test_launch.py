@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.build import BuildOptions, BuildResult, build_image, repo_root
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.registry import RegistryClient, sha256_digest
@@ -43,7 +44,7 @@ class Site:
         return f"{self.registry.host}/{repo}:{tag}"
 
     def push(self, layout: Path, tag: str, *, sign: bool = True, repo: str = REPO) -> str:
-        digest = self.client.push_layout(layout, repo, tag=tag).digest
+        digest = self.client.push_layout(OciLayout.open(layout), repo, tag=tag).digest
         if sign:
             sign_image(self.client, repo, digest, self.key, docker_reference=f"{self.registry.host}/{repo}")
         return digest

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.build import BuildResult
 from terminai_sandbox.cli import main
 from terminai_sandbox.errors import VerificationError
@@ -23,7 +24,7 @@ FIXTURE = Path(__file__).resolve().parents[2] / "fixtures/sigstore/cosign-oci-at
 def test_key_bundle_referrers(registry: RegistryServer, built_image: BuildResult, tmp_path: Path) -> None:
     client = RegistryClient(registry.host)
     repo = "bundles/keyed"
-    digest = client.push_layout(built_image.oci_layout, repo).digest
+    digest = client.push_layout(OciLayout.open(built_image.oci_layout), repo).digest
     ref = ImageRef.parse(f"{registry.host}/{repo}@{digest}")
     signer, stranger = keys.generate(), keys.generate()
     (tmp_path / "signer.pub").write_bytes(keys.public_pem(signer))
@@ -35,7 +36,7 @@ def test_key_bundle_referrers(registry: RegistryServer, built_image: BuildResult
     # a bundle for another digest attached here, and a key nobody trusts, are refused
     other = bundle_format.key_bundle(ref.name, "sha256:" + "d" * 64, signer)
     repo2 = "bundles/other"
-    digest2 = client.push_layout(built_image.oci_layout, repo2).digest
+    digest2 = client.push_layout(OciLayout.open(built_image.oci_layout), repo2).digest
     sign.attach_bundle(client, repo2, digest2, other)
     with pytest.raises(VerificationError, match="another image"):
         verify_image(
@@ -52,7 +53,7 @@ def test_key_bundle_referrers(registry: RegistryServer, built_image: BuildResult
 def test_keyless_bundle_for_another_image_is_refused(registry: RegistryServer, built_image: BuildResult) -> None:
     client = RegistryClient(registry.host)
     repo = "bundles/keyless"
-    digest = client.push_layout(built_image.oci_layout, repo).digest
+    digest = client.push_layout(OciLayout.open(built_image.oci_layout), repo).digest
     sign.attach_bundle(client, repo, digest, FIXTURE.read_text())  # genuine production bundle, other subject
     ref = ImageRef.parse(f"{registry.host}/{repo}@{digest}")
     policy = VerificationPolicy.single_identity("cody@soyland.com", "https://github.com/login/oauth")
@@ -69,7 +70,7 @@ def test_cli_sign_bundle_format_and_keyless_without_identity(
     registry: RegistryServer, built_image: BuildResult, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     client = RegistryClient(registry.host)
-    digest = client.push_layout(built_image.oci_layout, "bundles/cli", tag="1").digest
+    digest = client.push_layout(OciLayout.open(built_image.oci_layout), "bundles/cli", tag="1").digest
     monkeypatch.setenv("COSIGN_PASSWORD", "pw")
     monkeypatch.chdir(tmp_path)
     runner = CliRunner()

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.build import BuildResult
 from terminai_sandbox.cli import main
 from terminai_sandbox.errors import VerificationError
@@ -45,7 +46,7 @@ def instance() -> TestSigstore:
 @pytest.fixture()
 def pushed(registry: RegistryServer, built_image: BuildResult) -> tuple[RegistryClient, ImageRef]:
     client = RegistryClient(registry.host)
-    digest = client.push_layout(built_image.oci_layout, REPO, tag="1.0.0").digest
+    digest = client.push_layout(OciLayout.open(built_image.oci_layout), REPO, tag="1.0.0").digest
     return client, ImageRef.parse(f"{registry.host}/{REPO}@{digest}")
 
 
@@ -118,7 +119,7 @@ def test_signature_for_another_image_is_refused(
     registry: RegistryServer, built_image: BuildResult, instance: TestSigstore, tmp_path: Path
 ) -> None:
     client = RegistryClient(registry.host)
-    digest = client.push_layout(built_image.oci_layout, REPO).digest
+    digest = client.push_layout(OciLayout.open(built_image.oci_layout), REPO).digest
     ref = ImageRef.parse(f"{registry.host}/{REPO}@{digest}")
     _sign(client, ref, instance)
     other = "sha256:" + "e" * 64
@@ -174,7 +175,7 @@ def test_cli_sign_keyless_writes_both_layouts_and_verify_checks_identity(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     client = RegistryClient(registry.host)
-    digest = client.push_layout(built_image.oci_layout, REPO, tag="2.0.0").digest
+    digest = client.push_layout(OciLayout.open(built_image.oci_layout), REPO, tag="2.0.0").digest
     signer = instance.signer()
 
     @contextmanager

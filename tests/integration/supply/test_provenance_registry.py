@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
 from in_toto_attestation.v1.statement import Statement
 from terminai_sandbox import provenance
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.build import BuildResult
 from terminai_sandbox.cli import main
 from terminai_sandbox.registry import RegistryClient
@@ -43,7 +44,7 @@ def signer(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]
 
 
 def _push_and_sign(client: RegistryClient, built: BuildResult, host: str, repo: str, key: Path) -> str:
-    digest = client.push_layout(built.oci_layout, repo).digest
+    digest = client.push_layout(OciLayout.open(built.oci_layout), repo).digest
     code, out = _run("sign", f"{host}/{repo}@{digest}", "--key", str(key))
     assert code == 0, out
     return digest
@@ -146,7 +147,7 @@ def test_keyless_provenance_referrer_verifies_by_identity_and_a_tampered_one_is_
     client = RegistryClient(registry.host)
     predicate = provenance.generate(
         provenance.ProvenanceOptions(
-            layout=built_image.oci_layout,
+            layout=OciLayout.open(built_image.oci_layout),
             image_dir=ROOT / "images" / "sandbox",
             repository=f"{registry.host}/terminai/keyless",
             version="9.9.9",
@@ -155,7 +156,7 @@ def test_keyless_provenance_referrer_verifies_by_identity_and_a_tampered_one_is_
     )
 
     def publish(repo: str, body: dict[str, object], tamper: bool = False) -> str:
-        digest = client.push_layout(built_image.oci_layout, repo).digest
+        digest = client.push_layout(OciLayout.open(built_image.oci_layout), repo).digest
         name = f"{registry.host}/{repo}"
         signer = instance.signer()
         sign.attach_bundle(client, repo, digest, keyless.sign_statement(signer, name, digest))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.build import BuildResult
 from terminai_sandbox.cli import main
 from terminai_sandbox.engine import Engine
@@ -129,7 +130,7 @@ def test_attestation_refusals_against_registry(
     registry: RegistryServer, built_image: BuildResult, tmp_path: Path
 ) -> None:
     client = RegistryClient(registry.host)
-    digest = client.push_layout(built_image.oci_layout, REPO).digest
+    digest = client.push_layout(OciLayout.open(built_image.oci_layout), REPO).digest
     ref = ImageRef.parse(f"{registry.host}/{REPO}@{digest}")
     signer = keys.generate()
 
@@ -171,7 +172,7 @@ def test_sbom_is_complete_against_the_running_container(
     doc = json.loads(
         generate(
             SbomOptions(
-                layout=built_image.oci_layout,
+                layout=OciLayout.open(built_image.oci_layout),
                 repository="localhost/terminai/sandbox",
                 version="0.1.0",
                 source_date_epoch=built_image.source_date_epoch,

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.build import BuildResult
 from terminai_sandbox.cli import main
 from terminai_sandbox.errors import RegistryCorrupted, RegistryNotFound, VerificationError
@@ -29,7 +30,7 @@ REPO = "terminai/sandbox"
 @pytest.fixture()
 def pushed(registry: RegistryServer, built_image: BuildResult) -> tuple[RegistryClient, ImageRef]:
     client = RegistryClient(registry.host)
-    result = client.push_layout(built_image.oci_layout, REPO, tag="0.1.0")
+    result = client.push_layout(OciLayout.open(built_image.oci_layout), REPO, tag="0.1.0")
     assert result.digest == built_image.manifest_digest  # exactly the assembled manifest
     ref = ImageRef.parse(f"{registry.host}/{REPO}:0.1.0")
     return client, ref.with_digest(client.resolve(REPO, "0.1.0"))
@@ -37,11 +38,11 @@ def pushed(registry: RegistryServer, built_image: BuildResult) -> tuple[Registry
 
 def test_push_is_by_digest_and_incremental(registry: RegistryServer, built_image: BuildResult) -> None:
     client = RegistryClient(registry.host)
-    first = client.push_layout(built_image.oci_layout, REPO, tag="0.1.0")
-    again = client.push_layout(built_image.oci_layout, REPO, tag="0.1.0")
+    first = client.push_layout(OciLayout.open(built_image.oci_layout), REPO, tag="0.1.0")
+    again = client.push_layout(OciLayout.open(built_image.oci_layout), REPO, tag="0.1.0")
     assert first.blobs_sent == 4 and again.blobs_sent == 0 and again.blobs_skipped == 4
     assert client.resolve(REPO, "0.1.0") == built_image.manifest_digest
-    chunked = client.push_layout(built_image.oci_layout, "other/repo", chunk_size=4 << 20)
+    chunked = client.push_layout(OciLayout.open(built_image.oci_layout), "other/repo", chunk_size=4 << 20)
     assert chunked.digest == built_image.manifest_digest
     # absent content is its own error type: the signature store reads it as "no .sig tag"
     with pytest.raises(RegistryNotFound):

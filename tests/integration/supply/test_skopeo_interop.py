@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.build import BuildResult
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
@@ -100,7 +101,7 @@ def test_skopeo_accepts_our_signature_and_refuses_the_rest(
 ) -> None:
     client = RegistryClient(registry.host)
     repo = "interop/signed"
-    digest = client.push_layout(built_image.oci_layout, repo, tag="1").digest
+    digest = client.push_layout(OciLayout.open(built_image.oci_layout), repo, tag="1").digest
     signer, stranger = keys.generate(), keys.generate()
     (tmp_path / "signer.pub").write_bytes(keys.public_pem(signer))
     (tmp_path / "stranger.pub").write_bytes(keys.public_pem(stranger))
@@ -118,7 +119,7 @@ def test_our_verify_accepts_a_signature_skopeo_made(
     skopeo: list[str], registry: RegistryServer, built_image: BuildResult, tmp_path: Path
 ) -> None:
     client = RegistryClient(registry.host)
-    digest = client.push_layout(built_image.oci_layout, "interop/src", tag="1").digest
+    digest = client.push_layout(OciLayout.open(built_image.oci_layout), "interop/src", tag="1").digest
     key = keys.generate()
     password = Secret(b"interop-pass")
     (tmp_path / "cosign.key").write_bytes(keys.encrypt_private(key, password))

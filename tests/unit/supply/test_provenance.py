@@ -14,35 +14,32 @@ from in_toto_attestation.predicates.provenance.v1 import provenance_pb2
 from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
 from in_toto_attestation.v1.statement import Statement
 from terminai_sandbox import provenance
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.errors import SbomError, VerificationError
 from terminai_sandbox.reference import ImageRef
 from terminai_sandbox.signing import keyless
 from terminai_sandbox.signing.verify.image import verify_image
 from terminai_sandbox.signing.verify.trust import KeylessIdentity, VerificationPolicy
 
-from tests.fixtures.oci import blob_writer
+from tests.fixtures.locks import deb_sha256, write_debian_lock
+from tests.fixtures.oci import write_layout
 from tests.unit.supply.sigstore_testing import IDENTITY, ISSUER, TestSigstore
 
 COMMIT = "52b6727847cb2562468b81247683b02ea35733eb"
 SOURCE = "https://github.com/terminai/sovereign-sandbox"
 
 
-def _layout(root: Path, labels: dict[str, str]) -> tuple[Path, str]:
-    put = blob_writer(root)
-
+def _layout(root: Path, labels: dict[str, str]) -> tuple[OciLayout, str]:
     config = json.dumps({"created": "2026-11-20T02:11:10Z", "config": {"Labels": labels}}).encode()
-    manifest = json.dumps({"schemaVersion": 2, "config": {"digest": put(config)}, "layers": []}).encode()
-    digest = put(manifest)
-    (root / "index.json").write_text(json.dumps({"manifests": [{"digest": digest}]}))
-    return root, digest
+    digest = write_layout(root, config=config, layers=[])
+    return OciLayout.open(root), digest
 
 
 def _image_dir(root: Path) -> Path:
     image_dir = root / "images" / "sandbox"
     image_dir.mkdir(parents=True)
     (image_dir / "image.toml").write_text('[image]\nrepository = "terminai/sandbox"\n')
-    packages = [{"name": "libc6", "version": "2.36-9", "architecture": "amd64", "sha256": "a" * 64}]
-    (image_dir / "debian.lock").write_text(json.dumps({"source_date_epoch": 1795140670, "packages": packages}))
+    write_debian_lock(image_dir / "debian.lock", ("libc6", "2.36-9"), sde=1795140670)
     (image_dir / "requirements.lock").write_text(f"restrictedpython==9.0 \\\n    --hash=sha256:{'b' * 64}\n")
     return image_dir
 
@@ -86,7 +83,7 @@ def test_predicate_records_the_declared_inputs_deterministically(
         "name": "images/sandbox/debian.lock",
         "digest": {"sha256": hashlib.sha256(lock.read_bytes()).hexdigest()},
     } in deps
-    assert {"uri": "pkg:deb/debian/libc6@2.36-9?arch=amd64", "digest": {"sha256": "a" * 64}} in deps
+    assert {"uri": "pkg:deb/debian/libc6@2.36-9?arch=amd64", "digest": {"sha256": deb_sha256("libc6")}} in deps
     assert {"uri": "pkg:pypi/restrictedpython@9.0", "digest": {"sha256": "b" * 64}} in deps
     assert predicate["runDetails"]["builder"]["id"] == options.builder_id
     assert predicate["runDetails"]["byproducts"][0]["name"] == "sbom.cdx.json"
@@ -150,10 +147,10 @@ def test_keyless_provenance_attestation_verifies_and_a_stranger_is_refused(
             predicate=provenance.generate(options),
         ),
     ]
-    release = options.layout.parent
+    release = options.layout.root.parent
     (release / "signatures.json").write_text(json.dumps({"digest": digest, "bundles": bundles}))
     # the offline source reads the layout at release/oci
-    assert options.layout == release / "oci"
+    assert options.layout.root == release / "oci"
     root = instance.write_trusted_root(tmp_path / "trusted_root.json")
     ref = ImageRef.parse(f"{repository}@{digest}")
     policy = VerificationPolicy(identities=(KeylessIdentity(identity=IDENTITY, issuer=ISSUER),))

@@ -33,8 +33,10 @@ from typing import Any
 from packageurl import PackageURL
 
 from terminai_sandbox._version import __version__
+from terminai_sandbox.artifacts.image_locks import ImageLocks
+from terminai_sandbox.artifacts.oci_layout import OciLayout
+from terminai_sandbox.artifacts.wheel_lock import normalise_pypi
 from terminai_sandbox.errors import SbomError, VerificationError
-from terminai_sandbox.sbom import normalise_pypi, read_locks
 
 PREDICATE_TYPE = "https://slsa.dev/provenance/v1"
 BUILD_TYPE = "https://github.com/terminai/sovereign-sandbox/blob/main/docs/VERIFYING.md#build-type-v1"
@@ -45,26 +47,13 @@ _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProvenanceOptions:
-    layout: Path  # the built image (OCI layout)
+    layout: OciLayout  # the built image
     image_dir: Path  # images/sandbox: image.toml and the locks
     repository: str
     version: str
     builder_id: str = LOCAL_BUILDER
     invocation_id: str | None = None  # e.g. the CI run's URL
     sbom: Path | None = None  # recorded as a byproduct
-
-
-def _image_config(layout: Path) -> Mapping[str, Any]:
-    try:
-        index = json.loads((layout / "index.json").read_text())
-        blobs = layout / "blobs" / "sha256"
-        manifest = json.loads((blobs / index["manifests"][0]["digest"].removeprefix("sha256:")).read_text())
-        config = json.loads((blobs / manifest["config"]["digest"].removeprefix("sha256:")).read_text())
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-        raise SbomError(f"{layout} is not a readable OCI image layout: {exc}") from None
-    if not isinstance(config, dict):
-        raise SbomError(f"{layout}: the image config is not a JSON object")
-    return config
 
 
 def _sha256(path: Path) -> str:
@@ -84,8 +73,7 @@ def _repo_path(path: Path) -> str:
     return f"{path.parent.parent.name}/{path.parent.name}/{path.name}"
 
 
-def _packages(image_dir: Path) -> list[dict[str, Any]]:
-    locks = read_locks(image_dir)
+def _packages(locks: ImageLocks) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for (name, version, arch), sha in sorted(locks.deb_sha256.items()):
         purl = PackageURL(type="deb", namespace="debian", name=name, version=version, qualifiers={"arch": arch})
@@ -96,36 +84,28 @@ def _packages(image_dir: Path) -> list[dict[str, Any]]:
     return out
 
 
-def _source_date_epoch(image_dir: Path) -> int | None:
-    try:
-        return int(json.loads((image_dir / "debian.lock").read_text())["source_date_epoch"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
 def generate(options: ProvenanceOptions) -> dict[str, Any]:
     """The SLSA v1 provenance predicate for the image in ``options.layout``."""
-    config = _image_config(options.layout)
-    labels = (config.get("config") or {}).get("Labels") or {}
+    labels = options.layout.labels()
+    locks = ImageLocks.read(options.image_dir)
     commit = str(labels.get("org.opencontainers.image.revision", ""))
     source = str(labels.get("org.opencontainers.image.source", ""))
     if not _COMMIT.match(commit) or not source:
         raise SbomError(
-            f"{options.layout}: the image does not name its source commit "
+            f"{options.layout.root}: the image does not name its source commit "
             "(labels org.opencontainers.image.revision and .source)",
             hint="build from a git checkout with 'terminai-sandbox build'",
         )
     source_uri = f"git+{source}@{commit}"
     internal: dict[str, Any] = {}
-    sde = _source_date_epoch(options.image_dir)
-    if sde is not None:
-        internal["sourceDateEpoch"] = sde
+    if locks.debian is not None:
+        internal["sourceDateEpoch"] = locks.debian.source_date_epoch
     if "dev.terminai.assembler-format" in labels:
         internal["assemblerFormat"] = str(labels["dev.terminai.assembler-format"])
     dependencies = [
         {"uri": source_uri, "digest": {"gitCommit": commit}},
         *_declared_files(options.image_dir),
-        *_packages(options.image_dir),
+        *_packages(locks),
     ]
     run_details: dict[str, Any] = {
         "builder": {"id": options.builder_id, "version": {"terminai-sandbox": __version__}},

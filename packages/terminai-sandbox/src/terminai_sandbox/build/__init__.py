@@ -23,6 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from terminai_sandbox._version import __version__
+from terminai_sandbox.artifacts.contract import LABEL as CONTRACT_LABEL
+from terminai_sandbox.artifacts.contract import Contract
+from terminai_sandbox.artifacts.debian_lock import DebianLock
 from terminai_sandbox.build import debian, layers, oci, python, record
 from terminai_sandbox.build.spec import ImageSpec, load_spec
 from terminai_sandbox.engine import Engine
@@ -30,7 +33,6 @@ from terminai_sandbox.errors import BuildError, ReproducibilityError
 
 #: Bumped whenever a change here changes output bytes for the same inputs.
 ASSEMBLER_FORMAT = "2"
-CONTRACT_LABEL = "dev.terminai.contract.version"
 
 Progress = Callable[[str], None]
 
@@ -125,7 +127,7 @@ def _contract_version(root: Path, tapts: Path) -> str:
         root / "contracts" / "t-apts" / "contract.json",
     ):
         if candidate.exists():
-            return str(json.loads(candidate.read_text())["contract_version"])
+            return Contract.load(candidate).version
     raise BuildError("no contract manifest found (contracts/t-apts/contract.json)")
 
 
@@ -161,12 +163,12 @@ def _user_hooks(spec: ImageSpec, sde: int) -> tuple[str, ...]:
     )
 
 
-def _base_key(spec: ImageSpec, lock: dict[str, Any]) -> str:
+def _base_key(spec: ImageSpec, lock: DebianLock) -> str:
     """Everything the Debian base is built from: the lock and the image.toml fields it reads."""
     return _key(
         "base",
-        lock,
-        _user_hooks(spec, int(lock["source_date_epoch"])),
+        lock.to_dict(),  # the document as read, so the key is the one layers.lock records
+        _user_hooks(spec, lock.source_date_epoch),
         spec.variant,
         spec.packages,
         spec.mirrors,
@@ -180,8 +182,8 @@ def _base_key(spec: ImageSpec, lock: dict[str, Any]) -> str:
     )
 
 
-def _base_layer(spec: ImageSpec, lock: dict[str, Any], cache: Path, opts: BuildOptions, work: Path) -> layers.Layer:
-    sde = int(lock["source_date_epoch"])
+def _base_layer(spec: ImageSpec, lock: DebianLock, cache: Path, opts: BuildOptions, work: Path) -> layers.Layer:
+    sde = lock.source_date_epoch
     key = _base_key(spec, lock)
     cached = cache / f"base-{key}.tar"
     if opts.use_cache and cached.exists():
@@ -198,7 +200,7 @@ def _base_layer(spec: ImageSpec, lock: dict[str, Any], cache: Path, opts: BuildO
         log=opts.progress,
     )
     debian.verify_against_lock(lock, collected)
-    opts.progress(f"base: installed set equals debian.lock ({len(lock['packages'])} packages)")
+    opts.progress(f"base: installed set equals debian.lock ({len(lock.packages)} packages)")
     out = work / "base.tar"
     layer = layers.normalise_tar(raw, out, source_date_epoch=sde)
     raw.unlink()
@@ -284,7 +286,7 @@ def build_image(opts: BuildOptions | None = None) -> BuildResult:
     started = time.monotonic()
     spec = load_spec(opts.resolved_spec())
     lock = debian.read_lock(spec.debian_lock)
-    sde = int(lock["source_date_epoch"])
+    sde = lock.source_date_epoch
     tapts = opts.tapts_source or opts.root / "packages" / "terminai-apts"
     cache = opts.cache_dir or default_cache()
     output = opts.output_dir or opts.root / "dist" / __version__
@@ -390,7 +392,7 @@ def lock_only_inputs(opts: BuildOptions, base_diff_id: str) -> dict[str, str]:
     """The input hashes ``layers.lock`` must carry for the current locks and ``image.toml``."""
     spec = load_spec(opts.resolved_spec())
     lock = debian.read_lock(spec.debian_lock)
-    sde = int(lock["source_date_epoch"])
+    sde = lock.source_date_epoch
     base = layers.Layer(tar=Path(), diff_id=base_diff_id, size=0)
     return {"base": _base_key(spec, lock), "wheels": _wheels_key(spec, sde, base)}
 
