@@ -21,6 +21,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
+from terminai_sandbox.artifacts.image_locks import ImageLocks
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.localregistry import loopback_registry
 from terminai_sandbox.reference import ImageRef
@@ -60,7 +61,7 @@ def main() -> None:
         repository="localhost/terminai/sandbox",
         version="0.1.0",
         source_date_epoch=0,
-        image_dir=ROOT / "images" / "sandbox",
+        locks=ImageLocks.read(ROOT / "images" / "sandbox"),
     )
     base = best(lambda: read_layers(layout))
     sbom = best(lambda: generate(options))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from terminai_sandbox.artifacts.image_locks import ImageLocks
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.build import BuildResult
 from terminai_sandbox.cli import main
@@ -176,7 +177,7 @@ def test_sbom_is_complete_against_the_running_container(
                 repository="localhost/terminai/sandbox",
                 version="0.1.0",
                 source_date_epoch=built_image.source_date_epoch,
-                image_dir=ROOT / "images" / "sandbox",
+                locks=ImageLocks.read(ROOT / "images" / "sandbox"),
             )
         )
     )

@@ -17,6 +17,7 @@ from typing import Any
 
 from license_expression import get_spdx_licensing
 from packageurl import PackageURL
+from terminai_sandbox.artifacts.image_locks import ImageLocks
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.build import BuildResult
 from terminai_sandbox.sbom import SbomOptions, generate, normalise_pypi
@@ -56,7 +57,7 @@ def test_sbom_matches_syft_package_for_package_with_spdx_licences(built_image: B
                 layout=OciLayout.open(built_image.oci_layout),
                 repository="localhost/terminai/sandbox",
                 version="0.1.0",
-                image_dir=ROOT / "images" / "sandbox",
+                locks=ImageLocks.read(ROOT / "images" / "sandbox"),
             )
         )
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.artifacts.contract import Contract
+from terminai_sandbox.artifacts.image_locks import ImageLocks
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.errors import SbomError, VerificationError
 from terminai_sandbox.sbom import SbomOptions, generate, parse_dpkg_status, parse_metadata
@@ -97,7 +98,7 @@ def test_sbom_from_layers_with_whiteouts_is_deterministic_and_valid(tmp_path: Pa
     write_debian_lock(images / "debian.lock", ("libc6", "2.36-9"))
     (images / "requirements.lock").write_text(f"restricted-python==9.0 \\\n    --hash=sha256:{'b' * 64}\n")
     options = SbomOptions(
-        layout=layout, repository="r.example/t/s", version="1.2.3", source_date_epoch=0, image_dir=images
+        layout=layout, repository="r.example/t/s", version="1.2.3", source_date_epoch=0, locks=ImageLocks.read(images)
     )
     first, second = generate(options), generate(options)
     assert first == second
@@ -121,7 +122,9 @@ def test_sbom_from_layers_with_whiteouts_is_deterministic_and_valid(tmp_path: Pa
 
 def test_sbom_refuses_an_image_without_dpkg_status(tmp_path: Path) -> None:
     layout = _layout(tmp_path / "oci", [{"etc/hostname": b"x\n"}])
-    options = SbomOptions(layout=layout, repository="r/t", version="1", source_date_epoch=0, image_dir=tmp_path)
+    options = SbomOptions(
+        layout=layout, repository="r/t", version="1", source_date_epoch=0, locks=ImageLocks.read(tmp_path)
+    )
     with pytest.raises(SbomError, match="no dpkg status"):
         generate(options)
 

@@ -13,6 +13,7 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 from license_expression import get_spdx_licensing
 from terminai_sandbox import licenses
+from terminai_sandbox.artifacts.image_locks import ImageLocks
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.errors import SbomError
 from terminai_sandbox.sbom import SbomOptions, copyright_licenses, generate, os_release_distro
@@ -144,7 +145,9 @@ def _image(root: Path, *, created: str | None) -> Path:
 
 def test_sbom_licences_symlinked_docs_distro_and_image_timestamp(tmp_path: Path) -> None:
     layout = _image(tmp_path / "oci", created="2026-11-20T02:11:10Z")
-    options = SbomOptions(layout=OciLayout.open(layout), repository="r.example/t/s", version="1", image_dir=tmp_path)
+    options = SbomOptions(
+        layout=OciLayout.open(layout), repository="r.example/t/s", version="1", locks=ImageLocks.read(tmp_path)
+    )
     first = generate(options)
     assert first == generate(options)  # deterministic
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(first) is None
@@ -162,7 +165,7 @@ def test_sbom_licences_symlinked_docs_distro_and_image_timestamp(tmp_path: Path)
             layout=OciLayout.open(layout),
             repository="r.example/t/s",
             version="1",
-            image_dir=tmp_path,
+            locks=ImageLocks.read(tmp_path),
             source_date_epoch=86400,
         )
     )
@@ -172,7 +175,9 @@ def test_sbom_licences_symlinked_docs_distro_and_image_timestamp(tmp_path: Path)
 def test_sbom_without_a_created_time_asks_for_one(tmp_path: Path) -> None:
     layout = _image(tmp_path / "oci", created=None)
     with pytest.raises(SbomError, match="created") as caught:
-        generate(SbomOptions(layout=OciLayout.open(layout), repository="r/t", version="1", image_dir=tmp_path))
+        generate(
+            SbomOptions(layout=OciLayout.open(layout), repository="r/t", version="1", locks=ImageLocks.read(tmp_path))
+        )
     assert "--source-date-epoch" in (caught.value.hint or "")
 
 

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from terminai_sandbox import provenance
+from terminai_sandbox.artifacts.image_locks import ImageLocks
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.errors import ReleaseError, SandboxError
 from terminai_sandbox.reference import ImageRef
@@ -104,7 +105,7 @@ def release(
                 repository=ref.name,
                 version=options.version,
                 source_date_epoch=image.source_date_epoch,
-                image_dir=options.image_dir,
+                locks=ImageLocks.read(options.image_dir),
             )
         ),
     )

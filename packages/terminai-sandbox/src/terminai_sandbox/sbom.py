@@ -31,7 +31,7 @@ import tarfile
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from cyclonedx.model import HashAlgorithm, HashType, Property
 from cyclonedx.model.bom import Bom
@@ -324,7 +324,7 @@ class SbomOptions:
     layout: OciLayout
     repository: str
     version: str
-    image_dir: Path
+    locks: ImageLocks  # the locks the image was built from: each component's sha256
     source_date_epoch: int | None = None  # None: the image config's created time
 
 
@@ -335,7 +335,7 @@ def generate(options: SbomOptions) -> str:
     contents = image_contents(options.layout)
     if not contents.debs:
         raise SbomError(f"{options.layout.root}: no dpkg status in the image; cannot list its Debian packages")
-    locks = ImageLocks.read(options.image_dir)
+    locks = options.locks
     bom = Bom()
     bom.serial_number = uuid.uuid5(uuid.NAMESPACE_URL, f"terminai-sandbox-sbom:{digest}")
     epoch = options.source_date_epoch if options.source_date_epoch is not None else image_created(options.layout)

@@ -10,6 +10,7 @@ import click
 
 from terminai_sandbox import provenance, resources, sbom
 from terminai_sandbox._version import __version__
+from terminai_sandbox.artifacts.image_locks import ImageLocks
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.errors import ArtifactError, SbomError
 
@@ -51,7 +52,7 @@ def sbom_cmd(
             repository=repository,
             version=image_version,
             source_date_epoch=source_date_epoch,
-            image_dir=image_dir or resources.image_locks(),
+            locks=ImageLocks.read(image_dir or resources.image_locks()),
         )
     )
     output.write_text(text)
