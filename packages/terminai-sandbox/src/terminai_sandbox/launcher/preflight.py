@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from terminai_sandbox.launcher.engines import LaunchEngine
     from terminai_sandbox.registry import RegistryClient
 
-__all__ = ["CONTRACT_LABEL", "PreflightOptions", "StepResult", "VerifiedImage", "contract_compatible", "preflight"]
 FLOATING_TAGS = ("latest", "stable", "edge", "nightly", "main", "master", "dev")
 _TOKEN = object()
 
