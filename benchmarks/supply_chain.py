@@ -21,10 +21,12 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
+from terminai_sandbox.artifacts.image_locks import ImageLocks
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.localregistry import loopback_registry
 from terminai_sandbox.registry import RegistryClient
-from terminai_sandbox.sbom import SbomOptions, _layer_paths, generate
+from terminai_sandbox.sbom import SbomOptions, generate
 from terminai_sandbox.signing import sign
 from terminai_sandbox.signing.formats import keys
 from terminai_sandbox.signing.verify.image import verify_image
@@ -42,8 +44,8 @@ def best(action: Callable[[], object], runs: int = 3) -> float:
     return min(times)
 
 
-def read_layers(layout: Path) -> None:
-    for blob in _layer_paths(layout)[1]:
+def read_layers(layout: OciLayout) -> None:
+    for blob in layout.layer_paths():
         with gzip.open(blob) as stream, tarfile.open(fileobj=stream, mode="r|") as tar:
             for member in tar:
                 if member.isfile():
@@ -53,13 +55,13 @@ def read_layers(layout: Path) -> None:
 
 
 def main() -> None:
-    layout = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "dist" / "0.1.0" / "oci"
+    layout = OciLayout.open(Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT / "dist" / "0.1.0" / "oci")
     options = SbomOptions(
         layout=layout,
         repository="localhost/terminai/sandbox",
         version="0.1.0",
         source_date_epoch=0,
-        image_dir=ROOT / "images" / "sandbox",
+        locks=ImageLocks.read(ROOT / "images" / "sandbox"),
     )
     base = best(lambda: read_layers(layout))
     sbom = best(lambda: generate(options))

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -40,7 +41,7 @@ def test_engine_image_id_is_the_assembled_config_digest(engine: Engine, built_im
     manifest = json.loads((ROOT / "contracts" / "t-apts" / "contract.json").read_text())
     assert labels["dev.terminai.contract.version"] == manifest["contract_version"]
     assert labels["org.opencontainers.image.version"] == "0.1.0"
-    index = json.loads((built_image.oci_layout / "index.json").read_text())
+    index = json.loads((built_image.oci_layout.root / "index.json").read_text())
     assert index["manifests"][0]["digest"] == built_image.manifest_digest
 
 
@@ -129,9 +130,9 @@ def test_lock_check_reports_a_locked_version_gone_from_the_mirror(tmp_path: Path
     spec = load_spec(ROOT / "images" / "sandbox" / "image.toml")
     lock = debian.read_lock(spec.debian_lock)
     assert not [line for line in debian.drift(spec, lock) if line.startswith("gone:")]
-    lock["packages"][0]["version"] = "0.0.1-never"
-    report = debian.drift(spec, lock)
-    assert f"gone: {lock['packages'][0]['name']} 0.0.1-never is no longer on the mirrors" in report
+    first = dataclasses.replace(lock.packages[0], version="0.0.1-never")
+    report = debian.drift(spec, dataclasses.replace(lock, packages=(first, *lock.packages[1:])))
+    assert f"gone: {first.name} 0.0.1-never is no longer on the mirrors" in report
     assert any(line.startswith("newer:") for line in report)
 
 

@@ -23,6 +23,8 @@ from terminai_sandbox.assemble import BuildResult, repo_root
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.signing.formats import keys
 
+from tests.fixtures.oci import write_layout
+
 CLI = str(Path(sys.executable).with_name("terminai-sandbox"))
 DIGEST = "sha256:" + "f" * 64
 PASSWORD = "failure-matrix"  # a throwaway key made for these tests
@@ -134,10 +136,10 @@ def cases(tmp: Path, layout: Path) -> dict[str, Case]:
             ("kube", unreachable.rsplit(":", 1)[0], "--key", "cosign.pub"), 3, "has neither tag nor digest"
         ),
         "sbom, missing layout": Case(("sbom", "absent", "-o", "out.json"), 2, "Invalid value for 'LAYOUT'"),
-        "sbom, not a layout": Case(("sbom", "empty", "-o", "out.json"), 12, "empty is not a readable OCI image layout"),
+        "sbom, not a layout": Case(("sbom", "empty", "-o", "out.json"), 12, "empty is not an OCI image layout"),
         "provenance, missing layout": Case(("provenance", "absent", "-o", "p.json"), 2, "Invalid value for 'LAYOUT'"),
         "provenance, not a layout": Case(
-            ("provenance", "empty", "-o", "p.json"), 12, "empty is not a readable OCI image layout"
+            ("provenance", "empty", "-o", "p.json"), 12, "empty is not an OCI image layout"
         ),
         "attest, not JSON": Case(
             ("attest", f"{unreachable}@{DIGEST}", "--predicate", "not-json", "--key", "cosign.key"),
@@ -202,7 +204,7 @@ def _run(tmp: Path, case: Case) -> subprocess.CompletedProcess[str]:
 def test_every_command_fails_with_its_error_class_message_and_exit_code(
     place: Path, engine: Engine, built_image: BuildResult
 ) -> None:
-    table = cases(place, built_image.oci_layout)
+    table = cases(place, built_image.oci_layout.root)
     failures = []
     for name, case in table.items():
         done = _run(place, case)
@@ -228,20 +230,19 @@ def test_every_command_fails_with_its_error_class_message_and_exit_code(
 
 
 def test_an_unforeseen_failure_is_one_line_and_a_hint_and_debug_adds_the_traceback(place: Path) -> None:
-    # A layout whose index.json is not JSON: no check foresees it, the console's catch-all reports it.
+    # A well-formed layout (every digest matches) whose layer is not gzip: no check foresees
+    # it, so the SBOM's tar reader fails and the console's catch-all reports it.
     broken = place / "broken-layout"
     shutil.rmtree(broken, ignore_errors=True)
-    broken.mkdir()
-    (broken / "oci-layout").write_text('{"imageLayoutVersion": "1.0.0"}')
-    (broken / "index.json").write_text("{not json")
-    case = Case(("push", "broken-layout", f"127.0.0.1:{_closed_port()}/x:1"), 1, "unexpected failure: ")
+    write_layout(broken, config=b"{}", layers=[b"not a gzip stream"])
+    case = Case(("sbom", "broken-layout", "-o", "out.json"), 1, "unexpected failure: ")
     done = _run(place, case)
     assert done.returncode == 1, done.stderr
     assert "Traceback" not in done.stderr
     lines = done.stderr.splitlines()
-    assert len(lines) == 2 and lines[0].startswith("error: unexpected failure: JSONDecodeError: "), lines
+    assert len(lines) == 2 and lines[0].startswith("error: unexpected failure: BadGzipFile: "), lines
     assert lines[1].startswith("  hint: rerun with 'terminai-sandbox --debug ...'")
     debug = _run(place, Case(("--debug", *case.args), 1, ""))
     assert debug.returncode == 1
     assert "Traceback (most recent call last)" in debug.stderr
-    assert debug.stderr.splitlines()[-2].startswith("error: unexpected failure: JSONDecodeError: ")
+    assert debug.stderr.splitlines()[-2].startswith("error: unexpected failure: BadGzipFile: ")

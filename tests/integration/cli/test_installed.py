@@ -96,7 +96,7 @@ def test_every_command_works_from_the_installed_wheels_outside_the_checkout(
 
     keygen = _cli(launcher, here, "keygen")
     assert keygen.returncode == 0, keygen.stderr
-    pushed = _cli(launcher, here, "push", str(built_image.oci_layout), tag)
+    pushed = _cli(launcher, here, "push", str(built_image.oci_layout.root), tag)
     assert pushed.returncode == 0, pushed.stderr
     digest = pushed.stdout.split("@", 1)[1].split()[0]
     assert digest == built_image.manifest_digest
@@ -133,7 +133,7 @@ def test_every_command_works_from_the_installed_wheels_outside_the_checkout(
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == "inside"
 
-    sbom = _cli(launcher, here, "sbom", str(built_image.oci_layout), "-o", "sbom.json")
+    sbom = _cli(launcher, here, "sbom", str(built_image.oci_layout.root), "-o", "sbom.json")
     assert sbom.returncode == 0, sbom.stderr
     components = json.loads((here / "sbom.json").read_text())["components"]
     # The hashes come from the locks shipped in the wheel: without them no component has one.

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from terminai_sandbox.build import BuildResult
+from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.kube.hardening import VOLUMES
 from terminai_sandbox.launch.engines import NOFILE_CAP, NPROC_CAP, host_rlimits
 from terminai_sandbox.launch.run import HOME_IN_IMAGE, IMAGE_UID

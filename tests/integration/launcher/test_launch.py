@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.assemble import BuildOptions, BuildResult, build_image, repo_root
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.registry import RegistryClient, sha256_digest
@@ -44,7 +45,7 @@ class Site:
         return f"{self.registry.host}/{repo}:{tag}"
 
     def push(self, layout: Path, tag: str, *, sign: bool = True, repo: str = REPO) -> str:
-        digest = self.client.push_layout(layout, repo, tag=tag).digest
+        digest = self.client.push_layout(OciLayout.open(layout), repo, tag=tag).digest
         if sign:
             sign_image(self.client, repo, digest, self.key, docker_reference=f"{self.registry.host}/{repo}")
         return digest
@@ -100,7 +101,7 @@ def _relabel(layout: Path, out: Path, labels: dict[str, str]) -> Path:
 
 
 def test_refusal_matrix(site: Site, built_image: BuildResult, tmp_path: Path) -> None:
-    site.push(built_image.oci_layout, "0.1.0", sign=False, repo="unsigned/sandbox")
+    site.push(built_image.oci_layout.root, "0.1.0", sign=False, repo="unsigned/sandbox")
     cases = {
         "unsigned": (
             ["run", "--image", site.ref("0.1.0", "unsigned/sandbox"), "--key", str(site.pub), "--", "true"],
@@ -140,7 +141,7 @@ def test_refusal_matrix(site: Site, built_image: BuildResult, tmp_path: Path) ->
         ),
         "no policy": (["run", "--image", site.ref("0.1.0"), "--", "true"], {}, 3, "no verification policy"),
     }
-    signed_digest = site.push(built_image.oci_layout, "0.1.0")
+    signed_digest = site.push(built_image.oci_layout.root, "0.1.0")
     other = keys.generate()
     (tmp_path / "other.pub").write_bytes(keys.public_pem(other))
     cases["wrong key"] = (
@@ -154,13 +155,13 @@ def test_refusal_matrix(site: Site, built_image: BuildResult, tmp_path: Path) ->
         assert result.returncode == code, (name, result.stdout, result.stderr)
         assert message in result.stderr, (name, result.stderr)
     # The tag moves to another manifest after signing: the new digest has no signature.
-    relabelled = _relabel(built_image.oci_layout, tmp_path / "moved", {"moved": "yes"})
+    relabelled = _relabel(built_image.oci_layout.root, tmp_path / "moved", {"moved": "yes"})
     moved_digest = site.push(relabelled, "0.1.0", sign=False)
     assert moved_digest != signed_digest
     moved = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true")
     assert moved.returncode == 11 and "no signature found" in moved.stderr
     # A signed image whose contract label this launcher cannot serve.
-    future = _relabel(built_image.oci_layout, tmp_path / "future", {"dev.terminai.contract.version": "2.0.0"})
+    future = _relabel(built_image.oci_layout.root, tmp_path / "future", {"dev.terminai.contract.version": "2.0.0"})
     site.push(future, "2.0.0-future")
     refused = site.cli("run", "--image", site.ref("2.0.0-future"), "--key", str(site.pub), "--", "true")
     assert refused.returncode == 13 and "major differs" in refused.stderr
@@ -200,7 +201,7 @@ def test_failing_health_check_never_runs_the_command(
             output_dir=tmp_path / "broken", tapts_source=source, tag="terminai/sandbox-broken:launch", load=False
         )
     )
-    site.push(broken.oci_layout, "broken")
+    site.push(broken.oci_layout.root, "broken")
     result = site.cli(
         "run", "--image", site.ref("broken"), "--key", str(site.pub), "--", "sh", "-c", "echo COMMAND-RAN"
     )
@@ -212,7 +213,7 @@ def test_failing_health_check_never_runs_the_command(
 def test_verified_session_runs_hardened_and_plans_the_cleanup(
     site: Site, built_image: BuildResult, tmp_path: Path, engine: Engine
 ) -> None:
-    digest = site.push(built_image.oci_layout, "0.1.0")
+    digest = site.push(built_image.oci_layout.root, "0.1.0")
     downloads = tmp_path / "Downloads"
     subprocess.run(
         [sys.executable, str(ROOT / "examples" / "make_sample_downloads.py"), str(downloads), "--now", NOW], check=True
@@ -267,7 +268,7 @@ def test_verified_session_runs_hardened_and_plans_the_cleanup(
 
 
 def test_running_container_shows_every_hardening_default(site: Site, built_image: BuildResult, engine: Engine) -> None:
-    digest = site.push(built_image.oci_layout, "0.1.0")
+    digest = site.push(built_image.oci_layout.root, "0.1.0")
     holder: dict[str, subprocess.CompletedProcess[str]] = {}
     thread = threading.Thread(
         target=lambda: holder.setdefault(
@@ -301,7 +302,7 @@ def test_running_container_shows_every_hardening_default(site: Site, built_image
 def test_project_layer_is_built_from_the_verified_digest_and_cached(
     site: Site, built_image: BuildResult, engine: Engine, tmp_path: Path
 ) -> None:
-    digest = site.push(built_image.oci_layout, "0.1.0")
+    digest = site.push(built_image.oci_layout.root, "0.1.0")
     project = tmp_path / "project"
     (project / ".terminai").mkdir(parents=True)
     (project / ".terminai" / "sandbox.Dockerfile").write_text(

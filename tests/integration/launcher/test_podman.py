@@ -48,7 +48,7 @@ def podman_site(registry: RegistryServer, tmp_path: Path, built_image: BuildResu
 
 def test_podman_runs_the_verified_image_hardened(podman_site: Site, built_image: BuildResult) -> None:
     site = podman_site
-    digest = site.push(built_image.oci_layout, "0.1.0")
+    digest = site.push(built_image.oci_layout.root, "0.1.0")
     holder: dict[str, subprocess.CompletedProcess[str]] = {}
     thread = threading.Thread(
         target=lambda: holder.setdefault(
@@ -87,7 +87,7 @@ def test_podman_runs_the_verified_image_hardened(podman_site: Site, built_image:
 
 def test_podman_passes_output_and_exit_code_through(podman_site: Site, built_image: BuildResult) -> None:
     site = podman_site
-    site.push(built_image.oci_layout, "0.1.0")
+    site.push(built_image.oci_layout.root, "0.1.0")
     script = "echo out; echo err >&2; grep CapEff /proc/self/status; touch $HOME/ok; exit 7"
     result = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "sh", "-c", script, env=PODMAN)
     assert result.returncode == 7, result.stderr
@@ -106,7 +106,7 @@ def test_podman_passes_output_and_exit_code_through(podman_site: Site, built_ima
 
 def test_podman_refuses_what_docker_refuses(podman_site: Site, built_image: BuildResult, tmp_path: Path) -> None:
     site = podman_site
-    site.push(built_image.oci_layout, "0.1.0", sign=False, repo="unsigned/sandbox")
+    site.push(built_image.oci_layout.root, "0.1.0", sign=False, repo="unsigned/sandbox")
     unsigned = site.cli(
         "run",
         "--image",
@@ -121,11 +121,11 @@ def test_podman_refuses_what_docker_refuses(podman_site: Site, built_image: Buil
     )
     assert unsigned.returncode == 11 and "no signature found" in unsigned.stderr
     assert "COMMAND-RAN" not in unsigned.stdout
-    future = _relabel(built_image.oci_layout, tmp_path / "future", {"dev.terminai.contract.version": "2.0.0"})
+    future = _relabel(built_image.oci_layout.root, tmp_path / "future", {"dev.terminai.contract.version": "2.0.0"})
     site.push(future, "2.0.0-future")
     refused = site.cli("run", "--image", site.ref("2.0.0-future"), "--key", str(site.pub), "--", "true", env=PODMAN)
     assert refused.returncode == 13 and "major differs" in refused.stderr
-    site.push(built_image.oci_layout, "0.1.0")
+    site.push(built_image.oci_layout.root, "0.1.0")
     deep = site.cli("preflight", "--deep", "--image", site.ref("0.1.0"), "--key", str(site.pub), env=PODMAN)
     assert deep.returncode == 13 and "--deep runs the contract suite through the Docker API" in deep.stderr
 
@@ -187,7 +187,7 @@ def test_rootless_podman_keeps_the_host_identity(
         shared.chmod(0o755)
         site = Site(registry, shared)
         site.pub.chmod(0o644)
-        site.push(built_image.oci_layout, "0.1.0")
+        site.push(built_image.oci_layout.root, "0.1.0")
         project = shared / "project"
         project.mkdir()
         os.chown(project, user.uid, user.gid)

@@ -218,7 +218,7 @@ def test_air_gapped_verify_from_a_release_directory(
     client, ref = pushed
     _sign(client, ref, instance)
     release = tmp_path / "dist"
-    shutil.copytree(built_image.oci_layout, release / "oci")
+    shutil.copytree(built_image.oci_layout.root, release / "oci")
     export_offline(RegistryStore(client, REPO), ref.digest or "", release)
     root = instance.write_trusted_root(tmp_path / "root.json")
     result = verify_image(ref, POLICY, client=None, offline_dir=release, trusted_root=root)

@@ -60,7 +60,7 @@ def test_provenance_is_attested_verified_and_tampering_refused(
     predicate_file = tmp_path / "provenance.slsa.json"
     code, out = _run(
         "provenance",
-        str(built_image.oci_layout),
+        str(built_image.oci_layout.root),
         "-o",
         str(predicate_file),
         "--repository",

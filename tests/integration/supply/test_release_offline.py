@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from terminai_sandbox.artifacts.image_locks import ImageLocks
 from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.cli import main
 from terminai_sandbox.engine import Engine
@@ -175,7 +176,7 @@ def test_sbom_is_complete_against_the_running_container(
                 repository="localhost/terminai/sandbox",
                 version="0.1.0",
                 source_date_epoch=built_image.source_date_epoch,
-                image_dir=ROOT / "images" / "sandbox",
+                locks=ImageLocks.read(ROOT / "images" / "sandbox"),
             )
         )
     )
@@ -209,7 +210,7 @@ def test_cli_sbom_is_byte_identical_across_runs(built_image: BuildResult, tmp_pa
             main,
             [
                 "sbom",
-                str(built_image.oci_layout),
+                str(built_image.oci_layout.root),
                 "-o",
                 str(tmp_path / name),
                 "--source-date-epoch",

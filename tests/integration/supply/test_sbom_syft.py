@@ -17,6 +17,7 @@ from typing import Any
 
 from license_expression import get_spdx_licensing
 from packageurl import PackageURL
+from terminai_sandbox.artifacts.image_locks import ImageLocks
 from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.sbom import SbomOptions, generate, normalise_pypi
 
@@ -55,11 +56,11 @@ def test_sbom_matches_syft_package_for_package_with_spdx_licences(built_image: B
                 layout=built_image.oci_layout,
                 repository="localhost/terminai/sandbox",
                 version="0.1.0",
-                image_dir=ROOT / "images" / "sandbox",
+                locks=ImageLocks.read(ROOT / "images" / "sandbox"),
             )
         )
     )
-    theirs = _syft(built_image.oci_layout, tmp_path)
+    theirs = _syft(built_image.oci_layout.root, tmp_path)
     ours_by_key = {_key(c["purl"]): c for c in ours["components"]}
     theirs_by_key = {_key(a["purl"]): a for a in theirs if a["type"] in ("deb", "python")}
     assert len(theirs_by_key) == len(theirs)  # syft found nothing of a kind we do not describe

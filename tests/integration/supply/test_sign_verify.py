@@ -129,9 +129,7 @@ def test_tag_moved_after_signing_is_unsigned(
     (tmp_path / "k.pub").write_bytes(keys.public_pem(signer))
     sign.sign(client, REPO, ref.digest or "", signer, docker_reference=ref.name)
     # Move the tag to a different manifest (same layers, another annotation) after signing.
-    manifest = json.loads(
-        (built_image.oci_layout / "blobs" / "sha256" / (ref.digest or "").removeprefix("sha256:")).read_bytes()
-    )
+    manifest = json.loads(built_image.oci_layout.read_blob(ref.digest or ""))
     manifest["annotations"]["org.opencontainers.image.ref.name"] = "moved"
     body = json.dumps(manifest).encode()
     client.put_manifest(REPO, "0.1.0", body, OCI_MANIFEST)

@@ -6,10 +6,13 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from terminai_sandbox.artifacts.debian_lock import DebianLock
 from terminai_sandbox.assemble import debian, layers, oci
 from terminai_sandbox.assemble.spec import load_spec
 from terminai_sandbox.errors import BuildError, ConfigError, EngineError, LockError
 from terminai_sandbox.launch.dockerapi import candidate_hosts, diagnose
+
+from tests.fixtures.locks import deb_sha256, debian_lock_doc
 
 SPEC = Path(__file__).resolve().parents[3] / "images" / "sandbox" / "image.toml"
 SDE = 1_700_000_000
@@ -39,23 +42,8 @@ def test_spec_errors_name_the_key(tmp_path: Path, mutate: object, message: str) 
     assert message in caught.value.render()
 
 
-def _lock(*pkgs: tuple[str, str]) -> dict[str, object]:
-    return {
-        "format": 1,
-        "source_date_epoch": SDE,
-        "packages": [
-            {
-                "name": n,
-                "version": v,
-                "architecture": "amd64",
-                "sha256": f"{n}-sum",
-                "size": 1,
-                "filename": n,
-                "source": n,
-            }
-            for n, v in pkgs
-        ],
-    }
+def _lock(*pkgs: tuple[str, str]) -> DebianLock:
+    return DebianLock.from_dict(debian_lock_doc(*pkgs, sde=SDE))
 
 
 def _collected(tmp_path: Path, status: str, index: str) -> debian.Collected:
@@ -70,7 +58,7 @@ def test_verify_against_lock_names_extra_missing_and_changed(tmp_path: Path) -> 
         "Package: b\nStatus: install ok installed\nVersion: 2\nArchitecture: amd64\n\n"
         "Package: extra\nStatus: install ok installed\nVersion: 9\nArchitecture: amd64\n"
     )
-    index = "Package: a\nVersion: 1\nSHA256: a-sum\n\nPackage: b\nVersion: 2\nSHA256: tampered\n"
+    index = f"Package: a\nVersion: 1\nSHA256: {deb_sha256('a')}\n\nPackage: b\nVersion: 2\nSHA256: tampered\n"
     with pytest.raises(LockError) as caught:
         debian.verify_against_lock(_lock(("a", "1"), ("b", "2"), ("gone", "3")), _collected(tmp_path, status, index))
     text = caught.value.message

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from terminai_sandbox.artifacts.debian_lock import DebianLock
 from terminai_sandbox.assemble import debian
+
+from tests.fixtures.locks import debian_lock_doc
 
 
 @pytest.mark.parametrize(
@@ -33,7 +36,7 @@ def test_newest_picks_by_policy_not_by_string() -> None:
 
 def test_drift_reports_the_policy_newest_candidate() -> None:
     lines = debian.drift_report(
-        [{"name": "libfoo", "version": "1.9-1"}, {"name": "gone", "version": "2"}],
+        DebianLock.from_dict(debian_lock_doc(("libfoo", "1.9-1"), ("gone", "2"))).packages,
         {"libfoo": {"1.9-1", "1.10-1", "1.8-1"}, "gone": {"1"}},
     )
     assert lines == ["newer: libfoo 1.9-1 -> 1.10-1", "gone: gone 2 is no longer on the mirrors"]

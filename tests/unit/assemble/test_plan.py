@@ -65,11 +65,14 @@ def _digest(path: str, char: str) -> FileDigest:
 
 CASES: dict[str, tuple[Callable[[], dict[str, Any]], set[str]]] = {
     "debian.lock bytes": (_locks(debian_file=_digest("images/sandbox/debian.lock", "9")), ALL),
-    "one locked .deb": (_locks(debian={**fx.debian_lock(), "packages": fx.debian_lock()["packages"][:1]}), ALL),
-    "SOURCE_DATE_EPOCH": (_locks(debian={**fx.debian_lock(), "source_date_epoch": fx.SDE + 1}), ALL),
+    "one locked .deb": (
+        _locks(debian=dataclasses.replace(fx.debian_lock(), packages=fx.debian_lock().packages[:1])),
+        ALL,
+    ),
+    "SOURCE_DATE_EPOCH": (_locks(debian=dataclasses.replace(fx.debian_lock(), source_date_epoch=fx.SDE + 1)), ALL),
     "requirements.lock bytes": (_locks(wheels_file=_digest("images/sandbox/requirements.lock", "9")), AFTER_WHEELS),
-    "one locked wheel": (_locks(wheels=(("restrictedpython", "9.1", "e" * 64),)), AFTER_WHEELS),
-    "build backend lock": (_locks(backend=(("setuptools", "85.0.0", "f" * 64),)), AFTER_TAPTS),
+    "one locked wheel": (_locks(wheels=fx.wheel_lock("restrictedpython", "9.1", "e" * 64)), AFTER_WHEELS),
+    "build backend lock": (_locks(backend=fx.wheel_lock("setuptools", "85.0.0", "f" * 64)), AFTER_TAPTS),
     "T-APTS source tree": (_sources(tapts=_digest("packages/terminai-apts", "9")), AFTER_TAPTS),
     "entrypoint script": (_sources(entrypoint=_digest("images/sandbox/entrypoint", "9")), AFTER_TAPTS),
     "host interpreter of the wheel build": (_toolchain(builder_python="3.12.1"), AFTER_TAPTS),
@@ -134,3 +137,14 @@ def test_where_the_files_lie_does_not_change_the_keys() -> None:
         wheels_file=FileDigest(path="/tmp/copy/requirements.lock", sha256="2" * 64),
     )
     assert fx.sample_plan(locks=moved).keys() == fx.sample_plan().keys()
+
+
+def test_the_plan_carries_the_typed_locks_of_what_the_image_contains() -> None:
+    """The SBOM of a release annotates components with the plan's own locks: the image's
+    Debian packages and wheels, not the T-APTS build backend."""
+    locks = fx.locks()
+    image = locks.image()
+    assert image.debian is locks.debian and image.wheels is locks.wheels
+    assert image.deb_sha256[("libc6", "2.36-9", "amd64")] == "a" * 64
+    assert image.wheel_sha256 == {("restrictedpython", "9.0"): ("b" * 64,)}
+    assert fx.sample_plan().source_date_epoch == locks.debian.source_date_epoch == fx.SDE

@@ -29,6 +29,10 @@ MAY_IMPORT = frozenset(
         "terminai_apts",
         "terminai_apts._version",
         "terminai_apts.ledger",  # the one hash chain, shared with the in-image ledgers
+        # the contract this launcher supports, from the one manifest shipped as package data
+        "terminai_sandbox.artifacts",
+        "terminai_sandbox.artifacts.contract",
+        "terminai_sandbox.resources",
     }
 )
 # Standard-library and third-party modules whose import a session start must not pay for.

@@ -13,25 +13,22 @@ from in_toto_attestation.predicates.provenance.v1 import provenance_pb2
 from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
 from in_toto_attestation.v1.statement import Statement
 from terminai_sandbox import provenance
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.errors import SbomError, VerificationError
 from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.signing import keyless
 from terminai_sandbox.signing.verify.image import verify_image
 from terminai_sandbox.signing.verify.trust import KeylessIdentity, VerificationPolicy
 
-from tests.fixtures.oci import blob_writer
+from tests.fixtures.oci import write_layout
 from tests.fixtures.plan import COMMIT, SOURCE, sample_plan
 from tests.unit.supply.sigstore_testing import IDENTITY, ISSUER, TestSigstore
 
 
-def _layout(root: Path, labels: dict[str, str]) -> tuple[Path, str]:
-    put = blob_writer(root)
-
+def _layout(root: Path, labels: dict[str, str]) -> tuple[OciLayout, str]:
     config = json.dumps({"created": "2026-11-20T02:11:10Z", "config": {"Labels": labels}}).encode()
-    manifest = json.dumps({"schemaVersion": 2, "config": {"digest": put(config)}, "layers": []}).encode()
-    digest = put(manifest)
-    (root / "index.json").write_text(json.dumps({"manifests": [{"digest": digest}]}))
-    return root, digest
+    digest = write_layout(root, config=config, layers=[])
+    return OciLayout.open(root), digest
 
 
 def _planned_labels() -> dict[str, str]:
@@ -153,10 +150,10 @@ def test_keyless_provenance_attestation_verifies_and_a_stranger_is_refused(
             predicate=provenance.generate(options),
         ),
     ]
-    release = options.layout.parent
+    release = options.layout.root.parent
     (release / "signatures.json").write_text(json.dumps({"digest": digest, "bundles": bundles}))
     # the offline source reads the layout at release/oci
-    assert options.layout == release / "oci"
+    assert options.layout.root == release / "oci"
     root = instance.write_trusted_root(tmp_path / "trusted_root.json")
     ref = ImageRef.parse(f"{repository}@{digest}")
     policy = VerificationPolicy(identities=(KeylessIdentity(identity=IDENTITY, issuer=ISSUER),))

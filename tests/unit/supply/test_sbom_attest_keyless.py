@@ -8,6 +8,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from terminai_sandbox.artifacts.contract import Contract
+from terminai_sandbox.artifacts.image_locks import ImageLocks
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.errors import SbomError, VerificationError
 from terminai_sandbox.sbom import SbomOptions, generate, parse_dpkg_status, parse_metadata
 from terminai_sandbox.signing import keyless
@@ -15,7 +18,8 @@ from terminai_sandbox.signing.formats import dsse, keys
 from terminai_sandbox.signing.verify import sigstore_bundle
 from terminai_sandbox.signing.verify.trust import KeylessIdentity
 
-from tests.fixtures.oci import blob_writer
+from tests.fixtures.locks import deb_sha256, write_debian_lock
+from tests.fixtures.oci import write_layout
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures/sigstore"
 BUNDLE = FIXTURES / "cosign-oci-attestation.sigstore.json"
@@ -63,14 +67,9 @@ def _layer(files: dict[str, bytes]) -> bytes:
     return gzip.compress(raw.getvalue(), mtime=0)
 
 
-def _layout(root: Path, layers: list[dict[str, bytes]]) -> Path:
-    put = blob_writer(root)
-
-    descriptors = [{"digest": put(_layer(files)), "size": 1} for files in layers]
-    manifest = json.dumps({"schemaVersion": 2, "config": {}, "layers": descriptors}).encode()
-    index = {"manifests": [{"digest": put(manifest), "mediaType": "application/vnd.oci.image.manifest.v1+json"}]}
-    (root / "index.json").write_text(json.dumps(index))
-    return root
+def _layout(root: Path, layers: list[dict[str, bytes]]) -> OciLayout:
+    write_layout(root, config=b"{}", layers=[_layer(files) for files in layers])
+    return OciLayout.open(root)
 
 
 def test_dpkg_status_and_metadata_parsing() -> None:
@@ -96,12 +95,10 @@ def test_sbom_from_layers_with_whiteouts_is_deterministic_and_valid(tmp_path: Pa
     )
     images = tmp_path / "images"
     images.mkdir()
-    (images / "debian.lock").write_text(
-        json.dumps({"packages": [{"name": "libc6", "version": "2.36-9", "architecture": "amd64", "sha256": "a" * 64}]})
-    )
+    write_debian_lock(images / "debian.lock", ("libc6", "2.36-9"))
     (images / "requirements.lock").write_text(f"restricted-python==9.0 \\\n    --hash=sha256:{'b' * 64}\n")
     options = SbomOptions(
-        layout=layout, repository="r.example/t/s", version="1.2.3", source_date_epoch=0, image_dir=images
+        layout=layout, repository="r.example/t/s", version="1.2.3", source_date_epoch=0, locks=ImageLocks.read(images)
     )
     first, second = generate(options), generate(options)
     assert first == second
@@ -113,7 +110,8 @@ def test_sbom_from_layers_with_whiteouts_is_deterministic_and_valid(tmp_path: Pa
         "pkg:deb/debian/libc6@2.36-9?arch=amd64&distro=debian-12",
         "pkg:pypi/restricted-python@9.0",
     }  # the whited-out distribution is gone
-    assert purls["pkg:deb/debian/libc6@2.36-9?arch=amd64&distro=debian-12"]["hashes"][0]["content"] == "a" * 64
+    libc6 = purls["pkg:deb/debian/libc6@2.36-9?arch=amd64&distro=debian-12"]
+    assert libc6["hashes"][0]["content"] == deb_sha256("libc6")
     assert purls["pkg:pypi/restricted-python@9.0"]["hashes"][0]["content"] == "b" * 64
     assert doc["metadata"]["component"]["purl"].startswith("pkg:oci/s@sha256:")
     deps = {d["ref"]: d.get("dependsOn", []) for d in doc["dependencies"]}
@@ -124,7 +122,9 @@ def test_sbom_from_layers_with_whiteouts_is_deterministic_and_valid(tmp_path: Pa
 
 def test_sbom_refuses_an_image_without_dpkg_status(tmp_path: Path) -> None:
     layout = _layout(tmp_path / "oci", [{"etc/hostname": b"x\n"}])
-    options = SbomOptions(layout=layout, repository="r/t", version="1", source_date_epoch=0, image_dir=tmp_path)
+    options = SbomOptions(
+        layout=layout, repository="r/t", version="1", source_date_epoch=0, locks=ImageLocks.read(tmp_path)
+    )
     with pytest.raises(SbomError, match="no dpkg status"):
         generate(options)
 
@@ -235,12 +235,10 @@ def test_toml_policy_compose_and_dev_key(tmp_path: Path, monkeypatch: pytest.Mon
 
 
 def test_release_contract_version_and_tlog_fields() -> None:
-    from terminai_sandbox.release import contract_version
     from terminai_sandbox.signing.formats.bundle import tlog_field as _tlog_field
 
     root = Path(__file__).resolve().parents[3]
-    assert (
-        contract_version(root) == json.loads((root / "contracts/t-apts/contract.json").read_text())["contract_version"]
-    )
+    shipped = json.loads((root / "contracts/t-apts/contract.json").read_text())["contract_version"]
+    assert Contract.shipped().version == shipped  # what a release records is the suite's own manifest
     assert _tlog_field(BUNDLE.read_text(), "logIndex") == 175508996
     assert _tlog_field("{}", "logIndex") is None

@@ -13,10 +13,12 @@ from cyclonedx.schema import SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
 from license_expression import get_spdx_licensing
 from terminai_sandbox import licenses
+from terminai_sandbox.artifacts.image_locks import ImageLocks
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.errors import SbomError
 from terminai_sandbox.sbom import SbomOptions, copyright_licenses, generate, os_release_distro
 
-from tests.fixtures.oci import blob_writer
+from tests.fixtures.oci import write_layout
 
 DEP5_HEADER = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\n"
 
@@ -136,19 +138,16 @@ def _image(root: Path, *, created: str | None) -> Path:
         link = tarfile.TarInfo(name)
         link.type, link.linkname = tarfile.SYMTYPE, target
         entries.append(link)
-    put = blob_writer(root)
-
     config = json.dumps({"created": created} if created else {}).encode()
-    manifest = json.dumps(
-        {"schemaVersion": 2, "config": {"digest": put(config)}, "layers": [{"digest": put(_tar(entries, files))}]}
-    ).encode()
-    (root / "index.json").write_text(json.dumps({"manifests": [{"digest": put(manifest)}]}))
+    write_layout(root, config=config, layers=[_tar(entries, files)])
     return root
 
 
 def test_sbom_licences_symlinked_docs_distro_and_image_timestamp(tmp_path: Path) -> None:
     layout = _image(tmp_path / "oci", created="2026-11-20T02:11:10Z")
-    options = SbomOptions(layout=layout, repository="r.example/t/s", version="1", image_dir=tmp_path)
+    options = SbomOptions(
+        layout=OciLayout.open(layout), repository="r.example/t/s", version="1", locks=ImageLocks.read(tmp_path)
+    )
     first = generate(options)
     assert first == generate(options)  # deterministic
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(first) is None
@@ -162,7 +161,13 @@ def test_sbom_licences_symlinked_docs_distro_and_image_timestamp(tmp_path: Path)
     assert {"name": "terminai:deb:licenses", "value": "public-domain"} in by_name["tzdata"]["properties"]
     assert by_name["tzdata"]["purl"] == "pkg:deb/debian/tzdata@2024a-0%2Bdeb12u1?arch=all&distro=debian-13"
     explicit = generate(
-        SbomOptions(layout=layout, repository="r.example/t/s", version="1", image_dir=tmp_path, source_date_epoch=86400)
+        SbomOptions(
+            layout=OciLayout.open(layout),
+            repository="r.example/t/s",
+            version="1",
+            locks=ImageLocks.read(tmp_path),
+            source_date_epoch=86400,
+        )
     )
     assert json.loads(explicit)["metadata"]["timestamp"] == "1970-01-02T00:00:00+00:00"
 
@@ -170,7 +175,9 @@ def test_sbom_licences_symlinked_docs_distro_and_image_timestamp(tmp_path: Path)
 def test_sbom_without_a_created_time_asks_for_one(tmp_path: Path) -> None:
     layout = _image(tmp_path / "oci", created=None)
     with pytest.raises(SbomError, match="created") as caught:
-        generate(SbomOptions(layout=layout, repository="r/t", version="1", image_dir=tmp_path))
+        generate(
+            SbomOptions(layout=OciLayout.open(layout), repository="r/t", version="1", locks=ImageLocks.read(tmp_path))
+        )
     assert "--source-date-epoch" in (caught.value.hint or "")
 
 

@@ -43,6 +43,19 @@ class ConfigError(SandboxError):
     exit_code = 3
 
 
+class ArtifactError(ConfigError):
+    """An artefact handed from one step to the next (an OCI layout, a lock, a contract
+    manifest) is missing or malformed. Exit code 3, like any other refused input file."""
+
+    default_hint = "rebuild it with the command that writes it, or pass the right path"
+
+
+class ArtifactCorrupted(ArtifactError):
+    """An artefact's bytes do not hash to the digest that names them."""
+
+    default_hint = "the file changed after it was written; rebuild it (never edit a layout by hand)"
+
+
 class EngineError(SandboxError):
     """No usable container engine: not installed, daemon down, socket not permitted."""
 

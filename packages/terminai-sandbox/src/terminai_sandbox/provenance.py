@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from terminai_sandbox._version import __version__
+from terminai_sandbox.artifacts.contract import LABEL as CONTRACT_LABEL
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.assemble.plan import BuildPlan
 from terminai_sandbox.errors import SbomError, VerificationError
 
@@ -46,32 +48,13 @@ _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProvenanceOptions:
-    layout: Path  # the built image (OCI layout)
+    layout: OciLayout  # the built image
     plan: BuildPlan  # what it was built from
     repository: str
     version: str
     builder_id: str = LOCAL_BUILDER
     invocation_id: str | None = None  # e.g. the CI run's URL
     sbom: Path | None = None  # recorded as a byproduct
-
-
-def _image_config(layout: Path) -> Mapping[str, Any]:
-    try:
-        index = json.loads((layout / "index.json").read_text())
-        blobs = layout / "blobs" / "sha256"
-        manifest = json.loads((blobs / index["manifests"][0]["digest"].removeprefix("sha256:")).read_text())
-        config = json.loads((blobs / manifest["config"]["digest"].removeprefix("sha256:")).read_text())
-    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
-        raise SbomError(f"{layout} is not a readable OCI image layout: {exc}") from None
-    if not isinstance(config, dict):
-        raise SbomError(f"{layout}: the image config is not a JSON object")
-    return config
-
-
-def image_labels(layout: Path) -> Mapping[str, Any]:
-    """The image config's labels in the OCI layout (:class:`SbomError` when it is not one)."""
-    labels = (_image_config(layout).get("config") or {}).get("Labels") or {}
-    return labels if isinstance(labels, dict) else {}
 
 
 def _sha256(path: Path) -> str:
@@ -82,29 +65,29 @@ def _sha256(path: Path) -> str:
 _PLANNED_LABELS = (
     "org.opencontainers.image.revision",
     "dev.terminai.assembler-format",
-    "dev.terminai.contract.version",
+    CONTRACT_LABEL,
 )
 
 
-def _check_plan_matches(layout: Path, labels: Mapping[str, Any], plan: BuildPlan) -> None:
+def _check_plan_matches(layout: OciLayout, labels: Mapping[str, str], plan: BuildPlan) -> None:
     planned = dict(plan.labels)
     for label in _PLANNED_LABELS:
         found, wanted = labels.get(label), planned.get(label)
-        if str(found or "") != (wanted or ""):
+        if (found or "") != (wanted or ""):
             raise SbomError(
-                f"{layout}: the image's {label} is {found!r}, but the build plan gives {wanted!r}",
+                f"{layout.root}: the image's {label} is {found!r}, but the build plan gives {wanted!r}",
                 hint="generate provenance from the checkout (commit, locks, sources) the image was built from",
             )
 
 
 def generate(options: ProvenanceOptions) -> dict[str, Any]:
     """The SLSA v1 provenance predicate for the image in ``options.layout``."""
-    labels = image_labels(options.layout)
+    labels = options.layout.labels()
     commit = str(labels.get("org.opencontainers.image.revision", ""))
     source = str(labels.get("org.opencontainers.image.source", ""))
     if not _COMMIT.match(commit) or not source:
         raise SbomError(
-            f"{options.layout}: the image does not name its source commit "
+            f"{options.layout.root}: the image does not name its source commit "
             "(labels org.opencontainers.image.revision and .source)",
             hint="build from a git checkout with 'terminai-sandbox build'",
         )

@@ -1,8 +1,9 @@
 """A small OCI distribution API client: push and fetch by digest, never by trust in tags.
 
-* Push an OCI image layout blob by blob (blobs the registry already has are skipped;
-  monolithic or chunked uploads), then the manifest *by digest*, so the registry holds
-  exactly the assembled manifest bytes (``docker push`` would rewrite them).
+* Push an opened OCI image layout (:class:`~terminai_sandbox.artifacts.oci_layout.OciLayout`)
+  blob by blob (blobs the registry already has are skipped; monolithic or chunked uploads),
+  then the manifest *by digest*, so the registry holds exactly the assembled manifest bytes
+  (``docker push`` would rewrite them).
 * Fetch manifests and blobs by digest and check the bytes against the digest.
 * Resolve a tag to a digest once; everything after that works by digest.
 * Auth: anonymous, basic, and the bearer-token challenge flow, with credentials from the
@@ -18,11 +19,11 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import requests
 
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.errors import (
     RegistryBadResponse,
     RegistryCorrupted,
@@ -280,22 +281,22 @@ class RegistryClient:
 
     # -- OCI layouts -----------------------------------------------------------------
     def push_layout(
-        self, layout: Path, repo: str, *, tag: str | None = None, chunk_size: int | None = None
+        self, layout: OciLayout, repo: str, *, tag: str | None = None, chunk_size: int | None = None
     ) -> PushResult:
-        """Push the single image of an OCI layout by digest; tag it afterwards if asked."""
-        index = json.loads((layout / "index.json").read_text())
-        descriptor = index["manifests"][0]
-        manifest = _read_blob(layout, descriptor["digest"])
-        data = json.loads(manifest)
+        """Push the one image of an opened OCI layout by digest; tag it afterwards if asked.
+
+        Each blob is read through the layout, which checks its bytes against its digest.
+        """
         sent = skipped = 0
-        for item in [data["config"], *data["layers"]]:
-            if self.push_blob(repo, item["digest"], _read_blob(layout, item["digest"]), chunk_size=chunk_size):
+        for item in (layout.config, *layout.layers):
+            if self.push_blob(repo, item.digest, layout.read_blob(item.digest), chunk_size=chunk_size):
                 sent += 1
             else:
                 skipped += 1
-        digest = self.put_manifest(repo, descriptor["digest"], manifest, descriptor["mediaType"])
+        manifest, media_type = layout.manifest_bytes, layout.manifest.media_type
+        digest = self.put_manifest(repo, layout.manifest_digest, manifest, media_type)
         if tag:
-            self.put_manifest(repo, tag, manifest, descriptor["mediaType"])
+            self.put_manifest(repo, tag, manifest, media_type)
         return PushResult(digest=digest, blobs_sent=sent, blobs_skipped=skipped)
 
 
@@ -304,10 +305,3 @@ class PushResult:
     digest: str
     blobs_sent: int
     blobs_skipped: int
-
-
-def _read_blob(layout: Path, digest: str) -> bytes:
-    data = (layout / "blobs" / "sha256" / digest.removeprefix("sha256:")).read_bytes()
-    if sha256_digest(data) != digest:
-        raise RegistryCorrupted(f"OCI layout {layout}: blob {digest} is corrupted")
-    return data

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from terminai_sandbox import provenance
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.assemble import BuildPlan
 from terminai_sandbox.errors import ReleaseError, SandboxError
 from terminai_sandbox.launch.reference import ImageRef
@@ -37,7 +38,7 @@ from terminai_sandbox.signing.verify.trust import TrustedKey, VerificationPolicy
 
 class BuiltImage(Protocol):
     @property
-    def oci_layout(self) -> Path: ...
+    def oci_layout(self) -> OciLayout: ...
     @property
     def manifest_digest(self) -> str: ...
     @property
@@ -97,28 +98,31 @@ def release(
             hint="nothing was pushed or tagged; fix the image and release again",
         )
     ref = ImageRef.parse(options.repository, what="release repository")
+    layout = image.oci_layout
+    built_plan = image.plan
+    if built_plan is None:
+        raise ReleaseError(
+            "release stopped at step 'build': the build returned no plan (the SBOM and provenance record its inputs)"
+        )
     sbom_text = _step(
         "sbom",
         lambda: generate(
             SbomOptions(
-                layout=image.oci_layout,
+                layout=layout,
                 repository=ref.name,
                 version=options.version,
                 source_date_epoch=image.source_date_epoch,
-                image_dir=options.image_dir,
+                locks=built_plan.locks.image(),  # the locks the image was planned from
             )
         ),
     )
     sbom_path = target / "sbom.cdx.json"
     sbom_path.write_text(sbom_text)
-    built_plan = image.plan
-    if built_plan is None:
-        raise ReleaseError("release stopped at step 'provenance': the build returned no plan to record")
     predicate = _step(
         "provenance",
         lambda: provenance.generate(
             provenance.ProvenanceOptions(
-                layout=image.oci_layout,
+                layout=layout,
                 plan=built_plan,
                 repository=ref.name,
                 version=options.version,
@@ -130,7 +134,7 @@ def release(
     provenance_path = target / "provenance.slsa.json"
     provenance_path.write_text(provenance.dumps(predicate))
     client = client or RegistryClient(ref.registry, insecure=options.insecure)
-    pushed = _step("push", lambda: client.push_layout(image.oci_layout, ref.repository))  # by digest, no tag yet
+    pushed = _step("push", lambda: client.push_layout(layout, ref.repository))  # by digest, no tag yet
     if pushed.digest != image.manifest_digest:
         raise ReleaseError(f"the registry holds {pushed.digest}, not the built {image.manifest_digest}")
     pinned = ref.with_digest(pushed.digest)
@@ -157,10 +161,13 @@ def release(
         "verify",
         lambda: verify_image(pinned, policy, client=client, attestations=("cyclonedx", "slsaprovenance1")),
     )
-    _step("tag", lambda: client.put_manifest(ref.repository, options.version, *_manifest(image)))
-    if image.oci_layout.resolve() != (target / "oci").resolve():
+    _step(
+        "tag",
+        lambda: client.put_manifest(ref.repository, options.version, layout.manifest_bytes, layout.manifest.media_type),
+    )
+    if layout.root.resolve() != (target / "oci").resolve():
         shutil.rmtree(target / "oci", ignore_errors=True)
-        shutil.copytree(image.oci_layout, target / "oci")
+        shutil.copytree(layout.root, target / "oci")
     _step("export", lambda: export_offline(RegistryStore(client, ref.repository), pushed.digest, target))
     (target / "cosign.pub").write_bytes(public)
     (target / "payload.json").write_bytes(payload)
@@ -184,22 +191,3 @@ def release(
     }
     (target / "release.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return manifest
-
-
-def _manifest(image: BuiltImage) -> tuple[bytes, str]:
-    index = json.loads((image.oci_layout / "index.json").read_text())
-    descriptor = index["manifests"][0]
-    blob = image.oci_layout / "blobs" / "sha256" / descriptor["digest"].removeprefix("sha256:")
-    return blob.read_bytes(), str(descriptor["mediaType"])
-
-
-def contract_version(root: Path) -> str:
-    """The T-APTS contract version the suite checks (``contract_version`` in ``contracts/t-apts/*.json``)."""
-    for path in sorted((root / "contracts" / "t-apts").glob("*.json")):
-        try:
-            version = json.loads(path.read_text()).get("contract_version")
-        except (OSError, ValueError, AttributeError):
-            continue
-        if isinstance(version, str):
-            return version
-    return "unknown"

@@ -5,7 +5,9 @@ whiteouts win): ``var/lib/dpkg/status`` for Debian packages, every ``*.dist-info
 for Python distributions, ``usr/share/doc/<package>/copyright`` for Debian licences
 (following a ``usr/share/doc/<package>`` symlink to the package that holds the file), and
 ``os-release`` for the purls' ``distro``. The locks in ``images/sandbox/`` add the sha256 of
-each ``.deb`` and each wheel.
+each ``.deb`` and each wheel (:class:`~terminai_sandbox.artifacts.image_locks.ImageLocks`).
+The layout is an opened :class:`~terminai_sandbox.artifacts.oci_layout.OciLayout`; its layer
+blobs are checked against their digests before anything is read from them.
 
 Licences are SPDX expressions (:mod:`terminai_sandbox.licenses`): every ``License:`` name of
 a machine-readable (DEP-5) copyright file, or, for an older free-text file, every
@@ -23,14 +25,13 @@ from __future__ import annotations
 
 import email.parser
 import gzip
-import json
 import posixpath
 import re
 import tarfile
 import uuid
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from cyclonedx.model import HashAlgorithm, HashType, Property
 from cyclonedx.model.bom import Bom
@@ -43,16 +44,16 @@ from packageurl import PackageURL
 
 from terminai_sandbox import licenses
 from terminai_sandbox._version import __version__
+from terminai_sandbox.artifacts.image_locks import ImageLocks
+from terminai_sandbox.artifacts.oci_layout import OciLayout
+from terminai_sandbox.artifacts.wheel_lock import normalise_pypi
 from terminai_sandbox.errors import SbomError
+
+__all__ = ["SbomOptions", "generate", "image_contents", "image_created", "normalise_pypi", "read_files"]
 
 DEB_DISTRO = "debian-12"  # when the image carries no os-release
 _PY_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 _DEP_NAME = re.compile(r"^\s*([a-z0-9][a-z0-9+.-]+)")
-
-
-def normalise_pypi(name: str) -> str:
-    """PEP 503 name, as ``pkg:pypi`` purls use it."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,28 +84,14 @@ class ImageContents:
     distro: str = DEB_DISTRO
 
 
-def _layer_paths(layout: Path) -> tuple[str, list[Path]]:
-    try:
-        index = json.loads((layout / "index.json").read_text())
-        digest = index["manifests"][0]["digest"]
-        manifest = json.loads((layout / "blobs" / "sha256" / digest.removeprefix("sha256:")).read_text())
-        layers = [layout / "blobs" / "sha256" / item["digest"].removeprefix("sha256:") for item in manifest["layers"]]
-    except (OSError, ValueError, KeyError, IndexError) as exc:
-        raise SbomError(f"{layout} is not a readable OCI image layout: {exc}") from None
-    return digest, layers
-
-
-def image_created(layout: Path) -> int:
+def image_created(layout: OciLayout) -> int:
     """The image config's ``created`` time (the build's SOURCE_DATE_EPOCH) in seconds."""
-    digest, _ = _layer_paths(layout)
     try:
-        manifest = json.loads((layout / "blobs" / "sha256" / digest.removeprefix("sha256:")).read_text())
-        config_blob = layout / "blobs" / "sha256" / manifest["config"]["digest"].removeprefix("sha256:")
-        created = json.loads(config_blob.read_text())["created"]
+        created = layout.image_config()["created"]
         return int(datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp())
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         raise SbomError(
-            f"{layout}: the image config has no readable 'created' time for the SBOM timestamp",
+            f"{layout.root}: the image config has no readable 'created' time for the SBOM timestamp",
             hint="pass --source-date-epoch SECONDS",
         ) from None
 
@@ -127,14 +114,13 @@ def _doc_link(path: str) -> bool:
     return (path.startswith("usr/share/doc/") and path.count("/") == 3) or path in _OS_RELEASE
 
 
-def read_files(layout: Path) -> dict[str, bytes]:
+def read_files(layout: OciLayout) -> dict[str, bytes]:
     """The final content of the files the SBOM needs, after applying every layer in order.
 
     Symlinks among them are returned as ``b"->TARGET"`` under their own path.
     """
-    _, layers = _layer_paths(layout)
     files: dict[str, bytes] = {}
-    for blob in layers:
+    for blob in layout.layer_paths():
         with gzip.open(blob) as stream, tarfile.open(fileobj=stream, mode="r|") as tar:
             for member in tar:
                 path = PurePosixPath(member.name.removeprefix("./"))
@@ -254,7 +240,7 @@ def parse_metadata(data: bytes) -> PyDist:
     )
 
 
-def image_contents(layout: Path) -> ImageContents:
+def image_contents(layout: OciLayout) -> ImageContents:
     files = read_files(layout)
     copyrights: dict[str, str] = {}
     for path in files:
@@ -283,34 +269,6 @@ def image_contents(layout: Path) -> ImageContents:
     return contents
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Locks:
-    deb_sha256: dict[tuple[str, str, str], str]
-    wheel_sha256: dict[tuple[str, str], tuple[str, ...]]
-
-
-def read_locks(image_dir: Path) -> Locks:
-    """sha256 of each .deb (``debian.lock``) and each wheel (``requirements.lock``)."""
-    debs: dict[tuple[str, str, str], str] = {}
-    wheels: dict[tuple[str, str], tuple[str, ...]] = {}
-    deb_lock = image_dir / "debian.lock"
-    if deb_lock.exists():
-        for item in json.loads(deb_lock.read_text())["packages"]:
-            debs[(item["name"], item["version"], item["architecture"])] = item["sha256"]
-    req_lock = image_dir / "requirements.lock"
-    if req_lock.exists():
-        logical = req_lock.read_text().replace("\\\n", " ")
-        for raw in logical.splitlines():
-            line = raw.split("#", 1)[0].strip()
-            if "==" not in line:
-                continue
-            spec = line.split()[0]
-            name, _, version = spec.partition("==")
-            hashes = tuple(re.findall(r"--hash=sha256:([0-9a-f]{64})", line))
-            wheels[(normalise_pypi(name.split("[")[0]), version)] = hashes
-    return Locks(deb_sha256=debs, wheel_sha256=wheels)
-
-
 def _license(expression: str | None) -> list[DisjunctiveLicense | LicenseExpression]:
     """CycloneDX ``license.id`` for one SPDX identifier, ``expression`` for anything else."""
     if expression is None:
@@ -320,7 +278,7 @@ def _license(expression: str | None) -> list[DisjunctiveLicense | LicenseExpress
     return [LicenseExpression(expression)]
 
 
-def _deb_component(pkg: DebPackage, locks: Locks, distro: str) -> Component:
+def _deb_component(pkg: DebPackage, locks: ImageLocks, distro: str) -> Component:
     purl = PackageURL(
         type="deb",
         namespace="debian",
@@ -345,7 +303,7 @@ def _deb_component(pkg: DebPackage, locks: Locks, distro: str) -> Component:
     )
 
 
-def _py_component(dist: PyDist, locks: Locks) -> Component:
+def _py_component(dist: PyDist, locks: ImageLocks) -> Component:
     key = normalise_pypi(dist.name)
     purl = PackageURL(type="pypi", name=key, version=dist.version)
     hashes = locks.wheel_sha256.get((key, dist.version), ())
@@ -363,20 +321,21 @@ def _py_component(dist: PyDist, locks: Locks) -> Component:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SbomOptions:
-    layout: Path
+    layout: OciLayout
     repository: str
     version: str
-    image_dir: Path
+    locks: ImageLocks  # the locks the image was built from: each component's sha256
     source_date_epoch: int | None = None  # None: the image config's created time
 
 
 def generate(options: SbomOptions) -> str:
     """The validated CycloneDX 1.6 JSON document for the image in ``options.layout``."""
-    digest, _ = _layer_paths(options.layout)
+    digest = options.layout.manifest_digest
+    options.layout.verify()
     contents = image_contents(options.layout)
     if not contents.debs:
-        raise SbomError(f"{options.layout}: no dpkg status in the image; cannot list its Debian packages")
-    locks = read_locks(options.image_dir)
+        raise SbomError(f"{options.layout.root}: no dpkg status in the image; cannot list its Debian packages")
+    locks = options.locks
     bom = Bom()
     bom.serial_number = uuid.uuid5(uuid.NAMESPACE_URL, f"terminai-sandbox-sbom:{digest}")
     epoch = options.source_date_epoch if options.source_date_epoch is not None else image_created(options.layout)

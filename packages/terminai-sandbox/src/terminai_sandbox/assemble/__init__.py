@@ -11,6 +11,7 @@ and manifest digest: see :mod:`.layers` for the rules that make it so.
 
 from __future__ import annotations
 
+from terminai_sandbox.artifacts.contract import LABEL as CONTRACT_LABEL
 from terminai_sandbox.assemble.image import (
     BuildOptions,
     BuildResult,
@@ -22,7 +23,7 @@ from terminai_sandbox.assemble.image import (
     result_from_dict,
 )
 from terminai_sandbox.assemble.inputs import default_cache, repo_root
-from terminai_sandbox.assemble.plan import ASSEMBLER_FORMAT, CONTRACT_LABEL, BuildPlan
+from terminai_sandbox.assemble.plan import ASSEMBLER_FORMAT, BuildPlan
 from terminai_sandbox.assemble.reproduce import check_reproducible, copy_sources, independent_build
 
 __all__ = [

@@ -11,7 +11,6 @@ locked one (apt itself verified each download against that signed index).
 from __future__ import annotations
 
 import email.utils
-import json
 import os
 import shutil
 import subprocess
@@ -20,14 +19,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from debian.debian_support import Version
 
+from terminai_sandbox.artifacts.debian_lock import DebianLock, DebianPackage
 from terminai_sandbox.assemble.spec import ImageSpec
 from terminai_sandbox.errors import BuildError, LockError
 
-LOCK_FORMAT = 1
 MERGED_USR_HOOKS = Path("/usr/share/mmdebstrap/hooks/merged-usr")
 
 
@@ -143,7 +141,7 @@ def _index_records(collected: Collected, wanted: dict[str, str]) -> dict[tuple[s
     return found
 
 
-def make_lock(spec: ImageSpec, collected: Collected) -> dict[str, Any]:
+def make_lock(spec: ImageSpec, collected: Collected) -> DebianLock:
     """The lock document for what a fresh, unpinned bootstrap installed."""
     pkgs = installed(collected.status)
     records = _index_records(collected, {n: f["Version"] for n, f in pkgs.items()})
@@ -157,74 +155,65 @@ def make_lock(spec: ImageSpec, collected: Collected) -> dict[str, Any]:
                 hint="the mirror changed during locking; run 'terminai-sandbox lock' again",
             )
         entries.append(
-            {
-                "name": name,
-                "version": fields["Version"],
-                "architecture": fields.get("Architecture", spec.architecture),
-                "source": (fields.get("Source") or name).split(" ")[0],
-                "sha256": record["SHA256"],
-                "size": int(record["Size"]),
-                "filename": record["Filename"],
-            }
+            DebianPackage(
+                name=name,
+                version=fields["Version"],
+                architecture=fields.get("Architecture", spec.architecture),
+                source=(fields.get("Source") or name).split(" ")[0],
+                sha256=record["SHA256"],
+                size=int(record["Size"]),
+                filename=record["Filename"],
+            )
         )
-    return {
-        "format": LOCK_FORMAT,
-        "suite": spec.suite,
-        "architecture": spec.architecture,
-        "mirrors": list(spec.mirrors),
+    lock = DebianLock(
+        suite=spec.suite,
+        architecture=spec.architecture,
+        mirrors=tuple(spec.mirrors),
         # The newest archive Release date: a meaningful, reproducible SOURCE_DATE_EPOCH.
-        "source_date_epoch": max(collected.release_dates),
-        "packages": entries,
-    }
+        source_date_epoch=max(collected.release_dates),
+        packages=tuple(entries),
+    )
+    return DebianLock.from_dict(lock.to_dict(), where="the new Debian lock")  # what a later read accepts
 
 
-def read_lock(path: Path) -> dict[str, Any]:
-    try:
-        data: dict[str, Any] = json.loads(path.read_text())
-    except OSError:
-        raise LockError(f"no Debian lock at {path}", hint="run 'terminai-sandbox lock' to create it") from None
-    except ValueError as exc:
-        raise LockError(f"{path} is not valid JSON: {exc}") from None
-    if data.get("format") != LOCK_FORMAT or not isinstance(data.get("packages"), list):
-        raise LockError(
-            f"{path} is not a format-{LOCK_FORMAT} Debian lock", hint="regenerate it with 'terminai-sandbox lock'"
-        )
-    return data
+def read_lock(path: Path) -> DebianLock:
+    """The lock at ``path``, strictly parsed (see :class:`~terminai_sandbox.artifacts.debian_lock.DebianLock`)."""
+    return DebianLock.load(path)
 
 
-def write_lock(path: Path, lock: dict[str, Any]) -> None:
-    path.write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n")
+def write_lock(path: Path, lock: DebianLock) -> None:
+    path.write_text(lock.dumps())
 
 
-def preferences(lock: dict[str, Any]) -> str:
+def preferences(lock: DebianLock) -> str:
     """apt preferences pinning every locked package to its exact version."""
-    stanzas = [f"Package: {p['name']}\nPin: version {p['version']}\nPin-Priority: 1001\n" for p in lock["packages"]]
+    stanzas = [f"Package: {p.name}\nPin: version {p.version}\nPin-Priority: 1001\n" for p in lock.packages]
     return "\n".join(stanzas)
 
 
-def verify_against_lock(lock: dict[str, Any], collected: Collected) -> None:
+def verify_against_lock(lock: DebianLock, collected: Collected) -> None:
     """Installed set == lock (names, versions, architectures) and index sha256 == locked sha256."""
     pkgs = installed(collected.status)
-    locked = {p["name"]: p for p in lock["packages"]}
+    locked = lock.by_name()
     problems = []
     for name in sorted(set(pkgs) - set(locked)):
         problems.append(f"extra package {name} {pkgs[name]['Version']} (not in the lock)")
     for name in sorted(set(locked) - set(pkgs)):
-        problems.append(f"missing package {name} {locked[name]['version']}")
+        problems.append(f"missing package {name} {locked[name].version}")
     for name in sorted(set(pkgs) & set(locked)):
         got, want = pkgs[name], locked[name]
-        if got["Version"] != want["version"] or got.get("Architecture") != want["architecture"]:
+        if got["Version"] != want.version or got.get("Architecture") != want.architecture:
             problems.append(
                 f"{name}: installed {got['Version']} ({got.get('Architecture')}), "
-                f"locked {want['version']} ({want['architecture']})"
+                f"locked {want.version} ({want.architecture})"
             )
     records = _index_records(collected, {n: f["Version"] for n, f in pkgs.items()})
     for name in sorted(set(pkgs) & set(locked)):
         record = records.get((name, pkgs[name]["Version"]))
-        if record is not None and record.get("SHA256") != locked[name]["sha256"]:
+        if record is not None and record.get("SHA256") != locked[name].sha256:
             problems.append(
-                f"{name} {locked[name]['version']}: archive sha256 {record.get('SHA256')} "
-                f"differs from the locked {locked[name]['sha256']}"
+                f"{name} {locked[name].version}: archive sha256 {record.get('SHA256')} "
+                f"differs from the locked {locked[name].sha256}"
             )
     if problems:
         raise LockError(
@@ -233,7 +222,7 @@ def verify_against_lock(lock: dict[str, Any], collected: Collected) -> None:
         )
 
 
-def drift(spec: ImageSpec, lock: dict[str, Any]) -> list[str]:
+def drift(spec: ImageSpec, lock: DebianLock) -> list[str]:
     """Locked versions gone from the mirrors, and newer candidates (apt-get update in a scratch dir)."""
     with tempfile.TemporaryDirectory(prefix="terminai-drift-") as tmp:
         root = Path(tmp)
@@ -267,19 +256,19 @@ def drift(spec: ImageSpec, lock: dict[str, Any]) -> list[str]:
             ).stdout
             for fields in paragraphs(text):
                 versions.setdefault(fields.get("Package", ""), set()).add(fields.get("Version", ""))
-    return drift_report(lock["packages"], versions)
+    return drift_report(lock.packages, versions)
 
 
-def drift_report(locked: list[dict[str, Any]], available: dict[str, set[str]]) -> list[str]:
+def drift_report(locked: Iterable[DebianPackage], available: dict[str, set[str]]) -> list[str]:
     """Locked versions missing from ``available`` (name -> versions), and newer candidates."""
     report = []
     for pkg in locked:
-        versions = available.get(pkg["name"], set())
-        if pkg["version"] not in versions:
-            report.append(f"gone: {pkg['name']} {pkg['version']} is no longer on the mirrors")
+        versions = available.get(pkg.name, set())
+        if pkg.version not in versions:
+            report.append(f"gone: {pkg.name} {pkg.version} is no longer on the mirrors")
         candidate = newest(versions)
-        if candidate is not None and is_newer(candidate, pkg["version"]):
-            report.append(f"newer: {pkg['name']} {pkg['version']} -> {candidate}")
+        if candidate is not None and is_newer(candidate, pkg.version):
+            report.append(f"newer: {pkg.name} {pkg.version} -> {candidate}")
     return report
 
 

@@ -14,9 +14,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from terminai_sandbox.artifacts.contract import LABEL as CONTRACT_LABEL
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.assemble import debian, layers, oci, python
 from terminai_sandbox.assemble.cache import StageCache
-from terminai_sandbox.assemble.plan import CONTRACT_LABEL, BuildPlan, Stage
+from terminai_sandbox.assemble.plan import BuildPlan, Stage
 
 Progress = Callable[[str], None]
 
@@ -39,7 +41,7 @@ class Packaged:
     layers: tuple[layers.Layer, ...]  # compressed, in image order
     config: bytes
     manifest_digest: str
-    oci_layout: Path
+    oci_layout: OciLayout
     archive: Path
 
 
@@ -60,7 +62,7 @@ def _cached_or(
 
 
 def _base(plan: BuildPlan, stage: Stage, work: Path, progress: Progress) -> layers.Layer:
-    spec, lock = plan.spec, dict(plan.locks.debian)
+    spec, lock = plan.spec, plan.locks.debian
     raw = work / "rootfs.tar"
     collected = debian.run_mmdebstrap(
         spec,
@@ -72,7 +74,7 @@ def _base(plan: BuildPlan, stage: Stage, work: Path, progress: Progress) -> laye
         log=progress,
     )
     debian.verify_against_lock(lock, collected)
-    progress(f"base: installed set equals debian.lock ({len(lock['packages'])} packages)")
+    progress(f"base: installed set equals debian.lock ({len(lock.packages)} packages)")
     layer = layers.normalise_tar(raw, work / "base.tar", source_date_epoch=plan.source_date_epoch)
     raw.unlink()
     return layer
@@ -188,4 +190,5 @@ def package(
     )
     archive = output / "image.tar"
     oci.write_docker_archive(archive, config=config, layers=packed, repo_tag=plan.reference, source_date_epoch=sde)
-    return Packaged(layers=packed, config=config, manifest_digest=manifest_digest, oci_layout=layout, archive=archive)
+    written = OciLayout.open(layout)  # what every later room reads: checked once, here
+    return Packaged(layers=packed, config=config, manifest_digest=manifest_digest, oci_layout=written, archive=archive)

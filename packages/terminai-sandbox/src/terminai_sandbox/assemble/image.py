@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from terminai_sandbox._version import __version__
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.assemble import execute, oci, record
 from terminai_sandbox.assemble.cache import StageCache
 from terminai_sandbox.assemble.inputs import default_cache, gather, repo_root
@@ -67,7 +68,7 @@ class BuildResult:
     reference: str
     config_digest: str
     manifest_digest: str
-    oci_layout: Path
+    oci_layout: OciLayout
     archive: Path
     output_dir: Path
     source_date_epoch: int
@@ -87,7 +88,7 @@ class BuildResult:
             "reference": self.reference,
             "config_digest": self.config_digest,
             "manifest_digest": self.manifest_digest,
-            "oci_layout": str(self.oci_layout),
+            "oci_layout": str(self.oci_layout.root),
             "archive": str(self.archive),
             "source_date_epoch": self.source_date_epoch,
             "labels": self.labels,
@@ -108,7 +109,7 @@ def result_from_dict(data: dict[str, Any]) -> BuildResult:
         reference=data["reference"],
         config_digest=data["config_digest"],
         manifest_digest=data["manifest_digest"],
-        oci_layout=Path(data["oci_layout"]),
+        oci_layout=OciLayout.open(Path(data["oci_layout"])),
         archive=Path(data["archive"]),
         output_dir=Path(data["archive"]).parent,
         source_date_epoch=int(data["source_date_epoch"]),

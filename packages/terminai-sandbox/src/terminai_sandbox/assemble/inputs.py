@@ -8,7 +8,6 @@ them as plain values for the pure :func:`~terminai_sandbox.assemble.plan.plan`.
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import subprocess
@@ -17,6 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from terminai_sandbox._version import __version__
+from terminai_sandbox.artifacts.contract import Contract
+from terminai_sandbox.artifacts.debian_lock import DebianLock
+from terminai_sandbox.artifacts.wheel_lock import WheelLock
 from terminai_sandbox.assemble import debian, python
 from terminai_sandbox.assemble.plan import ASSEMBLER_FORMAT, FileDigest, ImageInterpreter, Locks, Sources, Toolchain
 from terminai_sandbox.assemble.spec import ImageSpec, load_spec
@@ -51,7 +53,7 @@ def contract_version(root: Path, tapts: Path) -> str:
         root / "contracts" / "t-apts" / "contract.json",
     ):
         if candidate.exists():
-            return str(json.loads(candidate.read_text())["contract_version"])
+            return Contract.load(candidate).version
     raise BuildError("no contract manifest found (contracts/t-apts/contract.json)")
 
 
@@ -82,35 +84,13 @@ def tree_digest(root: Path) -> str:
     return digest.hexdigest()
 
 
-_LINE = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==(\S+)\s+--hash=sha256:([0-9a-f]{64})$")
-
-
-def wheel_lock(path: Path) -> tuple[tuple[str, str, str], ...]:
-    """(PEP 503 name, version, sha256) of each line of a wheel lock (``NAME==VERSION --hash=sha256:HEX``)."""
-    out = []
-    for raw in path.read_text().splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        found = _LINE.match(line)
-        if not found:
-            raise LockError(f"{path}: every line needs NAME==VERSION --hash=sha256:HEX, got {line!r}")
-        out.append((re.sub(r"[-_.]+", "-", found[1]).lower(), found[2], found[3]))
-    return tuple(sorted(out))
-
-
-def image_interpreter(spec: ImageSpec, lock: dict[str, object]) -> ImageInterpreter:
+def image_interpreter(spec: ImageSpec, lock: DebianLock) -> ImageInterpreter:
     """The image's python3: the Debian package that provides it (from the lock) and its wheel tags."""
     found = re.search(r"python(\d+\.\d+)", spec.site_packages)
     if not found:
         raise LockError(f"cannot tell the image's Python version from {spec.site_packages!r}")
     name = f"python{found[1]}"
-    packages = lock.get("packages")
-    versions = (
-        [p["version"] for p in packages if isinstance(p, dict) and p.get("name") == name]
-        if isinstance(packages, list)
-        else []
-    )
+    versions = [p.version for p in lock.packages if p.name == name]
     if len(versions) != 1:
         raise LockError(
             f"{spec.debian_lock} locks no single {name} package, but image.toml installs into {spec.site_packages}",
@@ -149,9 +129,9 @@ def gather(
     locks = Locks(
         debian=lock,
         debian_file=file_digest(spec.debian_lock, _repo_name(spec.debian_lock, root)),
-        wheels=wheel_lock(spec.requirements),
+        wheels=WheelLock.load(spec.requirements),
         wheels_file=file_digest(spec.requirements, _repo_name(spec.requirements, root)),
-        backend=wheel_lock(spec.build_requirements),
+        backend=WheelLock.load(spec.build_requirements),
         backend_file=file_digest(spec.build_requirements, _repo_name(spec.build_requirements, root)),
     )
     sources = Sources(

@@ -28,13 +28,16 @@ from typing import Any
 
 from packageurl import PackageURL
 
+from terminai_sandbox.artifacts.contract import LABEL as CONTRACT_LABEL
+from terminai_sandbox.artifacts.debian_lock import DebianLock
+from terminai_sandbox.artifacts.image_locks import ImageLocks
+from terminai_sandbox.artifacts.wheel_lock import WheelLock
 from terminai_sandbox.assemble.hooks import base_hooks
 from terminai_sandbox.assemble.oci import iso
 from terminai_sandbox.assemble.spec import ImageSpec
 
 #: Bumped whenever a change of the assembler changes output bytes for the same inputs.
 ASSEMBLER_FORMAT = "2"
-CONTRACT_LABEL = "dev.terminai.contract.version"
 FORMAT_LABEL = "dev.terminai.assembler-format"
 #: The stages in the order they run; ``base`` and ``wheels`` depend on the locks alone
 #: and are recorded in ``layers.lock``.
@@ -79,16 +82,20 @@ class ImageInterpreter:
 class Locks:
     """The parsed locks: the Debian package set and the two wheel locks, each with its file."""
 
-    debian: Mapping[str, Any]
+    debian: DebianLock
     debian_file: FileDigest
-    wheels: tuple[tuple[str, str, str], ...]  # (name, version, sha256) of requirements.lock
+    wheels: WheelLock  # requirements.lock: the wheels installed into the image
     wheels_file: FileDigest
-    backend: tuple[tuple[str, str, str], ...]  # the T-APTS build backend (requirements-build.lock)
+    backend: WheelLock  # requirements-build.lock: the T-APTS build backend
     backend_file: FileDigest
 
     @property
     def source_date_epoch(self) -> int:
-        return int(self.debian["source_date_epoch"])
+        return self.debian.source_date_epoch
+
+    def image(self) -> ImageLocks:
+        """The locks of what the image contains (the build backend is not in it): what the SBOM annotates."""
+        return ImageLocks(debian=self.debian, wheels=self.wheels)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -220,24 +227,25 @@ def _file(item: FileDigest) -> Dependency:
     return Dependency(name=item.path, digest=(("sha256", item.sha256),))
 
 
-def _debs(lock: Mapping[str, Any]) -> list[Dependency]:
+def _debs(lock: DebianLock) -> list[Dependency]:
     out = []
-    for item in sorted(lock["packages"], key=lambda p: (p["name"], p["version"], p["architecture"])):
+    for item in sorted(lock.packages, key=lambda p: (p.name, p.version, p.architecture)):
         purl = PackageURL(
             type="deb",
             namespace="debian",
-            name=item["name"],
-            version=item["version"],
-            qualifiers={"arch": item["architecture"]},
+            name=item.name,
+            version=item.version,
+            qualifiers={"arch": item.architecture},
         )
-        out.append(Dependency(uri=purl.to_string(), digest=(("sha256", item["sha256"]),)))
+        out.append(Dependency(uri=purl.to_string(), digest=(("sha256", item.sha256),)))
     return out
 
 
-def _wheels(entries: Iterable[tuple[str, str, str]]) -> list[Dependency]:
+def _wheels(lock: WheelLock) -> list[Dependency]:
+    entries = sorted((name, version, sha) for (name, version), hashes in lock.pins.items() for sha in hashes)
     return [
         Dependency(uri=PackageURL(type="pypi", name=name, version=version).to_string(), digest=(("sha256", sha),))
-        for name, version, sha in sorted(entries)
+        for name, version, sha in entries
     ]
 
 

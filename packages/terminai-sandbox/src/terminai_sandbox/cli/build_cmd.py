@@ -84,7 +84,7 @@ def build_cmd(
     click.echo(f"config digest    {result.config_digest}")
     click.echo(f"manifest digest  {result.manifest_digest}")
     click.echo(f"size             {result.uncompressed_size / 1e6:.1f} MB ({result.compressed_size / 1e6:.1f} MB gzip)")
-    click.echo(f"outputs          {result.oci_layout} (OCI layout), {result.archive} (docker archive)")
+    click.echo(f"outputs          {result.oci_layout.root} (OCI layout), {result.archive} (docker archive)")
 
 
 @click.command("lock")
@@ -103,7 +103,7 @@ def lock_cmd(spec_path: Path | None, check: bool) -> None:
                 f"{len(report)} drift item(s) in {spec.debian_lock}",
                 hint="review and relock with 'terminai-sandbox lock' (a pull request, never silently)",
             )
-        click.echo(f"no drift: {len(lock['packages'])} locked packages match the mirrors")
+        click.echo(f"no drift: {len(lock.packages)} locked packages match the mirrors")
         return
     with tempfile.TemporaryDirectory(prefix="terminai-lock-") as tmp:
         collected = debian.run_mmdebstrap(
@@ -112,9 +112,7 @@ def lock_cmd(spec_path: Path | None, check: bool) -> None:
         # The collected archive indexes live in the temporary directory: read them before it goes.
         lock = debian.make_lock(spec, collected)
     debian.write_lock(spec.debian_lock, lock)
-    click.echo(
-        f"wrote {spec.debian_lock}: {len(lock['packages'])} packages, SOURCE_DATE_EPOCH {lock['source_date_epoch']}"
-    )
+    click.echo(f"wrote {spec.debian_lock}: {len(lock.packages)} packages, SOURCE_DATE_EPOCH {lock.source_date_epoch}")
     click.echo("next: 'terminai-sandbox build --record-layers' records the new layer digests in layers.lock")
 
 

@@ -1,4 +1,7 @@
-"""``terminai-sandbox keygen | push | sign | attest | verify | sbom | provenance | release``: the supply chain."""
+"""``terminai-sandbox keygen | push | sign | attest | verify | release``: the supply chain.
+
+``sbom`` and ``provenance``, which describe a built image, are in :mod:`terminai_sandbox.cli.describe_cmd`.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +13,10 @@ from pathlib import Path
 
 import click
 
-from terminai_sandbox import provenance, resources, sbom
+from terminai_sandbox import provenance
 from terminai_sandbox._version import __version__
-from terminai_sandbox.assemble import BuildOptions, plan_for, repo_root
+from terminai_sandbox.artifacts.contract import Contract
+from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.errors import ConfigError, ReleaseError, SigningError
 from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.launch.registry_auth import docker_config_credentials
@@ -89,12 +93,8 @@ def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool) -> None:
 def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_registry: bool) -> None:
     """Push an OCI image layout to REFERENCE (repo[:tag]) blob by blob; prints the manifest digest."""
     ref = ImageRef.parse(reference)
-    if not (layout / "index.json").is_file() or not (layout / "oci-layout").is_file():
-        raise ConfigError(
-            f"{layout} is not an OCI image layout (no index.json or oci-layout)",
-            hint="pass the oci/ directory of a build, e.g. dist/X.Y.Z/oci",
-        )
-    result = _client(ref, insecure_registry).push_layout(layout, ref.repository, tag=ref.tag, chunk_size=chunk_size)
+    opened = OciLayout.open(layout)
+    result = _client(ref, insecure_registry).push_layout(opened, ref.repository, tag=ref.tag, chunk_size=chunk_size)
     click.echo(f"{ref.name}@{result.digest} ({result.blobs_sent} blobs sent, {result.blobs_skipped} already there)")
 
 
@@ -189,8 +189,7 @@ def verify_cmd(
     client = None
     if offline_dir is not None:
         if ref.digest is None:
-            index = json.loads((offline_dir / "oci" / "index.json").read_text())
-            ref = ref.with_digest(index["manifests"][0]["digest"])
+            ref = ref.with_digest(OciLayout.open(offline_dir / "oci").manifest_digest)
     else:
         client = _client(ref, insecure_registry)
         if ref.digest is None:
@@ -213,98 +212,6 @@ def verify_cmd(
             click.echo(
                 f"  built by {facts['builder']} from {facts['source']} ({facts['resolvedDependencies']} pinned inputs)"
             )
-
-
-@click.command("sbom")
-@click.argument("layout", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the SBOM")
-@click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name in the SBOM")
-@click.option("--version", "image_version", default=__version__, show_default=True)
-@click.option(
-    "--source-date-epoch", type=int, default=None, help="timestamp in seconds (default: the image's created time)"
-)
-@click.option(
-    "--image-dir",
-    type=click.Path(path_type=Path, exists=True, file_okay=False),
-    default=None,
-    help="directory holding debian.lock and requirements.lock (default: the locks shipped with this version)",
-)
-def sbom_cmd(
-    layout: Path,
-    output: Path,
-    repository: str,
-    image_version: str,
-    source_date_epoch: int | None,
-    image_dir: Path | None,
-) -> None:
-    """Write the CycloneDX 1.6 SBOM of the image in OCI layout LAYOUT (validated, deterministic)."""
-    text = sbom.generate(
-        sbom.SbomOptions(
-            layout=layout,
-            repository=repository,
-            version=image_version,
-            source_date_epoch=source_date_epoch,
-            image_dir=image_dir or resources.image_locks(),
-        )
-    )
-    output.write_text(text)
-    click.echo(f"wrote {output} ({len(json.loads(text).get('components', []))} components)")
-
-
-@click.command("provenance")
-@click.argument("layout", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the predicate")
-@click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name")
-@click.option("--version", "image_version", default=__version__, show_default=True)
-@click.option("--image-dir", type=click.Path(path_type=Path), default=Path("images/sandbox"), show_default=True)
-@click.option("--sbom", "sbom_path", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None)
-@click.option(
-    "--builder-id",
-    default=None,
-    help=f"who built it (default: the GitHub Actions workflow when run there, else {provenance.LOCAL_BUILDER})",
-)
-def provenance_cmd(
-    layout: Path,
-    output: Path,
-    repository: str,
-    image_version: str,
-    image_dir: Path,
-    sbom_path: Path | None,
-    builder_id: str | None,
-) -> None:
-    """Write the SLSA v1 provenance predicate of the image in OCI layout LAYOUT.
-
-    Attest it with 'attest REF --predicate FILE --type slsaprovenance1'.
-    """
-    env = os.environ
-    invocation = None
-    if env.get("GITHUB_ACTIONS") == "true" and env.get("GITHUB_WORKFLOW_REF"):
-        server = env.get("GITHUB_SERVER_URL", "https://github.com")
-        # the same identity the keyless signing certificate carries for this workflow run
-        builder_id = builder_id or f"{server}/{env['GITHUB_WORKFLOW_REF']}"
-        if env.get("GITHUB_RUN_ID"):
-            attempt = env.get("GITHUB_RUN_ATTEMPT", "1")
-            invocation = (
-                f"{server}/{env.get('GITHUB_REPOSITORY')}/actions/runs/{env['GITHUB_RUN_ID']}/attempts/{attempt}"
-            )
-    provenance.image_labels(layout)  # a layout that is none fails before the checkout is read
-    # The plan is made from this checkout, not built: provenance refuses it unless the
-    # image's labels (commit, assembler format, contract version) agree with it.
-    planned = plan_for(BuildOptions(spec_path=image_dir / "image.toml"))
-    predicate = provenance.generate(
-        provenance.ProvenanceOptions(
-            layout=layout,
-            plan=planned,
-            repository=repository,
-            version=image_version,
-            builder_id=builder_id or provenance.LOCAL_BUILDER,
-            invocation_id=invocation,
-            sbom=sbom_path,
-        )
-    )
-    output.write_text(provenance.dumps(predicate))
-    facts = provenance.summary(predicate)
-    click.echo(f"wrote {output} (builder {facts['builder']}, {facts['resolvedDependencies']} pinned inputs)")
 
 
 @click.command("attest")
@@ -372,7 +279,7 @@ def release_cmd(repository: str, key_path: Path, dist: Path, insecure_registry: 
         report = run_contracts(Engine.connect(), image, output_dir=target)
         return release_mod.ContractOutcome(
             ok=report.ok,
-            version=release_mod.contract_version(repo_root()),
+            version=Contract.shipped().version,
             summary=f"{len(report.passed)} passed, {len(report.failed)} failed",
         )
 
@@ -394,5 +301,5 @@ def release_cmd(repository: str, key_path: Path, dist: Path, insecure_registry: 
 
 
 def register(group: click.Group) -> None:
-    for command in (keygen_cmd, push_cmd, sign_cmd, verify_cmd, sbom_cmd, provenance_cmd, attest_cmd, release_cmd):
+    for command in (keygen_cmd, push_cmd, sign_cmd, verify_cmd, attest_cmd, release_cmd):
         group.add_command(command)

@@ -31,6 +31,9 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from terminai_sandbox.artifacts.contract import LABEL as CONTRACT_LABEL
+from terminai_sandbox.artifacts.contract import incompatibility as contract_compatible
+from terminai_sandbox.artifacts.contract import supported_version
 from terminai_sandbox.errors import LaunchError, SandboxError, VerificationError
 from terminai_sandbox.launch import trust
 from terminai_sandbox.launch.audit import Ledger
@@ -48,7 +51,6 @@ if TYPE_CHECKING:
     from terminai_sandbox.launch.engines import LaunchEngine
     from terminai_sandbox.registry import RegistryClient
 
-CONTRACT_LABEL = "dev.terminai.contract.version"
 FLOATING_TAGS = ("latest", "stable", "edge", "nightly", "main", "master", "dev")
 _TOKEN = object()
 
@@ -89,27 +91,11 @@ class PreflightOptions:
     unsafe_skip_verify: bool = False
     allow_floating_tag: bool = False
     insecure_registry: bool = False
-    supported_contract: str = "1.0.0"
+    supported_contract: str = field(default_factory=supported_version)  # the shipped contract manifest
     deep: bool = False
     project: Path | None = None
     cache_path: Path | None = None
     env: Mapping[str, str] = field(default_factory=dict)
-
-
-def contract_compatible(image_version: str | None, supported: str) -> str | None:
-    """Why an image's contract version cannot serve this launcher, or None when it can."""
-    if not image_version:
-        return f"the image has no {CONTRACT_LABEL} label"
-    try:
-        have = tuple(int(p) for p in image_version.split("."))
-        want = tuple(int(p) for p in supported.split("."))
-    except ValueError:
-        return f"the image's contract version {image_version!r} is malformed"
-    if have[0] != want[0]:
-        return f"the image provides contract {image_version}, this launcher needs {supported} (major differs)"
-    if have[:2] < want[:2]:
-        return f"the image provides contract {image_version}, older than the required {supported}"
-    return None
 
 
 class _Steps:

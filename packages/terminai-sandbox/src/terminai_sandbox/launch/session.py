@@ -9,14 +9,11 @@ stacks; preflight loads those only when a step needs them. Output goes through t
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-
-import terminai_apts
 
 from terminai_sandbox.errors import ConfigError
 from terminai_sandbox.launch import audit, trust
@@ -45,13 +42,6 @@ class LaunchRequest:
     allow_floating_tag: bool = False
     insecure_registry: bool = False
     as_json: bool = False
-
-
-def supported_contract() -> str:
-    # The manifest shipped with terminai_apts (package data); read directly because importing
-    # terminai_apts.health (inspect, argparse, ...) costs more than a launch should.
-    manifest = Path(terminai_apts.__file__).with_name("contract.json")
-    return str(json.loads(manifest.read_text(encoding="utf-8"))["contract_version"])
 
 
 def trust_source(request: LaunchRequest, env: Mapping[str, str]) -> TrustSource | None:
@@ -113,7 +103,6 @@ def prepare(
         unsafe_skip_verify=request.unsafe_skip_verify,
         allow_floating_tag=request.allow_floating_tag,
         insecure_registry=request.insecure_registry,
-        supported_contract=supported_contract(),
         deep=deep,
         project=project,
         cache_path=ledger.path.parent / "verified.json",

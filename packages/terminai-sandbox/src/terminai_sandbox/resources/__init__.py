@@ -34,6 +34,11 @@ def contract_suite() -> Path:
     return _present(HERE / "contracts", "the contract suite")
 
 
+def contract_manifest() -> Path:
+    """The T-APTS contract manifest (``t-apts/contract.json``): the one source of the contract version."""
+    return _present(HERE / "contracts" / "t-apts" / "contract.json", "the contract manifest")
+
+
 def contract_test_lock() -> Path:
     """The hash-pinned lock of the wheels the contract suite's test layer installs."""
     return _present(HERE / "requirements-test.lock", "the contract suite's wheel lock")

@@ -23,7 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from terminai_sandbox.errors import RegistryBadResponse, RegistryError, RegistryNotFound, VerificationError
+from terminai_sandbox.artifacts.oci_layout import OciLayout
+from terminai_sandbox.errors import (
+    ArtifactCorrupted,
+    ArtifactError,
+    RegistryBadResponse,
+    RegistryError,
+    RegistryNotFound,
+    VerificationError,
+)
 from terminai_sandbox.oci_media import OCI_INDEX, OCI_MANIFEST, sha256_digest
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.signing.formats import bundle as bundle_format
@@ -161,17 +169,16 @@ class OfflineStore:
     root: Path
 
     def _data(self, digest: str) -> dict[str, Any]:
-        index_path = self.root / "oci" / "index.json"
         try:
-            index = json.loads(index_path.read_text())
-            manifest_digest = index["manifests"][0]["digest"]
-            blob = (self.root / "oci" / "blobs" / "sha256" / manifest_digest.removeprefix("sha256:")).read_bytes()
-        except (OSError, ValueError, KeyError, IndexError) as exc:
-            raise VerificationError(f"{self.root} is not a release directory with an OCI layout: {exc}") from None
-        if manifest_digest != digest:
-            raise VerificationError(f"{self.root} holds image {manifest_digest}, not {digest}")
-        if sha256_digest(blob) != digest:
-            raise VerificationError(f"step 3: the image manifest in {self.root} is corrupted (hashes differently)")
+            layout = OciLayout.open(self.root / "oci")
+        except ArtifactCorrupted as exc:
+            raise VerificationError(f"step 3: the image in {self.root} is corrupted: {exc.message}") from None
+        except ArtifactError as exc:
+            raise VerificationError(
+                f"{self.root} is not a release directory with an OCI layout: {exc.message}", hint=exc.hint
+            ) from None
+        if layout.manifest_digest != digest:
+            raise VerificationError(f"{self.root} holds image {layout.manifest_digest}, not {digest}")
         try:
             data: dict[str, Any] = json.loads((self.root / OFFLINE_FILE).read_text())
         except OSError:
