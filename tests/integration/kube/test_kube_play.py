@@ -51,8 +51,8 @@ def site(registry: RegistryServer, tmp_path: Path, built_image: BuildResult) -> 
 
 
 def test_kube_emits_only_for_a_verified_image_and_pins_the_digest(site: Site, built_image: BuildResult) -> None:
-    digest = site.push(built_image.oci_layout, "0.1.0")
-    site.push(built_image.oci_layout, "0.1.0", sign=False, repo="unsigned/sandbox")
+    digest = site.push(built_image.oci_layout.root, "0.1.0")
+    site.push(built_image.oci_layout.root, "0.1.0", sign=False, repo="unsigned/sandbox")
     out = site.tmp / "objects"
     done = site.cli("kube", site.ref("0.1.0"), "--key", str(site.pub), "--out", str(out))
     assert done.returncode == 0, done.stderr
@@ -105,7 +105,7 @@ def played() -> Iterator[list[tuple[Path, str]]]:
 def test_the_emitted_pod_runs_hardened_under_podman_kube_play(
     site: Site, built_image: BuildResult, podman_conf: Path, played: list[tuple[Path, str]]
 ) -> None:
-    digest = site.push(built_image.oci_layout, "0.1.0")
+    digest = site.push(built_image.oci_layout.root, "0.1.0")
     name = f"kube-play-{os.getpid() % 100000}"
     out = site.tmp / "objects"
     done = site.cli("kube", site.ref("0.1.0"), "--key", str(site.pub), "--name", name, "--out", str(out))
