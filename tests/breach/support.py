@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import platform
@@ -53,6 +54,28 @@ def namespaces_available() -> bool:
         os._exit(0 if namespaces.enter_run_namespaces() else 1)
     _, status = os.waitpid(pid, 0)
     return os.waitstatus_to_exitcode(status) == 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Container:
+    """What the container around this suite provides (``test_breach_in_image`` says so in
+    the environment): where the executor has no namespaces, the guarantees they carry on a
+    host rest on these, and the tests check them instead of passing on nothing."""
+
+    host_secret: str  # a file on the host that the container does not mount
+    host_pid_namespace: str  # the host's ``/proc/self/ns/pid`` link
+    tmp_mib: int  # the size of the container's /tmp tmpfs
+
+
+def container() -> Container | None:
+    try:
+        return Container(
+            host_secret=os.environ["BREACH_HOST_SECRET"],
+            host_pid_namespace=os.environ["BREACH_HOST_PID_NAMESPACE"],
+            tmp_mib=int(os.environ["BREACH_CONTAINER_TMP_MIB"]),
+        )
+    except KeyError:
+        return None
 
 
 def landlock_abi() -> int:

@@ -15,7 +15,7 @@ import pytest
 from terminai_apts.executor import SandboxConfig, channel
 
 from tests.breach import harness
-from tests.breach.support import attack, namespaces_available
+from tests.breach.support import attack, container, namespaces_available
 
 SCRATCH = SandboxConfig(timeout_seconds=10, security_mode="standard", scratch=True, scratch_file_mb=1)
 
@@ -122,11 +122,16 @@ def test_the_scratch_total_is_capped() -> None:
     config = SandboxConfig(
         timeout_seconds=10, security_mode="standard", scratch=True, scratch_file_mb=1, max_memory_mb=32
     )
-    out = attack(FILL.format(files=96), config=config)
     if not namespaces_available():
-        # Documented gap: without a mount namespace the total rests on the file system
-        # below (in the image, the container's size-limited /tmp).
-        pytest.xfail("no mount namespace here: the scratch total is not capped by the executor")
+        # Without a mount namespace the total rests on the file system below: in the
+        # image, the container's size-limited /tmp. Filling past it must stop there.
+        box = container()
+        if box is None:
+            pytest.xfail("no mount namespace and no container here: the scratch total is not capped")
+        out = attack(FILL.format(files=box.tmp_mib + 32), config=config)
+        assert "ENOSPC" in str(out["fill"]) and int(str(out["mib"])) <= box.tmp_mib, out
+        return
+    out = attack(FILL.format(files=96), config=config)
     # 96 files of 1 MiB: three times the run's whole memory budget (the tmpfs's size).
     assert int(str(out["mib"])) <= 32, out
 

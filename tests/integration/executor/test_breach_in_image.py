@@ -6,6 +6,7 @@ image's own interpreter."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -16,6 +17,7 @@ from terminai_sandbox.assemble import BuildResult, repo_root
 from terminai_sandbox.engine import Engine
 
 ROOT = repo_root()
+TMP_MIB = 256  # the container's /tmp, where the runs' scratch directories live
 
 
 @pytest.fixture(scope="module")
@@ -59,16 +61,26 @@ def test_every_breach_test_passes_inside_the_image(
     out = tmp_path / "out"
     out.mkdir()
     out.chmod(0o777)  # the image user writes the JUnit file here
+    # Where the run has no namespaces (Docker's default seccomp refuses unshare), the
+    # suite checks the container instead: a host file it must not see, the host's pid
+    # namespace it must not share, and the size of the /tmp it fills.
+    host_secret = tmp_path / "host-secret"
+    host_secret.write_text("host secret")
+    container = {
+        "BREACH_HOST_SECRET": str(host_secret),
+        "BREACH_HOST_PID_NAMESPACE": os.readlink("/proc/self/ns/pid"),
+        "BREACH_CONTAINER_TMP_MIB": str(TMP_MIB),
+    }
     code, stdout, stderr = engine.run(
         built_image.config_digest,
         ["python3", "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfEs", "--rootdir", "/opt/tb",
          *(f"/opt/tb/{suite}" for suite in SUITES), "--junitxml=/out/breach.xml", "-o", "junit_family=xunit2"],
         network_mode="none",
         read_only=True,
-        tmpfs={"/tmp": "rw,size=256m"},
+        tmpfs={"/tmp": f"rw,size={TMP_MIB}m"},
         cap_drop=["ALL"],
         security_opt=["no-new-privileges"],
-        environment={"PYTHONPATH": "/opt/pytest:/opt/tb", "HOME": "/tmp"},
+        environment={"PYTHONPATH": "/opt/pytest:/opt/tb", "HOME": "/tmp", **container},
         volumes={
             str(pytest_wheels): {"bind": "/opt/pytest", "mode": "ro"},
             str(out): {"bind": "/out", "mode": "rw"},

@@ -14,13 +14,10 @@ Stdlib only and no ``typing``/``dataclasses``: every session start imports this 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from terminai_sandbox import resources
 from terminai_sandbox.errors import ArtifactError
-
-TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
-if TYPE_CHECKING:
-    from pathlib import Path
 
 #: The image label (and manifest annotation) that carries the contract version.
 LABEL = "dev.terminai.contract.version"
