@@ -21,8 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from terminai_apts.errors import MemoryNotFound, MemoryQueryError
-from terminai_apts.memory import fts, inputs, planner, store, tiers
-from terminai_apts.memory import regex as rx
+from terminai_apts.memory import batches, fts, inputs, matching, planner, store, tiers
 from terminai_apts.memory.planner import MAX_ROWS
 from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results
 from terminai_apts.memory.shard import Shard, TimeUp, decode
@@ -186,6 +185,12 @@ class ThermalMemory:
                 totals[n] = -1
         return tuple(hits[(n, mid)] for _k, n, mid, _s in chosen if (n, mid) in hits)
 
+    def _verify(self, plan: planner.Match, budget_ms: int | None) -> Results:
+        if plan.matcher is None:
+            return Results(hits=(), total=0, truncated=False, elapsed_ms=0.0, plan=plan.label)
+        start, deadline = self._arm(budget_ms)
+        return matching.verify(self._shards, plan, plan.matcher, start, deadline)
+
     def count(
         self,
         query: str | None = None,
@@ -236,53 +241,6 @@ class ThermalMemory:
     ) -> Results:
         """Case-insensitive exact substring search over ``title\nsummary\ncontent``, newest first."""
         return self._verify(planner.find(substring, limit, since=since, until=until), budget_ms)
-
-    def _verify(self, plan: planner.Match, budget_ms: int | None) -> Results:
-        """Verify candidates (``title\nsummary\ncontent``, whole) with the plan's matcher, newest first.
-
-        Shards hold disjoint id ranges and are visited newest first, so stopping at the
-        limit is exact; one match past it proves the result truncated.
-        """
-        if plan.matcher is None:
-            return Results(hits=(), total=0, truncated=False, elapsed_ms=0.0, plan=plan.label)
-        start, deadline = self._arm(budget_ms)
-        hits: list[Hit] = []
-        labels: list[str] = []
-        try:
-            with rx.hard_limit(plan.matcher, deadline):
-                for shard in self._shards:
-                    labels.append(shard.label(plan.label))
-                    for row in shard.candidates(plan.literal, plan.window):
-                        shard.check_time()
-                        text = f"{row[3]}\n{row[5]}\n{row[4]}"
-                        span = plan.matcher.search(text)
-                        if span is None:
-                            continue
-                        if len(hits) == plan.limit:
-                            # Counting the rest would cost a full verification pass: total unknown.
-                            labels[-1] += " (stopped at limit)"
-                            return Results(
-                                hits=tuple(hits),
-                                total=-1,
-                                truncated=True,
-                                elapsed_ms=_elapsed(start),
-                                plan="; ".join(labels),
-                            )
-                        snippet = text[max(0, span[0] - 40) : span[1] + 40]
-                        hits.append(Hit(memory=decode(row), snippet=snippet))
-        except (TimeUp, rx.RegexTimeout):
-            labels[-1] += " (budget: partial)"
-            return Results(
-                hits=tuple(hits),
-                total=-1,
-                truncated=True,
-                elapsed_ms=_elapsed(start),
-                plan="; ".join(labels),
-                scanned_fraction=0.0,
-            )
-        return Results(
-            hits=tuple(hits), total=len(hits), truncated=False, elapsed_ms=_elapsed(start), plan="; ".join(labels)
-        )
 
     # ----------------------------------------------------------------- metadata
     def filter(
@@ -422,9 +380,10 @@ class ThermalMemory:
     ) -> Iterator[Batch]:
         """Bounded text batches (oldest first) for sub-queries: ``[id] date title: summary`` lines."""
         plan = planner.scan(since=since, until=until, query=query, max_chars=max_chars, max_batches=max_batches)
-        batches, size = 0, 0
-        ids: list[int] = []
-        parts: list[str] = []
+        yield from batches.pack(self._scan_rows(plan), plan.chars, plan.batches)
+
+    def _scan_rows(self, plan: planner.Scan) -> Iterator[batches.Row]:
+        """Matching rows, oldest shard first, in id order, one page (and one time budget) at a time."""
         for shard in reversed(self._shards):
             last = 0
             while True:
@@ -433,20 +392,8 @@ class ThermalMemory:
                     rows = shard.scan_page(plan, last)
                 if not rows:
                     break
-                for mid, date, title, summary, content in rows:
-                    line = f"[{mid}] {date[:10]} {title}: {(summary or content)}"[: plan.chars] + "\n"
-                    if size + len(line) > plan.chars and parts:
-                        yield Batch(ids=tuple(ids), text="".join(parts))
-                        batches += 1
-                        ids, parts, size = [], [], 0
-                        if batches >= plan.batches:
-                            return
-                    ids.append(mid)
-                    parts.append(line)
-                    size += len(line)
+                yield from rows
                 last = rows[-1][0]
-        if parts:
-            yield Batch(ids=tuple(ids), text="".join(parts))
 
     def close(self) -> None:
         """Release every file handle (the object is unusable afterwards)."""
