@@ -8,23 +8,32 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from terminai_apts.errors import UsageError
 from terminai_apts.memory import journal_files as jf
 from terminai_apts.memory import store
 from terminai_apts.memory.journal_files import DECISIONS, POSTURE, atomic_write, read_jsonl
-
-if TYPE_CHECKING:
-    from terminai_apts.memory.journal import MemoryJournal
+from terminai_apts.memory.records import NewMemory
 
 SCHEDULES = ("daily", "weekly", "quarterly")
 
 
+class Journal(Protocol):
+    """What compaction needs of :class:`terminai_apts.memory.journal.MemoryJournal`."""
+
+    root: Path
+
+    def lock(self) -> AbstractContextManager[None]: ...
+    def entries(self) -> tuple[list[jf.Entry], list[jf.Entry]]: ...
+    def records(self, *, cold: bool = True) -> list[NewMemory]: ...
+
+
 def compact(
-    journal: MemoryJournal, crash_at: Callable[[str], None], *, today: date | None = None, only: str | None = None
+    journal: Journal, crash_at: Callable[[str], None], *, today: date | None = None, only: str | None = None
 ) -> dict[str, int]:
     """Daily, weekly and quarterly compaction from a write-ahead plan; resumes an interrupted run.
 
@@ -83,7 +92,7 @@ def compact(
     return {"gap_markers": gaps, "weekly_summaries": weeks, "quarters_archived": len(plan["quarters"])}
 
 
-def _trim_hot(journal: MemoryJournal) -> None:
+def _trim_hot(journal: Journal) -> None:
     for rel, keep in ((Path("hot/recent_decisions.jsonl"), 10), (Path("hot/posture_log.jsonl"), 20)):
         entries, _b = read_jsonl(journal.root / rel, journal.root)
         if len(entries) > keep:
@@ -93,7 +102,7 @@ def _trim_hot(journal: MemoryJournal) -> None:
             )
 
 
-def _weekly_summaries(journal: MemoryJournal, today: date) -> int:
+def _weekly_summaries(journal: Journal, today: date) -> int:
     """One ``warm/weekly/YYYY-Www.md`` per closed ISO week with activity; never rewritten."""
     good, _bad = journal.entries()
     by_week: dict[str, list[dict[str, Any]]] = {}
@@ -118,7 +127,7 @@ def _weekly_summaries(journal: MemoryJournal, today: date) -> int:
     return written
 
 
-def _daily_gaps(journal: MemoryJournal, today: date) -> int:
+def _daily_gaps(journal: Journal, today: date) -> int:
     good, _bad = journal.entries()
     days = {str(e.data.get("ts", ""))[:10] for e in good if e.data.get("ts")}
     if not days:
@@ -137,7 +146,7 @@ def _daily_gaps(journal: MemoryJournal, today: date) -> int:
     return written
 
 
-def _archive_quarter(journal: MemoryJournal, crash_at: Callable[[str], None], quarter: str) -> None:
+def _archive_quarter(journal: Journal, crash_at: Callable[[str], None], quarter: str) -> None:
     folder = journal.root / "cold" / quarter
     for rel in (DECISIONS, POSTURE):
         target = folder / rel.name
@@ -163,7 +172,7 @@ def _archive_quarter(journal: MemoryJournal, crash_at: Callable[[str], None], qu
         shard.chmod(0o444)  # sealed: opened with immutable=1 from now on
 
 
-def _truncate(journal: MemoryJournal, rel: Path, quarters: set[str]) -> None:
+def _truncate(journal: Journal, rel: Path, quarters: set[str]) -> None:
     entries, bad = read_jsonl(journal.root / rel, journal.root)
     keep = [e.data for e in entries if jf.quarter(str(e.data.get("ts", ""))) not in quarters]
     dropped = [e.data for e in entries if jf.quarter(str(e.data.get("ts", ""))) in quarters]
