@@ -148,7 +148,8 @@ class ThermalMemory:
                 page, total, label, match = fts.ranked(shard, plan, 0 if enough else want, skip, cap)
                 if cap is not None and plan.order == "relevance":
                     cap = max(0, cap - total)
-                dates = shard.dates([i for i, _s in page]) if plan.order != "relevance" else {}
+                # Dates order a chronological merge; one shard's page is already in order.
+                dates = shard.dates([i for i, _s in page]) if plan.order != "relevance" and not one else {}
             except TimeUp:
                 page, total, label, match, dates = [], -1, "budget", "", {}
             totals.append(total)

@@ -83,7 +83,8 @@ class Shard:
     """``Shard(path, name="", immutable=False)``: one index file, read-only.
 
     ``name`` labels its plans when several shards answer together (``live``, ``2024-Q1``);
-    ``first``/``newest`` bound the ids and dates it can hold when its name says so.
+    ``block`` is the id block (``id >> SHARD_ID_BITS``) of a journal's file (None: any id)
+    and ``newest`` a date after all of a sealed quarter's own ("": unknown).
     """
 
     __slots__ = ("_conn", "_deadline", "bits_base", "block", "name", "newest", "ordered", "terms")
