@@ -10,7 +10,7 @@ from terminai_apts.errors import MemoryStoreError
 from terminai_apts.memory import store
 from terminai_apts.memory.api import ThermalMemory, open_memory
 from terminai_apts.memory.journal import MemoryJournal
-from terminai_apts.memory.records import Memory
+from terminai_apts.memory.records import Memory, NewMemory
 from terminai_apts.memory.tiers import LIVE_INDEX
 
 TODAY = date(2024, 8, 20)
@@ -161,3 +161,42 @@ def test_newest_first_with_old_summaries_in_the_live_index(journal: MemoryJourna
             want = reference.search("decision", order="newest", limit=limit)
             assert _keys([h.memory for h in got]) == _keys([h.memory for h in want]), limit
             assert got.total == want.total == len(DAYS) + 2
+
+
+def test_one_deadline_for_every_tier(tmp_path: Path) -> None:
+    import dataclasses
+
+    from terminai_apts.errors import MemoryQueryError
+
+    from tests.unit.memory.conftest import make_records
+
+    base = make_records()[0]
+
+    def notes(prefix: str, day: str) -> list[NewMemory]:
+        return [
+            dataclasses.replace(
+                base, uid=f"{prefix}{i}", date=f"{day}T00:{i // 60 % 60:02d}:{i % 60:02d}Z", content=f"note {i}"
+            )
+            for i in range(3000)
+        ]
+
+    root = tmp_path / "journal"
+    sealed = root / "cold/2023-Q1/shard.sqlite"
+    sealed.parent.mkdir(parents=True)
+    store.build(root / LIVE_INDEX, notes("live", "2024-05-01"))
+    store.build(sealed, notes("cold", "2023-02-01"), first_id=store.shard_base("2023-Q1") + 1)
+    with ThermalMemory(root) as mem:
+        assert mem.count(since="2000-01-01") == 6000  # the default budget is ample
+        assert mem.count(tags="db", budget_ms=0) == -1
+        res = mem.search("note", budget_ms=0)
+        assert res.truncated and res.total == -1 and res.plan.count("budget") == 2  # both tiers ran out
+        res = mem.grep("e", budget_ms=0)
+        assert res.truncated and res.total == -1 and "budget" in res.plan
+        res = mem.filter(min_confidence=0.5, budget_ms=0)
+        assert res.truncated and res.total == -1
+        assert res.plan == "live: filter (budget); 2023-Q1: filter (budget)"
+        with pytest.raises(MemoryQueryError, match="facets ran out of its time budget"):
+            mem.facets(by="tag", budget_ms=0)
+    out_of_time = pytest.raises(MemoryQueryError, match="scan ran out of its time budget")
+    with ThermalMemory(root, budget_ms=0) as mem, out_of_time:  # a scan page gets the default budget
+        next(mem.scan())
