@@ -39,7 +39,20 @@ from terminai_apts.memory.journal_files import (
 )
 from terminai_apts.memory.records import NewMemory
 
-__all__ = ["DECISIONS", "POSTURE", "SCHEDULES", "ChainProblem", "Entry", "MemoryJournal", "entry_hash"]
+__all__ = [
+    "CHAIN",
+    "DECISIONS",
+    "GENESIS",
+    "MAX_CONTEXT_LINES",
+    "POSTURE",
+    "SCHEDULES",
+    "ChainProblem",
+    "Entry",
+    "MemoryJournal",
+    "atomic_write",
+    "entry_hash",
+    "read_jsonl",
+]
 
 GENESIS = ledger.GENESIS
 # sha256 over the canonical JSON without ``hash``: the scheme the launcher's audit ledger uses.
