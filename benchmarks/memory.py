@@ -4,7 +4,7 @@ Generates a synthetic archive per size (realistic titles, prose, tags, sources, 
 three years), builds the index (time and size), then times each call and the LIKE baseline
 on the same data in the same run. Usage:
 ``python benchmarks/memory.py --sizes 6700,100000 [--queries 40] [--tiered]``; ``--tiered``
-also times the same calls over per-quarter sealed shards plus a live index.
+also times the same calls over per-quarter sealed shards plus a live index (a journal directory).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from pathlib import Path
 from terminai_apts.memory import store
 from terminai_apts.memory.api import ThermalMemory
 from terminai_apts.memory.records import NewMemory
-from terminai_apts.memory.tiered import LIVE_INDEX, TieredMemory
+from terminai_apts.memory.tiers import LIVE_INDEX
 
 # English function words head the Zipf ranking; domain words sit at ranks spread
 # geometrically from 20 to 5,000, so queries span document frequencies from ~30%
@@ -216,7 +216,7 @@ def run(n: int, reps: int, workdir: Path, *, tiered: bool) -> None:
     like.close()
 
 
-def _table(mem: ThermalMemory | TieredMemory, n: int, queries: list[str], baseline_p50: float) -> None:
+def _table(mem: ThermalMemory, n: int, queries: list[str], baseline_p50: float) -> None:
     some_id = mem.filter(order="oldest", limit=1).ids[0]
     calls: dict[str, Callable[[str], object]] = {
         "search (bm25 top 20)": mem.search,
@@ -255,8 +255,8 @@ def _tiered(recs: list[NewMemory], n: int, queries: list[str], baseline_p50: flo
         f"\n### {n:,} records as {len(sealed)} sealed quarter shards + live index: build "
         f"{time.perf_counter() - t:.1f} s (longest shard: {longest[0]} {longest[1]:.1f} s)"
     )
-    print(f"{'call (TieredMemory)':34} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9} {'x LIKE p50':>11}")
-    with TieredMemory(root) as mem:
+    print(f"{'call (journal directory)':34} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9} {'x LIKE p50':>11}")
+    with ThermalMemory(root) as mem:
         _table(mem, n, queries, baseline_p50)
 
 

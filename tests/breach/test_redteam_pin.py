@@ -26,10 +26,11 @@ from typing import Any
 import pytest
 from terminai_apts.errors import MemoryStoreError
 from terminai_apts.executor import ExecutorSession, SandboxConfig, thermal_spec
-from terminai_apts.memory import pinned, store, tiered
-from terminai_apts.memory.api import ThermalMemory
+from terminai_apts.memory import pinned, store, tiers
+from terminai_apts.memory.api import ThermalMemory, open_for_run
 from terminai_apts.memory.records import NewMemory
-from terminai_apts.memory.tiered import LIVE_INDEX
+from terminai_apts.memory.shard import Shard
+from terminai_apts.memory.tiers import LIVE_INDEX
 
 CHANGED = "changed while this program read it"
 COUNT = "print(thermal.count('alpha'), thermal.count('bravo'))"
@@ -176,7 +177,7 @@ def test_a_rename_between_pin_and_open_goes_unseen_without_the_link_count(
     _replaced_between_pin_and_open(db, monkeypatch)
     with ThermalMemory(db, immutable=True) as mem:
         assert mem.count("bravo") == 7  # SQLite reads the new file, the pin watches the old one
-        assert pinned.os.fstat(mem._conn.pin._fd).st_nlink == 0  # type: ignore[attr-defined]
+        assert pinned.os.fstat(mem._shards[0]._conn.pin._fd).st_nlink == 0  # type: ignore[attr-defined]
         store.append(db, _records("charlie", 5))
         mem.count(), mem.count("charlie")  # a commit under SQLite's cache, and no error
 
@@ -243,14 +244,14 @@ def _quarters() -> tuple[list[NewMemory], list[NewMemory]]:
 def _compact_when_the_live_index_opens(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The host compacts after the run listed the sealed shards, before it opens the live index."""
     sealed, kept = _quarters()
-    original = ThermalMemory
+    original = Shard
 
-    def opening(path: Path, **kwargs: Any) -> ThermalMemory:
-        monkeypatch.setattr(tiered, "ThermalMemory", original)
+    def opening(path: Path, **kwargs: Any) -> Shard:
+        monkeypatch.setattr(tiers, "Shard", original)
         _compaction(root, sealed, kept)
         return original(path, **kwargs)
 
-    monkeypatch.setattr(tiered, "ThermalMemory", opening)
+    monkeypatch.setattr(tiers, "Shard", opening)
 
 
 def test_a_compaction_while_the_tiers_open_never_loses_a_quarter(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -260,22 +261,22 @@ def test_a_compaction_while_the_tiers_open_never_loses_a_quarter(folder: Path, m
     sealed, kept = _quarters()
     _build_live(folder, sealed + kept)
     _compact_when_the_live_index_opens(folder, monkeypatch)
-    with tiered.open_for_run(str(folder)) as mem:
+    with open_for_run(str(folder)) as mem:
         assert mem.count("rollout") == 7
 
 
 def test_the_tiers_lose_a_quarter_without_the_second_listing(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The companion: with the shard listing taken once, before the files are opened."""
-    listing, first = tiered._sealed_shards, list[list[Path]]()
+    listing, first = tiers.sealed_shards, list[list[Path]]()
 
     def listed_once(base: Path) -> list[Path]:
         if not first:
             first.append(listing(base))
         return first[0]
 
-    monkeypatch.setattr(tiered, "_sealed_shards", listed_once)
+    monkeypatch.setattr(tiers, "sealed_shards", listed_once)
     sealed, kept = _quarters()
     _build_live(folder, sealed + kept)
     _compact_when_the_live_index_opens(folder, monkeypatch)
-    with tiered.open_for_run(str(folder)) as mem:
+    with open_for_run(str(folder)) as mem:
         assert mem.count("rollout") == 3  # the sealed quarter is in neither file the run opened

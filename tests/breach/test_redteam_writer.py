@@ -29,7 +29,7 @@ import pytest
 from terminai_apts.executor import channel, thermal_spec
 from terminai_apts.memory import store
 from terminai_apts.memory.records import NewMemory
-from terminai_apts.memory.tiered import LIVE_INDEX
+from terminai_apts.memory.tiers import LIVE_INDEX
 
 from tests.breach import harness
 from tests.breach.harness import DEFAULT

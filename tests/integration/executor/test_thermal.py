@@ -65,7 +65,7 @@ def test_thermal_over_a_compacted_journal(tmp_path: Path) -> None:
     from datetime import date
 
     from terminai_apts.memory.journal import MemoryJournal
-    from terminai_apts.memory.tiered import LIVE_INDEX
+    from terminai_apts.memory.tiers import LIVE_INDEX
 
     journal = MemoryJournal(tmp_path / "journal")
     journal.write_decision("rollout canary", "risk", "ok", "agent", True, timestamp="2025-02-01T00:00:00Z")

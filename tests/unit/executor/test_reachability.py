@@ -14,7 +14,7 @@ from terminai_apts.executor.policy import MODES, Mode
 from terminai_apts.executor.validate import validate_code
 from terminai_apts.executor.wrappers import SafeCallable
 from terminai_apts.memory import store
-from terminai_apts.memory.tiered import open_memory
+from terminai_apts.memory.api import open_memory
 
 from tests.unit.executor import reachability
 from tests.unit.memory.conftest import make_records
@@ -180,7 +180,7 @@ def test_wrapper_classes_are_sealed(thermal: object) -> None:
 _FUZZ_SCRIPT = """
 import json, sys
 from terminai_apts.executor import api_object, policy
-from terminai_apts.memory.tiered import open_memory
+from terminai_apts.memory.api import open_memory
 from tests.unit.executor import reachability as r
 mode, db = sys.argv[1], sys.argv[2]
 glb = r.sandbox_globals(mode, {"thermal": api_object.wrap_api(policy.thermal_spec(db), open_memory(db))})

@@ -13,6 +13,7 @@ from terminai_apts.memory import store
 from terminai_apts.memory.api import ThermalMemory
 from terminai_apts.memory.cli import import_archive
 from terminai_apts.memory.records import Memory
+from terminai_apts.memory.shard import Shard
 
 
 def test_search_ranks_and_reports(index: Path) -> None:
@@ -188,9 +189,10 @@ def _sha(path: Path) -> str:
 
 def test_no_write_path(index: Path) -> None:
     before = _sha(index)
-    mem = ThermalMemory(index)
-    assert not any(hasattr(mem, n) for n in ("sql", "execute", "connection", "conn", "cursor"))
-    conn = mem._conn  # what a escape past the executor's wrapper would reach
+    with ThermalMemory(index) as mem:
+        assert not any(hasattr(mem, n) for n in ("sql", "execute", "connection", "conn", "cursor"))
+    shard = Shard(index)
+    conn = shard._conn  # what an escape past the executor's wrapper would reach
     attacks = [
         "INSERT INTO memories(uid, date, recorded_at, title, content, summary, tags, source, confidence, kind, tier,"
         " origin, content_hash) VALUES ('x','d','d','t','c','s','','','1','k','t','o','h')",
@@ -208,7 +210,7 @@ def test_no_write_path(index: Path) -> None:
     for sql in attacks:
         with pytest.raises(sqlite3.DatabaseError):
             conn.execute(sql)
-    mem.close()
+    shard.close()
     assert _sha(index) == before
 
 
@@ -250,9 +252,9 @@ def test_incremental_append_out_of_order(index: Path) -> None:
 
 
 def test_query_over_the_rank_cap_ranks_within_newest(index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from terminai_apts.memory import api
+    from terminai_apts.memory import planner
 
-    monkeypatch.setattr(api, "RANK_CAP", 1)
+    monkeypatch.setattr(planner, "RANK_CAP", 1)
     with ThermalMemory(index) as mem:
         res = mem.search("postgres")  # records 1 and 4: under half the index, so bm25 ranks
         assert res.total == 2 and "ranked within newest 1 of 2" in res.plan
@@ -262,9 +264,9 @@ def test_query_over_the_rank_cap_ranks_within_newest(index: Path, monkeypatch: p
 
 
 def test_query_whose_words_are_everywhere_comes_newest_first(index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from terminai_apts.memory import api
+    from terminai_apts.memory import planner
 
-    monkeypatch.setattr(api, "RANK_CAP", 2)
+    monkeypatch.setattr(planner, "RANK_CAP", 2)
     with ThermalMemory(index) as mem:
         res = mem.search("deploy")  # 3 of 5 records: idf is ~0, bm25 would order by noise
         assert res.total == 3 and "newest first" in res.plan
@@ -291,8 +293,8 @@ def test_term_statistics_stay_exact_across_appends(index: Path) -> None:
 
 
 def test_frequent_term_bitmaps_count_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from terminai_apts.memory import fts, planner, termbits
     from terminai_apts.memory import query as q
-    from terminai_apts.memory import termbits
 
     from tests.unit.memory.conftest import make_records
 
@@ -311,9 +313,12 @@ def test_frequent_term_bitmaps_count_exactly(tmp_path: Path, monkeypatch: pytest
         {"since": "2024-03-16", "until": "2024-06-01"},
         {"since": "2030-01-01"},
     ]
+    shard = Shard(db)
+    shard.arm(float("inf"))
+    assert fts.statistics_count(shard, "deploy secret", planner.Window()) is not None  # the bitmap path is taken
+    assert fts.statistics_count(shard, "PROJ-1234", planner.Window()) is None  # a phrase is FTS5's job
+    shard.close()
     with ThermalMemory(db) as mem:
-        assert mem._stats_count("deploy secret", None, None, None) is not None  # the bitmap path is taken
-        assert mem._stats_count("PROJ-1234", None, None, None) is None  # a phrase is FTS5's job
         for query in ("deploy", "deploy secret", "postgres deploy", "missing secret", "PROJ-1234", "nothing"):
             for window in windows:
                 exact = mem.count(q.fts_and(query), raw=True, **window)  # raw text always counts with FTS5

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 from terminai_apts.errors import AptsError, MemoryQueryError
-from terminai_apts.memory import ThermalMemory, TieredMemory, store
-from terminai_apts.memory.tiered import LIVE_INDEX
+from terminai_apts.memory import ThermalMemory, store
+from terminai_apts.memory.tiers import LIVE_INDEX
 
 from tests.unit.memory.conftest import make_records
 
@@ -93,7 +93,7 @@ def memory(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
         mem: Any = ThermalMemory(root / "m.db")
     else:
         store.build(root / LIVE_INDEX, make_records())
-        mem = TieredMemory(root)
+        mem = ThermalMemory(root)
     yield mem
     mem.close()
 

@@ -13,10 +13,9 @@ import pytest
 from terminai_apts.errors import MemoryStoreError
 from terminai_apts.executor import ExecutorSession, SandboxConfig, thermal_spec
 from terminai_apts.memory import store
-from terminai_apts.memory.api import ThermalMemory
+from terminai_apts.memory.api import ThermalMemory, open_for_run, open_memory
 from terminai_apts.memory.pinned import FilePin
 from terminai_apts.memory.records import NewMemory
-from terminai_apts.memory.tiered import open_for_run, open_memory
 
 
 def _fresh(count: int, start: int = 1000) -> list[NewMemory]:

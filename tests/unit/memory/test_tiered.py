@@ -1,4 +1,4 @@
-"""TieredMemory: the live index plus sealed quarter shards answer like one index of everything."""
+"""ThermalMemory over a journal: the live index plus sealed quarter shards answer like one index of everything."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 from terminai_apts.errors import MemoryStoreError
 from terminai_apts.memory import store
-from terminai_apts.memory.api import ThermalMemory
+from terminai_apts.memory.api import ThermalMemory, open_memory
 from terminai_apts.memory.journal import MemoryJournal
-from terminai_apts.memory.records import Memory
-from terminai_apts.memory.tiered import LIVE_INDEX, TieredMemory, open_memory
+from terminai_apts.memory.records import Memory, NewMemory
+from terminai_apts.memory.tiers import LIVE_INDEX
 
 TODAY = date(2024, 8, 20)
 DAYS = ["2024-01-10", "2024-02-11", "2024-03-30", "2024-04-02", "2024-05-03", "2024-07-09", "2024-08-10"]
@@ -48,13 +48,13 @@ def test_tiers_are_sealed_shards_and_a_live_index(journal: MemoryJournal) -> Non
     assert shards == ["2024-Q1", "2024-Q2"]
     with ThermalMemory(journal.root / LIVE_INDEX) as live:
         assert live.count(since="2000-01-01") == 2  # only the open quarter's two decisions
-    with TieredMemory(journal.root) as mem:
+    with ThermalMemory(journal.root) as mem:
         assert mem.count(since="2000-01-01") == len(DAYS) + 1
 
 
 @pytest.mark.parametrize("query", ["deploy", "postgres failover", "PROJ-1003", "cautious", "absent"])
 def test_counts_and_chronological_search_match_one_index(journal: MemoryJournal, everything: Path, query: str) -> None:
-    with TieredMemory(journal.root) as tiers, ThermalMemory(everything) as one:
+    with ThermalMemory(journal.root) as tiers, ThermalMemory(everything) as one:
         assert tiers.count(query) == one.count(query)
         for order in ("newest", "oldest"):
             got, want = tiers.search(query, order=order), one.search(query, order=order)
@@ -66,7 +66,7 @@ def test_counts_and_chronological_search_match_one_index(journal: MemoryJournal,
 
 
 def test_paging_across_tiers(journal: MemoryJournal, everything: Path) -> None:
-    with TieredMemory(journal.root) as tiers, ThermalMemory(everything) as one:
+    with ThermalMemory(journal.root) as tiers, ThermalMemory(everything) as one:
         pages = [tiers.search("decision", order="newest", limit=2, offset=o) for o in (0, 2, 4, 6)]
         flat = [h.memory for p in pages for h in p]
         assert _keys(flat) == _keys([h.memory for h in one.search("decision", order="newest")])
@@ -74,7 +74,7 @@ def test_paging_across_tiers(journal: MemoryJournal, everything: Path) -> None:
 
 
 def test_regex_substring_filter_facets_and_scan(journal: MemoryJournal, everything: Path) -> None:
-    with TieredMemory(journal.root) as tiers, ThermalMemory(everything) as one:
+    with ThermalMemory(journal.root) as tiers, ThermalMemory(everything) as one:
         for pattern in (r"PROJ-100[0-4]", r"decision \d"):
             assert _keys([h.memory for h in tiers.grep(pattern)]) == _keys([h.memory for h in one.grep(pattern)])
         assert _keys([h.memory for h in tiers.find("failover")]) == _keys([h.memory for h in one.find("failover")])
@@ -92,7 +92,7 @@ def test_regex_substring_filter_facets_and_scan(journal: MemoryJournal, everythi
 
 
 def test_ids_name_their_tier(journal: MemoryJournal) -> None:
-    with TieredMemory(journal.root) as mem:
+    with ThermalMemory(journal.root) as mem:
         oldest = mem.search("decision", order="oldest", limit=1)[0].memory
         assert oldest.id > store.shard_base("2024-Q1") and oldest.id < store.shard_base("2024-Q2")
         got = mem.get(oldest.id)
@@ -114,28 +114,32 @@ def test_ids_name_their_tier(journal: MemoryJournal) -> None:
 def test_shards_are_read_only_and_stay_unchanged(journal: MemoryJournal) -> None:
     shard = journal.root / "cold/2024-Q1/shard.sqlite"
     before = shard.read_bytes()
-    with TieredMemory(journal.root) as mem:
+    with ThermalMemory(journal.root) as mem:
         mem.search("deploy")
         mem.grep("PROJ")
     assert shard.read_bytes() == before
     assert shard.stat().st_mode & 0o777 == 0o444  # sealed for every non-root writer too
-    with TieredMemory(journal.root) as mem, pytest.raises(AttributeError):
+    with ThermalMemory(journal.root) as mem, pytest.raises(AttributeError):
         _ = mem._conn  # type: ignore[attr-defined]  # no connection to reach through
 
 
 def test_open_memory_and_errors(journal: MemoryJournal, everything: Path, tmp_path: Path) -> None:
-    assert isinstance(open_memory(journal.root), TieredMemory)
+    assert isinstance(open_memory(journal.root), ThermalMemory)
     assert isinstance(open_memory(everything), ThermalMemory)
+    from terminai_apts import memory
+
+    with pytest.warns(DeprecationWarning, match="ThermalMemory opens journal directories"):
+        assert memory.TieredMemory is ThermalMemory  # the contract's 1.2.0 name, kept as an alias
     (tmp_path / "empty").mkdir()
     with pytest.raises(MemoryStoreError, match="no live index"):
-        TieredMemory(tmp_path / "empty")
+        ThermalMemory(tmp_path / "empty")
 
 
 def test_one_ranking_cap_is_spent_newest_tier_first(journal: MemoryJournal, monkeypatch: pytest.MonkeyPatch) -> None:
-    from terminai_apts.memory import api
+    from terminai_apts.memory import planner
 
-    monkeypatch.setattr(api, "RANK_CAP", 2)
-    with TieredMemory(journal.root) as mem:
+    monkeypatch.setattr(planner, "RANK_CAP", 2)
+    with ThermalMemory(journal.root) as mem:
         res = mem.search("decision")  # two matches in the live index use the whole cap
         assert res.total == len(DAYS)
         assert sorted(h.memory.title for h in res) == ["deploy rollback decision 6", "postgres failover decision 5"]
@@ -151,9 +155,48 @@ def test_newest_first_with_old_summaries_in_the_live_index(journal: MemoryJourna
     store.build(journal.root / LIVE_INDEX, journal.records(cold=False))
     one = tmp_path / "one.db"
     store.build(one, journal.records())
-    with TieredMemory(journal.root) as tiers, ThermalMemory(one) as reference:
+    with ThermalMemory(journal.root) as tiers, ThermalMemory(one) as reference:
         for limit in range(1, 12):
             got = tiers.search("decision", order="newest", limit=limit)
             want = reference.search("decision", order="newest", limit=limit)
             assert _keys([h.memory for h in got]) == _keys([h.memory for h in want]), limit
             assert got.total == want.total == len(DAYS) + 2
+
+
+def test_one_deadline_for_every_tier(tmp_path: Path) -> None:
+    import dataclasses
+
+    from terminai_apts.errors import MemoryQueryError
+
+    from tests.unit.memory.conftest import make_records
+
+    base = make_records()[0]
+
+    def notes(prefix: str, day: str) -> list[NewMemory]:
+        return [
+            dataclasses.replace(
+                base, uid=f"{prefix}{i}", date=f"{day}T00:{i // 60 % 60:02d}:{i % 60:02d}Z", content=f"note {i}"
+            )
+            for i in range(3000)
+        ]
+
+    root = tmp_path / "journal"
+    sealed = root / "cold/2023-Q1/shard.sqlite"
+    sealed.parent.mkdir(parents=True)
+    store.build(root / LIVE_INDEX, notes("live", "2024-05-01"))
+    store.build(sealed, notes("cold", "2023-02-01"), first_id=store.shard_base("2023-Q1") + 1)
+    with ThermalMemory(root) as mem:
+        assert mem.count(since="2000-01-01") == 6000  # the default budget is ample
+        assert mem.count(tags="db", budget_ms=0) == -1
+        res = mem.search("note", budget_ms=0)
+        assert res.truncated and res.total == -1 and res.plan.count("budget") == 2  # both tiers ran out
+        res = mem.grep("e", budget_ms=0)
+        assert res.truncated and res.total == -1 and "budget" in res.plan
+        res = mem.filter(min_confidence=0.5, budget_ms=0)
+        assert res.truncated and res.total == -1
+        assert res.plan == "live: filter (budget); 2023-Q1: filter (budget)"
+        with pytest.raises(MemoryQueryError, match="facets ran out of its time budget"):
+            mem.facets(by="tag", budget_ms=0)
+    out_of_time = pytest.raises(MemoryQueryError, match="scan ran out of its time budget")
+    with ThermalMemory(root, budget_ms=0) as mem, out_of_time:  # a scan page gets the default budget
+        next(mem.scan())

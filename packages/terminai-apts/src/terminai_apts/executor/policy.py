@@ -76,7 +76,7 @@ THERMAL_METHODS: tuple[str, ...] = (
 # Methods that answer None for a missing id, by API factory: inside the sandbox they raise
 # a LookupError instead (the seed's `get` did), so `None.title` is never the first clue.
 NOT_FOUND_METHODS: dict[str, tuple[str, ...]] = {
-    "terminai_apts.memory.tiered:open_for_run": ("get", "trace"),
+    "terminai_apts.memory.api:open_for_run": ("get", "trace"),
 }
 
 
@@ -88,7 +88,7 @@ def thermal_spec(db_path: str) -> ApiSpec:
     """
     return ApiSpec(
         name="thermal",
-        factory="terminai_apts.memory.tiered:open_for_run",
+        factory="terminai_apts.memory.api:open_for_run",
         args=(db_path,),
         methods=THERMAL_METHODS,
     )

@@ -1,16 +1,19 @@
-"""Memory: a read-only query API over an FTS5 index, and the tiered journal behind it.
+"""Memory: a read-only query API over FTS5 index shards, and the tiered journal behind it.
 
-``ThermalMemory`` (read-only, injected into sandboxed code as ``thermal``), ``TieredMemory``
-(the same API over a journal's live index and sealed quarter shards), ``MemoryJournal``
+``ThermalMemory`` (read-only, injected into sandboxed code as ``thermal``: one index file,
+or a journal's live index and sealed quarter shards), ``open_memory``, ``MemoryJournal``
 (hot/warm/cold files, compaction, hash chains), and the immutable records they return.
+``TieredMemory`` is a deprecated name of ``ThermalMemory``, which now opens journal
+directories itself.
 """
 
 from __future__ import annotations
 
-from terminai_apts.memory.api import ThermalMemory
+import warnings
+
+from terminai_apts.memory.api import ThermalMemory, open_memory
 from terminai_apts.memory.journal import MemoryJournal
 from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results
-from terminai_apts.memory.tiered import TieredMemory, open_memory
 
 __all__ = [
     "Batch",
@@ -24,3 +27,15 @@ __all__ = [
     "TieredMemory",
     "open_memory",
 ]
+
+
+def __getattr__(name: str) -> object:
+    # T-APTS contract 1.2.0 names TieredMemory: it stays importable, with a warning.
+    if name == "TieredMemory":
+        warnings.warn(
+            "terminai_apts.memory.TieredMemory is deprecated: ThermalMemory opens journal directories too",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return ThermalMemory
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

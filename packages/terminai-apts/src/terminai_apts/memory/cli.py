@@ -11,11 +11,11 @@ from typing import Any
 
 from terminai_apts.errors import IntegrityError, JournalError, MemoryStoreError, UsageError
 from terminai_apts.memory import store
-from terminai_apts.memory.api import ThermalMemory
+from terminai_apts.memory.api import ThermalMemory, open_memory
 from terminai_apts.memory.journal import SCHEDULES, MemoryJournal
 from terminai_apts.memory.query import normalize_date
 from terminai_apts.memory.records import NewMemory, Results, split_tags
-from terminai_apts.memory.tiered import LIVE_INDEX, TieredMemory, open_memory
+from terminai_apts.memory.tiers import LIVE_INDEX
 
 
 def import_archive(path: Path) -> list[NewMemory]:
@@ -114,7 +114,7 @@ def _cmd_index(args: argparse.Namespace) -> int:
     return _emit(args, {"added": n}, f"added {n} new records to {db}")
 
 
-def _open(args: argparse.Namespace) -> ThermalMemory | TieredMemory:
+def _open(args: argparse.Namespace) -> ThermalMemory:
     return open_memory(args.db)
 
 

@@ -18,22 +18,46 @@ import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date
 from pathlib import Path
 from typing import Any
 
-from terminai_apts import durable, ledger
+from terminai_apts import ledger
 from terminai_apts.errors import IntegrityError, JournalError, UsageError
-from terminai_apts.memory import store
+from terminai_apts.memory import compaction
+from terminai_apts.memory.compaction import SCHEDULES
+from terminai_apts.memory.journal_files import (
+    DECISIONS,
+    POSTURE,
+    Entry,
+    atomic_write,
+    jsonl,
+    now,
+    numbered_lines,
+    read_jsonl,
+    week_end,
+)
 from terminai_apts.memory.records import NewMemory
+
+__all__ = [
+    "CHAIN",
+    "DECISIONS",
+    "GENESIS",
+    "MAX_CONTEXT_LINES",
+    "POSTURE",
+    "SCHEDULES",
+    "ChainProblem",
+    "Entry",
+    "MemoryJournal",
+    "atomic_write",
+    "entry_hash",
+    "read_jsonl",
+]
 
 GENESIS = ledger.GENESIS
 # sha256 over the canonical JSON without ``hash``: the scheme the launcher's audit ledger uses.
 CHAIN = ledger.Chain(prev_prefix=False)
 MAX_CONTEXT_LINES = 200
-SCHEDULES = ("daily", "weekly", "quarterly")
-DECISIONS = Path("warm/decisions/decisions.jsonl")
-POSTURE = Path("warm/posture_history.jsonl")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,73 +69,9 @@ class ChainProblem:
     reason: str
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Entry:
-    """A parsed journal line with its location."""
-
-    file: str
-    line: int
-    data: dict[str, Any]
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
 def entry_hash(body: dict[str, Any]) -> str:
     """sha256 over the canonical JSON of an entry without its ``hash`` field."""
     return CHAIN.digest(body)
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` (see :func:`terminai_apts.durable.write`), creating its folder."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    durable.write(path, data)
-
-
-def read_jsonl(path: Path, root: Path) -> tuple[list[Entry], list[Entry]]:
-    """Parsed entries and quarantined (unparsable) lines; a missing file is empty."""
-    good: list[Entry] = []
-    bad: list[Entry] = []
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return good, bad
-    name = str(path.relative_to(root))
-    for n, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-            if not isinstance(data, dict):
-                raise ValueError("not an object")
-        except ValueError:
-            bad.append(Entry(file=name, line=n, data={"raw": line.decode("utf-8", "replace")}))
-            continue
-        good.append(Entry(file=name, line=n, data=data))
-    return good, bad
-
-
-def _lines(path: Path) -> list[tuple[int, bytes]]:
-    """Numbered non-blank lines (numbers count blank lines too, as ``read_jsonl`` does)."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return []
-    return [(n, line) for n, line in enumerate(raw.splitlines(), start=1) if line.strip()]
-
-
-def _week(day: str) -> str:
-    year, week, _ = date.fromisoformat(day[:10]).isocalendar()
-    return f"{year}-W{week:02d}"
-
-
-def _week_end(week: str) -> str:
-    return f"{date.fromisocalendar(int(week[:4]), int(week[6:]), 7).isoformat()}T23:59:59Z"
-
-
-def _quarter(stamp: str) -> str:
-    return f"{stamp[:4]}-Q{(int(stamp[5:7]) - 1) // 3 + 1}"
 
 
 class MemoryJournal:
@@ -155,7 +115,7 @@ class MemoryJournal:
     def _roll(self, rel: Path, body: dict[str, Any], keep: int) -> None:
         entries, _bad = read_jsonl(self.root / rel, self.root)
         kept = [*[e.data for e in entries][-(keep - 1) :], body]
-        atomic_write(self.root / rel, "".join(json.dumps(e, sort_keys=True) + "\n" for e in kept).encode())
+        atomic_write(self.root / rel, jsonl(kept))
 
     # ------------------------------------------------------------ hot and warm writes
     def write_decision(
@@ -179,7 +139,7 @@ class MemoryJournal:
         if not str(decision).strip():
             raise UsageError("a decision needs text")
         body: dict[str, Any] = {
-            "ts": timestamp or _now(),
+            "ts": timestamp or now(),
             "source": source,
             "kind": "decision",
             "decision": decision,
@@ -213,7 +173,7 @@ class MemoryJournal:
                 return None
             previous = entries[-1].data.get("posture") if entries else None
             body = {
-                "ts": timestamp or _now(),
+                "ts": timestamp or now(),
                 "source": source,
                 "kind": "posture",
                 "posture": posture,
@@ -249,7 +209,7 @@ class MemoryJournal:
         with self.lock():
             if path.exists():
                 raise JournalError(f"daily summary {path.name} already exists and is never modified")
-            atomic_write(path, f"<!-- source: {source}; written: {_now()} -->\n{text.rstrip()}\n".encode())
+            atomic_write(path, f"<!-- source: {source}; written: {now()} -->\n{text.rstrip()}\n".encode())
         return path
 
     # ------------------------------------------------------------ reading and verifying
@@ -282,7 +242,7 @@ class MemoryJournal:
             files.append(self.root / (DECISIONS if stem == "decisions" else POSTURE))
             prev = GENESIS
             for path in files:
-                links = list(CHAIN.walk(_lines(path), prev=prev))
+                links = list(CHAIN.walk(numbered_lines(path), prev=prev))
                 name = str(path.relative_to(self.root))
                 corrupt = [link for link in links if link.record is None]
                 problems += [
@@ -323,7 +283,7 @@ class MemoryJournal:
                     for b in bad:
                         fh.write((json.dumps({"file": b.file, "line": b.line, "raw": b.data["raw"]}) + "\n").encode())
                     os.fsync(fh.fileno())
-                atomic_write(path, "".join(json.dumps(e.data, sort_keys=True) + "\n" for e in good).encode())
+                atomic_write(path, jsonl([e.data for e in good]))
                 moved += len(bad)
         return moved
 
@@ -354,7 +314,7 @@ class MemoryJournal:
                 NewMemory(
                     uid=str(d.get("hash")),
                     date=str(d.get("ts", ""))[:19] + "Z",
-                    recorded_at=_now()[:19] + "Z",
+                    recorded_at=now()[:19] + "Z",
                     title=title,
                     content=content,
                     summary=str(d.get("outcome", "")),
@@ -367,14 +327,14 @@ class MemoryJournal:
                 )
             )
         summaries = [(p, "daily", f"{p.stem}T23:59:59Z") for p in sorted((self.root / "warm/daily").glob("*.md"))]
-        summaries += [(p, "weekly", _week_end(p.stem)) for p in sorted((self.root / "warm/weekly").glob("*.md"))]
+        summaries += [(p, "weekly", week_end(p.stem)) for p in sorted((self.root / "warm/weekly").glob("*.md"))]
         for path, span, stamp in summaries:
             text = path.read_text(errors="replace")
             out.append(
                 NewMemory(
                     uid=f"{span}:{path.stem}",
                     date=stamp,
-                    recorded_at=_now()[:19] + "Z",
+                    recorded_at=now()[:19] + "Z",
                     title=f"{span} summary {path.stem}",
                     content=text,
                     summary=text[:200],
@@ -389,145 +349,5 @@ class MemoryJournal:
 
     # ------------------------------------------------------------ compaction
     def compact(self, *, today: date | None = None, only: str | None = None) -> dict[str, int]:
-        """Daily, weekly and quarterly compaction from a write-ahead plan; resumes an interrupted run.
-
-        ``only`` runs one schedule (``daily``, ``weekly`` or ``quarterly``); the default runs
-        all three. Steps (each idempotent): ``plan`` (write ``compaction.wal``); daily:
-        ``daily`` (gap markers for past days without a summary); weekly: ``weekly`` (a
-        summary per closed ISO week, written once); quarterly: ``archive:Q`` (cold copies of
-        each closed quarter's entries, then its summary and sealed shard) and ``truncate``
-        (warm files keep only open-quarter entries, anchored to the archived tail hash);
-        daily again: ``hot`` (trim the rolling buffers); ``done`` (remove the plan). A plan
-        left by a killed run is finished first, whatever ``only`` asks.
-        """
-        if only not in (None, *SCHEDULES):
-            raise UsageError(f"compaction schedule must be one of {', '.join(SCHEDULES)}, not {only!r}")
-        today = today or datetime.now(UTC).date()
-        with self.lock():
-            wal = self.root / "compaction.wal"
-            if wal.exists():
-                plan = json.loads(wal.read_text())
-            else:
-                self._crash_at("plan")
-                schedules = [only] if only else list(SCHEDULES)
-                quarters: list[str] = []
-                if "quarterly" in schedules:
-                    good, _bad = self.entries()
-                    current = _quarter(today.isoformat())
-                    quarters = sorted(
-                        {
-                            _quarter(str(e.data.get("ts", "")))
-                            for e in good
-                            if not e.file.startswith("cold/") and _quarter(str(e.data.get("ts", ""))) < current
-                        }
-                    )
-                plan = {"today": today.isoformat(), "schedules": schedules, "quarters": quarters}
-                atomic_write(wal, json.dumps(plan).encode())
-            day = date.fromisoformat(plan["today"])
-            schedules = plan.get("schedules", list(SCHEDULES))
-            gaps = weeks = 0
-            if "daily" in schedules:
-                self._crash_at("daily")
-                gaps = self._daily_gaps(day)
-            if "weekly" in schedules:
-                self._crash_at("weekly")
-                weeks = self._weekly_summaries(day)
-            for quarter in plan["quarters"]:
-                self._archive_quarter(quarter)
-            if plan["quarters"]:
-                self._crash_at("truncate")
-                for rel in (DECISIONS, POSTURE):
-                    self._truncate(rel, set(plan["quarters"]))
-            if "daily" in schedules:
-                self._crash_at("hot")
-                self._trim_hot()
-            self._crash_at("done")
-            wal.unlink()
-        return {"gap_markers": gaps, "weekly_summaries": weeks, "quarters_archived": len(plan["quarters"])}
-
-    def _trim_hot(self) -> None:
-        for rel, keep in ((Path("hot/recent_decisions.jsonl"), 10), (Path("hot/posture_log.jsonl"), 20)):
-            entries, _b = read_jsonl(self.root / rel, self.root)
-            if len(entries) > keep:
-                atomic_write(
-                    self.root / rel,
-                    "".join(json.dumps(e.data, sort_keys=True) + "\n" for e in entries[-keep:]).encode(),
-                )
-
-    def _weekly_summaries(self, today: date) -> int:
-        """One ``warm/weekly/YYYY-Www.md`` per closed ISO week with activity; never rewritten."""
-        good, _bad = self.entries()
-        by_week: dict[str, list[dict[str, Any]]] = {}
-        for e in good:
-            if e.data.get("ts"):
-                by_week.setdefault(_week(str(e.data["ts"])), []).append(e.data)
-        written = 0
-        for week, items in sorted(by_week.items()):
-            path = self.root / "warm/weekly" / f"{week}.md"
-            if week >= _week(today.isoformat()) or path.exists():
-                continue
-            lines = ["<!-- source: compaction -->", f"# {week}: {len(items)} entries", ""]
-            for d in sorted(items, key=lambda d: str(d.get("ts"))):
-                what = (
-                    d.get("decision")
-                    if d.get("kind") == "decision"
-                    else f"posture -> {d.get('posture')}: {d.get('reason')}"
-                )
-                lines.append(f"- {str(d.get('ts'))[:10]} {what}")
-            atomic_write(path, ("\n".join(lines) + "\n").encode())
-            written += 1
-        return written
-
-    def _daily_gaps(self, today: date) -> int:
-        good, _bad = self.entries()
-        days = {str(e.data.get("ts", ""))[:10] for e in good if e.data.get("ts")}
-        if not days:
-            return 0
-        written = 0
-        day = date.fromisoformat(min(days))
-        while day < today:
-            path = self.root / "warm/daily" / f"{day.isoformat()}.md"
-            if day.isoformat() not in days and not path.exists():
-                atomic_write(
-                    path,
-                    f"<!-- source: compaction; gap marker -->\nNo activity recorded on {day.isoformat()}.\n".encode(),
-                )
-                written += 1
-            day += timedelta(days=1)
-        return written
-
-    def _archive_quarter(self, quarter: str) -> None:
-        folder = self.root / "cold" / quarter
-        for rel in (DECISIONS, POSTURE):
-            target = folder / rel.name
-            self._crash_at(f"archive:{quarter}:{rel.name}")
-            if target.exists():
-                continue  # rename is atomic: an existing archive is complete
-            entries, _bad = read_jsonl(self.root / rel, self.root)
-            chosen = [e.data for e in entries if _quarter(str(e.data.get("ts", ""))) == quarter]
-            atomic_write(target, "".join(json.dumps(d, sort_keys=True) + "\n" for d in chosen).encode())
-        self._crash_at(f"summary:{quarter}")
-        summary = folder / "summary.md"
-        if not summary.exists():
-            entries, _b = read_jsonl(folder / DECISIONS.name, self.root)
-            lines = [f"# {quarter}: {len(entries)} decisions", ""] + [
-                f"- {e.data.get('ts', '')[:10]} {e.data.get('decision', '')}" for e in entries
-            ]
-            atomic_write(summary, ("\n".join(lines) + "\n").encode())
-        self._crash_at(f"shard:{quarter}")
-        shard = folder / "shard.sqlite"
-        if not shard.exists():
-            recs = [r for r in self.records() if r.origin.startswith(f"cold/{quarter}/")]
-            store.build(shard, recs, first_id=store.shard_base(quarter) + 1)
-            shard.chmod(0o444)  # sealed: opened with immutable=1 from now on
-
-    def _truncate(self, rel: Path, quarters: set[str]) -> None:
-        entries, bad = read_jsonl(self.root / rel, self.root)
-        keep = [e.data for e in entries if _quarter(str(e.data.get("ts", ""))) not in quarters]
-        dropped = [e.data for e in entries if _quarter(str(e.data.get("ts", ""))) in quarters]
-        if not dropped:
-            return
-        # The first kept entry links to the last archived one: record that anchor first.
-        atomic_write(self.root / rel.with_suffix(".anchor"), str(dropped[-1]["hash"]).encode())
-        lines = [json.dumps(d, sort_keys=True) for d in keep] + [b.data["raw"] for b in bad]
-        atomic_write(self.root / rel, "".join(line + "\n" for line in lines).encode())
+        """Daily, weekly and quarterly compaction (see :func:`terminai_apts.memory.compaction.compact`)."""
+        return compaction.compact(self, self._crash_at, today=today, only=only)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from terminai_apts.errors import MemoryStoreError
 from terminai_apts.memory import store
-from terminai_apts.memory.tiered import open_memory
+from terminai_apts.memory.api import open_memory
 
 
 def _writable(folder: Path) -> bool:

@@ -153,3 +153,14 @@ class Provenance:
     source: str
     recorded_at: str
     content_hash: str
+
+
+def digest(query: str, res: Results) -> str:
+    """The text ``summarize`` returns: one line per best match, with its id."""
+    if not res.hits:
+        return f"No memories match {query!r}."
+    lines = [f"{res.total} memories match {query!r}; top {len(res.hits)}:"]
+    for hit in res.hits:
+        m = hit.memory
+        lines.append(f"- [{m.date[:10]}] {m.title} (#{m.id}): {(m.summary or m.content)[:200]}")
+    return "\n".join(lines)
