@@ -30,6 +30,7 @@ from terminai_sandbox.launch.dockerapi import (
     diagnose,
     digest_or_refusal,
     engine_name,
+    no_engine,
 )
 
 LABEL = "dev.terminai.sandbox"
@@ -73,9 +74,7 @@ class Engine:
                 host=host, name=engine_name(version), version=str(version.get("Version", "?")), api_version=api
             )
             return cls(client, info, timeout=timeout)
-        # The default socket's story matters most, unless some socket refused us outright.
-        denied = [e for e in errors if "permission denied" in e.message]
-        raise (denied or errors or [EngineError("no container engine found")])[0]
+        raise no_engine(errors)
 
     def inspect_image(self, reference: str) -> dict[str, Any] | None:
         """The engine's ``image inspect`` document for ``reference``, or None when it has no such image."""

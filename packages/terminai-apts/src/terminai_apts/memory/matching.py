@@ -19,6 +19,18 @@ def _elapsed(start: float) -> float:
     return round((time.monotonic() - start) * 1000, 3)
 
 
+def _results(hits: list[Hit], labels: list[str], start: float, *, truncated: bool, **extra: float) -> Results:
+    """What the verification found; a truncated answer does not know its total (-1)."""
+    return Results(
+        hits=tuple(hits),
+        total=-1 if truncated else len(hits),
+        truncated=truncated,
+        elapsed_ms=_elapsed(start),
+        plan="; ".join(labels),
+        **extra,
+    )
+
+
 def verify(shards: Sequence[Shard], plan: planner.Match, matcher: rx.Matcher, start: float, deadline: float) -> Results:
     """Verify candidates (``title\nsummary\ncontent``, whole) with ``matcher`` until ``deadline``."""
     hits: list[Hit] = []
@@ -36,29 +48,10 @@ def verify(shards: Sequence[Shard], plan: planner.Match, matcher: rx.Matcher, st
                     if len(hits) == plan.limit:
                         # Counting the rest would cost a full verification pass: total unknown.
                         labels[-1] += " (stopped at limit)"
-                        return Results(
-                            hits=tuple(hits),
-                            total=-1,
-                            truncated=True,
-                            elapsed_ms=_elapsed(start),
-                            plan="; ".join(labels),
-                        )
+                        return _results(hits, labels, start, truncated=True)
                     snippet = text[max(0, span[0] - 40) : span[1] + 40]
                     hits.append(Hit(memory=decode(row), snippet=snippet))
     except (TimeUp, rx.RegexTimeout):
         labels[-1] += " (budget: partial)"
-        return Results(
-            hits=tuple(hits),
-            total=-1,
-            truncated=True,
-            elapsed_ms=_elapsed(start),
-            plan="; ".join(labels),
-            scanned_fraction=0.0,
-        )
-    return Results(
-        hits=tuple(hits),
-        total=len(hits),
-        truncated=False,
-        elapsed_ms=_elapsed(start),
-        plan="; ".join(labels),
-    )
+        return _results(hits, labels, start, truncated=True, scanned_fraction=0.0)
+    return _results(hits, labels, start, truncated=False)

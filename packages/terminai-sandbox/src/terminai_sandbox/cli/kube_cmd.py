@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from terminai_sandbox.cli.trust_options import trust_options
 from terminai_sandbox.kube.hardening import SessionShape
 from terminai_sandbox.kube.manifests import check_names, manifests
 from terminai_sandbox.kube.render import to_json, to_yaml, write_dir
@@ -18,10 +19,7 @@ _OUT = click.Path(path_type=Path, file_okay=False)
 @click.command("kube")
 @click.argument("reference")
 @click.argument("command", nargs=-1)
-@click.option("--key", "key_path", type=click.Path(path_type=Path), default=None, help="trusted cosign public key")
-@click.option("--certificate-identity", default=None, help="keyless: the signer's certificate identity")
-@click.option("--certificate-oidc-issuer", default=None, help="keyless: the identity's OIDC issuer")
-@click.option("--policy", "policy_path", type=click.Path(path_type=Path), default=None, help="policy file")
+@trust_options
 @click.option("--namespace", default="terminai-sandbox", show_default=True, help="namespace of the session objects")
 @click.option("--name", default="terminai-sandbox", show_default=True, help="name of the session objects")
 @click.option(
@@ -32,13 +30,6 @@ _OUT = click.Path(path_type=Path, file_okay=False)
 )
 @click.option("--out", "out_dir", type=_OUT, default=None, help="write one file per object into this directory")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of YAML")
-@click.option("--offline", "offline_dir", type=click.Path(path_type=Path, exists=True, file_okay=False), default=None)
-@click.option(
-    "--trusted-root",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
-    default=None,
-    help="keyless: Sigstore trusted_root.json to verify against (default: public-good, offline)",
-)
 @click.option("--insecure-registry", is_flag=True, help="allow plain HTTP to a non-loopback registry")
 def kube_cmd(
     reference: str,

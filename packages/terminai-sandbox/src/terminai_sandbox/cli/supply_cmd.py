@@ -17,6 +17,7 @@ from terminai_sandbox import provenance
 from terminai_sandbox._version import __version__
 from terminai_sandbox.artifacts.contract import Contract
 from terminai_sandbox.artifacts.oci_layout import OciLayout
+from terminai_sandbox.cli.trust_options import trust_options
 from terminai_sandbox.errors import ConfigError, ReleaseError, SigningError
 from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.launch.registry_auth import docker_config_credentials
@@ -146,22 +147,12 @@ def sign_cmd(
 
 @click.command("verify")
 @click.argument("reference")
-@click.option("--key", "key_path", type=click.Path(path_type=Path), default=None, help="trusted cosign public key")
-@click.option("--certificate-identity", default=None, help="keyless: the signer's certificate identity")
-@click.option("--certificate-oidc-issuer", default=None, help="keyless: the identity's OIDC issuer")
-@click.option("--policy", "policy_path", type=click.Path(path_type=Path), default=None, help="policy file")
+@trust_options
 @click.option(
     "--attestation",
     "attestations",
     multiple=True,
     help="also require a verified attestation of this type (cyclonedx, slsaprovenance1); repeatable",
-)
-@click.option("--offline", "offline_dir", type=click.Path(path_type=Path, exists=True, file_okay=False), default=None)
-@click.option(
-    "--trusted-root",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
-    default=None,
-    help="keyless: Sigstore trusted_root.json to verify against (default: public-good, offline)",
 )
 @click.option("--json", "as_json", is_flag=True)
 @_INSECURE

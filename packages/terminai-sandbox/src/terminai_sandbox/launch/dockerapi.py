@@ -235,9 +235,7 @@ class DockerApi:
                 host=host, name=engine_name(version), version=str(version.get("Version", "?")), api_version=api
             )
             return cls(info, timeout=timeout)
-        # The default socket's story matters most, unless some socket refused us outright.
-        denied = [e for e in errors if "permission denied" in e.message]
-        raise (denied or errors or [EngineError("no container engine found")])[0]
+        raise no_engine(errors)
 
     def _get(self, path: str, headers: Mapping[str, str] | None = None) -> tuple[int, Any]:
         try:
@@ -268,3 +266,10 @@ class DockerApi:
             headers["X-Registry-Auth"] = base64.urlsafe_b64encode(json.dumps(dict(auth)).encode()).decode()
         status, body = self._get(f"/distribution/{_quote(reference)}/json", headers)
         return digest_or_refusal(reference, status, body)
+
+
+def no_engine(errors: list[EngineError]) -> EngineError:
+    """The error to raise when no candidate answered: the default socket's story matters
+    most, unless some socket refused us outright."""
+    denied = [e for e in errors if "permission denied" in e.message]
+    return (denied or errors or [EngineError("no container engine found")])[0]
