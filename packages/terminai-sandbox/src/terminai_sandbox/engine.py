@@ -243,6 +243,20 @@ class Engine:
         denied = [e for e in errors if "permission denied" in e.message]
         raise (denied or errors or [EngineError("no container engine found")])[0]
 
+    def runtimes(self) -> list[str]:
+        """The names of the OCI runtimes the engine can run containers with (``GET /info`` ``Runtimes``)."""
+        try:
+            answer = api_get(self.info.host, f"/v{self.info.api_version}/info", timeout=self.timeout)
+        except (OSError, ValueError) as exc:
+            raise EngineError(f"the engine at {self.info.host} stopped answering: {exc}") from None
+        if answer is None:
+            document: Any = self.client.info()
+        elif answer[0] != 200 or not isinstance(answer[1], dict):
+            raise EngineError(f"the engine at {self.info.host} answered GET /info with {answer[0]}")
+        else:
+            document = answer[1]
+        return sorted((document.get("Runtimes") or {}).keys())
+
     def inspect_image(self, reference: str) -> dict[str, Any] | None:
         """The engine's ``image inspect`` document for ``reference``, or None when it has no such image."""
         path = f"/v{self.info.api_version}/images/{_quote(reference)}/json"
@@ -396,6 +410,11 @@ def _pid_alive(pidfile: Path) -> int | None:
     except (OSError, ValueError):
         return None
     return pid if comm == "dockerd" else None
+
+
+def dockerd_pid() -> int | None:
+    """The pid of the local dockerd: one :func:`ensure` started, else the system's (``/var/run/docker.pid``)."""
+    return _pid_alive(PIDFILE) or _pid_alive(Path("/var/run/docker.pid"))
 
 
 def ensure(env: Mapping[str, str] | None = None, *, wait_seconds: float = 90) -> tuple[Engine, list[str]]:

@@ -45,6 +45,8 @@ from pathlib import Path
 from terminai_sandbox.errors import EngineError, LaunchError
 from terminai_sandbox.records import field, frozen_record
 from terminai_sandbox.reference import ImageRef
+from terminai_sandbox.runtime import DEFAULT as DEFAULT_RUNTIME
+from terminai_sandbox.runtime import missing_on_docker, missing_on_podman, runsc_binary
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
@@ -78,6 +80,8 @@ if TYPE_CHECKING:
         ) -> ImageFacts: ...
 
         def contract_suite(self, image_id: str) -> int: ...
+
+        def runtime_problem(self, runtime: str) -> EngineError | None: ...
 
 
 NOFILE_CAP = 65536
@@ -179,6 +183,11 @@ class DockerEngine:
 
         return len(run_contracts(self.engine, image_id).passed)
 
+    def runtime_problem(self, runtime: str) -> EngineError | None:
+        if runtime == DEFAULT_RUNTIME:
+            return None  # dockerd always has its default runtime; no need to ask
+        return missing_on_docker(runtime, self.engine.runtimes())
+
 
 class PodmanEngine:
     name = "podman"
@@ -275,6 +284,9 @@ class PodmanEngine:
             hint="run 'terminai-sandbox contracts IMAGE' against dockerd, or drop --deep "
             "(the entrypoint still checks health when the session starts)",
         )
+
+    def runtime_problem(self, runtime: str) -> EngineError | None:
+        return missing_on_podman(runtime, runsc_binary(self.env))
 
 
 def cgroups_v2(root: Path = Path("/sys/fs/cgroup")) -> bool:
