@@ -12,7 +12,10 @@ throwaway key. Then, N times each, interleaved:
 * launcher, warm verification cache, tag reference (`REPO:TAG`): dockerd resolves the tag
   (one registry round trip);
 * launcher, first verification: the tag reference with an empty state directory;
-* for scale: the launcher's Python interpreter starting and exiting (`python -c pass`).
+* for scale: the launcher's Python interpreter starting and exiting (`python -c pass`);
+* gVisor: plain `docker run --runtime runsc` and the launcher with
+  `TERMINAI_SANDBOX_RUNTIME=runsc` (warm cache, digest reference), against their runc
+  counterparts above (runsc registered by `scripts/ensure-engine`).
 
     python benchmarks/launch.py [--runs 21]
 """
@@ -60,7 +63,10 @@ def measure(host: str, digest: str, pub: Path, work: Path, runs: int) -> dict[st
     ledger = warm_home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
     hardened = next(json.loads(line)["argv"] for line in ledger.read_text().splitlines() if '"event": "run"' in line)
     name = hardened[hardened.index("--name") + 1]
-    series: dict[str, list[float]] = {k: [] for k in ("baseline", "floor", "pinned", "tag", "cold", "python")}
+    gvisor_env = {**warm_env, "TERMINAI_SANDBOX_RUNTIME": "runsc"}
+    subprocess.run(launch_pinned, env=gvisor_env, check=True, capture_output=True)
+    names = ("baseline", "floor", "pinned", "tag", "cold", "python", "runsc_baseline", "runsc_pinned")
+    series: dict[str, list[float]] = {k: [] for k in names}
     for run in range(runs):
         series["baseline"].append(timed(["docker", "run", "--rm", "--network", "none", pinned, "true"], base_env))
         fresh = f"{name}-{run}"
@@ -71,6 +77,9 @@ def measure(host: str, digest: str, pub: Path, work: Path, runs: int) -> dict[st
         cold_home.mkdir()
         series["cold"].append(timed(launch_tag, {**base_env, "HOME": str(cold_home)}))
         series["python"].append(timed([sys.executable, "-c", "pass"], base_env))
+        plain_runsc = ["docker", "run", "--rm", "--runtime", "runsc", "--network", "none", pinned, "true"]
+        series["runsc_baseline"].append(timed(plain_runsc, base_env))
+        series["runsc_pinned"].append(timed(launch_pinned, gvisor_env))
     return series
 
 
@@ -110,6 +119,15 @@ def main() -> int:
         f"+{(m['cold'] - m['tag']) * 1000:.0f} ms over warm (REPO:TAG)"
     )
     print(f"for scale: python -c pass                        : {m['python'] * 1000:7.0f} ms")
+    g = m["runsc_baseline"]
+    print(
+        f"plain docker run --runtime runsc ... IMAGE true  : {g * 1000:7.0f} ms  ratio {g / b:.2f}x "
+        "(gVisor against runc)"
+    )
+    print(
+        f"terminai-sandbox run, runsc, warm, REPO:TAG@sha256: {m['runsc_pinned'] * 1000:7.0f} ms  "
+        f"ratio {m['runsc_pinned'] / g:.2f}x over plain runsc, {m['runsc_pinned'] / m['pinned']:.2f}x over runc"
+    )
     return 0
 
 

@@ -10,6 +10,10 @@ accepts is accepted here too. Anything it would refuse, or that is not a boolean
 string where the engine belongs, is a :class:`ConfigError`: a broken settings file never
 silently means "use the default".
 
+``tools.sandboxRuntime`` (``"runc"``, ``"runsc"`` or ``"gvisor"``) chooses the container
+runtime the same way (:func:`runtime_setting`; validated by
+:func:`terminai_sandbox.runtime.parse_runtime`).
+
 This runs on every launch: it imports only json and pathlib and reads the file only when
 called.
 """
