@@ -130,3 +130,17 @@ def test_podman_refuses_runsc_when_it_is_not_installed(
         result.stderr
     )
     assert "scripts/ensure-host-tools" in result.stderr and "RAN" not in result.stdout
+
+
+def test_preflight_deep_runs_the_contract_suite_under_the_sessions_runtime(
+    registry: RegistryServer, tmp_path: Path, built_image: BuildResult
+) -> None:
+    os.chmod(tmp_path, 0o755)
+    site = Site(registry, tmp_path)
+    site.push(built_image.oci_layout, "0.1.0")
+    result = site.cli(
+        "preflight", "--deep", "--runtime", "gvisor", "--image", site.ref("0.1.0"), "--key", str(site.pub)
+    )
+    assert result.returncode == 0, result.stderr
+    assert "; runtime runsc (gVisor)" in result.stderr
+    assert "6. health: contract suite passed inside the image under runsc" in result.stderr

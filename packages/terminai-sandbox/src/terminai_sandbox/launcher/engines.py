@@ -79,7 +79,7 @@ if TYPE_CHECKING:
             labels: Mapping[str, str],
         ) -> ImageFacts: ...
 
-        def contract_suite(self, image_id: str) -> int: ...
+        def contract_suite(self, image_id: str, runtime: str = ...) -> int: ...
 
         def runtime_problem(self, runtime: str) -> EngineError | None: ...
 
@@ -178,10 +178,11 @@ class DockerEngine:
             raise LaunchError(f"building {dockerfile} failed: {exc.explanation}") from None
         return ImageFacts(id=str(image.id), labels=dict(image.labels or {}))
 
-    def contract_suite(self, image_id: str) -> int:
+    def contract_suite(self, image_id: str, runtime: str = DEFAULT_RUNTIME) -> int:
         from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
 
-        return len(run_contracts(self.engine, image_id).passed)
+        chosen = None if runtime == DEFAULT_RUNTIME else runtime  # the suite runs where the session will
+        return len(run_contracts(self.engine, image_id, runtime=chosen).passed)
 
     def runtime_problem(self, runtime: str) -> EngineError | None:
         if runtime == DEFAULT_RUNTIME:
@@ -278,7 +279,7 @@ class PodmanEngine:
             raise LaunchError(f"podman built {tag} but cannot find it afterwards")
         return found
 
-    def contract_suite(self, image_id: str) -> int:
+    def contract_suite(self, image_id: str, runtime: str = DEFAULT_RUNTIME) -> int:
         raise LaunchError(
             "--deep runs the contract suite through the Docker API, which the podman engine does not use",
             hint="run 'terminai-sandbox contracts IMAGE' against dockerd, or drop --deep "

@@ -279,8 +279,8 @@ def _preflight(
     def step6() -> tuple[None, str]:
         if not options.deep:
             return None, "the entrypoint checks health when the session starts"
-        passed = engine.contract_suite(image.id)
-        return None, f"contract suite passed inside the image ({passed} tests)"
+        passed = engine.contract_suite(image.id, config.runtime)
+        return None, f"contract suite passed inside the image under {config.runtime} ({passed} tests)"
 
     steps.run(6, "health", step6)
     assert pinned.digest is not None
