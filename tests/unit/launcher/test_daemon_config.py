@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.daemon_config import register_runsc, reload_dockerd, runsc_entry, with_runsc
+from terminai_sandbox.daemon_config import ensure_runsc, register_runsc, reload_dockerd, runsc_entry, with_runsc
 from terminai_sandbox.errors import EngineError
 
 ADMIN = {
@@ -124,3 +124,69 @@ def test_a_reload_that_never_lists_runsc_is_an_error(tmp_path: Path) -> None:
     finally:
         os.kill(sleeper.pid, signal.SIGKILL)
         sleeper.wait()
+
+
+def _fake_runsc(tmp_path: Path) -> dict[str, str]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "runsc").write_text("#!/bin/sh\n")
+    (bin_dir / "runsc").chmod(0o755)
+    return {"PATH": str(bin_dir)}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="registering needs root, as on the CI machine")
+def test_the_bootstrap_registers_before_starting_and_reloads_a_daemon_that_does_not_list_runsc(tmp_path: Path) -> None:
+    env, daemon_json = _fake_runsc(tmp_path), tmp_path / "daemon.json"
+    listed = [["runc"], ["runc"], ["runc", "runsc"]]
+    seen: list[str] = []
+
+    def start() -> list[str]:
+        seen.append(daemon_json.read_text())  # the file is merged before dockerd is (re)started
+        return ["docker 20.10 already answering at unix:///var/run/docker.sock"]
+
+    sleeper = subprocess.Popen(
+        [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGHUP, signal.SIG_IGN); time.sleep(60)"]
+    )
+    try:
+        time.sleep(0.3)  # let it install its SIGHUP handler
+        done = ensure_runsc(
+            env, start, lambda: listed.pop(0) if len(listed) > 1 else listed[0], dockerd_pid=lambda: sleeper.pid,
+            path=daemon_json,
+        )  # fmt: skip
+        assert sleeper.poll() is None
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    runsc = str(tmp_path / "bin" / "runsc")
+    assert json.loads(seen[0]) == {"runtimes": {"runsc": runsc_entry(runsc)}}
+    assert done == [
+        f"registered runsc ({runsc}, --network=none) in {daemon_json}",
+        "docker 20.10 already answering at unix:///var/run/docker.sock",
+        f"reloaded dockerd (pid {sleeper.pid}, SIGHUP): runsc available",
+    ]
+
+
+def test_the_bootstrap_registers_nothing_for_another_engine_or_without_runsc(tmp_path: Path) -> None:
+    daemon_json = tmp_path / "daemon.json"
+
+    def never() -> list[str]:
+        raise AssertionError("the runtimes are not asked when nothing was registered")
+
+    elsewhere = {**_fake_runsc(tmp_path), "DOCKER_HOST": "tcp://10.0.0.1:2375"}
+    done = ensure_runsc(elsewhere, lambda: ["started"], never, dockerd_pid=lambda: None, path=daemon_json)
+    assert done[0] == "started" and done[1].startswith("gVisor not registered: DOCKER_HOST=tcp://10.0.0.1:2375")
+    done = ensure_runsc(
+        {"PATH": str(tmp_path / "empty")}, lambda: [], never, dockerd_pid=lambda: None, path=daemon_json
+    )
+    assert done == ["gVisor not registered: runsc is not installed (scripts/ensure-host-tools installs it)"]
+    assert not daemon_json.exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="registering needs root, as on the CI machine")
+def test_a_daemon_without_runsc_whose_pid_is_unknown_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(EngineError, match="its pid is unknown") as refused:
+        ensure_runsc(
+            _fake_runsc(tmp_path), lambda: [], lambda: ["runc"], dockerd_pid=lambda: None,
+            path=tmp_path / "daemon.json",
+        )  # fmt: skip
+    assert "kill -HUP" in refused.value.hint

@@ -107,10 +107,9 @@ def ensure_runsc(
     ``start`` makes sure dockerd answers (``scripts/ensure-engine``), ``runtimes`` lists the
     runtimes the answering engine has, ``dockerd_pid`` finds the local dockerd to reload.
     The file is merged before ``start``, so a daemon started now reads it; a daemon already
-    running is sent ``SIGHUP``. Without
-    ``runsc`` installed, as a non-root user, or with ``DOCKER_HOST`` naming another engine,
-    nothing is registered and the line says so: gVisor sessions then fail in preflight
-    with this remedy, runc sessions are unaffected.
+    running is sent ``SIGHUP``. Without ``runsc`` installed, as a non-root user, or with
+    ``DOCKER_HOST`` naming another engine, nothing is registered and the line says so:
+    gVisor sessions then fail in preflight with this remedy, runc sessions are unaffected.
     """
     runsc = shutil.which("runsc", path=env.get("PATH"))
     why_not = None
