@@ -14,7 +14,10 @@ throwaway key. Then, N times each, interleaved:
 * launcher, first verification: the tag reference with an empty state directory;
 * the launcher alone, refused at preflight step 1 (DOCKER_HOST names an absent socket):
   interpreter, imports, configuration and the ledger, with no engine time in it;
-* for scale: the launcher's Python interpreter starting and exiting (`python -c pass`).
+* for scale: the launcher's Python interpreter starting and exiting (`python -c pass`);
+* gVisor: plain `docker run --runtime runsc` and the launcher with
+  `TERMINAI_SANDBOX_RUNTIME=runsc` (warm cache, digest reference), against their runc
+  counterparts above (runsc registered by `scripts/ensure-engine`).
 
 With `--baseline-ref REF` the launcher of that git commit (its two packages' sources, run
 by the same interpreter through a copy of the console script) is measured in the same
@@ -107,7 +110,10 @@ def measure(
     hardened = next(json.loads(line)["argv"] for line in ledger.read_text().splitlines() if '"event": "run"' in line)
     name = hardened[hardened.index("--name") + 1]
     refused_env = {"DOCKER_HOST": f"unix://{work}/absent.sock"}
-    series: dict[str, list[float]] = {k: [] for k in ("baseline", "floor", "cold", "python")}
+    gvisor_env = {**envs[""], "TERMINAI_SANDBOX_RUNTIME": "runsc"}
+    subprocess.run([CLI, *args_pinned], env=gvisor_env, check=True, capture_output=True)
+    names = ("baseline", "floor", "cold", "python", "runsc_baseline", "runsc_pinned")
+    series: dict[str, list[float]] = {k: [] for k in names}
     cold_home = work / "cold"
     for run in range(runs):
         series["baseline"].append(timed(["docker", "run", "--rm", "--network", "none", pinned, "true"], base_env))
@@ -124,6 +130,9 @@ def measure(
         cold_home.mkdir()
         series["cold"].append(timed([CLI, *args_tag], {**base_env, "HOME": str(cold_home)}))
         series["python"].append(timed([sys.executable, "-c", "pass"], base_env))
+        plain_runsc = ["docker", "run", "--rm", "--runtime", "runsc", "--network", "none", pinned, "true"]
+        series["runsc_baseline"].append(timed(plain_runsc, base_env))
+        series["runsc_pinned"].append(timed([CLI, *args_pinned], gvisor_env))
     return series
 
 
@@ -223,6 +232,15 @@ def main() -> int:
             f"launcher alone, refused at step 1 (no engine)    : {old * 1000:7.0f} ms  "
             f"(this tree {(m['refused'] - old) * 1000:+.0f} ms)"
         )
+    g = m["runsc_baseline"]
+    print(
+        f"plain docker run --runtime runsc ... IMAGE true  : {g * 1000:7.0f} ms  ratio {g / b:.2f}x "
+        "(gVisor against runc)"
+    )
+    print(
+        f"terminai-sandbox run, runsc, warm, REPO:TAG@sha256: {m['runsc_pinned'] * 1000:7.0f} ms  "
+        f"ratio {m['runsc_pinned'] / g:.2f}x over plain runsc, {m['runsc_pinned'] / m['pinned']:.2f}x over runc"
+    )
     return 0
 
 

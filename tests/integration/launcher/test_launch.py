@@ -267,12 +267,16 @@ def test_verified_session_runs_hardened_and_plans_the_cleanup(
     assert bad.returncode == 15 and "was edited" in bad.stderr
 
 
-def test_running_container_shows_every_hardening_default(site: Site, built_image: BuildResult, engine: Engine) -> None:
+@pytest.mark.parametrize("runtime", ["runc", "runsc"])
+def test_running_container_shows_every_hardening_default(
+    site: Site, built_image: BuildResult, engine: Engine, runtime: str
+) -> None:
     digest = site.push(built_image.oci_layout.root, "0.1.0")
     holder: dict[str, subprocess.CompletedProcess[str]] = {}
+    env = {"TERMINAI_SANDBOX_RUNTIME": runtime}
     thread = threading.Thread(
         target=lambda: holder.setdefault(
-            "r", site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "sleep", "20")
+            "r", site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "sleep", "20", env=env)
         )
     )
     thread.start()
@@ -294,9 +298,22 @@ def test_running_container_shows_every_hardening_default(site: Site, built_image
         assert container.attrs["Config"]["User"] == expected_user
         assert container.attrs["Config"]["Image"].endswith(f"@{digest}")
         assert any(e.startswith("SANDBOX=terminai-") for e in container.attrs["Config"]["Env"])
+        assert host["Runtime"] == runtime  # runc: dockerd's default runtime, which is runc here
+        # From inside: which kernel answers, and that the session holds no capability.
+        inside = container.exec_run(["sh", "-c", "dmesg 2>&1 | head -1; grep CapEff /proc/self/status"])
+        text = inside.output.decode()
+        assert "CapEff:\t0000000000000000" in text
+        assert ("Starting gVisor" in text) == (runtime == "runsc"), text
         container.kill()
     finally:
         thread.join(timeout=60)
+    result = holder["r"]
+    label = "runsc (gVisor)" if runtime == "runsc" else "runc (the engine's default"
+    assert f"; runtime {label}" in result.stderr, result.stderr
+    ledger = site.home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
+    runs = [json.loads(line) for line in ledger.read_text().splitlines() if '"event": "run"' in line]
+    assert runs[-1]["runtime"] == runtime
+    assert ("--runtime" in runs[-1]["argv"]) == (runtime == "runsc")
 
 
 def test_project_layer_is_built_from_the_verified_digest_and_cached(

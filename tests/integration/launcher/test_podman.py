@@ -46,13 +46,15 @@ def podman_site(registry: RegistryServer, tmp_path: Path, built_image: BuildResu
         _podman("rmi", "--force", image)
 
 
-def test_podman_runs_the_verified_image_hardened(podman_site: Site, built_image: BuildResult) -> None:
+@pytest.mark.parametrize("runtime", ["runc", "runsc"])
+def test_podman_runs_the_verified_image_hardened(podman_site: Site, built_image: BuildResult, runtime: str) -> None:
     site = podman_site
     digest = site.push(built_image.oci_layout.root, "0.1.0")
     holder: dict[str, subprocess.CompletedProcess[str]] = {}
+    env = {**PODMAN, "TERMINAI_SANDBOX_RUNTIME": runtime}
     thread = threading.Thread(
         target=lambda: holder.setdefault(
-            "r", site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "sleep", "30", env=PODMAN)
+            "r", site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "sleep", "30", env=env)
         )
     )
     thread.start()
@@ -76,11 +78,23 @@ def test_podman_runs_the_verified_image_hardened(podman_site: Site, built_image:
         assert container["Config"]["User"] == expected_user
         assert container["ImageDigest"] == digest and container["ImageName"].endswith(f"@{digest}")
         assert any(e.startswith("SANDBOX=terminai-") for e in container["Config"]["Env"])
+        assert (container["OCIRuntime"] == "/usr/bin/runsc") == (runtime == "runsc"), container["OCIRuntime"]
+        # From inside: which kernel answers, and that the session holds no capability.
+        inside = _podman("exec", found.split()[0], "sh", "-c", "dmesg 2>&1 | head -1; grep CapEff /proc/self/status")
+        assert "CapEff:\t0000000000000000" in inside.stdout, inside.stderr
+        assert ("Starting gVisor" in inside.stdout) == (runtime == "runsc"), inside.stdout
         _podman("kill", found.split()[0])
     finally:
         thread.join(timeout=120)
     result = holder["r"]
     assert "1. engine: podman" in result.stderr and "3. image by digest: pulled by digest" in result.stderr
+    label = "runsc (gVisor)" if runtime == "runsc" else "runc (the engine's default"
+    assert f"; runtime {label}" in result.stderr, result.stderr
+    ledger = site.home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
+    runs = [json.loads(line) for line in ledger.read_text().splitlines() if '"event": "run"' in line]
+    assert runs[-1]["runtime"] == runtime
+    flags = ["--runtime", "/usr/bin/runsc", "--runtime-flag", "network=none"]
+    assert (" ".join(flags) in " ".join(runs[-1]["argv"])) == (runtime == "runsc")
     # The image reached podman's storage by digest (and only through preflight).
     assert _podman("image", "exists", f"{site.ref('0.1.0').rsplit(':', 1)[0]}@{digest}").returncode == 0
 

@@ -27,6 +27,7 @@ ENGINE_TOOLS = {
     "newuidmap": "uidmap",
     "podman": "podman",
     "catatonit": "catatonit",
+    "runsc": "runsc",
 }
 ALL_PACKAGES = ["python3", "python3-venv", "ca-certificates", *ENGINE_TOOLS.values()]
 
@@ -94,7 +95,7 @@ def test_the_reported_machine_gets_the_engine_the_registry_and_mmdebstrap(machin
     # Python with venv and certificates, podman and friends, but no docker.io, docker-registry or mmdebstrap.
     machine.link("python3", sys.executable)
     machine.ca_bundle()
-    for tool in ("skopeo", "openssl", "newuidmap", "podman", "catatonit"):
+    for tool in ("skopeo", "openssl", "newuidmap", "podman", "catatonit", "runsc"):
         machine.fake(tool)
     assert _planned(machine.run("--plan")) == ["mmdebstrap", "docker.io", "docker-registry"]
     assert _planned(machine.run("--plan", "demo")) == ["mmdebstrap", "docker.io", "docker-registry"]
@@ -151,3 +152,13 @@ def test_an_unknown_argument_is_a_usage_error(machine: Machine) -> None:
     done = machine.run("everything")
     assert done.returncode == 2
     assert done.stderr.startswith("error: unknown argument 'everything'")
+
+
+def test_a_machine_without_gvisor_gets_runsc(machine: Machine) -> None:
+    machine.link("python3", sys.executable)
+    machine.ca_bundle()
+    for tool in ENGINE_TOOLS:
+        if tool != "runsc":
+            machine.fake(tool)
+    assert _planned(machine.run("--plan")) == ["runsc"]
+    assert _planned(machine.run("--plan", "python")) == ["nothing"]

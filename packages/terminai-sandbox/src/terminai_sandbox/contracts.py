@@ -118,6 +118,7 @@ def run_contracts(
     wheelhouse: Path | None = None,
     output_dir: Path | None = None,
     timeout: float = 600,
+    runtime: str | None = None,
 ) -> ContractReport:
     """Run the contract suite inside ``image``; return the report.
 
@@ -125,8 +126,10 @@ def run_contracts(
     a reference or image id. ``suite`` (a directory holding ``t-apts/`` and ``tests/``) and
     ``test_lock`` default to the copies shipped in this package. The lock's test wheels are
     taken from ``wheelhouse`` (default: the build's ``contract_wheels``, else the user
-    cache) by sha256; only missing ones are downloaded. Raises :class:`ContractError` when any test fails,
-    the health check refuses the image, or no test ran at all.
+    cache) by sha256; only missing ones are downloaded. ``runtime`` names the engine runtime the
+    suite runs on (``runsc``: under gVisor; default: the engine's default). Raises
+    :class:`ContractError` when any test fails, the health check refuses the image, or no test
+    ran at all.
     """
     started = time.monotonic()
     if isinstance(image, BuildResult):
@@ -178,6 +181,7 @@ def run_contracts(
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
                 timeout=timeout,
+                **({"runtime": runtime} if runtime else {}),
             )
         finally:
             engine.client.images.remove(test_image.id, force=True, noprune=False)

@@ -76,6 +76,16 @@ class Engine:
             return cls(client, info, timeout=timeout)
         raise no_engine(errors)
 
+    def runtimes(self) -> list[str]:
+        """The names of the OCI runtimes the engine can run containers with (``info`` ``Runtimes``)."""
+        try:
+            document: dict[str, Any] = dict(self.client.info())
+        except docker.errors.APIError as exc:
+            raise EngineError(f"the engine at {self.info.host} refused GET /info: {exc.explanation}") from None
+        except requests.RequestException as exc:
+            raise EngineError(f"the engine at {self.info.host} stopped answering: {exc}") from None
+        return sorted(document.get("Runtimes") or {})
+
     def inspect_image(self, reference: str) -> dict[str, Any] | None:
         """The engine's ``image inspect`` document for ``reference``, or None when it has no such image."""
         try:

@@ -16,6 +16,8 @@ from pathlib import Path, PurePosixPath
 from terminai_sandbox.errors import ConfigError
 from terminai_sandbox.launch.records import frozen_record
 from terminai_sandbox.launch.reference import ImageRef
+from terminai_sandbox.launch.runtime import DEFAULT as DEFAULT_RUNTIME
+from terminai_sandbox.launch.runtime import parse_runtime
 
 ENGINES = ("docker", "podman", "sandbox-exec")
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
@@ -86,6 +88,8 @@ class LaunchConfig:
     ports: tuple[Port, ...] = ()
     env: tuple[EnvItem, ...] = ()
     set_uid_gid: bool | None = None
+    runtime: str = DEFAULT_RUNTIME  # runc (the engine's default) or runsc (gVisor)
+    runtime_from: str = "the default"
 
 
 def _var(env: Mapping[str, str], *names: str) -> tuple[str | None, str]:
@@ -296,6 +300,8 @@ def load_launch_config(
     platform: str,
     allowed_flags: Sequence[str] = (),
     settings_engine: Callable[[], str | None] = _unset,
+    runtime_flag: str | None = None,
+    settings_runtime: Callable[[], str | None] = _unset,
 ) -> LaunchConfig:
     """Resolve every knob: environment over flag over settings file (as the launcher we replace).
 
@@ -319,6 +325,15 @@ def load_launch_config(
     if raw_image is not None and not raw_image.strip():
         raise ConfigError(f"{image_var} is set but empty", hint="unset it to use the default image, or name an image")
     image = ImageRef.parse(raw_image, what=image_var) if raw_image else None
+    raw_runtime, runtime_var = _var(env, "TERMINAI_SANDBOX_RUNTIME")
+    if raw_runtime is None:
+        raw_runtime, runtime_var = (
+            (runtime_flag, "--runtime")
+            if runtime_flag is not None
+            else (settings_runtime(), "settings tools.sandboxRuntime")
+        )
+    if raw_runtime is None:
+        raw_runtime, runtime_var = DEFAULT_RUNTIME, "the default"
     uid_gid = env.get("SANDBOX_SET_UID_GID")
     return LaunchConfig(
         engine=engine,
@@ -330,4 +345,6 @@ def load_launch_config(
         ports=parse_ports(env.get("SANDBOX_PORTS", "")),
         env=parse_env(env.get("SANDBOX_ENV", ""), inherited=env),
         set_uid_gid=parse_bool(uid_gid, "SANDBOX_SET_UID_GID") if uid_gid is not None else None,
+        runtime=parse_runtime(raw_runtime, runtime_var),
+        runtime_from=runtime_var,
     )

@@ -1,10 +1,11 @@
 """The Docker API calls preflight makes, over a plain socket with the standard library.
 
-A session start asks the engine three things: which engine answers and its API version
-(``/_ping``, else ``/version``), the local image by reference (``/images/{ref}/json``) and,
-for a ``REPO:TAG`` reference, the digest the registry serves now
-(``/distribution/{ref}/json``). The docker SDK (with requests and urllib3 under it) takes
-~80 ms to import, more than the launcher's whole own cost, so the kernel asks these itself;
+A session start asks the engine four things: which engine answers and its API version
+(``/_ping``, else ``/version``), for a session under gVisor whether it has the runtime
+(``/info``), the local image by reference (``/images/{ref}/json``) and, for a ``REPO:TAG``
+reference, the digest the registry serves now (``/distribution/{ref}/json``). The docker
+SDK (with requests and urllib3 under it) takes ~80 ms to import, more than the launcher's
+whole own cost, so the kernel asks these itself;
 everything else (pulls, builds, containers) goes through the SDK in
 :mod:`terminai_sandbox.engine`.
 
@@ -242,6 +243,13 @@ class DockerApi:
             return api_get(self.info.host, f"/v{self.info.api_version}{path}", timeout=self.timeout, headers=headers)
         except (OSError, ValueError) as exc:
             raise EngineError(f"the engine at {self.info.host} stopped answering: {exc}") from None
+
+    def runtimes(self) -> list[str]:
+        """The names of the OCI runtimes the engine can run containers with (``GET /info`` ``Runtimes``)."""
+        status, body = self._get("/info")
+        if status != 200 or not isinstance(body, dict):
+            raise EngineError(f"the engine at {self.info.host} answered GET /info with {status}")
+        return sorted(body.get("Runtimes") or {})
 
     def inspect_image(self, reference: str) -> dict[str, Any] | None:
         """The engine's ``image inspect`` document for ``reference``, or None when it has no such image."""

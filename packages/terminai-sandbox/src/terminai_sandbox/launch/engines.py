@@ -47,6 +47,8 @@ from terminai_sandbox.errors import EngineError, LaunchError
 from terminai_sandbox.launch import dockerapi
 from terminai_sandbox.launch.records import field, frozen_record
 from terminai_sandbox.launch.reference import ImageRef
+from terminai_sandbox.launch.runtime import DEFAULT as DEFAULT_RUNTIME
+from terminai_sandbox.launch.runtime import missing_on_docker, missing_on_podman, runsc_binary
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
@@ -79,7 +81,9 @@ if TYPE_CHECKING:
             labels: Mapping[str, str],
         ) -> ImageFacts: ...
 
-        def contract_suite(self, image_id: str) -> int: ...
+        def contract_suite(self, image_id: str, runtime: str = ...) -> int: ...
+
+        def runtime_problem(self, runtime: str) -> EngineError | None: ...
 
 
 NOFILE_CAP = 65536
@@ -197,10 +201,16 @@ class DockerEngine:
             raise LaunchError(f"building {dockerfile} failed: {exc.explanation}") from None
         return ImageFacts(id=str(image.id), labels=dict(image.labels or {}))
 
-    def contract_suite(self, image_id: str) -> int:
+    def contract_suite(self, image_id: str, runtime: str = DEFAULT_RUNTIME) -> int:
         from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
 
-        return len(run_contracts(self.sdk, image_id).passed)
+        chosen = None if runtime == DEFAULT_RUNTIME else runtime  # the suite runs where the session will
+        return len(run_contracts(self.sdk, image_id, runtime=chosen).passed)
+
+    def runtime_problem(self, runtime: str) -> EngineError | None:
+        if runtime == DEFAULT_RUNTIME:
+            return None  # dockerd always has its default runtime; no need to ask
+        return missing_on_docker(runtime, self.api.runtimes())
 
 
 class PodmanEngine:
@@ -292,12 +302,15 @@ class PodmanEngine:
             raise LaunchError(f"podman built {tag} but cannot find it afterwards")
         return found
 
-    def contract_suite(self, image_id: str) -> int:
+    def contract_suite(self, image_id: str, runtime: str = DEFAULT_RUNTIME) -> int:
         raise LaunchError(
             "--deep runs the contract suite through the Docker API, which the podman engine does not use",
             hint="run 'terminai-sandbox contracts IMAGE' against dockerd, or drop --deep "
             "(the entrypoint still checks health when the session starts)",
         )
+
+    def runtime_problem(self, runtime: str) -> EngineError | None:
+        return missing_on_podman(runtime, runsc_binary(self.env))
 
 
 def cgroups_v2(root: Path = Path("/sys/fs/cgroup")) -> bool:

@@ -1,7 +1,8 @@
 """Preflight: the numbered checks between a configuration and a runnable, verified image.
 
 0. configuration resolved (strict parsing, see :mod:`terminai_sandbox.launch.config`);
-1. engine reachable, and which one (not installed / daemon down / permission denied);
+1. engine reachable, and which one (not installed / daemon down / permission denied), and
+   the container runtime asked for (runc, or gVisor's runsc) available on it;
 2. reference resolved to a digest (floating tags such as ``latest`` refused unless allowed);
    the digest is pinned from here on;
 3. image present by digest, else pulled by digest;
@@ -42,6 +43,7 @@ from terminai_sandbox.launch.engines import ImageFacts, connect
 from terminai_sandbox.launch.project import build_project_layer, project_dockerfile
 from terminai_sandbox.launch.records import field, frozen_record
 from terminai_sandbox.launch.reference import ImageRef
+from terminai_sandbox.launch.runtime import runtime_label
 from terminai_sandbox.launch.trust import TrustSource
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -171,7 +173,8 @@ def _preflight(
             raise LaunchError("no sandbox image configured", hint="pass --image or set TERMINAI_SANDBOX_IMAGE")
         return (
             config.image,
-            f"engine {config.engine} ({config.engine_from}), image {config.image} ({config.image_from})",
+            f"engine {config.engine} ({config.engine_from}), runtime {config.runtime} ({config.runtime_from}), "
+            f"image {config.image} ({config.image_from})",
         )
 
     ref: ImageRef = steps.run(0, "configuration", step0)
@@ -179,7 +182,10 @@ def _preflight(
     def step1() -> tuple[LaunchEngine, str]:
         assert config.engine is not None
         found = connect(config.engine, options.env)
-        return found, found.describe()
+        problem = found.runtime_problem(config.runtime)
+        if problem is not None:
+            raise problem
+        return found, f"{found.describe()}; runtime {runtime_label(config.runtime)}"
 
     engine: LaunchEngine = steps.run(1, "engine", step1)
     registry: list[RegistryClient] = []
@@ -259,8 +265,8 @@ def _preflight(
     def step6() -> tuple[None, str]:
         if not options.deep:
             return None, "the entrypoint checks health when the session starts"
-        passed = engine.contract_suite(image.id)
-        return None, f"contract suite passed inside the image ({passed} tests)"
+        passed = engine.contract_suite(image.id, config.runtime)
+        return None, f"contract suite passed inside the image under {config.runtime} ({passed} tests)"
 
     steps.run(6, "health", step6)
     assert pinned.digest is not None

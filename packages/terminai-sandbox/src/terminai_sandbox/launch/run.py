@@ -7,7 +7,8 @@ memory and CPU limits, a random name and labels, the host uid:gid (rootless podm
 ``--userns=keep-id``; see :mod:`~terminai_sandbox.launch.engines` for every engine
 difference), the working directory mounted at the same path, ``-t`` only with a
 TTY, ``SANDBOX`` set inside, stdin passed through, signals forwarded, the exit code
-returned unchanged. Inherited environment values are passed by name (``-e NAME``), so they
+returned unchanged. With ``runsc`` the session runs under gVisor (``--runtime``; see
+:mod:`terminai_sandbox.launch.runtime`). Inherited environment values are passed by name (``-e NAME``), so they
 never appear in the command line or the ledger.
 """
 
@@ -23,6 +24,7 @@ from terminai_sandbox.launch.config import LaunchConfig
 from terminai_sandbox.launch.engines import session_flags
 from terminai_sandbox.launch.preflight import VerifiedImage
 from terminai_sandbox.launch.records import frozen_record
+from terminai_sandbox.launch.runtime import engine_flags
 
 HOME_IN_IMAGE = "/home/sandbox"
 IMAGE_UID = 10001
@@ -59,6 +61,7 @@ def build_argv(
     bashrc: str | None = None,
     binary: str | None = None,
     rlimits: Mapping[str, tuple[int, int]] | None = None,
+    runsc: str | None = None,
 ) -> list[str]:
     if not isinstance(image, VerifiedImage):
         raise TypeError("build_argv needs a VerifiedImage from preflight()")
@@ -110,6 +113,7 @@ def build_argv(
         cwd,
         *specific.identity,
         *specific.extra,
+        *engine_flags(engine, config.runtime, runsc=runsc),
     ]
     if bashrc:
         argv += [

@@ -23,7 +23,8 @@ from terminai_sandbox.launch.engines import run_binary
 from terminai_sandbox.launch.preflight import PreflightOptions, StepResult, VerifiedImage, preflight
 from terminai_sandbox.launch.records import frozen_record
 from terminai_sandbox.launch.run import Limits, build_argv, execute, host_identity
-from terminai_sandbox.launch.settings import engine_setting
+from terminai_sandbox.launch.runtime import runsc_binary
+from terminai_sandbox.launch.settings import engine_setting, runtime_setting
 from terminai_sandbox.launch.trust import TrustSource
 
 
@@ -33,6 +34,7 @@ class LaunchRequest:
 
     image: str | None = None
     engine: str | None = None
+    runtime: str | None = None
     key_path: Path | None = None
     certificate_identity: str | None = None
     certificate_oidc_issuer: str | None = None
@@ -93,6 +95,8 @@ def prepare(
         platform=sys.platform,
         allowed_flags=request.unsafe_allow_flag,
         settings_engine=lambda: engine_setting(env),
+        runtime_flag=request.runtime,
+        settings_runtime=lambda: runtime_setting(env),
     )
     ledger = audit.Ledger(audit.default_path(env))
     if request.unsafe_skip_verify:
@@ -144,9 +148,15 @@ def run(
         limits=limits,
         bashrc=str(bashrc) if bashrc.is_file() else None,
         binary=run_binary(config.engine, env),
+        runsc=runsc_binary(env),
     )
     ledger.append(
-        "run", image=verified.pinned, runs=verified.run_ref, verified_by=list(verified.verified_by), argv=argv
+        "run",
+        image=verified.pinned,
+        runs=verified.run_ref,
+        verified_by=list(verified.verified_by),
+        runtime=config.runtime,
+        argv=argv,
     )
     code = execute(argv, env)
     ledger.append("exit", image=verified.pinned, code=code)

@@ -10,6 +10,10 @@ accepts is accepted here too. Anything it would refuse, or that is not a boolean
 string where the engine belongs, is a :class:`ConfigError`: a broken settings file never
 silently means "use the default".
 
+``tools.sandboxRuntime`` (``"runc"``, ``"runsc"`` or ``"gvisor"``) chooses the container
+runtime the same way (:func:`runtime_setting`; validated by
+:func:`terminai_sandbox.launch.runtime.parse_runtime`).
+
 This runs on every launch: it imports only json and pathlib and reads the file only when
 called.
 """
@@ -41,6 +45,46 @@ def engine_setting(env: Mapping[str, str]) -> str | None:
     file or key is ``None``; a file that cannot be read or parsed, or a value of another
     type, raises :class:`ConfigError` naming the file and the key.
     """
+    loaded = _load(env)
+    if loaded is None:
+        return None
+    path, document = loaded
+    tools = document.get("tools", {})
+    if not isinstance(tools, dict):
+        raise _value_error(path, "tools", f"is {_kind(tools)}; it must be an object holding 'sandbox'")
+    if "sandbox" in tools:
+        return _engine_value(path, "tools.sandbox", tools["sandbox"])
+    if "sandbox" in document:
+        return _engine_value(path, "sandbox", document["sandbox"])
+    return None
+
+
+def runtime_setting(env: Mapping[str, str]) -> str | None:
+    """The container runtime named by ``tools.sandboxRuntime`` in the settings file, or ``None``.
+
+    The value is returned as written (``runc``, ``runsc``, ``gvisor``); it must be a string.
+    :func:`terminai_sandbox.launch.runtime.parse_runtime` validates it.
+    """
+    loaded = _load(env)
+    if loaded is None:
+        return None
+    path, document = loaded
+    tools = document.get("tools", {})
+    if not isinstance(tools, dict):
+        raise _value_error(path, "tools", f"is {_kind(tools)}; it must be an object holding 'sandboxRuntime'")
+    if "sandboxRuntime" not in tools:
+        return None
+    value = tools["sandboxRuntime"]
+    if not isinstance(value, str):
+        raise ConfigError(
+            f"in the settings file {path}, tools.sandboxRuntime is {_kind(value)}; it must be a runtime name",
+            hint='write "tools": {"sandboxRuntime": "runc"} (or "runsc", "gvisor"), or remove it',
+        )
+    return value
+
+
+def _load(env: Mapping[str, str]) -> tuple[Path, dict[str, object]] | None:
+    """The settings file's path and its JSON object; None when there is no file."""
     path = settings_path(env)
     if path is None:
         return None
@@ -59,14 +103,7 @@ def engine_setting(env: Mapping[str, str]) -> str | None:
         raise _file_error(path, f"is not valid JSON ({where})") from None
     if not isinstance(document, dict):
         raise _file_error(path, f"holds {_kind(document)}, not a JSON object")
-    tools = document.get("tools", {})
-    if not isinstance(tools, dict):
-        raise _value_error(path, "tools", f"is {_kind(tools)}; it must be an object holding 'sandbox'")
-    if "sandbox" in tools:
-        return _engine_value(path, "tools.sandbox", tools["sandbox"])
-    if "sandbox" in document:
-        return _engine_value(path, "sandbox", document["sandbox"])
-    return None
+    return path, document
 
 
 def _engine_value(path: Path, key: str, value: object) -> str:
@@ -140,7 +177,8 @@ def _kind(value: object) -> str:
 
 def _file_error(path: Path, problem: str) -> ConfigError:
     return ConfigError(
-        f"the settings file {path} {problem}; the launcher reads tools.sandbox from it to choose the sandbox engine",
+        f"the settings file {path} {problem}; the launcher reads the sandbox engine (tools.sandbox) and runtime "
+        "(tools.sandboxRuntime) from it",
         hint=f"fix {path} (// and /* */ comments are allowed) or move it aside",
     )
 

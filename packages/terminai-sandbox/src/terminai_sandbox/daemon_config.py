@@ -1,0 +1,154 @@
+"""Register gVisor's ``runsc`` with dockerd without disturbing the rest of its configuration.
+
+dockerd reads its runtimes from ``/etc/docker/daemon.json``; the file may already hold an
+administrator's settings (registry mirrors, log drivers, other runtimes), so it is merged,
+never rewritten: :func:`with_runsc` adds ``runtimes.runsc`` and changes nothing else, and
+an existing ``runsc`` entry is kept as it is (its owner chose those arguments). A file that
+is not a JSON object is refused and left untouched: dockerd would not start with it either.
+
+``runtimes`` is one of the options dockerd reloads on ``SIGHUP``, so a running daemon picks
+the entry up without a restart (a restart would stop every container on a shared engine);
+:func:`reload_dockerd` sends the signal and waits until ``GET /info`` lists the runtime.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from terminai_sandbox.errors import EngineError
+from terminai_sandbox.launch.runtime import RUNSC_ARGS
+
+DAEMON_JSON = Path("/etc/docker/daemon.json")
+RUNTIME_NAME = "runsc"
+
+
+def runsc_entry(runsc: str) -> dict[str, object]:
+    """The ``runtimes.runsc`` value: the binary, and no gVisor network (sessions have none)."""
+    return {"path": runsc, "runtimeArgs": list(RUNSC_ARGS)}
+
+
+def with_runsc(
+    document: Mapping[str, object], runsc: str, *, source: str = "daemon.json"
+) -> tuple[dict[str, object], str]:
+    """``document`` with ``runtimes.runsc`` registered, and what was done (pure; the input is not changed).
+
+    Every other key, including other runtimes and ``default-runtime``, is carried over as
+    is. An existing ``runsc`` entry is kept. Raises :class:`EngineError` when ``runtimes``
+    is not an object (the file is then left for its owner to fix).
+    """
+    merged = dict(document)
+    runtimes = merged.get("runtimes", {})
+    if not isinstance(runtimes, dict):
+        raise EngineError(
+            f"{source}: 'runtimes' is not a JSON object, so runsc cannot be added to it",
+            hint=f"fix 'runtimes' in {source} (an object of name -> {{\"path\": ...}}), "
+            "then run scripts/ensure-engine again",
+        )
+    existing = runtimes.get(RUNTIME_NAME)
+    if existing is not None:
+        if existing == runsc_entry(runsc):
+            return merged, f"runsc already registered in {source}"
+        return merged, f"kept the existing runsc entry in {source}: {json.dumps(existing, sort_keys=True)}"
+    merged["runtimes"] = {**runtimes, RUNTIME_NAME: runsc_entry(runsc)}
+    return merged, f"registered runsc ({runsc}, {' '.join(RUNSC_ARGS)}) in {source}"
+
+
+def register_runsc(runsc: str, path: Path = DAEMON_JSON) -> tuple[bool, str]:
+    """Merge ``runtimes.runsc`` into the daemon configuration file; (whether the file changed, what was done).
+
+    A missing file is created. The new content replaces the old atomically (a half-written
+    daemon.json would keep dockerd from starting) with the old file's mode.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EngineError(
+            f"cannot read {path}: {exc}", hint=f"check {path}, then run scripts/ensure-engine again"
+        ) from None
+    try:
+        document = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as exc:
+        raise EngineError(
+            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); it was left untouched",
+            hint=f"fix {path} (dockerd cannot start with it either), then run scripts/ensure-engine again",
+        ) from None
+    if not isinstance(document, dict):
+        raise EngineError(f"{path} holds no JSON object; it was left untouched", hint=f"fix {path}")
+    merged, action = with_runsc(document, runsc, source=str(path))
+    if merged == document:
+        return False, action
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    path.parent.mkdir(parents=True, exist_ok=True)
+    staging = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    staging.write_text(json.dumps(merged, indent=2) + "\n", encoding="utf-8")
+    staging.chmod(mode)
+    os.replace(staging, path)
+    return True, action
+
+
+def ensure_runsc(
+    env: Mapping[str, str],
+    start: Callable[[], list[str]],
+    runtimes: Callable[[], list[str]],
+    *,
+    dockerd_pid: Callable[[], int | None],
+    path: Path = DAEMON_JSON,
+) -> list[str]:
+    """The engine bootstrap with gVisor: register runsc, start (or reload) dockerd; what was done.
+
+    ``start`` makes sure dockerd answers (``scripts/ensure-engine``), ``runtimes`` lists the
+    runtimes the answering engine has, ``dockerd_pid`` finds the local dockerd to reload.
+    The file is merged before ``start``, so a daemon started now reads it; a daemon already
+    running is sent ``SIGHUP``. Without ``runsc`` installed, as a non-root user, or with
+    ``DOCKER_HOST`` naming another engine, nothing is registered and the line says so:
+    gVisor sessions then fail in preflight with this remedy, runc sessions are unaffected.
+    """
+    runsc = shutil.which("runsc", path=env.get("PATH"))
+    why_not = None
+    if runsc is None:
+        why_not = "runsc is not installed (scripts/ensure-host-tools installs it)"
+    elif env.get("DOCKER_HOST"):
+        why_not = f"DOCKER_HOST={env['DOCKER_HOST']} names another engine; register runsc in its daemon.json there"
+    elif os.geteuid() != 0:
+        why_not = f"only root can edit {path}"
+    done: list[str] = []
+    if why_not is None:
+        assert runsc is not None
+        _, action = register_runsc(runsc, path)
+        done.append(action)
+    done += start()
+    if why_not is not None:
+        return [*done, f"gVisor not registered: {why_not}"]
+    if RUNTIME_NAME not in runtimes():
+        pid = dockerd_pid()
+        if pid is None:
+            raise EngineError(
+                "dockerd answers but does not list runsc, and its pid is unknown, so it cannot be reloaded",
+                hint=f"send dockerd SIGHUP yourself (kill -HUP PID) so it reads {path}",
+            )
+        done.append(reload_dockerd(pid, runtimes))
+    return done
+
+
+def reload_dockerd(
+    pid: int, listed: Callable[[], list[str]], *, wait_seconds: float = 30, sleep: Callable[[float], None] = time.sleep
+) -> str:
+    """SIGHUP dockerd ``pid`` and wait until ``listed()`` (its runtimes) names runsc."""
+    os.kill(pid, signal.SIGHUP)
+    deadline = time.monotonic() + wait_seconds
+    while RUNTIME_NAME not in listed():
+        if time.monotonic() > deadline:
+            raise EngineError(
+                f"dockerd (pid {pid}) reloaded its configuration but does not list runsc after {wait_seconds:.0f} s",
+                hint="read dockerd's log: the runtimes entry in daemon.json may be refused",
+            )
+        sleep(0.2)
+    return f"reloaded dockerd (pid {pid}, SIGHUP): runsc available"
