@@ -13,7 +13,7 @@ from terminai_sandbox.launch.engines import PodmanEngine
 from terminai_sandbox.launch.options import parse_run, request_from
 from terminai_sandbox.launch.run import build_argv
 from terminai_sandbox.launch.runtime import engine_flags, missing_on_docker, missing_on_podman, parse_runtime
-from terminai_sandbox.launch.settings import runtime_setting
+from terminai_sandbox.launch.settings import SettingsFile, runtime_setting
 
 from tests.unit.launcher.test_engines_and_trust import _FakeEngine, _verified
 
@@ -74,6 +74,15 @@ def test_the_settings_file_is_not_read_when_env_or_flag_chose(tmp_path: Path) ->
     cfg = load_launch_config({"TERMINAI_SANDBOX_RUNTIME": "gvisor"}, settings_runtime=broken, **BASE)  # type: ignore[arg-type]
     assert cfg.runtime == "runsc"
     assert load_launch_config({}, runtime_flag="runsc", settings_runtime=broken, **BASE).runtime == "runsc"  # type: ignore[arg-type]
+
+
+def test_one_launch_reads_the_settings_file_once(tmp_path: Path) -> None:
+    env = _settings(tmp_path, {"tools": {"sandbox": "podman", "sandboxRuntime": "gvisor"}})
+    settings = SettingsFile(env)
+    assert settings.engine() == "podman"
+    (tmp_path / ".terminai" / "settings.json").unlink()  # a second read would find nothing
+    assert settings.runtime() == "gvisor"
+    assert SettingsFile(env).runtime() is None
 
 
 @pytest.mark.parametrize(

@@ -24,7 +24,7 @@ from terminai_sandbox.launch.preflight import PreflightOptions, StepResult, Veri
 from terminai_sandbox.launch.records import frozen_record
 from terminai_sandbox.launch.run import Limits, build_argv, execute, host_identity
 from terminai_sandbox.launch.runtime import runsc_binary
-from terminai_sandbox.launch.settings import engine_setting, runtime_setting
+from terminai_sandbox.launch.settings import SettingsFile
 from terminai_sandbox.launch.trust import TrustSource
 
 
@@ -86,6 +86,7 @@ def prepare(
     project: Path | None = None,
 ) -> tuple[LaunchConfig, VerifiedImage, audit.Ledger, list[StepResult]]:
     """Resolve the configuration and run preflight; every step is reported and audited."""
+    settings = SettingsFile(env)
     config = load_launch_config(
         env,
         image_flag=request.image,
@@ -94,9 +95,9 @@ def prepare(
         available=[name for name in ("docker", "podman") if shutil.which(name)],
         platform=sys.platform,
         allowed_flags=request.unsafe_allow_flag,
-        settings_engine=lambda: engine_setting(env),
+        settings_engine=settings.engine,
         runtime_flag=request.runtime,
-        settings_runtime=lambda: runtime_setting(env),
+        settings_runtime=settings.runtime,
     )
     ledger = audit.Ledger(audit.default_path(env))
     if request.unsafe_skip_verify:

@@ -11,7 +11,7 @@ string where the engine belongs, is a :class:`ConfigError`: a broken settings fi
 silently means "use the default".
 
 ``tools.sandboxRuntime`` (``"runc"``, ``"runsc"`` or ``"gvisor"``) chooses the container
-runtime the same way (:func:`runtime_setting`; validated by
+runtime the same way (:meth:`SettingsFile.runtime`; validated by
 :func:`terminai_sandbox.launch.runtime.parse_runtime`).
 
 This runs on every launch: it imports only json and pathlib and reads the file only when
@@ -38,49 +38,73 @@ def settings_path(env: Mapping[str, str]) -> Path | None:
     return Path(home) / ".terminai" / "settings.json" if home else None
 
 
-def engine_setting(env: Mapping[str, str]) -> str | None:
-    """The sandbox engine named in the user settings file, or ``None`` if it names none.
+class SettingsFile:
+    """The user's settings file, read at most once, and only when a value is asked for:
+    a launch that needs both the engine and the runtime from it reads it once."""
 
-    A boolean becomes ``"true"``/``"false"``; a string is returned as written. A missing
-    file or key is ``None``; a file that cannot be read or parsed, or a value of another
-    type, raises :class:`ConfigError` naming the file and the key.
-    """
-    loaded = _load(env)
-    if loaded is None:
+    __slots__ = ("_env", "_loaded", "_read")
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._env = env
+        self._read = False
+        self._loaded: tuple[Path, dict[str, object]] | None = None
+
+    def _tools(self, holding: str) -> tuple[Path, dict[str, object], dict[str, object]] | None:
+        """The file's path, its document and its ``tools`` object (``{}`` when absent)."""
+        if not self._read:
+            self._loaded, self._read = _load(self._env), True
+        if self._loaded is None:
+            return None
+        path, document = self._loaded
+        tools = document.get("tools", {})
+        if not isinstance(tools, dict):
+            raise _value_error(path, "tools", f"is {_kind(tools)}; it must be an object holding '{holding}'")
+        return path, document, tools
+
+    def engine(self) -> str | None:
+        """The sandbox engine the file names, or ``None`` if it names none.
+
+        A boolean becomes ``"true"``/``"false"``; a string is returned as written. A missing
+        file or key is ``None``; a file that cannot be read or parsed, or a value of another
+        type, raises :class:`ConfigError` naming the file and the key.
+        """
+        found = self._tools("sandbox")
+        if found is None:
+            return None
+        path, document, tools = found
+        if "sandbox" in tools:
+            return _engine_value(path, "tools.sandbox", tools["sandbox"])
+        if "sandbox" in document:
+            return _engine_value(path, "sandbox", document["sandbox"])
         return None
-    path, document = loaded
-    tools = document.get("tools", {})
-    if not isinstance(tools, dict):
-        raise _value_error(path, "tools", f"is {_kind(tools)}; it must be an object holding 'sandbox'")
-    if "sandbox" in tools:
-        return _engine_value(path, "tools.sandbox", tools["sandbox"])
-    if "sandbox" in document:
-        return _engine_value(path, "sandbox", document["sandbox"])
-    return None
+
+    def runtime(self) -> str | None:
+        """The container runtime named by ``tools.sandboxRuntime``, or ``None``.
+
+        The value is returned as written (``runc``, ``runsc``, ``gvisor``); it must be a
+        string. :func:`terminai_sandbox.launch.runtime.parse_runtime` validates it.
+        """
+        found = self._tools("sandboxRuntime")
+        if found is None or "sandboxRuntime" not in found[2]:
+            return None
+        path, _, tools = found
+        value = tools["sandboxRuntime"]
+        if not isinstance(value, str):
+            raise ConfigError(
+                f"in the settings file {path}, tools.sandboxRuntime is {_kind(value)}; it must be a runtime name",
+                hint='write "tools": {"sandboxRuntime": "runc"} (or "runsc", "gvisor"), or remove it',
+            )
+        return value
+
+
+def engine_setting(env: Mapping[str, str]) -> str | None:
+    """The sandbox engine named in the user settings file (see :meth:`SettingsFile.engine`)."""
+    return SettingsFile(env).engine()
 
 
 def runtime_setting(env: Mapping[str, str]) -> str | None:
-    """The container runtime named by ``tools.sandboxRuntime`` in the settings file, or ``None``.
-
-    The value is returned as written (``runc``, ``runsc``, ``gvisor``); it must be a string.
-    :func:`terminai_sandbox.launch.runtime.parse_runtime` validates it.
-    """
-    loaded = _load(env)
-    if loaded is None:
-        return None
-    path, document = loaded
-    tools = document.get("tools", {})
-    if not isinstance(tools, dict):
-        raise _value_error(path, "tools", f"is {_kind(tools)}; it must be an object holding 'sandboxRuntime'")
-    if "sandboxRuntime" not in tools:
-        return None
-    value = tools["sandboxRuntime"]
-    if not isinstance(value, str):
-        raise ConfigError(
-            f"in the settings file {path}, tools.sandboxRuntime is {_kind(value)}; it must be a runtime name",
-            hint='write "tools": {"sandboxRuntime": "runc"} (or "runsc", "gvisor"), or remove it',
-        )
-    return value
+    """The runtime named in the user settings file (see :meth:`SettingsFile.runtime`)."""
+    return SettingsFile(env).runtime()
 
 
 def _load(env: Mapping[str, str]) -> tuple[Path, dict[str, object]] | None:
