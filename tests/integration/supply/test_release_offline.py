@@ -7,6 +7,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from packageurl import PackageURL
+from terminai_sandbox import resources
+from terminai_sandbox._version import __version__
 from terminai_sandbox.artifacts.image_locks import ImageLocks
 from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.cli import main
@@ -14,8 +17,9 @@ from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import ReleaseError, VerificationError
 from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
-from terminai_sandbox.release import ContractOutcome, ReleaseOptions, release
+from terminai_sandbox.release import Describe, KeySigner, ReleaseOptions, ReleaseState, release, steps
 from terminai_sandbox.sbom import SbomOptions, generate
+from terminai_sandbox.secret import Secret
 from terminai_sandbox.signing import sign
 from terminai_sandbox.signing.formats import dsse, keys
 from terminai_sandbox.signing.verify.image import verify_image
@@ -29,36 +33,57 @@ REPO = "terminai/release-test"
 
 def _options(registry: RegistryServer, dist: Path) -> ReleaseOptions:
     return ReleaseOptions(
-        repository=f"{registry.host}/{REPO}", version="9.9.9", dist_root=dist, image_dir=ROOT / "images" / "sandbox"
+        repository=f"{registry.host}/{REPO}",
+        version="9.9.9",
+        dist_root=dist,
+        describe=Describe(image_dir=ROOT / "images" / "sandbox"),
     )
+
+
+def _suite_with_a_failing_contract(tmp_path: Path) -> Path:
+    """The shipped contract suite plus one contract the image cannot satisfy."""
+    suite = tmp_path / "suite"
+    shutil.copytree(resources.contract_suite(), suite)
+    (suite / "tests" / "test_release_gate.py").write_text(
+        "import terminai_apts.model as model\n\n\n"
+        "def test_the_model_has_a_label_it_never_had():\n"
+        "    assert hasattr(model.ObjectTableLabels, 'NEVER_SHIPPED')\n"
+    )
+    return suite
 
 
 def test_failing_contracts_stop_the_release_before_anything_is_pushed(
-    registry: RegistryServer, built_image: BuildResult, tmp_path: Path
+    registry: RegistryServer, built_image: BuildResult, engine: Engine, tmp_path: Path
 ) -> None:
+    # The real suite runs in the real image; only the suite's content differs.
     client = RegistryClient(registry.host)
-    with pytest.raises(ReleaseError, match="contracts"):
+    with pytest.raises(ReleaseError, match="step 'contracts'"):
         release(
             _options(registry, tmp_path),
             build=lambda: built_image,
-            contracts=lambda _: ContractOutcome(ok=False, version="1.0.0", summary="1 failed"),
-            key=keys.generate(),
+            engine=engine,
+            signer=KeySigner(keys.generate()),
             client=client,
+            suite=_suite_with_a_failing_contract(tmp_path),
         )
     assert not client.manifest_exists(REPO, "9.9.9")
     assert not client.manifest_exists(REPO, built_image.manifest_digest)
+    state = ReleaseState.load(tmp_path / "9.9.9")
+    assert state.passed("build") is not None and state.passed("contracts") is None
+    assert not (tmp_path / "9.9.9" / "release.json").exists()
 
 
-def test_release_then_air_gapped_verify(registry: RegistryServer, built_image: BuildResult, tmp_path: Path) -> None:
+def test_release_then_air_gapped_verify(
+    registry: RegistryServer, built_image: BuildResult, engine: Engine, tmp_path: Path
+) -> None:
     client = RegistryClient(registry.host)
     key = keys.generate()
     manifest = release(
-        _options(registry, tmp_path),
-        build=lambda: built_image,
-        contracts=lambda _: ContractOutcome(ok=True, version="1.0.0", summary="all passed"),
-        key=key,
-        client=client,
+        _options(registry, tmp_path), build=lambda: built_image, engine=engine, signer=KeySigner(key), client=client
     )
+    assert manifest["contracts"]["ok"] is True
+    assert manifest["contracts"]["summary"].endswith(" passed, 0 failed")
+    assert int(manifest["contracts"]["summary"].split()[0]) > 10  # the shipped suite really ran
     target = tmp_path / "9.9.9"
     assert json.loads((target / "release.json").read_text()) == manifest
     assert manifest["manifest_digest"] == built_image.manifest_digest
@@ -91,9 +116,10 @@ def test_release_then_air_gapped_verify(registry: RegistryServer, built_image: B
     result = verify_image(ref, policy, client=None, offline_dir=target, attestation="cyclonedx")
     offline_slsa = verify_image(ref, policy, client=None, offline_dir=target, attestations=("slsaprovenance1",))
     assert offline_slsa.claims[0]["predicate"] == slsa
-    assert result.claims[0]["predicate"]["metadata"]["component"]["purl"].endswith(
-        f"@{built_image.manifest_digest.replace(':', '%3A')}?repository_url={registry.host}/{REPO}"
-    ) or built_image.manifest_digest in json.dumps(result.claims[0]["predicate"]["metadata"])
+    # Compared as the purl spec decodes it (a ':' in the version may or may not be escaped).
+    purl = PackageURL.from_string(result.claims[0]["predicate"]["metadata"]["component"]["purl"])
+    assert (purl.type, purl.name, purl.version) == ("oci", REPO.rsplit("/", 1)[-1], built_image.manifest_digest)
+    assert purl.qualifiers == {"repository_url": f"{registry.host}/{REPO}"}
     cli = CliRunner().invoke(
         main,
         [
@@ -124,6 +150,81 @@ def test_release_then_air_gapped_verify(registry: RegistryServer, built_image: B
     assert verify_image(ref, policy, client=client, attestation="cyclonedx").claims
     with pytest.raises(VerificationError, match="unreachable"):
         verify_image(ref, policy, client=RegistryClient("127.0.0.1:9", retries=0))
+
+
+def test_the_steps_one_by_one_as_the_workflow_runs_them(
+    registry: RegistryServer, built_image: BuildResult, engine: Engine, tmp_path: Path
+) -> None:
+    dist = tmp_path / "dist"
+    target = dist / __version__
+    steps.build(target, version=__version__, repository=f"{registry.host}/{REPO}", image=lambda: built_image)
+    key = keys.generate()
+    (tmp_path / "k.key").write_bytes(keys.encrypt_private(key, Secret(b"pw")))
+    (tmp_path / "k.pub").write_bytes(keys.public_pem(key))
+    runner = CliRunner()
+
+    def step(*args: str) -> str:
+        done = runner.invoke(main, ["release", *args, "--dist", str(dist)], env={"COSIGN_PASSWORD": "pw"})
+        assert done.exit_code == 0, done.output
+        return done.output
+
+    # out of order: refused, naming the step that must pass first, and nothing is tagged
+    early = runner.invoke(main, ["release", "tag", "--dist", str(dist)])
+    assert early.exit_code == 16 and "step 'verify' has not passed" in early.output
+    step("contracts")
+    step("describe", "--image-dir", str(ROOT / "images" / "sandbox"))
+    assert not RegistryClient(registry.host).manifest_exists(REPO, built_image.manifest_digest)
+    step("push")
+    step("sign", "--key", str(tmp_path / "k.key"))
+    step("verify", "--key", str(tmp_path / "k.pub"))
+    assert not RegistryClient(registry.host).manifest_exists(REPO, __version__)
+    step("tag")
+    printed = json.loads(step("manifest"))
+    assert json.loads((target / "release.json").read_text()) == printed
+    assert printed["manifest_digest"] == built_image.manifest_digest
+    assert RegistryClient(registry.host).resolve(REPO, __version__) == built_image.manifest_digest
+    assert printed["signatures"]["key_id"] == keys.key_id(key.public_key())
+    # a file changed after the describe step recorded it is refused when the manifest is written
+    (target / "sbom.cdx.json").write_text("{}")
+    changed = runner.invoke(main, ["release", "manifest", "--dist", str(dist)])
+    assert changed.exit_code == 16 and "changed since the describe step" in changed.output
+
+
+def test_a_stopped_release_resumes_without_testing_the_same_digest_again(
+    registry: RegistryServer, built_image: BuildResult, engine: Engine, tmp_path: Path
+) -> None:
+    options = _options(registry, tmp_path)
+    target = options.target
+    steps.build(target, version=options.version, repository=options.repository, image=lambda: built_image)
+    steps.contracts(target, engine)
+    passed = ReleaseState.load(target).require("contracts")
+    # Resumed with a suite the image would fail: the digest already passed, so it is not run.
+    manifest = release(
+        options,
+        build=lambda: built_image,
+        engine=engine,
+        signer=KeySigner(keys.generate()),
+        client=RegistryClient(registry.host),
+        suite=_suite_with_a_failing_contract(tmp_path),
+    )
+    assert manifest["contracts"]["summary"] == passed["summary"]
+    # Another image is another release: its steps start again (the failing suite now runs).
+    ReleaseState(
+        version=options.version,
+        repository=options.repository,
+        manifest_digest="sha256:" + "0" * 64,
+        config_digest="sha256:" + "1" * 64,
+        steps={"build": {}, "contracts": {"ok": True}},
+    ).save(target)
+    with pytest.raises(ReleaseError, match="step 'contracts'"):
+        release(
+            options,
+            build=lambda: built_image,
+            engine=engine,
+            signer=KeySigner(keys.generate()),
+            client=RegistryClient(registry.host),
+            suite=_suite_with_a_failing_contract(tmp_path / "again"),
+        )
 
 
 def test_attestation_refusals_against_registry(

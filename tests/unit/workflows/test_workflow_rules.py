@@ -49,7 +49,7 @@ def test_release_runs_on_version_tags_only_and_pushes_after_contracts() -> None:
     assert "sign" in jobs["verify"]["needs"]
     assert "verify" in jobs["tag"]["needs"]  # X.Y.Z names only a verified digest
     assert {"verify", "tag"} <= set(jobs["publish"]["needs"])
-    assert any("make image" in (s.get("run") or "") for s in jobs["build"]["steps"])
+    assert any("release contracts" in (s.get("run") or "") for s in jobs["build"]["steps"])
 
 
 def test_every_checkout_in_the_workflows_is_covered() -> None:

@@ -176,3 +176,18 @@ def summary(predicate: Mapping[str, Any]) -> dict[str, Any]:
         "source": definition.get("externalParameters", {}).get("source"),
         "resolvedDependencies": len(definition.get("resolvedDependencies", [])),
     }
+
+
+def builder_from_env(env: Mapping[str, str], builder_id: str | None) -> tuple[str, str | None]:
+    """The provenance's builder and invocation: the GitHub Actions workflow run when run there."""
+    invocation = None
+    if env.get("GITHUB_ACTIONS") == "true" and env.get("GITHUB_WORKFLOW_REF"):
+        server = env.get("GITHUB_SERVER_URL", "https://github.com")
+        # the same identity the keyless signing certificate carries for this workflow run
+        builder_id = builder_id or f"{server}/{env['GITHUB_WORKFLOW_REF']}"
+        if env.get("GITHUB_RUN_ID"):
+            attempt = env.get("GITHUB_RUN_ATTEMPT", "1")
+            invocation = (
+                f"{server}/{env.get('GITHUB_REPOSITORY')}/actions/runs/{env['GITHUB_RUN_ID']}/attempts/{attempt}"
+            )
+    return builder_id or LOCAL_BUILDER, invocation

@@ -22,7 +22,8 @@ from terminai_sandbox.errors import Interrupted, SandboxError
 _COMMAND_MODULES = {
     "terminai_sandbox.cli.contract_cmd": ("contract",),
     "terminai_sandbox.cli.build_cmd": ("build", "lock", "contracts", "engine"),
-    "terminai_sandbox.cli.supply_cmd": ("keygen", "push", "sign", "verify", "attest", "release"),
+    "terminai_sandbox.cli.supply_cmd": ("keygen", "push", "sign", "verify", "attest"),
+    "terminai_sandbox.cli.release_cmd": ("release",),
     "terminai_sandbox.cli.describe_cmd": ("sbom", "provenance"),
     "terminai_sandbox.cli.launch_cmd": ("preflight", "run", "audit"),
     "terminai_sandbox.cli.kube_cmd": ("kube",),

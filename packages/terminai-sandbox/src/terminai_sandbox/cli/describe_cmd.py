@@ -85,17 +85,7 @@ def provenance_cmd(
 
     Attest it with 'attest REF --predicate FILE --type slsaprovenance1'.
     """
-    env = os.environ
-    invocation = None
-    if env.get("GITHUB_ACTIONS") == "true" and env.get("GITHUB_WORKFLOW_REF"):
-        server = env.get("GITHUB_SERVER_URL", "https://github.com")
-        # the same identity the keyless signing certificate carries for this workflow run
-        builder_id = builder_id or f"{server}/{env['GITHUB_WORKFLOW_REF']}"
-        if env.get("GITHUB_RUN_ID"):
-            attempt = env.get("GITHUB_RUN_ATTEMPT", "1")
-            invocation = (
-                f"{server}/{env.get('GITHUB_REPOSITORY')}/actions/runs/{env['GITHUB_RUN_ID']}/attempts/{attempt}"
-            )
+    builder, invocation = provenance.builder_from_env(os.environ, builder_id)
     image = _open(layout)  # a layout that is none fails before the checkout is read
     # The plan is made from this checkout, not built: provenance refuses it unless the
     # image's labels (commit, assembler format, contract version) agree with it.
@@ -106,7 +96,7 @@ def provenance_cmd(
             plan=planned,
             repository=repository,
             version=image_version,
-            builder_id=builder_id or provenance.LOCAL_BUILDER,
+            builder_id=builder,
             invocation_id=invocation,
             sbom=sbom_path,
         )

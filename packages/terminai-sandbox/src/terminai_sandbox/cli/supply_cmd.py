@@ -1,6 +1,7 @@
-"""``terminai-sandbox keygen | push | sign | attest | verify | release``: the supply chain.
+"""``terminai-sandbox keygen | push | sign | attest | verify``: the supply chain.
 
-``sbom`` and ``provenance``, which describe a built image, are in :mod:`terminai_sandbox.cli.describe_cmd`.
+``sbom`` and ``provenance``, which describe a built image, are in :mod:`terminai_sandbox.cli.describe_cmd`;
+``release``, which runs them all in order, in :mod:`terminai_sandbox.cli.release_cmd`.
 """
 
 from __future__ import annotations
@@ -14,11 +15,9 @@ from pathlib import Path
 import click
 
 from terminai_sandbox import provenance
-from terminai_sandbox._version import __version__
-from terminai_sandbox.artifacts.contract import Contract
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.cli.trust_options import trust_options
-from terminai_sandbox.errors import ConfigError, ReleaseError, SigningError
+from terminai_sandbox.errors import ConfigError, SigningError
 from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.launch.registry_auth import docker_config_credentials
 from terminai_sandbox.registry import RegistryClient
@@ -249,48 +248,6 @@ def attest_cmd(
     click.echo(f"{'attested' if added else 'already attested by this key:'} {ref.name}@{digest} ({uri})")
 
 
-@click.command("release")
-@click.option("--push", "repository", required=True, help="REGISTRY/REPO to publish to")
-@click.option("--key", "key_path", type=click.Path(path_type=Path, exists=True), required=True)
-@click.option("--dist", type=click.Path(path_type=Path), default=Path("dist"), show_default=True)
-@_INSECURE
-def release_cmd(repository: str, key_path: Path, dist: Path, insecure_registry: bool) -> None:
-    """Build → contracts → SBOM → push by digest → sign → attest → verify → dist/X.Y.Z/release.json."""
-    from terminai_sandbox import release as release_mod  # noqa: PLC0415 (pulls in the build stack)
-    from terminai_sandbox.assemble import BuildOptions, BuildResult, build_image  # noqa: PLC0415
-    from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
-    from terminai_sandbox.engine import Engine  # noqa: PLC0415
-
-    key = keys.load_private(key_path.read_bytes(), _password(confirm=False))
-    target = dist / __version__
-
-    def contracts(image: release_mod.BuiltImage) -> release_mod.ContractOutcome:
-        if not isinstance(image, BuildResult):
-            raise ReleaseError(f"the release's contract step needs a build result, got {type(image).__name__}")
-        report = run_contracts(Engine.connect(), image, output_dir=target)
-        return release_mod.ContractOutcome(
-            ok=report.ok,
-            version=Contract.shipped().version,
-            summary=f"{len(report.passed)} passed, {len(report.failed)} failed",
-        )
-
-    manifest = release_mod.release(
-        release_mod.ReleaseOptions(
-            repository=repository,
-            version=__version__,
-            dist_root=dist,
-            image_dir=Path("images/sandbox"),
-            insecure=insecure_registry,
-        ),
-        # The release carries the suite's pinned test wheels: `contracts --wheels` then
-        # needs no package index to check this image again.
-        build=lambda: build_image(BuildOptions(output_dir=target, contract_wheels=target / "contract-wheels")),
-        contracts=contracts,
-        key=key,
-    )
-    click.echo(f"released {manifest['tag']} = {manifest['reference']} ({target / 'release.json'})")
-
-
 def register(group: click.Group) -> None:
-    for command in (keygen_cmd, push_cmd, sign_cmd, verify_cmd, attest_cmd, release_cmd):
+    for command in (keygen_cmd, push_cmd, sign_cmd, verify_cmd, attest_cmd):
         group.add_command(command)

@@ -1,0 +1,264 @@
+"""``terminai-sandbox release [STEP]``: the one release path, whole or step by step.
+
+``release --push REPO --key KEY`` runs every step; ``release STEP`` runs one, reading and
+extending ``dist/X.Y.Z/release-state.json``. The release workflow runs the steps as
+separate jobs; ``make demo`` runs them all. Both call the same functions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from terminai_sandbox import provenance
+from terminai_sandbox._version import __version__
+from terminai_sandbox.errors import ConfigError
+from terminai_sandbox.launch.reference import ImageRef
+from terminai_sandbox.launch.registry_auth import docker_config_credentials
+from terminai_sandbox.registry import RegistryClient
+from terminai_sandbox.release import state as release_state
+from terminai_sandbox.signing.formats import keys
+from terminai_sandbox.signing.verify.trust import policy_from_options
+
+_INSECURE = click.option("--insecure-registry", is_flag=True, help="allow plain HTTP to a non-loopback registry")
+_DIST = click.option(
+    "--dist",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("dist"),
+    show_default=True,
+    help="where the release directory X.Y.Z is written",
+)
+_IMAGE_DIR = click.option(
+    "--image-dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    default=Path("images/sandbox"),
+    show_default=True,
+    help="the image's spec and locks in this checkout (the SBOM and provenance record them)",
+)
+_JSON = click.option("--json", "as_json", is_flag=True, help="print the step's record as JSON")
+
+
+def _target(dist: Path) -> Path:
+    return dist / __version__
+
+
+def _client_for(target: Path, insecure: bool) -> RegistryClient:
+    ref = ImageRef.parse(release_state.ReleaseState.load(target).repository, what="release repository")
+    return RegistryClient(ref.registry, insecure=insecure, credentials=docker_config_credentials(ref.registry))
+
+
+def _password() -> Any:
+    from terminai_sandbox.cli.supply_cmd import _password as ask  # noqa: PLC0415 (one password prompt)
+
+    return ask(confirm=False)
+
+
+def _report(step: str, target: Path, as_json: bool) -> None:
+    state = release_state.ReleaseState.load(target)
+    record = state.require(step)
+    if as_json:
+        click.echo(json.dumps({"step": step, "digest": state.manifest_digest, **record}, indent=2, sort_keys=True))
+    else:
+        click.echo(f"release {state.version}: {step} passed for {state.repository}@{state.manifest_digest}")
+
+
+def _describe_options(image_dir: Path, builder_id: str | None) -> Any:
+    from terminai_sandbox.release import Describe  # noqa: PLC0415
+
+    builder, invocation = provenance.builder_from_env(os.environ, builder_id)
+    return Describe(image_dir=image_dir, builder_id=builder, invocation_id=invocation)
+
+
+def _build_image(target: Path) -> Any:
+    from terminai_sandbox.assemble import BuildOptions, build_image  # noqa: PLC0415 (the build stack)
+
+    # The release carries the suite's pinned test wheels: `contracts --wheels` then needs
+    # no package index to check this image again.
+    return build_image(BuildOptions(output_dir=target, contract_wheels=target / "contract-wheels"))
+
+
+@click.group("release", invoke_without_command=True)
+@click.option("--push", "repository", default=None, help="REGISTRY/REPO to publish to (runs every step)")
+@click.option(
+    "--key", "key_path", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None, help="signing key"
+)
+@_DIST
+@_IMAGE_DIR
+@_INSECURE
+@click.pass_context
+def release_cmd(
+    ctx: click.Context,
+    repository: str | None,
+    key_path: Path | None,
+    dist: Path,
+    image_dir: Path,
+    insecure_registry: bool,
+) -> None:
+    """Build → contracts → describe → push by digest → sign → verify → tag → dist/X.Y.Z/release.json.
+
+    Without a STEP, runs every step (a release that stopped resumes: an image whose digest
+    already passed the contracts is not tested again). With a STEP, runs that one.
+    """
+    if ctx.invoked_subcommand is not None:
+        if repository or key_path:
+            raise ConfigError("--push and --key run the whole release; a step takes its own options")
+        return
+    if not repository or not key_path:
+        raise ConfigError(
+            "pass --push REGISTRY/REPO and --key KEY to run the whole release",
+            hint="or run one step: terminai-sandbox release build|contracts|describe|push|sign|verify|tag|manifest",
+        )
+    from terminai_sandbox.engine import Engine  # noqa: PLC0415
+    from terminai_sandbox.release import KeySigner, ReleaseOptions, release  # noqa: PLC0415
+
+    signer = KeySigner(keys.load_private(key_path.read_bytes(), _password()))
+    target = _target(dist)
+    ref = ImageRef.parse(repository, what="release repository")
+    manifest = release(
+        ReleaseOptions(
+            repository=repository,
+            version=__version__,
+            dist_root=dist,
+            describe=_describe_options(image_dir, None),
+        ),
+        build=lambda: _build_image(target),
+        engine=Engine.connect(),
+        signer=signer,
+        client=RegistryClient(
+            ref.registry, insecure=insecure_registry, credentials=docker_config_credentials(ref.registry)
+        ),
+    )
+    click.echo(f"released {manifest['tag']} = {manifest['reference']} ({target / 'release.json'})")
+
+
+@release_cmd.command("build")
+@click.option("--repository", required=True, help="REGISTRY/REPO the release will be published to")
+@_DIST
+@_JSON
+def build_step(repository: str, dist: Path, as_json: bool) -> None:
+    """Step 1: build the image into dist/X.Y.Z/oci and load it into the engine."""
+    from terminai_sandbox.release import steps  # noqa: PLC0415
+
+    target = _target(dist)
+    steps.build(target, version=__version__, repository=repository, image=lambda: _build_image(target))
+    _report("build", target, as_json)
+
+
+@release_cmd.command("contracts")
+@_DIST
+@_JSON
+def contracts_step(dist: Path, as_json: bool) -> None:
+    """Step 2: run the contract suite inside the built image (nothing goes on unless it passes)."""
+    from terminai_sandbox.engine import Engine  # noqa: PLC0415
+    from terminai_sandbox.release import steps  # noqa: PLC0415
+
+    steps.contracts(_target(dist), Engine.connect())
+    _report("contracts", _target(dist), as_json)
+
+
+@release_cmd.command("describe")
+@_DIST
+@_IMAGE_DIR
+@click.option("--builder-id", default=None, help="who built it (default: the CI workflow when run there, else local)")
+@_JSON
+def describe_step(dist: Path, image_dir: Path, builder_id: str | None, as_json: bool) -> None:
+    """Step 3: write the SBOM and the SLSA provenance of the image."""
+    from terminai_sandbox.release import steps  # noqa: PLC0415
+
+    steps.describe(_target(dist), _describe_options(image_dir, builder_id))
+    _report("describe", _target(dist), as_json)
+
+
+@release_cmd.command("push")
+@_DIST
+@_INSECURE
+@_JSON
+def push_step(dist: Path, insecure_registry: bool, as_json: bool) -> None:
+    """Step 4: push the image by digest (no tag yet)."""
+    from terminai_sandbox.release import steps  # noqa: PLC0415
+
+    target = _target(dist)
+    steps.push(target, _client_for(target, insecure_registry))
+    _report("push", target, as_json)
+
+
+@release_cmd.command("sign")
+@click.option(
+    "--key", "key_path", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None, help="signing key"
+)
+@click.option("--keyless", "keyless_", is_flag=True, help="CI only: sign with the ambient OIDC identity")
+@_DIST
+@_INSECURE
+@_JSON
+def sign_step(key_path: Path | None, keyless_: bool, dist: Path, insecure_registry: bool, as_json: bool) -> None:
+    """Step 5: sign the pushed digest and attest the SBOM and the provenance."""
+    from terminai_sandbox.release import KeylessSigner, KeySigner, ReleaseSigner, steps  # noqa: PLC0415
+
+    if bool(key_path) == keyless_:
+        raise ConfigError("pass exactly one of --key or --keyless")
+    signer: ReleaseSigner
+    if key_path is not None:
+        signer = KeySigner(keys.load_private(key_path.read_bytes(), _password()))
+    else:
+        signer = KeylessSigner()
+    target = _target(dist)
+    steps.sign(target, _client_for(target, insecure_registry), signer)
+    _report("sign", target, as_json)
+
+
+@release_cmd.command("verify")
+@click.option(
+    "--key", "key_path", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None, help="public key"
+)
+@click.option("--certificate-identity", default=None, help="keyless: the signer's certificate identity")
+@click.option("--certificate-oidc-issuer", default=None, help="keyless: the identity's OIDC issuer")
+@_DIST
+@_INSECURE
+@_JSON
+def verify_step(
+    key_path: Path | None,
+    certificate_identity: str | None,
+    certificate_oidc_issuer: str | None,
+    dist: Path,
+    insecure_registry: bool,
+    as_json: bool,
+) -> None:
+    """Step 6: verify the registry's copy (signature and both attestations); export its signatures."""
+    from terminai_sandbox.release import steps  # noqa: PLC0415
+
+    policy = policy_from_options(
+        key=key_path, identity=certificate_identity, issuer=certificate_oidc_issuer, policy_file=None
+    )
+    target = _target(dist)
+    steps.verify(target, _client_for(target, insecure_registry), policy)
+    _report("verify", target, as_json)
+
+
+@release_cmd.command("tag")
+@_DIST
+@_INSECURE
+@_JSON
+def tag_step(dist: Path, insecure_registry: bool, as_json: bool) -> None:
+    """Step 7: put the X.Y.Z tag on the manifest that verified."""
+    from terminai_sandbox.release import steps  # noqa: PLC0415
+
+    target = _target(dist)
+    steps.tag(target, _client_for(target, insecure_registry))
+    _report("tag", target, as_json)
+
+
+@release_cmd.command("manifest")
+@_DIST
+def manifest_step(dist: Path) -> None:
+    """Step 8: write dist/X.Y.Z/release.json from the steps' records and print it."""
+    from terminai_sandbox.release import steps  # noqa: PLC0415
+
+    click.echo(json.dumps(steps.manifest(_target(dist)), indent=2, sort_keys=True))
+
+
+def register(group: click.Group) -> None:
+    group.add_command(release_cmd)

@@ -1,0 +1,128 @@
+"""The persisted state of one release: which steps passed, for which image digest.
+
+A release is a chain of steps (:data:`STEPS`); each records its outcome in
+``dist/X.Y.Z/release-state.json``. The steps can therefore run in separate processes (the
+CI jobs, each with only the permissions its step needs) and a release that stopped resumes
+where it stopped. The state is keyed by the built image's manifest digest: a step refuses
+a state written for another image, and recording a step forgets every later one, so a
+re-signed image is verified and tagged again.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from terminai_apts import durable
+
+from terminai_sandbox.errors import ReleaseError
+
+STATE_FILE = "release-state.json"
+FORMAT = 1
+
+#: The steps in the order they run; each needs every step before it.
+STEPS = ("build", "contracts", "describe", "push", "sign", "verify", "tag", "manifest")
+
+
+def _command(step: str) -> str:
+    return f"terminai-sandbox release {step}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReleaseState:
+    version: str
+    repository: str
+    manifest_digest: str
+    config_digest: str
+    steps: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    @classmethod
+    def path(cls, target: Path) -> Path:
+        return target / STATE_FILE
+
+    @classmethod
+    def load(cls, target: Path) -> ReleaseState:
+        path = cls.path(target)
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ReleaseError(
+                f"no release state in {target}", hint=f"start the release with '{_command('build')}'"
+            ) from None
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise ReleaseError(
+                f"the release state {path} cannot be read: {exc}",
+                hint=f"remove it and start again with '{_command('build')}'",
+            ) from None
+        try:
+            if raw["format"] != FORMAT:
+                raise ValueError(f"format {raw['format']!r}, expected {FORMAT}")
+            steps = raw["steps"]
+            if not isinstance(steps, dict) or not all(isinstance(v, dict) and k in STEPS for k, v in steps.items()):
+                raise ValueError("'steps' must map step names to records")
+            state = cls(
+                version=_text(raw, "version"),
+                repository=_text(raw, "repository"),
+                manifest_digest=_text(raw, "manifest_digest"),
+                config_digest=_text(raw, "config_digest"),
+                steps=steps,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ReleaseError(
+                f"the release state {path} is malformed: {exc}",
+                hint=f"remove it and start again with '{_command('build')}'",
+            ) from None
+        return state
+
+    def save(self, target: Path) -> None:
+        body = {
+            "format": FORMAT,
+            "version": self.version,
+            "repository": self.repository,
+            "manifest_digest": self.manifest_digest,
+            "config_digest": self.config_digest,
+            "steps": {name: dict(self.steps[name]) for name in STEPS if name in self.steps},
+        }
+        durable.write(self.path(target), (json.dumps(body, indent=2, sort_keys=True) + "\n").encode())
+
+    def passed(self, step: str) -> Mapping[str, Any] | None:
+        return self.steps.get(step)
+
+    def require(self, step: str) -> Mapping[str, Any]:
+        """The record of ``step``, which must have passed for this digest."""
+        record = self.steps.get(step)
+        if record is None:
+            raise ReleaseError(
+                f"step '{step}' has not passed for {self.manifest_digest}",
+                hint=f"run '{_command(step)}' first",
+            )
+        return record
+
+    def record(self, step: str, outcome: Mapping[str, Any]) -> ReleaseState:
+        """This state with ``step`` passed and every later step forgotten."""
+        later = STEPS[STEPS.index(step) + 1 :]
+        kept = {name: value for name, value in self.steps.items() if name not in later and name != step}
+        return replace(self, steps={**kept, step: dict(outcome)})
+
+    def for_image(self, manifest_digest: str, config_digest: str) -> ReleaseState:
+        """This state if it describes that image; else a fresh one (a rebuild that changed it)."""
+        if manifest_digest == self.manifest_digest and config_digest == self.config_digest:
+            return self
+        return replace(self, manifest_digest=manifest_digest, config_digest=config_digest, steps={})
+
+    def check_image(self, manifest_digest: str) -> None:
+        if manifest_digest != self.manifest_digest:
+            raise ReleaseError(
+                f"the release state is for {self.manifest_digest}, the image here is {manifest_digest}",
+                hint=f"run '{_command('build')}' again for this image",
+            )
+
+
+def _text(raw: Mapping[str, Any], key: str) -> str:
+    value = raw[key]
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"'{key}' must be a non-empty string")
+    return value

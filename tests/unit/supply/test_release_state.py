@@ -1,0 +1,85 @@
+"""The release's persisted state: keyed by digest, steps in order, refusals that name the step to run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from terminai_sandbox.errors import ReleaseError
+from terminai_sandbox.release.state import STATE_FILE, STEPS, ReleaseState
+
+DIGEST = "sha256:" + "a" * 64
+CONFIG = "sha256:" + "b" * 64
+
+
+def _state() -> ReleaseState:
+    return ReleaseState(version="1.2.3", repository="127.0.0.1:5000/t/s", manifest_digest=DIGEST, config_digest=CONFIG)
+
+
+def test_a_state_round_trips_through_its_file(tmp_path: Path) -> None:
+    state = _state().record("build", {"x": 1}).record("contracts", {"ok": True})
+    state.save(tmp_path)
+    assert ReleaseState.load(tmp_path) == state
+    assert json.loads((tmp_path / STATE_FILE).read_text())["steps"] == {"build": {"x": 1}, "contracts": {"ok": True}}
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_recording_a_step_forgets_every_later_one(step: str) -> None:
+    full = _state()
+    for name in STEPS:
+        full = full.record(name, {"n": name})
+    again = full.record(step, {"n": "again"})
+    position = STEPS.index(step)
+    assert list(again.steps) == [*STEPS[:position], step]
+    assert again.require(step) == {"n": "again"}
+
+
+def test_a_step_that_has_not_passed_names_the_command_to_run() -> None:
+    with pytest.raises(ReleaseError, match="step 'sign' has not passed") as caught:
+        _state().record("build", {}).require("sign")
+    assert caught.value.hint == "run 'terminai-sandbox release sign' first"
+
+
+def test_another_image_starts_a_fresh_state_and_the_same_image_keeps_its_steps() -> None:
+    state = _state().record("build", {}).record("contracts", {"ok": True})
+    assert state.for_image(DIGEST, CONFIG) is state
+    fresh = state.for_image("sha256:" + "c" * 64, CONFIG)
+    assert fresh.steps == {} and fresh.manifest_digest == "sha256:" + "c" * 64
+    with pytest.raises(ReleaseError, match="the release state is for"):
+        state.check_image("sha256:" + "c" * 64)
+
+
+def test_no_state_says_how_to_start(tmp_path: Path) -> None:
+    with pytest.raises(ReleaseError, match="no release state") as caught:
+        ReleaseState.load(tmp_path)
+    assert "release build" in (caught.value.hint or "")
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "not json",
+        "[]",
+        json.dumps({"format": 2}),
+        json.dumps({"format": 1, "version": "1", "repository": "r", "manifest_digest": "d", "config_digest": "c"}),
+        json.dumps(
+            {"format": 1, "version": "", "repository": "r", "manifest_digest": "d", "config_digest": "c", "steps": {}}
+        ),
+        json.dumps(
+            {
+                "format": 1,
+                "version": "1",
+                "repository": "r",
+                "manifest_digest": "d",
+                "config_digest": "c",
+                "steps": {"publish": {}},
+            }
+        ),
+    ],
+)
+def test_a_malformed_state_is_refused_with_what_to_do(tmp_path: Path, body: str) -> None:
+    (tmp_path / STATE_FILE).write_text(body)
+    with pytest.raises(ReleaseError, match="release state") as caught:
+        ReleaseState.load(tmp_path)
+    assert "release build" in (caught.value.hint or "")
