@@ -150,11 +150,25 @@ def cases(tmp: Path, layout: Path) -> dict[str, Case]:
             ("attest", unreachable, "--predicate", "predicate.json", "--key", "cosign.key"), 9, f"registry {closed}"
         ),
         "release, wrong password": Case(
-            ("release", "--push", f"{closed}/terminai/sandbox", "--key", "cosign.key"),
+            (
+                "release",
+                "--push",
+                f"{closed}/terminai/sandbox",
+                "--key",
+                "cosign.key",
+                "--image-dir",
+                str(repo_root() / "images" / "sandbox"),
+            ),
             10,
             "wrong password for the private key",
             {"COSIGN_PASSWORD": "wrong"},
         ),
+        "release, outside a checkout": Case(
+            ("release", "--push", f"{closed}/terminai/sandbox", "--key", "cosign.key"),
+            3,
+            "no image spec at images/sandbox",
+        ),
+        "release step, nothing built": Case(("release", "push"), 16, "no release state in dist/"),
         # launcher
         "preflight, no engine": Case(("preflight", *launch), 4, "preflight step 1 (engine) refused", no_unix_engine),
         "preflight, bad reference": Case(

@@ -87,7 +87,13 @@ def _build_image(target: Path) -> Any:
     "--key", "key_path", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None, help="signing key"
 )
 @_DIST
-@_IMAGE_DIR
+@click.option(
+    "--image-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    default=Path("images/sandbox"),
+    show_default=True,
+    help="the image's spec and locks in this checkout (the SBOM and provenance record them)",
+)
 @_INSECURE
 @click.pass_context
 def release_cmd(
@@ -111,6 +117,12 @@ def release_cmd(
         raise ConfigError(
             "pass --push REGISTRY/REPO and --key KEY to run the whole release",
             hint="or run one step: terminai-sandbox release build|contracts|describe|push|sign|verify|tag|manifest",
+        )
+    if not (image_dir / "image.toml").is_file():
+        # Refused before anything is built or written (no empty dist/X.Y.Z is left behind).
+        raise ConfigError(
+            f"no image spec at {image_dir / 'image.toml'}: a release is made from a checkout",
+            hint="run it from the repository's root, or pass --image-dir to the checkout's images/sandbox",
         )
     from terminai_sandbox.engine import Engine  # noqa: PLC0415
     from terminai_sandbox.release import KeySigner, ReleaseOptions, release  # noqa: PLC0415
