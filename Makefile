@@ -10,8 +10,11 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
+# pytest-xdist workers: the suite is mostly waiting (engine, registry, sandboxed runs), so one
+# worker per core keeps both busy.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: help setup host-tools engine test test-fast test-integration lint format demo image bench clean lock-dev
+.PHONY: help setup host-tools engine test test-fast test-slow test-integration lint format demo image bench clean lock-dev
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[1m%-17s\033[0m %s\n", $$1, $$2}'
@@ -34,13 +37,16 @@ engine: setup host-tools ## Make sure a Docker API answers (installs and starts 
 
 test: setup engine ## Run everything: lint, unit, contract, integration tests
 	$(MAKE) --no-print-directory lint
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) $(PYTEST_ARGS)
 
-test-fast: setup ## Unit tests only (no engine, no network)
-	$(PY) -m pytest -m "not integration and not slow" $(PYTEST_ARGS)
+test-fast: setup ## Unit tests only (no engine, no network, no slow attack suites)
+	$(PY) -m pytest -n $(JOBS) -m "not integration and not slow" $(PYTEST_ARGS)
+
+test-slow: setup ## The slow suites that need no engine (the executor's assume-breach attacks)
+	$(PY) -m pytest -n $(JOBS) -m "slow and not integration" $(PYTEST_ARGS)
 
 test-integration: setup engine ## Integration tests only (real engine, real registry)
-	$(PY) -m pytest -m integration $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) -m integration $(PYTEST_ARGS)
 
 lint: setup ## ruff, ruff format --check, mypy --strict, import layering, workflow audits
 	$(VENV)/bin/ruff check .

@@ -1,7 +1,9 @@
 """Repository-wide pytest wiring.
 
 Tests under ``tests/integration`` are marked ``integration`` automatically (they need a
-real engine, registry or other service); shared fixtures live in ``tests/fixtures``.
+real engine, registry or other service), and the assume-breach suites under ``tests/breach``
+``slow`` (they run unrestricted code in hardened children, hundreds of them): ``make
+test-fast`` leaves both out. Shared fixtures live in ``tests/fixtures``.
 """
 
 from __future__ import annotations
@@ -13,9 +15,13 @@ import pytest
 pytest_plugins = ["tests.fixtures.image", "tests.fixtures.launcher", "tests.fixtures.registry"]
 
 _INTEGRATION = Path(__file__).parent / "tests" / "integration"
+_BREACH = Path(__file__).parent / "tests" / "breach"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if _INTEGRATION in Path(str(item.path)).parents:
+        parents = Path(str(item.path)).parents
+        if _INTEGRATION in parents:
             item.add_marker(pytest.mark.integration)
+        if _BREACH in parents:
+            item.add_marker(pytest.mark.slow)

@@ -13,7 +13,11 @@ def test_every_illegal_transition_raises(source: State, target: State) -> None:
         check_transition(source, target)
 
 
-@pytest.mark.parametrize(("source", "target"), [(s, t) for s in State for t in LEGAL[s]], ids=lambda s: s.value)
+# sorted: a set's order differs between processes, and pytest-xdist workers must collect alike
+LEGAL_PAIRS = [(s, t) for s in State for t in sorted(LEGAL[s], key=lambda x: x.value)]
+
+
+@pytest.mark.parametrize(("source", "target"), LEGAL_PAIRS, ids=lambda s: s.value)
 def test_legal_transitions_pass(source: State, target: State) -> None:
     check_transition(source, target)
 

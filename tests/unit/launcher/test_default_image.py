@@ -218,9 +218,9 @@ def test_the_release_workflow_bakes_before_it_builds_and_attaches_the_wheels() -
     assert {"verify", "tag"} <= set(launcher["needs"])  # only a verified, tagged digest becomes the default
     assert launcher["permissions"] == {"contents": "read"}
     runs = [str(step.get("run", "")) for step in launcher["steps"]]
-    bake = next(i for i, run in enumerate(runs) if "scripts/bake-default-image dist/release.json" in run)
+    bake = next(i for i, run in enumerate(runs) if 'scripts/bake-default-image "dist/${VERSION}/release.json"' in run)
     wheels = next(i for i, run in enumerate(runs) if "pip wheel" in run)
-    written = next(i for i, run in enumerate(runs) if "> dist/release.json" in run)
+    written = next(i for i, run in enumerate(runs) if "terminai-sandbox release manifest" in run)
     assert written < bake < wheels
     assert "packages/terminai-sandbox" in runs[wheels]
     assert "launcher" in jobs["publish"]["needs"]
