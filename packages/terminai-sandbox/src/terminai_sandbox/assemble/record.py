@@ -18,7 +18,6 @@ import json
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from terminai_sandbox.errors import ConfigError, ReproducibilityError
 
@@ -157,7 +156,3 @@ def check(name: str, record_path: Path, recorded: Expected | None, inputs: str, 
 
 def expected(inputs: str, diff_id: str, tar: Path) -> Expected:
     return Expected(inputs=inputs, diff_id=diff_id, entries=listing(tar))
-
-
-def as_dict(layers: dict[str, Expected]) -> dict[str, Any]:
-    return {name: {"inputs": e.inputs, "diff_id": e.diff_id, "entries": len(e.entries)} for name, e in layers.items()}

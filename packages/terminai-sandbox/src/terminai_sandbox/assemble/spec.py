@@ -61,10 +61,6 @@ class ImageSpec:
         return self.directory / "requirements-build.lock"
 
     @property
-    def test_requirements(self) -> Path:
-        return self.directory / "requirements-test.lock"
-
-    @property
     def entrypoint_script(self) -> Path:
         return self.directory / "entrypoint"
 
