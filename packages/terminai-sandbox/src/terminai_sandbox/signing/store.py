@@ -79,9 +79,12 @@ class RegistryStore:
             index = json.loads(body)
         found = []
         for artifact in bundle_format.bundle_referrers(index):
-            manifest = self.client.get_manifest(self.repo, artifact)[0]
+            manifest = self._manifest_or_none(artifact)
+            if manifest is None:
+                continue  # listed in a stale fallback index, since deleted
             found += [
-                self.client.get_blob(self.repo, layer).decode() for layer in bundle_format.bundle_layers(manifest)
+                self.client.get_blob(self.repo, layer).decode()
+                for layer in bundle_format.bundle_layers(manifest, digest)
             ]
         return found
 

@@ -57,6 +57,27 @@ def key_bundle(repository: str, digest: str, key: ec.EllipticCurvePrivateKey) ->
     return json.dumps(bundle, separators=(",", ":"))
 
 
+def bundle_predicate(bundle_json: str) -> str | None:
+    """The predicate type a bundle's statement claims, read WITHOUT verifying (to sort bundles only)."""
+    try:
+        payload = json.loads(bundle_json)["dsseEnvelope"]["payload"]
+        value = json.loads(base64.b64decode(payload))["predicateType"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def key_bundle_envelope(bundle_json: str) -> bytes | None:
+    """The DSSE envelope of a key-based bundle (cosign 3's keyed ``sign`` and ``attest``), or None."""
+    if not is_key_bundle(bundle_json):
+        return None
+    try:
+        envelope = json.loads(bundle_json)["dsseEnvelope"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return json.dumps(envelope).encode() if isinstance(envelope, dict) else None
+
+
 def verify_key_bundle(bundle_json: str, digest: str, public_keys: list[ec.EllipticCurvePublicKey]) -> int:
     """Index of the trusted key that signed this key-based bundle for ``digest``."""
     try:
@@ -108,16 +129,42 @@ def with_referrer(
     return {**index, "manifests": [*index["manifests"], entry]}
 
 
-def bundle_layers(manifest: bytes) -> list[str]:
-    """Digests of the bundle layers of one referrer artifact manifest."""
-    return [
-        layer["digest"] for layer in json.loads(manifest).get("layers", []) if layer.get("mediaType") == BUNDLE_MEDIA
-    ]
+def bundle_layers(manifest: bytes, subject: str) -> list[str]:
+    """Digests of the bundle layers of one referrer artifact manifest whose subject is ``subject``.
+
+    A manifest listed for another subject contributes nothing: the fallback index is an
+    ordinary, writable tag, and its entries are only a hint.
+    """
+    try:
+        data = json.loads(manifest)
+        if data.get("subject", {}).get("digest") != subject:
+            return []
+        return [layer["digest"] for layer in data.get("layers", []) if layer.get("mediaType") == BUNDLE_MEDIA]
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return []
+
+
+# Index entries that may hold a bundle. The referrers API reports the manifest's own
+# ``artifactType``; go-containerregistry's fallback index (written by cosign 3 on a registry
+# without the API) reports the config media type instead, the empty descriptor's. Either way
+# the manifest itself is read and only its bundle layers count.
+_CANDIDATE_TYPES = {BUNDLE_MEDIA, OCI_EMPTY, None}
+MAX_REFERRERS = 64  # more referrers than any signer writes for one image: refuse to fetch a flood
 
 
 def bundle_referrers(index: dict[str, Any]) -> list[str]:
-    """Digests of the Sigstore-bundle artifacts a referrers index lists."""
-    return [entry["digest"] for entry in index.get("manifests", []) if entry.get("artifactType") == BUNDLE_MEDIA]
+    """Digests of the artifacts a referrers index lists that may carry a Sigstore bundle."""
+    found = [
+        entry["digest"]
+        for entry in index.get("manifests", [])
+        if isinstance(entry, dict) and entry.get("artifactType") in _CANDIDATE_TYPES and "digest" in entry
+    ]
+    if len(found) > MAX_REFERRERS:
+        raise VerificationError(
+            f"{len(found)} referrers may hold Sigstore bundles; more than {MAX_REFERRERS} are not read",
+            hint="the image's referrers were flooded; clean the registry's fallback tag or referrers",
+        )
+    return found
 
 
 def tlog_field(bundle_json: str, name: str) -> int | None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from terminai_sandbox.errors import VerificationError
 from terminai_sandbox.launch.reference import ImageRef
-from terminai_sandbox.signing.formats.bundle import COSIGN_SIGN_PREDICATE, is_key_bundle, tlog_field
+from terminai_sandbox.signing.formats.bundle import COSIGN_SIGN_PREDICATE, bundle_predicate, is_key_bundle, tlog_field
 from terminai_sandbox.signing.formats.payload import parse
 from terminai_sandbox.signing.formats.trustroot import load_trust
 from terminai_sandbox.signing.store import SignatureSource
@@ -22,7 +22,13 @@ def verify_keyless(
     ref: ImageRef, digest: str, policy: VerificationPolicy, source: SignatureSource, trusted_root: Path | None
 ) -> VerificationResult | None:
     """The first keyless signature (bundle referrer, then legacy ``.sig``) that passes; None if none exists."""
-    bundles = [bundle for bundle in source.bundles(digest) if not is_key_bundle(bundle)]
+    # Attestation bundles (another predicate) are step 6's: sorting on the unverified
+    # predicate only leaves bundles out, it never lets one pass.
+    bundles = [
+        bundle
+        for bundle in source.bundles(digest)
+        if not is_key_bundle(bundle) and bundle_predicate(bundle) in (COSIGN_SIGN_PREDICATE, None)
+    ]
     legacy = [item for item in source.signatures(digest) if is_keyless(item)]
     if not bundles and not legacy:
         return None

@@ -5,7 +5,7 @@ from __future__ import annotations
 from terminai_sandbox.errors import VerificationError
 from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.signing.formats import sig
-from terminai_sandbox.signing.formats.bundle import is_key_bundle
+from terminai_sandbox.signing.formats.bundle import COSIGN_SIGN_PREDICATE, bundle_predicate, is_key_bundle
 from terminai_sandbox.signing.formats.bundle import verify_key_bundle as key_bundle_check
 from terminai_sandbox.signing.formats.payload import SignedClaims, parse
 from terminai_sandbox.signing.store import SignatureSource
@@ -20,10 +20,14 @@ def verify_keyed(ref: ImageRef, digest: str, policy: VerificationPolicy, source:
     problems: list[str] = []
     # Step 2: key-based Sigstore bundles (cosign v3 referrers) count like .sig signatures.
     public_keys = [key.public_key for key in policy.keys]
-    bundles = source.bundles(digest) if policy.keys else []
+    # Attestation bundles (another predicate) are step 6's; sorting on the unverified
+    # predicate only leaves bundles out, it never lets one pass.
+    bundles = [
+        bundle
+        for bundle in (source.bundles(digest) if policy.keys else [])
+        if is_key_bundle(bundle) and bundle_predicate(bundle) in (COSIGN_SIGN_PREDICATE, None)
+    ]
     for bundle in bundles:
-        if not is_key_bundle(bundle):
-            continue  # certificate bundles are keyless: checked against identities above
         try:
             index = key_bundle_check(bundle, digest, public_keys)
         except VerificationError as exc:
