@@ -41,18 +41,23 @@ def fallback_tag(digest: str) -> str:
 
 
 def key_bundle(repository: str, digest: str, key: ec.EllipticCurvePrivateKey) -> str:
-    """A key-based v0.3 bundle for ``digest`` (no transparency-log entry)."""
+    """A key-based v0.3 bundle signing ``digest`` (no transparency-log entry), as ``cosign sign`` v3."""
     statement = {
         "_type": dsse.STATEMENT_V1,
         "subject": [{"name": repository, "digest": {"sha256": digest.removeprefix("sha256:")}}],
         "predicateType": COSIGN_SIGN_PREDICATE,
         "predicate": {},
     }
-    envelope = json.loads(dsse.envelope(json.dumps(statement, separators=(",", ":")).encode(), key))
+    return envelope_bundle(dsse.envelope(json.dumps(statement, separators=(",", ":")).encode(), key), key)
+
+
+def envelope_bundle(envelope: bytes, key: ec.EllipticCurvePrivateKey) -> str:
+    """A key-based v0.3 bundle around a DSSE ``envelope`` signed by ``key`` (``cosign attest`` v3 stores
+    its attestations this way: cosign 3 reads attestations from bundles once any bundle exists)."""
     bundle = {
         "mediaType": BUNDLE_MEDIA,
         "verificationMaterial": {"publicKey": {"hint": keys.key_id(key.public_key())}, "tlogEntries": []},
-        "dsseEnvelope": envelope,
+        "dsseEnvelope": json.loads(envelope),
     }
     return json.dumps(bundle, separators=(",", ":"))
 

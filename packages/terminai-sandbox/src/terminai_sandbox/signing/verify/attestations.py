@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,8 @@ def verify_attestation(
         try:
             found = dsse.verify_envelopes(envelopes, digest, [k.public_key for k in policy.keys], predicate_uri)
             claims += [{"predicateType": a.predicate_type, "predicate": a.predicate} for a in found]
+            # The same statement stored twice (.att layer and bundle referrer) is one claim.
+            claims = list({json.dumps(c, sort_keys=True): c for c in claims}.values())
         except VerificationError as exc:
             problems.append(exc.message)
     if not claims and policy.identities:
