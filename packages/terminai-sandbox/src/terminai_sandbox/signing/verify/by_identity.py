@@ -63,7 +63,7 @@ def verify_keyless(
             for identity in policy.identities:
                 try:
                     proof = verify_legacy(item, identity, trust)
-                    claims = check_claims(parse(item.payload), digest, ref.name)
+                    claims = check_claims(parse(item.payload), digest, ref.name, policy)
                 except VerificationError as exc:
                     problems.append(exc)
                     continue

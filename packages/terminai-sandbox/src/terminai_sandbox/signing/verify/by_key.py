@@ -18,6 +18,7 @@ def verify_keyed(ref: ImageRef, digest: str, policy: VerificationPolicy, source:
     repository = ref.name
     verified: list[VerifiedSignature] = []
     problems: list[str] = []
+    mirror_hint: str | None = None  # step 5's: how to name this repository as a mirror
     # Step 2: key-based Sigstore bundles (cosign v3 referrers) count like .sig signatures.
     public_keys = [key.public_key for key in policy.keys]
     # Attestation bundles (another predicate) are step 6's; sorting on the unverified
@@ -63,9 +64,10 @@ def verify_keyed(ref: ImageRef, digest: str, policy: VerificationPolicy, source:
             continue
         # Steps 4 and 5
         try:
-            claims = check_claims(parse(item.payload), digest, repository)
+            claims = check_claims(parse(item.payload), digest, repository, policy)
         except VerificationError as exc:
             problems.append(exc.message)
+            mirror_hint = mirror_hint or exc.hint
             continue
         for key in trusted:
             verified.append(
@@ -80,17 +82,29 @@ def verify_keyed(ref: ImageRef, digest: str, policy: VerificationPolicy, source:
         detail = "; ".join(sorted(set(problems)))
         raise VerificationError(
             f"{ref.pinned} has {len(stored) + len(bundles)} signature(s) but none is acceptable: {detail}",
-            hint="check that you trust the right key and that the image was not altered",
+            hint=mirror_hint or "check that you trust the right key and that the image was not altered",
         )
     return VerificationResult(
         digest=digest, repository=repository, signatures=tuple(verified), policy_fingerprint=policy.fingerprint()
     )
 
 
-def check_claims(claims: SignedClaims, digest: str, repository: str) -> SignedClaims:
-    """Steps 4 and 5 for a verified payload: this digest, this repository."""
+def check_claims(claims: SignedClaims, digest: str, repository: str, policy: VerificationPolicy) -> SignedClaims:
+    """Steps 4 and 5 for a verified payload: this digest, this repository (or a mirror the policy names)."""
     if claims.manifest_digest != digest:
         raise VerificationError(f"step 4: signature is for another image digest ({claims.manifest_digest})")
-    if claims.docker_reference.split("@")[0].rsplit(":", 1)[0] != repository and claims.docker_reference != repository:
-        raise VerificationError(f"step 5: signed for repository {claims.docker_reference!r}, not {repository!r}")
+    signed = _repository_of(claims.docker_reference)
+    if not policy.accepts_identity(signed, repository):
+        raise VerificationError(
+            f"step 5: signed for repository {claims.docker_reference!r}, not {repository!r}",
+            hint=f"if {repository} is a mirror of {signed}, name it in the policy file: "
+            f'"mirrors": [{{"identity": "{signed}", "repositories": ["{repository}"]}}]',
+        )
     return claims
+
+
+def _repository_of(docker_reference: str) -> str:
+    """The repository a signed ``docker-reference`` names (without tag or digest)."""
+    name = docker_reference.split("@", maxsplit=1)[0]
+    head, _, tail = name.rpartition(":")
+    return head if head and "/" not in tail else name
