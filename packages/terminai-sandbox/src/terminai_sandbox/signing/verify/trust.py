@@ -59,10 +59,14 @@ class KeylessIdentity:
     issuer_regexp: str | None = None
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
+def pattern_regex(pattern: str) -> str:
+    """A repository pattern as a regular expression (RE2-compatible: admission controllers use Go's)."""
     parts = re.split(r"(\*\*|\*)", pattern)
-    body = "".join({"**": ".*", "*": "[^/]*"}.get(part, re.escape(part)) for part in parts)
-    return re.compile(body)
+    return "".join({"**": ".*", "*": "[^/]*"}.get(part, re.escape(part)) for part in parts)
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern_regex(pattern))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +75,10 @@ class Mirror:
 
     identity: str
     repositories: tuple[str, ...]
+
+    def covers(self, repository: str) -> bool:
+        """``repository`` is the signed one or one of its mirrors."""
+        return repository == self.identity or self.allows(self.identity, repository)
 
     def allows(self, signed: str, repository: str) -> bool:
         return signed == self.identity and any(
