@@ -15,7 +15,10 @@ import pytest
 from click.testing import CliRunner
 from terminai_sandbox.cli import main
 from terminai_sandbox.errors import VerificationError
+from terminai_sandbox.launch.reference import ImageRef
+from terminai_sandbox.launch.trust import policy_file
 from terminai_sandbox.registry import RegistryClient
+from terminai_sandbox.signing.verify.image import verify_image
 
 from tests.fixtures.registry import RegistryServer
 from tests.integration.supply.cosign_tools import cosign
@@ -74,6 +77,11 @@ def test_a_cosign_copy_verifies_only_under_a_policy_naming_the_mirror(
         code, output = verify(_policy(tmp_path / "mirror.json", [{"identity": upstream, "repositories": [pattern]}]))
         assert code == 0, (pattern, output)
         assert output.startswith(f"verified {mirror}@{digest} signed by sha256:")
+    # The launcher's trust source (run --policy) loads the same policy object and decides the same.
+    pinned = ImageRef.parse(f"{mirror}@{digest}")
+    assert verify_image(pinned, policy_file(tmp_path / "mirror.json").load(), client=client).digest == digest
+    with pytest.raises(VerificationError, match="step 5"):
+        verify_image(pinned, policy_file(tmp_path / "plain.json").load(), client=client)
     # The original repository still verifies under the mirror policy.
     out = runner.invoke(main, ["verify", f"{upstream}@{digest}", "--policy", str(tmp_path / "mirror.json")])
     assert out.exit_code == 0, out.output
