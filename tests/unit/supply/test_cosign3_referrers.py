@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 from terminai_sandbox.errors import VerificationError
+from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.oci_media import OCI_EMPTY, OCI_MANIFEST
 from terminai_sandbox.signing.formats import bundle as bundle_format
 from terminai_sandbox.signing.formats import dsse, keys, sig
 from terminai_sandbox.signing.verify.attestations import verify_attestation
-from terminai_sandbox.signing.verify.trust import TrustedKey, VerificationPolicy
+from terminai_sandbox.signing.verify.by_key import verify_keyed
+from terminai_sandbox.signing.verify.trust import Mirror, TrustedKey, VerificationPolicy
 
 DIGEST = "sha256:" + "ab" * 32
 OTHER = "sha256:" + "cd" * 32
@@ -113,3 +115,31 @@ def test_sorting_bundles_reads_the_claimed_predicate_without_trusting_it() -> No
     )
     assert bundle_format.bundle_predicate("{}") is None
     assert bundle_format.key_bundle_envelope('{"verificationMaterial":{"certificate":{}},"dsseEnvelope":{}}') is None
+
+
+def test_a_bundle_naming_another_repository_needs_a_mirror_entry() -> None:
+    key = keys.generate()
+    upstream, mirror = "ghcr.io/org/sandbox", "reg.corp.example/mirror/sandbox"
+    source = Stored(bundle_list=[bundle_format.key_bundle(upstream, DIGEST, key)])
+    pinned = ImageRef.parse(f"{mirror}@{DIGEST}")
+    with pytest.raises(VerificationError, match=r"step 5: signed for repository .ghcr\.io/org/sandbox.") as caught:
+        verify_keyed(pinned, DIGEST, _policy(key), source)
+    assert caught.value.hint is not None and '"mirrors": [{"identity": "ghcr.io/org/sandbox"' in caught.value.hint
+    mirrored = replace(_policy(key), mirrors=(Mirror(identity=upstream, repositories=(mirror,)),))
+    assert verify_keyed(pinned, DIGEST, mirrored, source).signatures[0].key_source == "test"
+    # In its own repository it verifies without any mirror entry.
+    assert verify_keyed(ImageRef.parse(f"{upstream}@{DIGEST}"), DIGEST, _policy(key), source).signatures
+
+
+def test_a_cosign3_bundle_without_subject_names_binds_no_repository() -> None:
+    # cosign 3's sign statement has subjects without "name": only the digest is bound.
+    key = keys.generate()
+    statement = {
+        "_type": dsse.STATEMENT_V1,
+        "subject": [{"digest": {"sha256": DIGEST.removeprefix("sha256:")}}],
+        "predicateType": bundle_format.COSIGN_SIGN_PREDICATE,
+        "predicate": {},
+    }
+    bundle = bundle_format.envelope_bundle(dsse.envelope(json.dumps(statement).encode(), key), key)
+    pinned = ImageRef.parse(f"anywhere.example/any/repo@{DIGEST}")
+    assert verify_keyed(pinned, DIGEST, _policy(key), Stored(bundle_list=[bundle])).signatures

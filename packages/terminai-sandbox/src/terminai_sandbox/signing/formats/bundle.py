@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -83,15 +84,34 @@ def key_bundle_envelope(bundle_json: str) -> bytes | None:
     return json.dumps(envelope).encode() if isinstance(envelope, dict) else None
 
 
-def verify_key_bundle(bundle_json: str, digest: str, public_keys: list[ec.EllipticCurvePublicKey]) -> int:
-    """Index of the trusted key that signed this key-based bundle for ``digest``."""
+def verify_key_bundle(
+    bundle_json: str, digest: str, public_keys: list[ec.EllipticCurvePublicKey]
+) -> tuple[int, Mapping[str, Any]]:
+    """(index of the trusted key that signed this key-based bundle for ``digest``, its statement)."""
     try:
         envelope = json.loads(bundle_json)["dsseEnvelope"]
     except (ValueError, KeyError, TypeError):
         raise VerificationError("malformed Sigstore bundle (no DSSE envelope)") from None
     index, statement = dsse.open_envelope(json.dumps(envelope).encode(), public_keys)
     dsse.check_statement(statement, digest, COSIGN_SIGN_PREDICATE)
-    return index
+    return index, statement
+
+
+def subject_names(statement: Mapping[str, Any], digest: str) -> list[str]:
+    """The ``name`` of each subject of a verified statement that has ``digest``.
+
+    cosign 3's ``sign`` writes subjects without a name (nothing then binds the repository);
+    ``terminai-sandbox sign --bundle-format`` and ``attest`` name the repository signed for.
+    """
+    hexdigest = digest.removeprefix("sha256:")
+    return [
+        str(subject["name"])
+        for subject in statement.get("subject", [])
+        if isinstance(subject, dict)
+        and isinstance(subject.get("digest"), dict)
+        and subject["digest"].get("sha256") == hexdigest
+        and subject.get("name")
+    ]
 
 
 def referrer_manifest(bundle_json: str, *, subject_digest: str, subject_media: str, subject_size: int) -> bytes:

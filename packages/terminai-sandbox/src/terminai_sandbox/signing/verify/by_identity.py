@@ -6,11 +6,17 @@ from pathlib import Path
 
 from terminai_sandbox.errors import VerificationError
 from terminai_sandbox.launch.reference import ImageRef
-from terminai_sandbox.signing.formats.bundle import COSIGN_SIGN_PREDICATE, bundle_predicate, is_key_bundle, tlog_field
+from terminai_sandbox.signing.formats.bundle import (
+    COSIGN_SIGN_PREDICATE,
+    bundle_predicate,
+    is_key_bundle,
+    subject_names,
+    tlog_field,
+)
 from terminai_sandbox.signing.formats.payload import parse
 from terminai_sandbox.signing.formats.trustroot import load_trust
 from terminai_sandbox.signing.store import SignatureSource
-from terminai_sandbox.signing.verify.by_key import check_claims
+from terminai_sandbox.signing.verify.by_key import check_claims, check_subject_names
 from terminai_sandbox.signing.verify.legacy import is_keyless
 from terminai_sandbox.signing.verify.legacy import verify_keyless as verify_legacy
 from terminai_sandbox.signing.verify.result import VerificationResult, VerifiedSignature
@@ -36,13 +42,14 @@ def verify_keyless(
     for bundle in bundles:
         for identity in policy.identities:
             try:
-                verify_bundle(
+                statement = verify_bundle(
                     bundle,
                     digest=digest,
                     identity=identity,
                     predicate_type=COSIGN_SIGN_PREDICATE,
                     trusted_root=trusted_root,
                 )
+                check_subject_names(subject_names(statement, digest), ref.name, policy)
             except VerificationError as exc:
                 problems.append(exc)
                 continue

@@ -5,7 +5,12 @@ from __future__ import annotations
 from terminai_sandbox.errors import VerificationError
 from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.signing.formats import sig
-from terminai_sandbox.signing.formats.bundle import COSIGN_SIGN_PREDICATE, bundle_predicate, is_key_bundle
+from terminai_sandbox.signing.formats.bundle import (
+    COSIGN_SIGN_PREDICATE,
+    bundle_predicate,
+    is_key_bundle,
+    subject_names,
+)
 from terminai_sandbox.signing.formats.bundle import verify_key_bundle as key_bundle_check
 from terminai_sandbox.signing.formats.payload import SignedClaims, parse
 from terminai_sandbox.signing.store import SignatureSource
@@ -30,9 +35,15 @@ def verify_keyed(ref: ImageRef, digest: str, policy: VerificationPolicy, source:
     ]
     for bundle in bundles:
         try:
-            index = key_bundle_check(bundle, digest, public_keys)
+            index, statement = key_bundle_check(bundle, digest, public_keys)
         except VerificationError as exc:
             problems.append(f"step 3: bundle: {exc.message}")
+            continue
+        try:
+            check_subject_names(subject_names(statement, digest), repository, policy)
+        except VerificationError as exc:
+            problems.append(exc.message)
+            mirror_hint = mirror_hint or exc.hint
             continue
         key = policy.keys[index]
         verified.append(
@@ -47,7 +58,8 @@ def verify_keyed(ref: ImageRef, digest: str, policy: VerificationPolicy, source:
         )
     if not stored and problems:
         raise VerificationError(
-            f"{ref.pinned} has {len(bundles)} bundle(s) but none is acceptable: {'; '.join(sorted(set(problems)))}"
+            f"{ref.pinned} has {len(bundles)} bundle(s) but none is acceptable: {'; '.join(sorted(set(problems)))}",
+            hint=mirror_hint,
         )
     if not stored:
         raise VerificationError(
@@ -95,12 +107,24 @@ def check_claims(claims: SignedClaims, digest: str, repository: str, policy: Ver
         raise VerificationError(f"step 4: signature is for another image digest ({claims.manifest_digest})")
     signed = _repository_of(claims.docker_reference)
     if not policy.accepts_identity(signed, repository):
-        raise VerificationError(
-            f"step 5: signed for repository {claims.docker_reference!r}, not {repository!r}",
-            hint=f"if {repository} is a mirror of {signed}, name it in the policy file: "
-            f'"mirrors": [{{"identity": "{signed}", "repositories": ["{repository}"]}}]',
-        )
+        raise _not_this_repository(claims.docker_reference, signed, repository)
     return claims
+
+
+def check_subject_names(names: list[str], repository: str, policy: VerificationPolicy) -> None:
+    """Step 5 for a bundle: a subject name, when the signer wrote one, is this repository or a named mirror."""
+    for name in names:
+        signed = _repository_of(name)
+        if not policy.accepts_identity(signed, repository):
+            raise _not_this_repository(name, signed, repository)
+
+
+def _not_this_repository(claimed: str, signed: str, repository: str) -> VerificationError:
+    return VerificationError(
+        f"step 5: signed for repository {claimed!r}, not {repository!r}",
+        hint=f"if {repository} is a mirror of {signed}, name it in the policy file: "
+        f'"mirrors": [{{"identity": "{signed}", "repositories": ["{repository}"]}}]',
+    )
 
 
 def _repository_of(docker_reference: str) -> str:
