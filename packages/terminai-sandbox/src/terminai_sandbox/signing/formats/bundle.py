@@ -92,7 +92,7 @@ def verify_key_bundle(
         envelope = json.loads(bundle_json)["dsseEnvelope"]
     except (ValueError, KeyError, TypeError):
         raise VerificationError("malformed Sigstore bundle (no DSSE envelope)") from None
-    index, statement = dsse.open_envelope(json.dumps(envelope).encode(), public_keys)
+    index, statement = dsse.open_envelope(json.dumps(envelope).encode(), public_keys, what="signature bundle")
     dsse.check_statement(statement, digest, COSIGN_SIGN_PREDICATE)
     return index, statement
 
