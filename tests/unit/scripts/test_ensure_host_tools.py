@@ -32,7 +32,14 @@ ENGINE_TOOLS = {
 # cosign is not a Debian 12 package: both majors come from newer suites into a versioned prefix.
 TOOLS = "/opt/terminai-host-tools"
 COSIGNS = {"cosign-2": "cosign/trixie", "cosign-3": "cosign/forky"}
-ALL_PACKAGES = ["python3", "python3-venv", "ca-certificates", *ENGINE_TOOLS.values(), *COSIGNS.values()]
+ALL_PACKAGES = [
+    "python3",
+    "python3-venv",
+    "ca-certificates",
+    *ENGINE_TOOLS.values(),
+    "debian-archive-keyring",  # checks the trixie and forky indexes cosign comes from
+    *COSIGNS.values(),
+]
 
 
 class Machine:
@@ -65,6 +72,11 @@ class Machine:
         certs = self.root / "etc" / "ssl" / "certs"
         certs.mkdir(parents=True)
         (certs / "ca-certificates.crt").write_text("")
+
+    def debian_keyring(self) -> None:
+        keyrings = self.root / "usr" / "share" / "keyrings"
+        keyrings.mkdir(parents=True)
+        (keyrings / "debian-archive-keyring.gpg").write_text("")
 
     def cosign(self, prefix: str) -> None:
         path = self.root / "opt" / "terminai-host-tools" / prefix / "bin" / "cosign"
@@ -157,8 +169,9 @@ def test_without_apt_get_what_is_missing_is_named_with_the_command_to_run(machin
     done = machine.run()
     assert done.returncode == 1
     lines = done.stderr.splitlines()
-    assert lines[0] == "error: missing host tools: " + " ".join([*ENGINE_TOOLS.values(), *COSIGNS.values()])
-    assert lines[1].endswith("sudo apt-get install " + " ".join(ENGINE_TOOLS.values()) + ")")
+    apt = [*ENGINE_TOOLS.values(), "debian-archive-keyring"]
+    assert lines[0] == "error: missing host tools: " + " ".join([*apt, *COSIGNS.values()])
+    assert lines[1].endswith("sudo apt-get install " + " ".join(apt) + ")")
     assert lines[2] == f"  hint: run 'sudo scripts/ensure-host-tools' to place Debian's cosign under {TOOLS}"
 
 
@@ -187,6 +200,8 @@ def test_each_cosign_major_is_looked_for_in_its_own_prefix(machine: Machine) -> 
         machine.fake(tool)
     machine.fake("docker")
     machine.cosign("cosign-2")
+    assert _planned(machine.run("--plan")) == ["debian-archive-keyring", "cosign/forky"]
+    machine.debian_keyring()
     assert _planned(machine.run("--plan")) == ["cosign/forky"]
     assert _planned(machine.run("--plan", "demo")) == ["nothing"]
     # A cosign on PATH is not one of the two pinned majors: it does not count.
