@@ -12,6 +12,8 @@ from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.signing import sign
 from terminai_sandbox.signing.formats import bundle as bundle_format
 from terminai_sandbox.signing.formats import keys
+from terminai_sandbox.signing.store import RegistryStore
+from terminai_sandbox.signing.verify.attestations import verify_attestation
 from terminai_sandbox.signing.verify.image import verify_image
 from terminai_sandbox.signing.verify.trust import KeylessIdentity, VerificationPolicy
 
@@ -56,13 +58,21 @@ def test_keyless_bundle_for_another_image_is_refused(registry: RegistryServer, b
     sign.attach_bundle(client, repo, digest, FIXTURE.read_text())  # genuine production bundle, other subject
     ref = ImageRef.parse(f"{registry.host}/{repo}@{digest}")
     policy = VerificationPolicy.single_identity("cody@soyland.com", "https://github.com/login/oauth")
-    with pytest.raises(VerificationError, match="another image digest"):
+    # An attestation bundle is no signature ...
+    with pytest.raises(VerificationError, match="step 2: no keyless signature found"):
         verify_image(ref, policy, client=client)
+    # ... and as the attestation it is, it is for another image.
+    with pytest.raises(VerificationError, match="another image digest"):
+        verify_attestation(
+            digest, policy, RegistryStore(client, repo), "https://cosign.sigstore.dev/attestation/v1", None
+        )
     wrong = VerificationPolicy(
         identities=(KeylessIdentity(identity="x@y.example", issuer="https://github.com/login/oauth"),)
     )
-    with pytest.raises(VerificationError, match="no keyless signature matches"):
-        verify_image(ref, wrong, client=client)
+    with pytest.raises(VerificationError, match="keyless bundle rejected"):
+        verify_attestation(
+            digest, wrong, RegistryStore(client, repo), "https://cosign.sigstore.dev/attestation/v1", None
+        )
 
 
 def test_cli_sign_bundle_format_and_keyless_without_identity(

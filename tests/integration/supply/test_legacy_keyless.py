@@ -31,6 +31,7 @@ from terminai_sandbox.signing.verify.image import verify_image
 from terminai_sandbox.signing.verify.trust import KeylessIdentity, VerificationPolicy
 
 from tests.fixtures.registry import RegistryServer
+from tests.integration.supply.tiny_image import push_tiny
 from tests.unit.supply.sigstore_testing import IDENTITY, ISSUER, TestSigstore
 
 REPO = "keyless/legacy"
@@ -121,7 +122,8 @@ def test_signature_for_another_image_is_refused(
     digest = client.push_layout(built_image.oci_layout, REPO).digest
     ref = ImageRef.parse(f"{registry.host}/{REPO}@{digest}")
     _sign(client, ref, instance)
-    other = "sha256:" + "e" * 64
+    # Replayed onto another image that exists (a digest nobody pushed is refused at step 1).
+    other = push_tiny(client, REPO, tmp_path)
     data = json.loads(client.get_manifest(REPO, sig_format.signature_tag(digest))[0])
     client.put_manifest(REPO, sig_format.signature_tag(other), json.dumps(data).encode(), OCI_MANIFEST)
     root = instance.write_trusted_root(tmp_path / "root.json")

@@ -29,7 +29,17 @@ ENGINE_TOOLS = {
     "catatonit": "catatonit",
     "runsc": "runsc",
 }
-ALL_PACKAGES = ["python3", "python3-venv", "ca-certificates", *ENGINE_TOOLS.values()]
+# cosign is not a Debian 12 package: both majors come from newer suites into a versioned prefix.
+TOOLS = "/opt/terminai-host-tools"
+COSIGNS = {"cosign-2": "cosign/trixie", "cosign-3": "cosign/forky"}
+ALL_PACKAGES = [
+    "python3",
+    "python3-venv",
+    "ca-certificates",
+    *ENGINE_TOOLS.values(),
+    "debian-archive-keyring",  # checks the trixie and forky indexes cosign comes from
+    *COSIGNS.values(),
+]
 
 
 class Machine:
@@ -62,6 +72,17 @@ class Machine:
         certs = self.root / "etc" / "ssl" / "certs"
         certs.mkdir(parents=True)
         (certs / "ca-certificates.crt").write_text("")
+
+    def debian_keyring(self) -> None:
+        keyrings = self.root / "usr" / "share" / "keyrings"
+        keyrings.mkdir(parents=True)
+        (keyrings / "debian-archive-keyring.gpg").write_text("")
+
+    def cosign(self, prefix: str) -> None:
+        path = self.root / "opt" / "terminai-host-tools" / prefix / "bin" / "cosign"
+        path.parent.mkdir(parents=True)
+        path.write_text("#!/bin/sh\nexit 0\n")
+        path.chmod(0o755)
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
         env = {"PATH": str(self.bin), "TERMINAI_HOST_ROOT": str(self.root)}
@@ -97,6 +118,8 @@ def test_the_reported_machine_gets_the_engine_the_registry_and_mmdebstrap(machin
     machine.ca_bundle()
     for tool in ("skopeo", "openssl", "newuidmap", "podman", "catatonit", "runsc"):
         machine.fake(tool)
+    for prefix in COSIGNS:
+        machine.cosign(prefix)
     assert _planned(machine.run("--plan")) == ["mmdebstrap", "docker.io", "docker-registry"]
     assert _planned(machine.run("--plan", "demo")) == ["mmdebstrap", "docker.io", "docker-registry"]
     assert _planned(machine.run("--plan", "python")) == ["nothing"]
@@ -133,6 +156,8 @@ def test_a_complete_machine_installs_nothing(machine: Machine) -> None:
     machine.ca_bundle()
     for tool in ENGINE_TOOLS:
         machine.fake(tool)
+    for prefix in COSIGNS:
+        machine.cosign(prefix)
     done = machine.run()  # no apt-get on PATH: any install attempt would be refused
     assert done.returncode == 0, done.stderr
     assert done.stdout == "host tools (all): all present\n"
@@ -144,8 +169,10 @@ def test_without_apt_get_what_is_missing_is_named_with_the_command_to_run(machin
     done = machine.run()
     assert done.returncode == 1
     lines = done.stderr.splitlines()
-    assert lines[0] == "error: missing host tools: " + " ".join(ENGINE_TOOLS.values())
-    assert lines[1].endswith("sudo apt-get install " + " ".join(ENGINE_TOOLS.values()) + ")")
+    apt = [*ENGINE_TOOLS.values(), "debian-archive-keyring"]
+    assert lines[0] == "error: missing host tools: " + " ".join([*apt, *COSIGNS.values()])
+    assert lines[1].endswith("sudo apt-get install " + " ".join(apt) + ")")
+    assert lines[2] == f"  hint: run 'sudo scripts/ensure-host-tools' to place Debian's cosign under {TOOLS}"
 
 
 def test_an_unknown_argument_is_a_usage_error(machine: Machine) -> None:
@@ -160,5 +187,29 @@ def test_a_machine_without_gvisor_gets_runsc(machine: Machine) -> None:
     for tool in ENGINE_TOOLS:
         if tool != "runsc":
             machine.fake(tool)
+    for prefix in COSIGNS:
+        machine.cosign(prefix)
     assert _planned(machine.run("--plan")) == ["runsc"]
     assert _planned(machine.run("--plan", "python")) == ["nothing"]
+
+
+def test_each_cosign_major_is_looked_for_in_its_own_prefix(machine: Machine) -> None:
+    machine.link("python3", sys.executable)
+    machine.ca_bundle()
+    for tool in ENGINE_TOOLS:
+        machine.fake(tool)
+    machine.fake("docker")
+    machine.cosign("cosign-2")
+    assert _planned(machine.run("--plan")) == ["debian-archive-keyring", "cosign/forky"]
+    machine.debian_keyring()
+    assert _planned(machine.run("--plan")) == ["cosign/forky"]
+    assert _planned(machine.run("--plan", "demo")) == ["nothing"]
+    # A cosign on PATH is not one of the two pinned majors: it does not count.
+    machine.fake("cosign")
+    assert _planned(machine.run("--plan")) == ["cosign/forky"]
+    done = machine.run()
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "error: missing host tools: cosign/forky",
+        f"  hint: run 'sudo scripts/ensure-host-tools' to place Debian's cosign under {TOOLS}",
+    ]

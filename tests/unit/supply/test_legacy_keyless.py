@@ -49,11 +49,14 @@ WANTED = KeylessIdentity(identity=IDENTITY, issuer=ISSUER)
 
 
 class MemoryRegistry:
-    """The four registry calls cosign's read-modify-write needs, in memory."""
+    """The four registry calls cosign's read-modify-write needs, in memory.
 
-    def __init__(self) -> None:
+    ``images`` are the digests of pushed images (signing refuses any other digest).
+    """
+
+    def __init__(self, images: tuple[str, ...] = (DIGEST,)) -> None:
         self.blobs: dict[str, bytes] = {}
-        self.manifests: dict[str, bytes] = {}
+        self.manifests: dict[str, bytes] = {digest: b'{"schemaVersion":2}' for digest in images}
 
     def get_manifest(self, repo: str, reference: str) -> tuple[bytes, str, str]:
         if reference not in self.manifests:
@@ -84,7 +87,7 @@ def _signed(
     instance: TestSigstore, signer: FakeSigner | None = None, digest: str = DIGEST
 ) -> sig_format.StoredSignature:
     """One legacy keyless layer, as sign() stores it, read back as verification sees it."""
-    registry = MemoryRegistry()
+    registry = MemoryRegistry(images=(digest,))
     sign.sign_legacy_keyless(
         registry,  # type: ignore[arg-type]
         "terminai/sandbox",

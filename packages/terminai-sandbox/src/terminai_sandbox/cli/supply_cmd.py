@@ -25,7 +25,7 @@ from terminai_sandbox.secret import Secret
 from terminai_sandbox.signing import keyless, sign
 from terminai_sandbox.signing.formats import dsse, keys
 from terminai_sandbox.signing.formats import sig as sig_format
-from terminai_sandbox.signing.formats.bundle import key_bundle
+from terminai_sandbox.signing.formats.bundle import envelope_bundle, key_bundle
 from terminai_sandbox.signing.verify.image import verify_image
 from terminai_sandbox.signing.verify.trust import policy_from_options
 
@@ -216,14 +216,26 @@ def verify_cmd(
 )
 @click.option("--key", "key_path", type=click.Path(path_type=Path, exists=True), default=None)
 @click.option("--keyless", "keyless_", is_flag=True, help="CI only: sign with the ambient OIDC identity (bundle)")
+@click.option(
+    "--bundle-format",
+    is_flag=True,
+    help="also attach it as a Sigstore bundle referrer (cosign v3 default; pair with 'sign --bundle-format')",
+)
 @_INSECURE
 def attest_cmd(
-    reference: str, predicate: Path, kind: str, key_path: Path | None, keyless_: bool, insecure_registry: bool
+    reference: str,
+    predicate: Path,
+    kind: str,
+    key_path: Path | None,
+    keyless_: bool,
+    bundle_format: bool,
+    insecure_registry: bool,
 ) -> None:
     """Attach a signed in-toto attestation to REFERENCE by digest.
 
-    With --key: DSSE in cosign's .att layout. With --keyless: a Sigstore bundle attached as
-    an OCI 1.1 referrer.
+    With --key: DSSE in cosign's .att layout (and, with --bundle-format, the same envelope
+    in a Sigstore bundle referrer: cosign 3 reads only bundles once an image has any).
+    With --keyless: a Sigstore bundle attached as an OCI 1.1 referrer.
     """
     if bool(key_path) == keyless_:
         raise ConfigError("pass exactly one of --key or --keyless")
@@ -242,10 +254,13 @@ def attest_cmd(
         return
     assert key_path is not None
     key = keys.load_private(key_path.read_bytes(), _password(confirm=False))
-    _, added = sign.attest(
+    envelope, added = sign.attest(
         client, ref.repository, digest, key, subject_name=ref.name, predicate_uri=uri, predicate=body
     )
     click.echo(f"{'attested' if added else 'already attested by this key:'} {ref.name}@{digest} ({uri})")
+    if bundle_format:
+        artifact = sign.attach_bundle(client, ref.repository, digest, envelope_bundle(envelope, key))
+        click.echo(f"attached Sigstore bundle referrer {artifact}")
 
 
 def register(group: click.Group) -> None:

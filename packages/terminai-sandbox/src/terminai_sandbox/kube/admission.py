@@ -16,6 +16,13 @@ Key-signed images carry no transparency-log entry (``sign --key`` does not uploa
 so key entries skip the log, as ``verify`` does; keyless entries use the public-good
 Fulcio and Rekor, which ``verify`` checks the certificate chain and log entry against by
 default. ``mode: warn`` becomes the controllers' warn/audit modes.
+
+Mirrors: when the trust policy names mirrors for the verified repository (or the verified
+repository is such a mirror), the signed repository and every mirror pattern are admitted
+too: policy-controller ``images`` globs (its ``*`` stops at ``/``, ``**`` does not, as in
+the policy file), and a Kyverno rule that refuses Pod images from any other repository
+(a regular expression built from the same patterns, so Kyverno's ``*``, which crosses
+``/``, never widens them). Without mirrors only the verified repository is admitted.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from typing import Any
 
 from terminai_sandbox.kube.hardening import SANDBOX_LABEL
 from terminai_sandbox.launch.reference import ImageRef
-from terminai_sandbox.signing.verify.trust import KeylessIdentity, VerificationPolicy
+from terminai_sandbox.signing.verify.trust import KeylessIdentity, VerificationPolicy, pattern_regex
 
 FULCIO_URL = "https://fulcio.sigstore.dev"
 REKOR_URL = "https://rekor.sigstore.dev"
@@ -44,9 +51,25 @@ def _sigstore_identity(identity: KeylessIdentity) -> dict[str, str]:
     return {key: value for key, value in fields.items() if value}
 
 
-def repository_globs(ref: ImageRef) -> list[str]:
-    """policy-controller globs for ``ref``'s repository at any digest or tag (``*`` stops at ``/``)."""
-    return [f"{ref.name}@*", f"{ref.name}:*"]
+def admitted_repositories(policy: VerificationPolicy, ref: ImageRef) -> list[str]:
+    """``ref``'s repository, then the signed repository and mirror patterns of the mirror entries covering it."""
+    found = [ref.name]
+    for mirror in policy.mirrors:
+        if mirror.covers(ref.name):
+            found += [name for name in (mirror.identity, *mirror.repositories) if name not in found]
+    return found
+
+
+def repository_globs(ref: ImageRef, policy: VerificationPolicy | None = None) -> list[str]:
+    """policy-controller globs for the admitted repositories at any digest or tag (``*`` stops at ``/``)."""
+    names = admitted_repositories(policy, ref) if policy is not None else [ref.name]
+    return [glob for name in names for glob in (f"{name}@*", f"{name}:*")]
+
+
+def image_regex(policy: VerificationPolicy, ref: ImageRef) -> str:
+    """An image reference from an admitted repository, pinned by digest (a tag may precede it)."""
+    names = "|".join(pattern_regex(name) for name in admitted_repositories(policy, ref))
+    return f"^(?:{names})(?::[A-Za-z0-9_][A-Za-z0-9_.-]*)?@sha256:[0-9a-f]+$"
 
 
 def cluster_image_policy(policy: VerificationPolicy, ref: ImageRef, name: str) -> dict[str, Any]:
@@ -70,13 +93,13 @@ def cluster_image_policy(policy: VerificationPolicy, ref: ImageRef, name: str) -
         "metadata": {"labels": {SANDBOX_LABEL: "1"}, "name": f"{name}-signed"},
         "spec": {
             "authorities": authorities,
-            "images": [{"glob": glob} for glob in repository_globs(ref)],
+            "images": [{"glob": glob} for glob in repository_globs(ref, policy)],
             "mode": policy.mode,
         },
     }
 
 
-def kyverno_cluster_policy(policy: VerificationPolicy, name: str, namespace: str) -> dict[str, Any]:
+def kyverno_cluster_policy(policy: VerificationPolicy, name: str, namespace: str, ref: ImageRef) -> dict[str, Any]:
     if _nothing_trusted(policy):
         raise ValueError("a policy that trusts nothing cannot be turned into admission rules")
     entries: list[dict[str, Any]] = [
@@ -106,8 +129,39 @@ def kyverno_cluster_policy(policy: VerificationPolicy, name: str, namespace: str
                             "verifyDigest": True,
                         }
                     ],
-                }
+                },
+                _kyverno_repositories(policy, ref, namespace),
             ],
             "webhookTimeoutSeconds": 30,
+        },
+    }
+
+
+def _kyverno_repositories(policy: VerificationPolicy, ref: ImageRef, namespace: str) -> dict[str, Any]:
+    """Every container image of a sandbox Pod comes from an admitted repository (policy-controller's
+    no-match denial, for Kyverno, whose signature check alone ignores where an image lives)."""
+    pattern = image_regex(policy, ref)
+    return {
+        "match": {"any": [{"resources": {"kinds": ["Pod"], "namespaces": [namespace]}}]},
+        "name": "from-the-verified-repository-or-a-named-mirror",
+        "validate": {
+            "failureAction": "Enforce" if policy.mode == "enforce" else "Audit",
+            "foreach": [
+                {
+                    "deny": {
+                        "conditions": {
+                            "any": [
+                                {
+                                    "key": "{{ regex_match('" + pattern + "', '{{element.image}}') }}",
+                                    "operator": "Equals",
+                                    "value": False,
+                                }
+                            ]
+                        }
+                    },
+                    "list": "request.object.spec.[containers, initContainers, ephemeralContainers][]",
+                }
+            ],
+            "message": f"sandbox images must come from {', '.join(admitted_repositories(policy, ref))}",
         },
     }

@@ -31,7 +31,7 @@ def manifests(source: VerifiedSource, shape: SessionShape, namespace: str) -> li
         objects.append(runtime_class(shape.runtime_class))
     objects += [
         cluster_image_policy(source.policy, source.ref, shape.name),
-        kyverno_cluster_policy(source.policy, shape.name, namespace),
+        kyverno_cluster_policy(source.policy, shape.name, namespace, source.ref),
         network_policy(shape, namespace),
         sandbox_template(image, digest, shape, namespace),
         pod(image, digest, shape, namespace),

@@ -33,6 +33,7 @@ def sign(
     optional: dict[str, str] | None = None,
 ) -> tuple[bytes, bytes, bool]:
     """Sign ``digest`` and store it in the .sig tag; return (payload, DER signature, added)."""
+    RegistryStore(client, repo).require_image(digest, "sign")
     data, signature = sig.sign_payload(key, docker_reference=docker_reference, digest=digest, optional=optional)
     added = RegistryStore(client, repo).append_layer(
         sig.signature_tag(digest),
@@ -55,6 +56,7 @@ def attest(
     predicate: Any,
 ) -> tuple[bytes, bool]:
     """Store a signed attestation for ``digest`` in the .att tag; return (envelope bytes, added)."""
+    RegistryStore(client, repo).require_image(digest, "attest")
     body = dsse.statement(subject_name, digest, predicate_uri, predicate)
     env = dsse.envelope(body, key)
     added = RegistryStore(client, repo).append_layer(
@@ -85,6 +87,7 @@ def sign_legacy_keyless(
     """Sign ``digest`` keyless and add the layer to its ``.sig`` tag; return (payload, annotations, added)."""
     from sigstore.errors import Error as SigstoreError  # noqa: PLC0415 (slow import, keyless only)
 
+    RegistryStore(client, repo).require_image(digest, "sign")
     data = payload_format.simple_signing(docker_reference, digest, optional)
     try:
         bundle = signer.sign_artifact(data)

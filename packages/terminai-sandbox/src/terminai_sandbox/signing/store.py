@@ -79,9 +79,12 @@ class RegistryStore:
             index = json.loads(body)
         found = []
         for artifact in bundle_format.bundle_referrers(index):
-            manifest = self.client.get_manifest(self.repo, artifact)[0]
+            manifest = self._manifest_or_none(artifact)
+            if manifest is None:
+                continue  # listed in a stale fallback index, since deleted
             found += [
-                self.client.get_blob(self.repo, layer).decode() for layer in bundle_format.bundle_layers(manifest)
+                self.client.get_blob(self.repo, layer).decode()
+                for layer in bundle_format.bundle_layers(manifest, digest)
             ]
         return found
 
@@ -101,6 +104,23 @@ class RegistryStore:
             return self.client.get_manifest(self.repo, tag)[0]
         except RegistryNotFound:
             return None
+
+    def require_image(self, digest: str, doing: str) -> tuple[bytes, str]:
+        """(manifest bytes, media type) of image ``digest``; :class:`RegistryNotFound` when absent.
+
+        Signing, attesting and verifying start here: a registry accepts a ``.sig`` tag or a
+        referrer for any digest, so without this check a claim about an image that does
+        not exist would be written, and later read back as "verified".
+        """
+        try:
+            body, media_type, _ = self.client.get_manifest(self.repo, digest)
+        except RegistryNotFound:
+            raise RegistryNotFound(
+                f"{self.client.registry}/{self.repo}@{digest} does not exist: refusing to {doing} "
+                "an image the registry does not hold",
+                hint="push the image first (terminai-sandbox push), or check the repository and digest",
+            ) from None
+        return body, media_type
 
     # -- writing -------------------------------------------------------------------
     def append_layer(
@@ -134,7 +154,7 @@ class RegistryStore:
 
     def attach_bundle(self, digest: str, bundle_json: str) -> str:
         """Attach ``bundle_json`` to image ``digest`` as a referrer; return the artifact manifest digest."""
-        image_manifest, media_type, _ = self.client.get_manifest(self.repo, digest)
+        image_manifest, media_type = self.require_image(digest, "sign")
         blob = bundle_json.encode()
         self.client.push_blob(self.repo, sha256_digest(blob), blob)
         empty = bundle_format.EMPTY_CONFIG

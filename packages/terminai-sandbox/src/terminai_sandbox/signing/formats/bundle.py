@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric import ec
@@ -41,31 +42,76 @@ def fallback_tag(digest: str) -> str:
 
 
 def key_bundle(repository: str, digest: str, key: ec.EllipticCurvePrivateKey) -> str:
-    """A key-based v0.3 bundle for ``digest`` (no transparency-log entry)."""
+    """A key-based v0.3 bundle signing ``digest`` (no transparency-log entry), as ``cosign sign`` v3."""
     statement = {
         "_type": dsse.STATEMENT_V1,
         "subject": [{"name": repository, "digest": {"sha256": digest.removeprefix("sha256:")}}],
         "predicateType": COSIGN_SIGN_PREDICATE,
         "predicate": {},
     }
-    envelope = json.loads(dsse.envelope(json.dumps(statement, separators=(",", ":")).encode(), key))
+    return envelope_bundle(dsse.envelope(json.dumps(statement, separators=(",", ":")).encode(), key), key)
+
+
+def envelope_bundle(envelope: bytes, key: ec.EllipticCurvePrivateKey) -> str:
+    """A key-based v0.3 bundle around a DSSE ``envelope`` signed by ``key`` (``cosign attest`` v3 stores
+    its attestations this way: cosign 3 reads attestations from bundles once any bundle exists)."""
     bundle = {
         "mediaType": BUNDLE_MEDIA,
         "verificationMaterial": {"publicKey": {"hint": keys.key_id(key.public_key())}, "tlogEntries": []},
-        "dsseEnvelope": envelope,
+        "dsseEnvelope": json.loads(envelope),
     }
     return json.dumps(bundle, separators=(",", ":"))
 
 
-def verify_key_bundle(bundle_json: str, digest: str, public_keys: list[ec.EllipticCurvePublicKey]) -> int:
-    """Index of the trusted key that signed this key-based bundle for ``digest``."""
+def bundle_predicate(bundle_json: str) -> str | None:
+    """The predicate type a bundle's statement claims, read WITHOUT verifying (to sort bundles only)."""
+    try:
+        payload = json.loads(bundle_json)["dsseEnvelope"]["payload"]
+        value = json.loads(base64.b64decode(payload))["predicateType"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def key_bundle_envelope(bundle_json: str) -> bytes | None:
+    """The DSSE envelope of a key-based bundle (cosign 3's keyed ``sign`` and ``attest``), or None."""
+    if not is_key_bundle(bundle_json):
+        return None
+    try:
+        envelope = json.loads(bundle_json)["dsseEnvelope"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return json.dumps(envelope).encode() if isinstance(envelope, dict) else None
+
+
+def verify_key_bundle(
+    bundle_json: str, digest: str, public_keys: list[ec.EllipticCurvePublicKey]
+) -> tuple[int, Mapping[str, Any]]:
+    """(index of the trusted key that signed this key-based bundle for ``digest``, its statement)."""
     try:
         envelope = json.loads(bundle_json)["dsseEnvelope"]
     except (ValueError, KeyError, TypeError):
         raise VerificationError("malformed Sigstore bundle (no DSSE envelope)") from None
-    index, statement = dsse.open_envelope(json.dumps(envelope).encode(), public_keys)
+    index, statement = dsse.open_envelope(json.dumps(envelope).encode(), public_keys, what="signature bundle")
     dsse.check_statement(statement, digest, COSIGN_SIGN_PREDICATE)
-    return index
+    return index, statement
+
+
+def subject_names(statement: Mapping[str, Any], digest: str) -> list[str]:
+    """The ``name`` of each subject of a verified statement that has ``digest``.
+
+    cosign 3's ``sign`` writes subjects without a name (nothing then binds the repository);
+    ``terminai-sandbox sign --bundle-format`` and ``attest`` name the repository signed for.
+    """
+    hexdigest = digest.removeprefix("sha256:")
+    return [
+        str(subject["name"])
+        for subject in statement.get("subject", [])
+        if isinstance(subject, dict)
+        and isinstance(subject.get("digest"), dict)
+        and subject["digest"].get("sha256") == hexdigest
+        and subject.get("name")
+    ]
 
 
 def referrer_manifest(bundle_json: str, *, subject_digest: str, subject_media: str, subject_size: int) -> bytes:
@@ -108,16 +154,42 @@ def with_referrer(
     return {**index, "manifests": [*index["manifests"], entry]}
 
 
-def bundle_layers(manifest: bytes) -> list[str]:
-    """Digests of the bundle layers of one referrer artifact manifest."""
-    return [
-        layer["digest"] for layer in json.loads(manifest).get("layers", []) if layer.get("mediaType") == BUNDLE_MEDIA
-    ]
+def bundle_layers(manifest: bytes, subject: str) -> list[str]:
+    """Digests of the bundle layers of one referrer artifact manifest whose subject is ``subject``.
+
+    A manifest listed for another subject contributes nothing: the fallback index is an
+    ordinary, writable tag, and its entries are only a hint.
+    """
+    try:
+        data = json.loads(manifest)
+        if data.get("subject", {}).get("digest") != subject:
+            return []
+        return [layer["digest"] for layer in data.get("layers", []) if layer.get("mediaType") == BUNDLE_MEDIA]
+    except (ValueError, AttributeError, KeyError, TypeError):
+        return []
+
+
+# Index entries that may hold a bundle. The referrers API reports the manifest's own
+# ``artifactType``; go-containerregistry's fallback index (written by cosign 3 on a registry
+# without the API) reports the config media type instead, the empty descriptor's. Either way
+# the manifest itself is read and only its bundle layers count.
+_CANDIDATE_TYPES = {BUNDLE_MEDIA, OCI_EMPTY, None}
+MAX_REFERRERS = 64  # more referrers than any signer writes for one image: refuse to fetch a flood
 
 
 def bundle_referrers(index: dict[str, Any]) -> list[str]:
-    """Digests of the Sigstore-bundle artifacts a referrers index lists."""
-    return [entry["digest"] for entry in index.get("manifests", []) if entry.get("artifactType") == BUNDLE_MEDIA]
+    """Digests of the artifacts a referrers index lists that may carry a Sigstore bundle."""
+    found = [
+        entry["digest"]
+        for entry in index.get("manifests", [])
+        if isinstance(entry, dict) and entry.get("artifactType") in _CANDIDATE_TYPES and "digest" in entry
+    ]
+    if len(found) > MAX_REFERRERS:
+        raise VerificationError(
+            f"{len(found)} referrers may hold Sigstore bundles; more than {MAX_REFERRERS} are not read",
+            hint="the image's referrers were flooded; clean the registry's fallback tag or referrers",
+        )
+    return found
 
 
 def tlog_field(bundle_json: str, name: str) -> int | None:

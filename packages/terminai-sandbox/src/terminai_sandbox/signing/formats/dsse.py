@@ -97,28 +97,30 @@ class VerifiedAttestation:
     key_index: int
 
 
-def open_envelope(data: bytes, keys: Iterable[ec.EllipticCurvePublicKey]) -> tuple[int, Mapping[str, Any]]:
-    """(index of the key that verified, statement) or :class:`VerificationError`."""
+def open_envelope(
+    data: bytes, keys: Iterable[ec.EllipticCurvePublicKey], what: str = "attestation"
+) -> tuple[int, Mapping[str, Any]]:
+    """(index of the key that verified, statement) or :class:`VerificationError` naming ``what`` was opened."""
     try:
         env = json.loads(data)
         payload_type = env["payloadType"]
         body = base64.b64decode(env["payload"], validate=True)
         signatures = [base64.b64decode(item["sig"], validate=True) for item in env["signatures"]]
     except (ValueError, KeyError, TypeError):
-        raise VerificationError("tampered attestation: the DSSE envelope is malformed") from None
+        raise VerificationError(f"tampered {what}: the DSSE envelope is malformed") from None
     if payload_type != INTOTO_PAYLOAD_TYPE:
-        raise VerificationError(f"attestation payload type is {payload_type!r}, not in-toto")
+        raise VerificationError(f"{what} payload type is {payload_type!r}, not in-toto")
     message = pae(payload_type, body)
     for index, public in enumerate(keys):
         if any(verifies(public, message, sig) for sig in signatures):
             try:
                 parsed = json.loads(body)
             except ValueError:
-                raise VerificationError("tampered attestation: the statement is not JSON") from None
+                raise VerificationError(f"tampered {what}: the statement is not JSON") from None
             if not isinstance(parsed, dict):
-                raise VerificationError("tampered attestation: the statement is not an object")
+                raise VerificationError(f"tampered {what}: the statement is not an object")
             return index, parsed
-    raise VerificationError("attestation signature does not verify with any trusted key")
+    raise VerificationError(f"{what} signature does not verify with any trusted key")
 
 
 def check_statement(parsed: Mapping[str, Any], digest: str, predicate_uri: str | None) -> None:

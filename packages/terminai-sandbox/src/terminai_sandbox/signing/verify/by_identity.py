@@ -6,11 +6,17 @@ from pathlib import Path
 
 from terminai_sandbox.errors import VerificationError
 from terminai_sandbox.launch.reference import ImageRef
-from terminai_sandbox.signing.formats.bundle import COSIGN_SIGN_PREDICATE, is_key_bundle, tlog_field
+from terminai_sandbox.signing.formats.bundle import (
+    COSIGN_SIGN_PREDICATE,
+    bundle_predicate,
+    is_key_bundle,
+    subject_names,
+    tlog_field,
+)
 from terminai_sandbox.signing.formats.payload import parse
 from terminai_sandbox.signing.formats.trustroot import load_trust
 from terminai_sandbox.signing.store import SignatureSource
-from terminai_sandbox.signing.verify.by_key import check_claims
+from terminai_sandbox.signing.verify.by_key import check_claims, check_subject_names
 from terminai_sandbox.signing.verify.legacy import is_keyless
 from terminai_sandbox.signing.verify.legacy import verify_keyless as verify_legacy
 from terminai_sandbox.signing.verify.result import VerificationResult, VerifiedSignature
@@ -22,7 +28,13 @@ def verify_keyless(
     ref: ImageRef, digest: str, policy: VerificationPolicy, source: SignatureSource, trusted_root: Path | None
 ) -> VerificationResult | None:
     """The first keyless signature (bundle referrer, then legacy ``.sig``) that passes; None if none exists."""
-    bundles = [bundle for bundle in source.bundles(digest) if not is_key_bundle(bundle)]
+    # Attestation bundles (another predicate) are step 6's: sorting on the unverified
+    # predicate only leaves bundles out, it never lets one pass.
+    bundles = [
+        bundle
+        for bundle in source.bundles(digest)
+        if not is_key_bundle(bundle) and bundle_predicate(bundle) in (COSIGN_SIGN_PREDICATE, None)
+    ]
     legacy = [item for item in source.signatures(digest) if is_keyless(item)]
     if not bundles and not legacy:
         return None
@@ -30,13 +42,14 @@ def verify_keyless(
     for bundle in bundles:
         for identity in policy.identities:
             try:
-                verify_bundle(
+                statement = verify_bundle(
                     bundle,
                     digest=digest,
                     identity=identity,
                     predicate_type=COSIGN_SIGN_PREDICATE,
                     trusted_root=trusted_root,
                 )
+                check_subject_names(subject_names(statement, digest), ref.name, policy)
             except VerificationError as exc:
                 problems.append(exc)
                 continue
@@ -57,7 +70,7 @@ def verify_keyless(
             for identity in policy.identities:
                 try:
                     proof = verify_legacy(item, identity, trust)
-                    claims = check_claims(parse(item.payload), digest, ref.name)
+                    claims = check_claims(parse(item.payload), digest, ref.name, policy)
                 except VerificationError as exc:
                     problems.append(exc)
                     continue

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from terminai_sandbox.errors import RegistryCorrupted, RegistryUnreachable, VerificationError
+from terminai_sandbox.errors import RegistryCorrupted, RegistryNotFound, RegistryUnreachable, VerificationError
 from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.signing.store import OfflineStore, RegistryStore, SignatureSource
@@ -47,6 +47,7 @@ def verify_image(
         source = OfflineStore(offline_dir)
     elif client is not None:
         source = RegistryStore(client, ref.repository)
+        _require_image(source, ref)
     else:
         raise VerificationError("nothing to verify against: give a registry client or an offline directory")
     wanted = [*([attestation] if attestation is not None else []), *attestations]
@@ -65,3 +66,17 @@ def verify_image(
         policy_fingerprint=policy.fingerprint(),
         claims=evidence.claims,
     )
+
+
+def _require_image(store: RegistryStore, ref: ImageRef) -> None:
+    """Step 1: the pinned manifest exists. Signatures stored for a digest nobody pushed
+    (a registry accepts a ``.sig`` tag for any digest) prove nothing about an image."""
+    assert ref.digest is not None
+    try:
+        store.require_image(ref.digest, "verify")
+    except RegistryNotFound as exc:
+        raise VerificationError(f"step 1: {exc.message}", hint=exc.hint) from None
+    except RegistryCorrupted as exc:
+        raise VerificationError(f"step 1: the manifest of {ref.pinned} is corrupted: {exc.message}") from None
+    except RegistryUnreachable as exc:
+        raise VerificationError(f"cannot verify {ref.pinned}: {exc.message}", hint=exc.hint) from None

@@ -9,13 +9,23 @@ File format::
 
     {"version": 1, "mode": "enforce",
      "keys": [{"path": "cosign.pub"}, {"pem": "-----BEGIN PUBLIC KEY-----..."}],
-     "identities": [{"identity": "...", "issuer": "https://token.actions.githubusercontent.com"}]}
+     "identities": [{"identity": "...", "issuer": "https://token.actions.githubusercontent.com"}],
+     "mirrors": [{"identity": "ghcr.io/org/sandbox",
+                  "repositories": ["registry.corp.example/mirror/sandbox", "registry.corp.example/*/sandbox"]}]}
+
+``mirrors`` lets a signature made for one repository (the ``docker-reference`` identity
+cosign signs, as containers/image's ``remapIdentity`` and policy-controller's ``glob``
+images do) count for copies of the image in other repositories, e.g. after ``cosign
+copy``. Without a mirror entry a signature for another repository is refused (step 5).
+A pattern's ``*`` matches within one path segment, ``**`` across segments; the registry
+host is always spelled out, so a mirror entry never opens a registry nobody named.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,11 +59,43 @@ class KeylessIdentity:
     issuer_regexp: str | None = None
 
 
+def pattern_regex(pattern: str) -> str:
+    """A repository pattern as a regular expression (RE2-compatible: admission controllers use Go's)."""
+    parts = re.split(r"(\*\*|\*)", pattern)
+    return "".join({"**": ".*", "*": "[^/]*"}.get(part, re.escape(part)) for part in parts)
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    return re.compile(pattern_regex(pattern))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Mirror:
+    """Repositories (patterns) where images signed for repository ``identity`` may be served."""
+
+    identity: str
+    repositories: tuple[str, ...]
+
+    def covers(self, repository: str) -> bool:
+        """``repository`` is the signed one or one of its mirrors."""
+        return repository == self.identity or self.allows(self.identity, repository)
+
+    def allows(self, signed: str, repository: str) -> bool:
+        return signed == self.identity and any(
+            _glob_regex(pattern).fullmatch(repository) for pattern in self.repositories
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class VerificationPolicy:
     keys: tuple[TrustedKey, ...] = ()
     identities: tuple[KeylessIdentity, ...] = ()
     mode: Literal["enforce", "warn"] = "enforce"
+    mirrors: tuple[Mirror, ...] = ()
+
+    def accepts_identity(self, signed: str, repository: str) -> bool:
+        """Step 5: a signature for repository ``signed`` counts for an image in ``repository``."""
+        return signed == repository or any(mirror.allows(signed, repository) for mirror in self.mirrors)
 
     @classmethod
     def single_key(cls, path: Path) -> VerificationPolicy:
@@ -68,7 +110,8 @@ class VerificationPolicy:
         mode: Literal["enforce", "warn"] = "warn" if self.mode == other.mode == "warn" else "enforce"
         keys = self.keys + tuple(k for k in other.keys if k.key_id not in {m.key_id for m in self.keys})
         identities = self.identities + tuple(i for i in other.identities if i not in self.identities)
-        return VerificationPolicy(keys=keys, identities=identities, mode=mode)
+        mirrors = self.mirrors + tuple(m for m in other.mirrors if m not in self.mirrors)
+        return VerificationPolicy(keys=keys, identities=identities, mode=mode, mirrors=mirrors)
 
     def fingerprint(self) -> str:
         data = {
@@ -76,6 +119,8 @@ class VerificationPolicy:
             "identities": sorted(repr(i) for i in self.identities),
             "mode": self.mode,
         }
+        if self.mirrors:  # absent when unused: fingerprints of existing policies stay as they were
+            data["mirrors"] = sorted(repr(m) for m in self.mirrors)
         return "sha256:" + hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()
 
 
@@ -100,10 +145,11 @@ def load_policy(path: Path) -> VerificationPolicy:
         raise ConfigError(f"policy {str(path)!r} is not valid {kind}: {exc}") from None
     if not isinstance(data, dict):
         raise ConfigError(f"policy {str(path)!r} must be a {kind} object")
-    unknown = set(data) - {"version", "mode", "keys", "identities"}
+    unknown = set(data) - {"version", "mode", "keys", "identities", "mirrors"}
     if unknown:
         raise ConfigError(
-            f"policy {str(path)!r}: unknown key(s) {sorted(unknown)}", hint="allowed: version, mode, keys, identities"
+            f"policy {str(path)!r}: unknown key(s) {sorted(unknown)}",
+            hint="allowed: version, mode, keys, identities, mirrors",
         )
     if data.get("version") != 1:
         raise ConfigError(f"policy {str(path)!r}: 'version' must be 1")
@@ -130,7 +176,34 @@ def load_policy(path: Path) -> VerificationPolicy:
         ):
             raise ConfigError(f"policy {str(path)!r}: identities[{index}] needs an identity and an issuer")
         identities.append(KeylessIdentity(**item))
-    return VerificationPolicy(keys=tuple(keys), identities=tuple(identities), mode=mode)
+    if not isinstance(data.get("mirrors", []), list):
+        raise ConfigError(f"policy {str(path)!r}: mirrors must be a list of {{'identity', 'repositories'}} entries")
+    mirrors = tuple(_mirror(path, index, item) for index, item in enumerate(data.get("mirrors", [])))
+    return VerificationPolicy(keys=tuple(keys), identities=tuple(identities), mode=mode, mirrors=mirrors)
+
+
+def _mirror(path: Path, index: int, item: object) -> Mirror:
+    where = f"policy {str(path)!r}: mirrors[{index}]"
+    if not isinstance(item, dict) or set(item) != {"identity", "repositories"}:
+        raise ConfigError(f"{where} must be {{'identity': REPOSITORY, 'repositories': [PATTERN, ...]}}")
+    identity, patterns = item["identity"], item["repositories"]
+    if not isinstance(identity, str) or not _REPOSITORY.fullmatch(identity):
+        raise ConfigError(f"{where}: identity {identity!r} must be a repository (registry/path, no tag or digest)")
+    if not isinstance(patterns, list) or not patterns or not all(isinstance(p, str) for p in patterns):
+        raise ConfigError(f"{where}: repositories must be a non-empty list of repository patterns")
+    for pattern in patterns:
+        host, _, rest = pattern.partition("/")
+        if not rest or "*" in host or not _PATTERN.fullmatch(pattern):
+            raise ConfigError(
+                f"{where}: {pattern!r} is not a repository pattern",
+                hint="spell out the registry host; '*' matches within one path segment, '**' across segments",
+            )
+    return Mirror(identity=identity, repositories=tuple(patterns))
+
+
+# registry[:port]/path, lowercase path components as the distribution spec allows; no tag or digest.
+_REPOSITORY = re.compile(r"[A-Za-z0-9.-]+(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+")
+_PATTERN = re.compile(r"[A-Za-z0-9.-]+(:[0-9]+)?(/[a-z0-9*]+([._-][a-z0-9*]+)*)+")
 
 
 def policy_from_options(
