@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from terminai_sandbox.errors import ConfigError
+from terminai_sandbox.launch import flags
 from terminai_sandbox.launch.records import frozen_record
 from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.launch.runtime import DEFAULT as DEFAULT_RUNTIME
@@ -22,32 +23,8 @@ from terminai_sandbox.launch.runtime import parse_runtime
 ENGINES = ("docker", "podman", "sandbox-exec")
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 DOCKER_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock", "/run/podman/podman.sock")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL|AUTH)", re.IGNORECASE)
-
-# Flags that switch off a layer of the sandbox; refused unless --unsafe-allow-flag names them.
-DANGEROUS_FLAGS = {
-    "--privileged": "gives the container every capability and all devices",
-    "--cap-add": "adds kernel capabilities",
-    "--security-opt": "seccomp=unconfined / apparmor=unconfined / label=disable weaken confinement",
-    "--pid": "--pid=host shares the host's process table",
-    "--ipc": "--ipc=host shares the host's IPC namespace",
-    "--network": "--network=host shares the host's network",
-    "--net": "--net=host shares the host's network",
-    "--userns": "--userns=host disables user-namespace isolation",
-    "--uts": "--uts=host shares the host's hostname namespace",
-    "--user": "--user 0 runs as root",
-    "-u": "-u 0 runs as root",
-    "--device": "exposes host devices",
-    "--volume": "volumes go through SANDBOX_MOUNTS, which checks them",
-    "-v": "volumes go through SANDBOX_MOUNTS, which checks them",
-    "--mount": "mounts go through SANDBOX_MOUNTS, which checks them",
-}
-_SAFE_VALUES = {
-    "--security-opt": ("no-new-privileges", "no-new-privileges:true", "label=type:container_t"),
-    "--network": ("none",),
-    "--net": ("none",),
-}
+_ENV_NAME = flags.ENV_NAME
+_SECRET_NAME = flags.SECRET_NAME
 
 
 @frozen_record
@@ -134,8 +111,14 @@ def parse_engine(value: str, variable: str, *, available: Sequence[str], platfor
     return low
 
 
-def parse_flags(value: str, *, allowed: Sequence[str] = ()) -> tuple[str, ...]:
-    """``SANDBOX_FLAGS``: shell words; shell operators and flags that defeat the sandbox are refused."""
+def parse_flags(value: str, *, allowed: Sequence[str] = (), engine: str | None = None) -> tuple[str, ...]:
+    """``SANDBOX_FLAGS``: shell words, parsed with the engine's grammar and held to an allowlist.
+
+    See :mod:`terminai_sandbox.launch.flags`: flags outside the list of harmless ones are
+    refused unless ``--unsafe-allow-flag`` names them (``allowed``).
+    """
+    if not value.strip():
+        return ()
     try:
         words = shlex.split(value)
     except ValueError as exc:
@@ -148,32 +131,9 @@ def parse_flags(value: str, *, allowed: Sequence[str] = ()) -> tuple[str, ...]:
                 f"SANDBOX_FLAGS contains the shell operator {word!r}",
                 hint="SANDBOX_FLAGS holds engine flags only; nothing runs through a shell",
             )
-    index = 0
-    while index < len(words):
-        word = words[index]
-        name, eq, inline = word.partition("=")
-        if name in DANGEROUS_FLAGS:
-            value_part = inline if eq else (words[index + 1] if index + 1 < len(words) else "")
-            safe = value_part in _SAFE_VALUES.get(name, ()) or (
-                name in ("--user", "-u") and not _is_root_user(value_part)
-            )
-            if name in ("--pid", "--ipc", "--uts", "--userns", "--network", "--net") and value_part != "host":
-                safe = True
-            if name == "--security-opt" and "unconfined" not in value_part and "disable" not in value_part:
-                safe = True
-            if not safe and name not in allowed:
-                raise ConfigError(
-                    f"SANDBOX_FLAGS item {word if eq else f'{word} {value_part}'.strip()!r} is refused: "
-                    f"{DANGEROUS_FLAGS[name]}",
-                    hint=f"if you really mean it, pass --unsafe-allow-flag {name}",
-                )
-        index += 1
+    grammar = flags.grammar_for(engine)
+    flags.check(flags.parse(words, grammar), allowed=flags.allowed_names(allowed, grammar))
     return tuple(words)
-
-
-def _is_root_user(value: str) -> bool:
-    user = value.split(":", 1)[0]
-    return user in ("0", "root", "")
 
 
 _WINDOWS = re.compile(r"^([A-Za-z]):[\\/]")
@@ -340,7 +300,7 @@ def load_launch_config(
         engine_from=engine_var,
         image=image,
         image_from=image_var,
-        flags=parse_flags(env.get("SANDBOX_FLAGS", ""), allowed=allowed_flags),
+        flags=parse_flags(env.get("SANDBOX_FLAGS", ""), allowed=allowed_flags, engine=engine),
         mounts=parse_mounts(env.get("SANDBOX_MOUNTS", ""), home=env.get("HOME", "")),
         ports=parse_ports(env.get("SANDBOX_PORTS", "")),
         env=parse_env(env.get("SANDBOX_ENV", ""), inherited=env),
