@@ -9,6 +9,7 @@ first. Spellings are generated from the grammar, never listed by hand.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import shutil
@@ -350,3 +351,23 @@ def test_ordinary_knobs_still_work() -> None:
 def test_with_the_allowlist_off_the_issue_example_passes() -> None:
     # The guard switched off (each flag allowed by name): the words reach the engine as written.
     assert parse_flags("-v/:/host:ro -u0", allowed=["-v", "--user"]) == ("-v/:/host:ro", "-u0")
+
+
+def test_a_refused_flag_is_a_failed_preflight_step_0_in_the_ledger(tmp_path: Path) -> None:
+    from terminai_sandbox.launch import audit, preflight
+    from terminai_sandbox.launch.config import load_launch_config
+
+    ledger = audit.Ledger(tmp_path / "audit.jsonl")
+    reported: list[preflight.StepResult] = []
+    env = {"TERMINAI_SANDBOX": "docker", "SANDBOX_FLAGS": "-itu0"}
+    with pytest.raises(ConfigError) as caught:
+        preflight.configure(
+            lambda: load_launch_config(env, image_flag="r.example/x:1", available=["docker"], platform="linux"),
+            ledger=ledger,
+            report=reported.append,
+        )
+    assert caught.value.message.startswith("preflight step 0 (configuration) refused: SANDBOX_FLAGS item '-itu0'")
+    assert [(r.number, r.ok) for r in reported] == [(0, False)]
+    (record,) = [json.loads(line) for line in ledger.path.read_text().splitlines()]
+    assert (record["step"], record["ok"], record["name"]) == (0, False, "configuration")
+    assert "--user" in record["detail"] and audit.verify(ledger.path) == 1

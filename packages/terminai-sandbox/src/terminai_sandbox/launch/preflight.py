@@ -35,7 +35,7 @@ from pathlib import Path
 from terminai_sandbox.artifacts.contract import LABEL as CONTRACT_LABEL
 from terminai_sandbox.artifacts.contract import incompatibility as contract_compatible
 from terminai_sandbox.artifacts.contract import supported_version
-from terminai_sandbox.errors import LaunchError, SandboxError, VerificationError
+from terminai_sandbox.errors import ConfigError, LaunchError, SandboxError, VerificationError
 from terminai_sandbox.launch import trust
 from terminai_sandbox.launch.audit import Ledger
 from terminai_sandbox.launch.config import LaunchConfig
@@ -143,6 +143,32 @@ class _Steps:
         if self.ledger is not None and self.pending:
             self.ledger.extend(self.pending)
         self.pending = []
+
+
+def configure(
+    load: Callable[[], LaunchConfig],
+    *,
+    ledger: Ledger | None = None,
+    report: Callable[[StepResult], None] = lambda _r: None,
+) -> LaunchConfig:
+    """Step 0's parsing half: resolve every knob with ``load``.
+
+    A refused knob (a dangerous ``SANDBOX_FLAGS`` item, a mount of the host root, …) is
+    reported and written to the ledger as a failed step 0, and its error names the step.
+    On success nothing is recorded here: :func:`preflight` records step 0 with what it found.
+    """
+    started = time.monotonic()
+    try:
+        return load()
+    except ConfigError as exc:
+        steps = _Steps(ledger, report)
+        steps._record(
+            StepResult(number=0, name="configuration", ok=False, detail=exc.message, seconds=time.monotonic() - started)
+        )
+        steps.flush()
+        exc.message = f"preflight step 0 (configuration) refused: {exc.message}"
+        exc.args = (exc.message,)
+        raise
 
 
 def preflight(
