@@ -8,6 +8,7 @@ mount of the docker socket is an error, never a default.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
@@ -137,6 +138,7 @@ def parse_flags(value: str, *, allowed: Sequence[str] = (), engine: str | None =
 
 
 _WINDOWS = re.compile(r"^([A-Za-z]):[\\/]")
+_PORT = re.compile(r"^[0-9]{1,5}\Z")
 
 
 def _windows_to_posix(path: str) -> str:
@@ -146,9 +148,75 @@ def _windows_to_posix(path: str) -> str:
     return f"/{match.group(1).lower()}/" + path[3:].replace("\\", "/")
 
 
-def parse_mounts(value: str, *, home: str, exists: object = None) -> tuple[Mount, ...]:
-    """``SANDBOX_MOUNTS``: ``from[:to][:ro|rw]`` comma-separated; read-only unless ``rw``."""
+# Host paths a mount may not be, be inside of, or contain: the kernel's and the engines'
+# interfaces (a socket or the engine's storage is root on the host), and the host's boot files.
+PROTECTED_TREES = (
+    "/proc",
+    "/sys",
+    "/dev",
+    "/run",
+    "/var/run",
+    "/boot",
+    "/var/lib/docker",
+    "/var/lib/containerd",
+    "/var/lib/containers",
+)
+ENGINE_SOCKET_NAMES = ("docker.sock", "podman.sock", "containerd.sock", "crio.sock")
+
+
+def engine_sockets(env: Mapping[str, str]) -> tuple[str, ...]:
+    """Where engine sockets live on this host: the usual places and those the environment names."""
+    found = [*DOCKER_SOCKETS, "/run/containerd/containerd.sock", "/run/crio/crio.sock"]
+    for variable in ("DOCKER_HOST", "CONTAINER_HOST"):
+        value = env.get(variable, "")
+        if value.startswith("unix://"):
+            found.append(value.removeprefix("unix://"))
+    runtime_dir = env.get("XDG_RUNTIME_DIR")
+    if runtime_dir:
+        found += [f"{runtime_dir}/docker.sock", f"{runtime_dir}/podman/podman.sock"]
+    home = env.get("HOME")
+    if home:
+        found.append(f"{home}/.docker/run/docker.sock")  # Docker Desktop
+    return tuple(found)
+
+
+def _within(path: str, tree: str) -> bool:
+    return path == tree or path.startswith(tree.rstrip("/") + "/")
+
+
+def _mount_problem(normal: str, resolved: str, env: Mapping[str, str]) -> str | None:
+    """Why the host path ``normal`` (``resolved`` after following symlinks) may not be mounted."""
+    if resolved == "/" or normal == "/":
+        return "mounts the host root" + ("" if normal == "/" else f" ({normal} leads to /)")
+    for name in ENGINE_SOCKET_NAMES:
+        if resolved.endswith("/" + name) or normal.endswith("/" + name):
+            return f"mounts an engine socket ({resolved}), which is root on the host"
+    for socket in engine_sockets(env):
+        for place in dict.fromkeys((socket, os.path.realpath(socket))):
+            if _within(place, resolved):
+                return f"contains the engine socket {place}, which is root on the host"
+    for tree in PROTECTED_TREES:
+        for place in dict.fromkeys((tree, os.path.realpath(tree))):
+            for path in dict.fromkeys((normal, resolved)):
+                if _within(path, place):
+                    shown = path if path == normal else f"{normal} (which leads to {resolved})"
+                    return f"mounts {shown}, inside {place}, which the host's kernel or engine owns"
+                if _within(place, path):
+                    return f"contains {place}, which the host's kernel or engine owns"
+    return None
+
+
+def parse_mounts(
+    value: str, *, home: str, exists: object = None, env: Mapping[str, str] | None = None
+) -> tuple[Mount, ...]:
+    """``SANDBOX_MOUNTS``: ``from[:to][:ro|rw]`` comma-separated; read-only unless ``rw``.
+
+    Each source is resolved (``realpath``: symlinks followed) and refused when it is, lies
+    inside or contains the host root, an engine socket or a tree the host's kernel or engine
+    owns (:data:`PROTECTED_TREES`); the resolved path is what the engine is given.
+    """
     check = exists if callable(exists) else (lambda p: Path(p).exists())
+    environment = env if env is not None else {"HOME": home}
     mounts = []
     for raw in value.split(","):
         item = raw.strip()
@@ -184,22 +252,32 @@ def parse_mounts(value: str, *, home: str, exists: object = None) -> tuple[Mount
                 )
             if ".." in PurePosixPath(path).parts:
                 raise ConfigError(f"SANDBOX_MOUNTS item {raw.strip()!r}: {label} contains '..'")
-        normal = str(PurePosixPath(source))
-        if normal == "/":
-            raise ConfigError(f"SANDBOX_MOUNTS item {raw.strip()!r} mounts the host root, which is refused")
-        if normal in DOCKER_SOCKETS or normal.endswith("/docker.sock") or normal.endswith("/podman.sock"):
+        # "//x" is "/x" to the kernel; PurePosixPath keeps POSIX's two leading slashes.
+        normal = "/" + "/".join(part for part in source.split("/") if part)
+        resolved = normal
+        # The path as written first (/proc/1/root may not even be readable), then where it leads.
+        if not drive and _mount_problem(normal, normal, environment) is None:
+            try:
+                resolved = os.path.realpath(normal)
+            except OSError as exc:
+                raise ConfigError(
+                    f"SANDBOX_MOUNTS item {raw.strip()!r}: {normal} cannot be resolved ({exc.strerror})",
+                    hint="mount a path the launcher can follow to its end",
+                ) from None
+        if home and resolved in (normal_home := os.path.realpath(home), home):
             raise ConfigError(
-                f"SANDBOX_MOUNTS item {raw.strip()!r} mounts an engine socket: that is root on the host",
-                hint="never give the sandbox the engine socket",
-            )
-        if home and normal == str(PurePosixPath(home)):
-            raise ConfigError(
-                f"SANDBOX_MOUNTS item {raw.strip()!r} mounts your whole home directory",
+                f"SANDBOX_MOUNTS item {raw.strip()!r} mounts your whole home directory ({normal_home})",
                 hint="mount the specific folders the session needs",
+            )
+        problem = _mount_problem(normal, resolved, environment)
+        if problem is not None:
+            raise ConfigError(
+                f"SANDBOX_MOUNTS item {raw.strip()!r} is refused: it {problem}",
+                hint="mount the specific project folders the session needs; never the engine's or kernel's files",
             )
         if not drive and not check(source):
             raise ConfigError(f"SANDBOX_MOUNTS item {raw.strip()!r}: {source} does not exist")
-        mounts.append(Mount(source=normal, target=str(PurePosixPath(target)), read_only=mode == "ro"))
+        mounts.append(Mount(source=resolved, target=str(PurePosixPath(target)), read_only=mode == "ro"))
     return tuple(mounts)
 
 
@@ -211,7 +289,8 @@ def parse_ports(value: str) -> tuple[Port, ...]:
         if not item:
             continue
         parts = item.split(":")
-        if len(parts) > 2 or not all(p.isdigit() and 1 <= int(p) <= 65535 for p in parts):
+        # ASCII digits only: str.isdigit() also accepts '²' or '٣', which int() may not.
+        if len(parts) > 2 or not all(_PORT.match(p) and 1 <= int(p) <= 65535 for p in parts):
             raise ConfigError(
                 f"SANDBOX_PORTS item {item!r} is not a port",
                 hint="use PORT or HOST_PORT:CONTAINER_PORT (1-65535), comma-separated",
@@ -301,7 +380,7 @@ def load_launch_config(
         image=image,
         image_from=image_var,
         flags=parse_flags(env.get("SANDBOX_FLAGS", ""), allowed=allowed_flags, engine=engine),
-        mounts=parse_mounts(env.get("SANDBOX_MOUNTS", ""), home=env.get("HOME", "")),
+        mounts=parse_mounts(env.get("SANDBOX_MOUNTS", ""), home=env.get("HOME", ""), env=env),
         ports=parse_ports(env.get("SANDBOX_PORTS", "")),
         env=parse_env(env.get("SANDBOX_ENV", ""), inherited=env),
         set_uid_gid=parse_bool(uid_gid, "SANDBOX_SET_UID_GID") if uid_gid is not None else None,

@@ -1,0 +1,126 @@
+"""SANDBOX_MOUNTS and SANDBOX_PORTS: paths are followed to their end, with real symlinks, before anything is mounted."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+from terminai_sandbox.errors import ConfigError
+from terminai_sandbox.launch.config import PROTECTED_TREES, _mount_problem, parse_mounts, parse_ports
+
+HOME = "/home/nobody-here"
+
+
+def _refused(value: str, message: str, **env: str) -> None:
+    with pytest.raises(ConfigError, match=message) as caught:
+        parse_mounts(value, home=HOME, env={"HOME": HOME, **env})
+    assert caught.value.message.startswith("SANDBOX_MOUNTS item")
+
+
+@pytest.mark.parametrize("root", ["/", "//", "///", "/./", "//.", "/proc/self/root"])
+def test_the_host_root_in_every_spelling(root: str) -> None:
+    _refused(root, "host root" if not root.startswith("/proc") else "inside /proc")
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/proc", "/proc/1/root", "/proc/self/cwd", "/sys", "/sys/fs/cgroup", "/dev", "/dev/shm", "/run", "/var/run",
+     "/boot", "/var/lib/docker", "/run/docker.sock", "/var/run/docker.sock"],
+)  # fmt: skip
+def test_the_kernels_and_engines_trees(path: str) -> None:
+    _refused(path, "is refused: it")
+
+
+def test_paths_that_contain_a_protected_tree() -> None:
+    _refused("/var", r"contains (the engine socket )?/var/run")
+    _refused("/var/lib", r"contains /var/lib/docker")
+
+
+def test_symlinks_are_followed(tmp_path: Path) -> None:
+    links = {
+        "root": "/",
+        "root-again": str(tmp_path / "root"),  # a chain: root-again -> root -> /
+        "proc": "/proc",
+        "init-root": "/proc/1/root",
+        "sock": "/var/run/docker.sock",
+        "shm": "/dev/shm",
+        "run": "/run/user",
+    }
+    for name, target in links.items():
+        (tmp_path / name).symlink_to(target)
+    _refused(f"{tmp_path}/root", r"host root \(.*/root leads to /\)")
+    _refused(f"{tmp_path}/root-again:/x:ro", r"host root")
+    _refused(f"{tmp_path}/proc", r"which leads to /proc\), inside /proc")
+    _refused(f"{tmp_path}/init-root", r"inside /proc|cannot be resolved|host root")
+    _refused(f"{tmp_path}/sock", r"engine socket")
+    _refused(f"{tmp_path}/shm", r"inside /dev")
+    _refused(f"{tmp_path}/run", r"inside /run")
+    # A directory reached through a symlink is fine, and the engine is given where it leads.
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data-link").symlink_to(tmp_path / "data")
+    (mount,) = parse_mounts(f"{tmp_path}/data-link:/in", home=HOME)
+    assert (mount.source, mount.target) == (os.path.realpath(tmp_path / "data"), "/in")
+
+
+def test_with_resolution_switched_off_a_symlink_to_the_root_passes(tmp_path: Path) -> None:
+    # The guard's companion: written as is, the path names nothing protected; only following it shows "/".
+    (tmp_path / "innocent").symlink_to("/")
+    written = f"{tmp_path}/innocent"
+    assert _mount_problem(written, written, {}) is None
+    assert "host root" in (_mount_problem(written, os.path.realpath(written), {}) or "")
+
+
+def test_engine_sockets_by_name_and_where_the_environment_puts_them(tmp_path: Path) -> None:
+    engine_dir = tmp_path / "engine"
+    engine_dir.mkdir()
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(engine_dir / "podman.sock"))
+    try:
+        _refused(f"{engine_dir}/podman.sock", "engine socket")
+        (tmp_path / "to-sock").symlink_to(engine_dir / "podman.sock")
+        _refused(f"{tmp_path}/to-sock", "engine socket")
+        # The directory holding the socket the environment names, and any directory above it.
+        for host in ("DOCKER_HOST", "CONTAINER_HOST"):
+            _refused(str(engine_dir), "contains the engine socket", **{host: f"unix://{engine_dir}/podman.sock"})
+            _refused(str(tmp_path), "contains the engine socket", **{host: f"unix://{engine_dir}/podman.sock"})
+        _refused(str(tmp_path), "contains the engine socket", XDG_RUNTIME_DIR=str(tmp_path))
+        # Docker Desktop's socket under the home directory.
+        home = tmp_path / "home"
+        (home / ".docker" / "run").mkdir(parents=True)
+        with pytest.raises(ConfigError, match="contains the engine socket"):
+            parse_mounts(f"{home}/.docker", home=str(home), env={"HOME": str(home)})
+        # Without the environment naming it, a folder with some other socket is an ordinary folder.
+        assert parse_mounts(str(engine_dir), home=HOME, env={})[0].source == os.path.realpath(engine_dir)
+    finally:
+        server.close()
+
+
+def test_the_whole_home_even_through_a_symlink(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (tmp_path / "h").symlink_to(home)
+    for value in (str(home), f"{tmp_path}/h", f"{home}/"):
+        with pytest.raises(ConfigError, match="whole home"):
+            parse_mounts(value, home=str(home), env={"HOME": str(home)})
+    (home / "project").mkdir()
+    assert parse_mounts(f"{home}/project", home=str(home), env={"HOME": str(home)})
+
+
+def test_every_protected_tree_is_covered() -> None:
+    for tree in PROTECTED_TREES:
+        _refused(tree, "is refused")
+        _refused(tree + "/x", "is refused")
+
+
+def test_ports_are_ascii_digits_only() -> None:
+    assert [(p.host, p.container) for p in parse_ports("8080, 9000:80, 1:65535")] == [
+        (8080, 8080),
+        (9000, 80),
+        (1, 65535),
+    ]
+    for bad in ("²", "8²", "٣", "80 80", "+80", "0x50", "1_000", "80:", ":80", "008080", "65536", "0", "8080:٣"):
+        with pytest.raises(ConfigError, match="SANDBOX_PORTS item"):
+            parse_ports(bad)
+    assert "²".isdigit()  # the reason for the check: str.isdigit() says yes
