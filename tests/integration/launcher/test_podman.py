@@ -87,7 +87,7 @@ def test_podman_runs_the_verified_image_hardened(podman_site: Site, built_image:
     finally:
         thread.join(timeout=120)
     result = holder["r"]
-    assert "1. engine: podman" in result.stderr and "3. image by digest: pulled by digest" in result.stderr
+    assert "1. engine: podman" in result.stderr and "4. image by digest: pulled by the verified digest" in result.stderr
     label = "runsc (gVisor)" if runtime == "runsc" else "runc (the engine's default"
     assert f"; runtime {label}" in result.stderr, result.stderr
     ledger = site.home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
