@@ -124,3 +124,34 @@ def test_ports_are_ascii_digits_only() -> None:
         with pytest.raises(ConfigError, match="SANDBOX_PORTS item"):
             parse_ports(bad)
     assert "²".isdigit()  # the reason for the check: str.isdigit() says yes
+
+
+def _argv(cwd: str, env: dict[str, str] | None = None) -> list[str]:
+    from terminai_sandbox.launch.config import LaunchConfig
+    from terminai_sandbox.launch.run import build_argv
+
+    from tests.unit.launcher.test_engines_and_trust import _verified
+
+    config = LaunchConfig(engine="docker", engine_from="t", image=None, image_from="t")
+    return build_argv(
+        "docker", _verified(), config, ["true"], cwd=cwd, tty=False, uid=1000, gid=1000, binary="docker", env=env
+    )
+
+
+def test_the_working_directory_passes_the_same_checks(tmp_path: Path) -> None:
+    # Every session mounts its working directory read-write at the same path.
+    (tmp_path / "to-run").symlink_to("/run")
+    for cwd in ("/", "/run", "/var/run/user", "/proc/self/cwd", "/sys", f"{tmp_path}/to-run"):
+        with pytest.raises(ConfigError, match=f"the working directory {cwd} is refused: it"):
+            _argv(cwd)
+    engine_dir = tmp_path / "engine"
+    engine_dir.mkdir()
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(engine_dir / "docker.sock"))
+    try:
+        with pytest.raises(ConfigError, match="contains the engine socket"):
+            _argv(str(tmp_path), {"DOCKER_HOST": f"unix://{engine_dir}/docker.sock"})
+    finally:
+        server.close()
+    # An ordinary project folder, and a home directory with no socket in it, are fine.
+    assert f"{tmp_path}:{tmp_path}:rw" in _argv(str(tmp_path), {"HOME": str(tmp_path)})

@@ -184,14 +184,20 @@ def _within(path: str, tree: str) -> bool:
     return path == tree or path.startswith(tree.rstrip("/") + "/")
 
 
-def _mount_problem(normal: str, resolved: str, env: Mapping[str, str]) -> str | None:
-    """Why the host path ``normal`` (``resolved`` after following symlinks) may not be mounted."""
+def _mount_problem(normal: str, resolved: str, env: Mapping[str, str], *, existing: bool = False) -> str | None:
+    """Why the host path ``normal`` (``resolved`` after following symlinks) may not be mounted.
+
+    ``existing``: count only the engine sockets that exist now as "contained" (for the
+    working directory, which may well be a home directory where a socket could appear).
+    """
     if resolved == "/" or normal == "/":
         return "mounts the host root" + ("" if normal == "/" else f" ({normal} leads to /)")
     for name in ENGINE_SOCKET_NAMES:
         if resolved.endswith("/" + name) or normal.endswith("/" + name):
             return f"mounts an engine socket ({resolved}), which is root on the host"
     for socket in engine_sockets(env):
+        if existing and not os.path.exists(socket):
+            continue
         for place in dict.fromkeys((socket, os.path.realpath(socket))):
             if _within(place, resolved):
                 return f"contains the engine socket {place}, which is root on the host"
@@ -204,6 +210,16 @@ def _mount_problem(normal: str, resolved: str, env: Mapping[str, str]) -> str | 
                 if _within(place, path):
                     return f"contains {place}, which the host's kernel or engine owns"
     return None
+
+
+def workdir_problem(cwd: str, env: Mapping[str, str]) -> str | None:
+    """Why the working directory, which every session mounts read-write at its own path, may not be."""
+    normal = "/" + "/".join(part for part in cwd.split("/") if part)
+    try:
+        resolved = os.path.realpath(normal)
+    except OSError as exc:
+        return f"cannot be resolved ({exc.strerror})"
+    return _mount_problem(normal, normal, env, existing=True) or _mount_problem(normal, resolved, env, existing=True)
 
 
 def parse_mounts(

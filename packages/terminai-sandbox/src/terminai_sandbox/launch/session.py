@@ -157,6 +157,7 @@ def run(
         bashrc=str(bashrc) if bashrc.is_file() else None,
         binary=run_binary(config.engine, env),
         runsc=runsc_binary(env),
+        env=env,
     )
     ledger.append(
         "run",
