@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launch import flags
 from terminai_sandbox.launch.records import frozen_record
 from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.launch.runtime import DEFAULT as DEFAULT_RUNTIME
@@ -24,8 +23,9 @@ from terminai_sandbox.launch.runtime import parse_runtime
 ENGINES = ("docker", "podman", "sandbox-exec")
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 DOCKER_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock", "/run/podman/podman.sock")
-_ENV_NAME = flags.ENV_NAME
-_SECRET_NAME = flags.SECRET_NAME
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL|AUTH)", re.IGNORECASE)
+_ENV_NAME, _SECRET_NAME = ENV_NAME, SECRET_NAME
 
 
 @frozen_record
@@ -132,6 +132,8 @@ def parse_flags(value: str, *, allowed: Sequence[str] = (), engine: str | None =
                 f"SANDBOX_FLAGS contains the shell operator {word!r}",
                 hint="SANDBOX_FLAGS holds engine flags only; nothing runs through a shell",
             )
+    from terminai_sandbox.launch import flags  # noqa: PLC0415  (only when there are flags: ~0.5 ms)
+
     grammar = flags.grammar_for(engine)
     flags.check(flags.parse(words, grammar), allowed=flags.allowed_names(allowed, grammar))
     return tuple(words)

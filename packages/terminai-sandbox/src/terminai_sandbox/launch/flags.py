@@ -30,13 +30,12 @@ from __future__ import annotations
 import re
 
 from terminai_sandbox.errors import ConfigError
+from terminai_sandbox.launch.config import ENV_NAME, SECRET_NAME
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping, Sequence
 
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL|AUTH)", re.IGNORECASE)
 
 # Every flag of `run`, as the help text lists it: "-s/name=" is short -s, long --name, takes
 # a value; no "=" is a boolean. Generated from `docker run --help` / `podman run --help`;
