@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 from pathlib import Path
 
@@ -155,3 +156,51 @@ def test_the_working_directory_passes_the_same_checks(tmp_path: Path) -> None:
         server.close()
     # An ordinary project folder, and a home directory with no socket in it, are fine.
     assert f"{tmp_path}:{tmp_path}:rw" in _argv(str(tmp_path), {"HOME": str(tmp_path)})
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "named"),
+    [
+        ("SANDBOX_FLAGS", "-v/:/host:ro -u0", "--volume"),
+        ("SANDBOX_FLAGS", "-uroot", "--user"),
+        ("SANDBOX_FLAGS", "--read-only=false", "--read-only"),
+        ("SANDBOX_FLAGS", "--runtime=runc", "--runtime"),
+        ("SANDBOX_FLAGS", "--entrypoint=/bin/sh", "--entrypoint"),
+        ("SANDBOX_FLAGS", "--volumes-from x", "--volumes-from"),
+        ("SANDBOX_FLAGS", "--network=container:x", "--network"),
+        ("SANDBOX_FLAGS", "--cgroupns=host", "--cgroupns"),
+        ("SANDBOX_FLAGS", "--env-file=/etc/shadow", "--env-file"),
+        ("SANDBOX_FLAGS", "--security-opt seccomp=FILE", "--security-opt"),
+        ("SANDBOX_FLAGS", "--security-opt=no-new-privileges=false", "--security-opt"),
+        ("SANDBOX_FLAGS", "--pids-limit=-1", "--pids-limit"),
+        ("SANDBOX_FLAGS", "--group-add=0", "--group-add"),
+        ("SANDBOX_FLAGS", "-itu0", "--user"),
+        ("SANDBOX_MOUNTS", "//", "host root"),
+        ("SANDBOX_MOUNTS", "/proc", "/proc"),
+        ("SANDBOX_MOUNTS", "/proc/1/root", "/proc"),
+        ("SANDBOX_MOUNTS", "/sys", "/sys"),
+        ("SANDBOX_MOUNTS", "/dev", "/dev"),
+        ("SANDBOX_MOUNTS", "/run", "/run"),
+        ("SANDBOX_MOUNTS", "/var/run", "/run"),
+        ("SANDBOX_PORTS", "²", "SANDBOX_PORTS item"),
+    ],
+)
+def test_the_issue_examples_are_refused_at_preflight_step_0(
+    variable: str, value: str, named: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Through the launch session itself; the engine is never asked (the refusal comes first),
+    # so it need not be installed either.
+    monkeypatch.setattr(shutil, "which", lambda name, **_: f"/usr/bin/{name}")
+    from terminai_sandbox.launch import audit
+    from terminai_sandbox.launch.session import LaunchRequest, prepare
+
+    env = {"HOME": str(tmp_path), "TERMINAI_SANDBOX": "docker", "PATH": os.environ["PATH"], variable: value}
+    said: list[str] = []
+    request = LaunchRequest(image="r.example/x:1.0.0", unsafe_skip_verify=True)
+    with pytest.raises(ConfigError) as caught:
+        prepare(request, env=env, say=said.append)
+    assert caught.value.message.startswith("preflight step 0 (configuration) refused: "), caught.value.message
+    assert named in caught.value.message and caught.value.exit_code == 3
+    assert any(line.startswith("  [FAIL] 0. configuration:") for line in said), said
+    ledger = audit.default_path(env)
+    assert '"step": 0' in ledger.read_text() and audit.verify(ledger) == 1
