@@ -31,6 +31,7 @@ import re
 
 from terminai_sandbox.errors import ConfigError
 from terminai_sandbox.launch.config import ENV_NAME, SECRET_NAME
+from terminai_sandbox.launch.records import frozen_record
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
@@ -118,16 +119,13 @@ def grammar_for(engine: str | None) -> Grammar:
     return PODMAN_RUN if engine == "podman" else DOCKER_RUN
 
 
+@frozen_record
 class Flag:
     """One parsed flag: its canonical long name, its value (None: a boolean given bare), as written."""
 
-    __slots__ = ("name", "value", "written")
-
-    def __init__(self, name: str, value: str | None, written: str) -> None:
-        self.name, self.value, self.written = name, value, written
-
-    def __repr__(self) -> str:
-        return f"Flag({self.name!r}, {self.value!r}, {self.written!r})"
+    name: str
+    value: str | None
+    written: str
 
 
 def _refuse(message: str, hint: str = "") -> ConfigError:
@@ -174,13 +172,13 @@ def _long(word: str, rest: list[str], grammar: Grammar) -> Flag:
     if canonical is None:
         raise _unknown(word, grammar)
     if has_value:
-        return Flag(canonical, inline, word)
+        return Flag(name=canonical, value=inline, written=word)
     if not grammar.takes_value[canonical]:
-        return Flag(canonical, None, word)
+        return Flag(name=canonical, value=None, written=word)
     if not rest:
         raise _refuse(f"item {word!r} needs a value")
     value = rest.pop(0)
-    return Flag(canonical, value, f"{word} {value}")
+    return Flag(name=canonical, value=value, written=f"{word} {value}")
 
 
 def _shorts(word: str, rest: list[str], grammar: Grammar) -> list[Flag]:
@@ -194,19 +192,19 @@ def _shorts(word: str, rest: list[str], grammar: Grammar) -> list[Flag]:
         if canonical is None:
             raise _unknown(word, grammar, letter)
         if len(letters) > 2 and after[0] == "=":
-            found.append(Flag(canonical, after[1:], word))
+            found.append(Flag(name=canonical, value=after[1:], written=word))
             return found
         if not grammar.takes_value[canonical]:
-            found.append(Flag(canonical, None, word))
+            found.append(Flag(name=canonical, value=None, written=word))
             letters = after
             continue
         if after:
-            found.append(Flag(canonical, after, word))
+            found.append(Flag(name=canonical, value=after, written=word))
             return found
         if not rest:
             raise _refuse(f"item {word!r} needs a value")
         value = rest.pop(0)
-        found.append(Flag(canonical, value, f"{word} {value}"))
+        found.append(Flag(name=canonical, value=value, written=f"{word} {value}"))
         return found
     return found
 
