@@ -185,8 +185,8 @@ def cases(tmp: Path, layout: Path) -> dict[str, Case]:
         ),
         "run, image not local, registry unreachable": Case(
             ("run", "--image", f"{unreachable}@{DIGEST}", "--key", "cosign.pub", "--", "true"),
-            13,
-            "preflight step 3 (image by digest) refused: pulling",
+            11,
+            "preflight step 3 (signature) refused: cannot verify",  # verified before anything is pulled
         ),
         "audit verify, missing ledger": Case(("audit", "verify", "--ledger", "absent.jsonl"), 2, "Invalid value"),
         "audit verify, broken ledger": Case(("audit", "verify", "--ledger", "tampered.jsonl"), 15, "tampered.jsonl"),

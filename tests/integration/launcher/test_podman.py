@@ -87,7 +87,7 @@ def test_podman_runs_the_verified_image_hardened(podman_site: Site, built_image:
     finally:
         thread.join(timeout=120)
     result = holder["r"]
-    assert "1. engine: podman" in result.stderr and "3. image by digest: pulled by digest" in result.stderr
+    assert "1. engine: podman" in result.stderr and "4. image by digest: pulled by the verified digest" in result.stderr
     label = "runsc (gVisor)" if runtime == "runsc" else "runc (the engine's default"
     assert f"; runtime {label}" in result.stderr, result.stderr
     ledger = site.home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
@@ -110,7 +110,7 @@ def test_podman_passes_output_and_exit_code_through(podman_site: Site, built_ima
     # The second launch hits the verification cache; every step still runs and is audited.
     again = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true", env=PODMAN)
     assert again.returncode == 0 and "verified earlier for this digest" in again.stderr
-    assert "3. image by digest: present" in again.stderr
+    assert "4. image by digest: present" in again.stderr
     ledger = site.home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
     events = [json.loads(line) for line in ledger.read_text().splitlines()]
     assert [e["code"] for e in events if e["event"] == "exit"] == [7, 0]

@@ -139,7 +139,7 @@ def test_a_session_start_through_the_console_script_stays_inside_the_seal(tmp_pa
     # settings, the default image, the trust source and the ledger have been read; the
     # integration test of a warm launch checks the rest of the path against the same seal.
     key = tmp_path / "k.pub"
-    key.write_text("not a key: the warm path never reads it before step 4\n")
+    key.write_text("not a key: the warm path never reads it before step 3\n")
     argv = ["terminai-sandbox", "run", "--image", PINNED, "--key", str(key), "--", "true"]
     env = {
         "PATH": os.environ["PATH"],

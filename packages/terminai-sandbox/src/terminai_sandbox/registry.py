@@ -25,6 +25,7 @@ import requests
 
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.errors import (
+    ConfigError,
     RegistryBadResponse,
     RegistryCorrupted,
     RegistryNotFound,
@@ -281,12 +282,27 @@ class RegistryClient:
 
     # -- OCI layouts -----------------------------------------------------------------
     def push_layout(
-        self, layout: OciLayout, repo: str, *, tag: str | None = None, chunk_size: int | None = None
+        self,
+        layout: OciLayout,
+        repo: str,
+        *,
+        tag: str | None = None,
+        chunk_size: int | None = None,
+        digest: str | None = None,
     ) -> PushResult:
         """Push the one image of an opened OCI layout by digest; tag it afterwards if asked.
 
         Each blob is read through the layout, which checks its bytes against its digest.
+        ``digest``, when the destination names one (``repo@sha256:…``), must be the layout's
+        manifest digest: a mismatch is refused before anything is sent, never pushed as
+        another image and reported as a success.
         """
+        if digest is not None and digest != layout.manifest_digest:
+            raise ConfigError(
+                f"the destination names {digest}, but the layout's manifest is {layout.manifest_digest}; "
+                "nothing was pushed",
+                hint=f"push to {self.registry}/{repo}@{layout.manifest_digest}, or name a tag or only the repository",
+            )
         sent = skipped = 0
         for item in (layout.config, *layout.layers):
             if self.push_blob(repo, item.digest, layout.read_blob(item.digest), chunk_size=chunk_size):
@@ -294,10 +310,10 @@ class RegistryClient:
             else:
                 skipped += 1
         manifest, media_type = layout.manifest_bytes, layout.manifest.media_type
-        digest = self.put_manifest(repo, layout.manifest_digest, manifest, media_type)
+        pushed = self.put_manifest(repo, layout.manifest_digest, manifest, media_type)
         if tag:
             self.put_manifest(repo, tag, manifest, media_type)
-        return PushResult(digest=digest, blobs_sent=sent, blobs_skipped=skipped)
+        return PushResult(digest=pushed, blobs_sent=sent, blobs_skipped=skipped)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -91,10 +91,15 @@ def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool) -> None:
 @click.option("--chunk-size", type=int, default=None, help="upload blobs in chunks of this many bytes")
 @_INSECURE
 def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_registry: bool) -> None:
-    """Push an OCI image layout to REFERENCE (repo[:tag]) blob by blob; prints the manifest digest."""
+    """Push an OCI image layout to REFERENCE (repo[:tag][@digest]) blob by blob; prints the manifest digest.
+
+    A digest in REFERENCE must be the layout's: a mismatch is refused before anything is sent.
+    """
     ref = ImageRef.parse(reference)
     opened = OciLayout.open(layout)
-    result = _client(ref, insecure_registry).push_layout(opened, ref.repository, tag=ref.tag, chunk_size=chunk_size)
+    result = _client(ref, insecure_registry).push_layout(
+        opened, ref.repository, tag=ref.tag, chunk_size=chunk_size, digest=ref.digest
+    )
     click.echo(f"{ref.name}@{result.digest} ({result.blobs_sent} blobs sent, {result.blobs_skipped} already there)")
 
 

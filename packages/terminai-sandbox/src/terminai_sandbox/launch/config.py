@@ -8,6 +8,7 @@ mount of the docker socket is an error, never a default.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections.abc import Callable, Mapping, Sequence
@@ -22,32 +23,9 @@ from terminai_sandbox.launch.runtime import parse_runtime
 ENGINES = ("docker", "podman", "sandbox-exec")
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 DOCKER_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock", "/run/podman/podman.sock")
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL|AUTH)", re.IGNORECASE)
-
-# Flags that switch off a layer of the sandbox; refused unless --unsafe-allow-flag names them.
-DANGEROUS_FLAGS = {
-    "--privileged": "gives the container every capability and all devices",
-    "--cap-add": "adds kernel capabilities",
-    "--security-opt": "seccomp=unconfined / apparmor=unconfined / label=disable weaken confinement",
-    "--pid": "--pid=host shares the host's process table",
-    "--ipc": "--ipc=host shares the host's IPC namespace",
-    "--network": "--network=host shares the host's network",
-    "--net": "--net=host shares the host's network",
-    "--userns": "--userns=host disables user-namespace isolation",
-    "--uts": "--uts=host shares the host's hostname namespace",
-    "--user": "--user 0 runs as root",
-    "-u": "-u 0 runs as root",
-    "--device": "exposes host devices",
-    "--volume": "volumes go through SANDBOX_MOUNTS, which checks them",
-    "-v": "volumes go through SANDBOX_MOUNTS, which checks them",
-    "--mount": "mounts go through SANDBOX_MOUNTS, which checks them",
-}
-_SAFE_VALUES = {
-    "--security-opt": ("no-new-privileges", "no-new-privileges:true", "label=type:container_t"),
-    "--network": ("none",),
-    "--net": ("none",),
-}
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL|AUTH)", re.IGNORECASE)
+_ENV_NAME, _SECRET_NAME = ENV_NAME, SECRET_NAME
 
 
 @frozen_record
@@ -134,8 +112,14 @@ def parse_engine(value: str, variable: str, *, available: Sequence[str], platfor
     return low
 
 
-def parse_flags(value: str, *, allowed: Sequence[str] = ()) -> tuple[str, ...]:
-    """``SANDBOX_FLAGS``: shell words; shell operators and flags that defeat the sandbox are refused."""
+def parse_flags(value: str, *, allowed: Sequence[str] = (), engine: str | None = None) -> tuple[str, ...]:
+    """``SANDBOX_FLAGS``: shell words, parsed with the engine's grammar and held to an allowlist.
+
+    See :mod:`terminai_sandbox.launch.flags`: flags outside the list of harmless ones are
+    refused unless ``--unsafe-allow-flag`` names them (``allowed``).
+    """
+    if not value.strip():
+        return ()
     try:
         words = shlex.split(value)
     except ValueError as exc:
@@ -148,35 +132,15 @@ def parse_flags(value: str, *, allowed: Sequence[str] = ()) -> tuple[str, ...]:
                 f"SANDBOX_FLAGS contains the shell operator {word!r}",
                 hint="SANDBOX_FLAGS holds engine flags only; nothing runs through a shell",
             )
-    index = 0
-    while index < len(words):
-        word = words[index]
-        name, eq, inline = word.partition("=")
-        if name in DANGEROUS_FLAGS:
-            value_part = inline if eq else (words[index + 1] if index + 1 < len(words) else "")
-            safe = value_part in _SAFE_VALUES.get(name, ()) or (
-                name in ("--user", "-u") and not _is_root_user(value_part)
-            )
-            if name in ("--pid", "--ipc", "--uts", "--userns", "--network", "--net") and value_part != "host":
-                safe = True
-            if name == "--security-opt" and "unconfined" not in value_part and "disable" not in value_part:
-                safe = True
-            if not safe and name not in allowed:
-                raise ConfigError(
-                    f"SANDBOX_FLAGS item {word if eq else f'{word} {value_part}'.strip()!r} is refused: "
-                    f"{DANGEROUS_FLAGS[name]}",
-                    hint=f"if you really mean it, pass --unsafe-allow-flag {name}",
-                )
-        index += 1
+    from terminai_sandbox.launch import flags  # noqa: PLC0415  (only when there are flags: ~0.5 ms)
+
+    grammar = flags.grammar_for(engine)
+    flags.check(flags.parse(words, grammar), allowed=flags.allowed_names(allowed, grammar))
     return tuple(words)
 
 
-def _is_root_user(value: str) -> bool:
-    user = value.split(":", 1)[0]
-    return user in ("0", "root", "")
-
-
 _WINDOWS = re.compile(r"^([A-Za-z]):[\\/]")
+_PORT = re.compile(r"^[0-9]{1,5}\Z")
 
 
 def _windows_to_posix(path: str) -> str:
@@ -186,9 +150,91 @@ def _windows_to_posix(path: str) -> str:
     return f"/{match.group(1).lower()}/" + path[3:].replace("\\", "/")
 
 
-def parse_mounts(value: str, *, home: str, exists: object = None) -> tuple[Mount, ...]:
-    """``SANDBOX_MOUNTS``: ``from[:to][:ro|rw]`` comma-separated; read-only unless ``rw``."""
+# Host paths a mount may not be, be inside of, or contain: the kernel's and the engines'
+# interfaces (a socket or the engine's storage is root on the host), and the host's boot files.
+PROTECTED_TREES = (
+    "/proc",
+    "/sys",
+    "/dev",
+    "/run",
+    "/var/run",
+    "/boot",
+    "/var/lib/docker",
+    "/var/lib/containerd",
+    "/var/lib/containers",
+)
+ENGINE_SOCKET_NAMES = ("docker.sock", "podman.sock", "containerd.sock", "crio.sock")
+
+
+def engine_sockets(env: Mapping[str, str]) -> tuple[str, ...]:
+    """Where engine sockets live on this host: the usual places and those the environment names."""
+    found = [*DOCKER_SOCKETS, "/run/containerd/containerd.sock", "/run/crio/crio.sock"]
+    for variable in ("DOCKER_HOST", "CONTAINER_HOST"):
+        value = env.get(variable, "")
+        if value.startswith("unix://"):
+            found.append(value.removeprefix("unix://"))
+    runtime_dir = env.get("XDG_RUNTIME_DIR")
+    if runtime_dir:
+        found += [f"{runtime_dir}/docker.sock", f"{runtime_dir}/podman/podman.sock"]
+    home = env.get("HOME")
+    if home:
+        found.append(f"{home}/.docker/run/docker.sock")  # Docker Desktop
+    return tuple(found)
+
+
+def _within(path: str, tree: str) -> bool:
+    return path == tree or path.startswith(tree.rstrip("/") + "/")
+
+
+def _mount_problem(normal: str, resolved: str, env: Mapping[str, str], *, existing: bool = False) -> str | None:
+    """Why the host path ``normal`` (``resolved`` after following symlinks) may not be mounted.
+
+    ``existing``: count only the engine sockets that exist now as "contained" (for the
+    working directory, which may well be a home directory where a socket could appear).
+    """
+    if resolved == "/" or normal == "/":
+        return "mounts the host root" + ("" if normal == "/" else f" ({normal} leads to /)")
+    for name in ENGINE_SOCKET_NAMES:
+        if resolved.endswith("/" + name) or normal.endswith("/" + name):
+            return f"mounts an engine socket ({resolved}), which is root on the host"
+    for socket in engine_sockets(env):
+        if existing and not os.path.exists(socket):
+            continue
+        for place in dict.fromkeys((socket, os.path.realpath(socket))):
+            if _within(place, resolved):
+                return f"contains the engine socket {place}, which is root on the host"
+    for tree in PROTECTED_TREES:
+        for place in dict.fromkeys((tree, os.path.realpath(tree))):
+            for path in dict.fromkeys((normal, resolved)):
+                if _within(path, place):
+                    shown = path if path == normal else f"{normal} (which leads to {resolved})"
+                    return f"mounts {shown}, inside {place}, which the host's kernel or engine owns"
+                if _within(place, path):
+                    return f"contains {place}, which the host's kernel or engine owns"
+    return None
+
+
+def workdir_problem(cwd: str, env: Mapping[str, str]) -> str | None:
+    """Why the working directory, which every session mounts read-write at its own path, may not be."""
+    normal = "/" + "/".join(part for part in cwd.split("/") if part)
+    try:
+        resolved = os.path.realpath(normal)
+    except OSError as exc:
+        return f"cannot be resolved ({exc.strerror})"
+    return _mount_problem(normal, normal, env, existing=True) or _mount_problem(normal, resolved, env, existing=True)
+
+
+def parse_mounts(
+    value: str, *, home: str, exists: object = None, env: Mapping[str, str] | None = None
+) -> tuple[Mount, ...]:
+    """``SANDBOX_MOUNTS``: ``from[:to][:ro|rw]`` comma-separated; read-only unless ``rw``.
+
+    Each source is resolved (``realpath``: symlinks followed) and refused when it is, lies
+    inside or contains the host root, an engine socket or a tree the host's kernel or engine
+    owns (:data:`PROTECTED_TREES`); the resolved path is what the engine is given.
+    """
     check = exists if callable(exists) else (lambda p: Path(p).exists())
+    environment = env if env is not None else {"HOME": home}
     mounts = []
     for raw in value.split(","):
         item = raw.strip()
@@ -224,22 +270,32 @@ def parse_mounts(value: str, *, home: str, exists: object = None) -> tuple[Mount
                 )
             if ".." in PurePosixPath(path).parts:
                 raise ConfigError(f"SANDBOX_MOUNTS item {raw.strip()!r}: {label} contains '..'")
-        normal = str(PurePosixPath(source))
-        if normal == "/":
-            raise ConfigError(f"SANDBOX_MOUNTS item {raw.strip()!r} mounts the host root, which is refused")
-        if normal in DOCKER_SOCKETS or normal.endswith("/docker.sock") or normal.endswith("/podman.sock"):
+        # "//x" is "/x" to the kernel; PurePosixPath keeps POSIX's two leading slashes.
+        normal = "/" + "/".join(part for part in source.split("/") if part)
+        resolved = normal
+        # The path as written first (/proc/1/root may not even be readable), then where it leads.
+        if not drive and _mount_problem(normal, normal, environment) is None:
+            try:
+                resolved = os.path.realpath(normal)
+            except OSError as exc:
+                raise ConfigError(
+                    f"SANDBOX_MOUNTS item {raw.strip()!r}: {normal} cannot be resolved ({exc.strerror})",
+                    hint="mount a path the launcher can follow to its end",
+                ) from None
+        if home and resolved in (normal_home := os.path.realpath(home), home):
             raise ConfigError(
-                f"SANDBOX_MOUNTS item {raw.strip()!r} mounts an engine socket: that is root on the host",
-                hint="never give the sandbox the engine socket",
-            )
-        if home and normal == str(PurePosixPath(home)):
-            raise ConfigError(
-                f"SANDBOX_MOUNTS item {raw.strip()!r} mounts your whole home directory",
+                f"SANDBOX_MOUNTS item {raw.strip()!r} mounts your whole home directory ({normal_home})",
                 hint="mount the specific folders the session needs",
+            )
+        problem = _mount_problem(normal, resolved, environment)
+        if problem is not None:
+            raise ConfigError(
+                f"SANDBOX_MOUNTS item {raw.strip()!r} is refused: it {problem}",
+                hint="mount the specific project folders the session needs; never the engine's or kernel's files",
             )
         if not drive and not check(source):
             raise ConfigError(f"SANDBOX_MOUNTS item {raw.strip()!r}: {source} does not exist")
-        mounts.append(Mount(source=normal, target=str(PurePosixPath(target)), read_only=mode == "ro"))
+        mounts.append(Mount(source=resolved, target=str(PurePosixPath(target)), read_only=mode == "ro"))
     return tuple(mounts)
 
 
@@ -251,7 +307,8 @@ def parse_ports(value: str) -> tuple[Port, ...]:
         if not item:
             continue
         parts = item.split(":")
-        if len(parts) > 2 or not all(p.isdigit() and 1 <= int(p) <= 65535 for p in parts):
+        # ASCII digits only: str.isdigit() also accepts '²' or '٣', which int() may not.
+        if len(parts) > 2 or not all(_PORT.match(p) and 1 <= int(p) <= 65535 for p in parts):
             raise ConfigError(
                 f"SANDBOX_PORTS item {item!r} is not a port",
                 hint="use PORT or HOST_PORT:CONTAINER_PORT (1-65535), comma-separated",
@@ -340,8 +397,8 @@ def load_launch_config(
         engine_from=engine_var,
         image=image,
         image_from=image_var,
-        flags=parse_flags(env.get("SANDBOX_FLAGS", ""), allowed=allowed_flags),
-        mounts=parse_mounts(env.get("SANDBOX_MOUNTS", ""), home=env.get("HOME", "")),
+        flags=parse_flags(env.get("SANDBOX_FLAGS", ""), allowed=allowed_flags, engine=engine),
+        mounts=parse_mounts(env.get("SANDBOX_MOUNTS", ""), home=env.get("HOME", ""), env=env),
         ports=parse_ports(env.get("SANDBOX_PORTS", "")),
         env=parse_env(env.get("SANDBOX_ENV", ""), inherited=env),
         set_uid_gid=parse_bool(uid_gid, "SANDBOX_SET_UID_GID") if uid_gid is not None else None,

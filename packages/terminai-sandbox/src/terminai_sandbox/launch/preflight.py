@@ -5,10 +5,12 @@
    the container runtime asked for (runc, or gVisor's runsc) available on it;
 2. reference resolved to a digest (floating tags such as ``latest`` refused unless allowed);
    the digest is pinned from here on;
-3. image present by digest, else pulled by digest;
-4. signature verified against the policy (a cache keyed by digest + policy fingerprint
+3. signature verified against the policy (a cache keyed by digest + policy fingerprint
    holds passes only, so it can never turn a failure into a pass; see
-   :mod:`terminai_sandbox.launch.trust`);
+   :mod:`terminai_sandbox.launch.trust`). The signature names the digest, and the
+   registry client reads only signature artefacts: the engine has fetched nothing yet;
+4. image present by digest, else pulled by the verified digest (``repo@sha256:…``): no
+   byte of an image is fetched by the engine before its signature check passed;
 5. contract compatibility from the image's labels (no container needed);
 6. health: the entrypoint's own check runs at the session's start; ``deep`` also runs the
    contract suite now;
@@ -20,7 +22,7 @@ can create a :class:`VerifiedImage`, and the run step accepts nothing else.
 
 Every step runs on every launch; what a warm cache saves is work, never a check. The
 registry client (and the HTTP stack it imports) is created only when a step needs the
-registry: to fetch signatures when the digest and policy have no cached pass (step 4), or
+registry: to fetch signatures when the digest and policy have no cached pass (step 3), or
 to resolve a tag on podman (step 2; dockerd resolves tags itself, see
 :meth:`~terminai_sandbox.launch.engines.DockerEngine.resolve`). A ``repo:tag@sha256:…``
 reference needs neither.
@@ -35,7 +37,7 @@ from pathlib import Path
 from terminai_sandbox.artifacts.contract import LABEL as CONTRACT_LABEL
 from terminai_sandbox.artifacts.contract import incompatibility as contract_compatible
 from terminai_sandbox.artifacts.contract import supported_version
-from terminai_sandbox.errors import LaunchError, SandboxError, VerificationError
+from terminai_sandbox.errors import ConfigError, LaunchError, SandboxError, VerificationError
 from terminai_sandbox.launch import trust
 from terminai_sandbox.launch.audit import Ledger
 from terminai_sandbox.launch.config import LaunchConfig
@@ -145,6 +147,32 @@ class _Steps:
         self.pending = []
 
 
+def configure(
+    load: Callable[[], LaunchConfig],
+    *,
+    ledger: Ledger | None = None,
+    report: Callable[[StepResult], None] = lambda _r: None,
+) -> LaunchConfig:
+    """Step 0's parsing half: resolve every knob with ``load``.
+
+    A refused knob (a dangerous ``SANDBOX_FLAGS`` item, a mount of the host root, …) is
+    reported and written to the ledger as a failed step 0, and its error names the step.
+    On success nothing is recorded here: :func:`preflight` records step 0 with what it found.
+    """
+    started = time.monotonic()
+    try:
+        return load()
+    except ConfigError as exc:
+        steps = _Steps(ledger, report)
+        steps._record(
+            StepResult(number=0, name="configuration", ok=False, detail=exc.message, seconds=time.monotonic() - started)
+        )
+        steps.flush()
+        exc.message = f"preflight step 0 (configuration) refused: {exc.message}"
+        exc.args = (exc.message,)
+        raise
+
+
 def preflight(
     config: LaunchConfig,
     options: PreflightOptions,
@@ -218,15 +246,7 @@ def _preflight(
 
     pinned: ImageRef = steps.run(2, "resolve digest", step2)
 
-    def step3() -> tuple[ImageFacts, str]:
-        present = engine.inspect(pinned.pinned)
-        if present is not None:
-            return present, "present"
-        return engine.pull(pinned, insecure=options.insecure_registry), "pulled by digest"
-
-    image: ImageFacts = steps.run(3, "image by digest", step3)
-
-    def step4() -> tuple[tuple[str, ...], str]:
+    def step3() -> tuple[tuple[str, ...], str]:
         if options.unsafe_skip_verify:
             return (), "SKIPPED (--unsafe-skip-verify): this session runs an unverified image"
         if options.trust is None:
@@ -252,7 +272,15 @@ def _preflight(
         keys = tuple(s.key_id for s in result.signatures)
         return keys, f"signed by {', '.join(keys)}"
 
-    verified_by = steps.run(4, "signature", step4)
+    verified_by = steps.run(3, "signature", step3)
+
+    def step4() -> tuple[ImageFacts, str]:
+        present = engine.inspect(pinned.pinned)
+        if present is not None:
+            return present, "present"
+        return engine.pull(pinned, insecure=options.insecure_registry), "pulled by the verified digest"
+
+    image: ImageFacts = steps.run(4, "image by digest", step4)
 
     def step5() -> tuple[None, str]:
         problem = contract_compatible(image.labels.get(CONTRACT_LABEL), options.supported_contract)

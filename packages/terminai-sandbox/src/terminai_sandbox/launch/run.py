@@ -19,8 +19,8 @@ import shutil
 import signal
 from collections.abc import Mapping, Sequence
 
-from terminai_sandbox.errors import LaunchError
-from terminai_sandbox.launch.config import LaunchConfig
+from terminai_sandbox.errors import ConfigError, LaunchError
+from terminai_sandbox.launch.config import LaunchConfig, workdir_problem
 from terminai_sandbox.launch.engines import session_flags
 from terminai_sandbox.launch.preflight import VerifiedImage
 from terminai_sandbox.launch.records import frozen_record
@@ -62,9 +62,17 @@ def build_argv(
     binary: str | None = None,
     rlimits: Mapping[str, tuple[int, int]] | None = None,
     runsc: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> list[str]:
     if not isinstance(image, VerifiedImage):
         raise TypeError("build_argv needs a VerifiedImage from preflight()")
+    # The working directory is mounted read-write: it passes the checks SANDBOX_MOUNTS does.
+    problem = workdir_problem(cwd, env if env is not None else {})
+    if problem is not None:
+        raise ConfigError(
+            f"the working directory {cwd} is refused: it {problem} (every session mounts it read-write)",
+            hint="start the session from the project folder it should work in",
+        )
     name = name or f"terminai-{os.urandom(6).hex()}"
     specific = session_flags(
         engine,

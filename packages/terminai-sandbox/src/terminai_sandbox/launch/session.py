@@ -20,7 +20,7 @@ from terminai_sandbox.launch import audit, trust
 from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
 from terminai_sandbox.launch.default_image import builtin_default
 from terminai_sandbox.launch.engines import run_binary
-from terminai_sandbox.launch.preflight import PreflightOptions, StepResult, VerifiedImage, preflight
+from terminai_sandbox.launch.preflight import PreflightOptions, StepResult, VerifiedImage, configure, preflight
 from terminai_sandbox.launch.records import frozen_record
 from terminai_sandbox.launch.run import Limits, build_argv, execute, host_identity
 from terminai_sandbox.launch.runtime import runsc_binary
@@ -87,22 +87,34 @@ def prepare(
 ) -> tuple[LaunchConfig, VerifiedImage, audit.Ledger, list[StepResult]]:
     """Resolve the configuration and run preflight; every step is reported and audited."""
     settings = SettingsFile(env)
-    config = load_launch_config(
-        env,
-        image_flag=request.image,
-        engine_flag=request.engine,
-        default_image=builtin_default,
-        available=[name for name in ("docker", "podman") if shutil.which(name)],
-        platform=sys.platform,
-        allowed_flags=request.unsafe_allow_flag,
-        settings_engine=settings.engine,
-        runtime_flag=request.runtime,
-        settings_runtime=settings.runtime,
-    )
     ledger = audit.Ledger(audit.default_path(env))
+
+    def report(result: StepResult) -> None:
+        if not request.as_json:
+            mark = "ok " if result.ok else "FAIL"
+            say(f"  [{mark}] {result.number}. {result.name}: {result.detail} ({result.seconds * 1000:.0f} ms)")
+
+    config = configure(
+        lambda: load_launch_config(
+            env,
+            image_flag=request.image,
+            engine_flag=request.engine,
+            default_image=builtin_default,
+            available=[name for name in ("docker", "podman") if shutil.which(name)],
+            platform=sys.platform,
+            allowed_flags=request.unsafe_allow_flag,
+            settings_engine=settings.engine,
+            runtime_flag=request.runtime,
+            settings_runtime=settings.runtime,
+        ),
+        ledger=ledger,
+        report=report,
+    )
     if request.unsafe_skip_verify:
         say("WARNING: --unsafe-skip-verify: the image's signature is NOT checked; this is audited.")
         ledger.append("unsafe-skip-verify", image=str(config.image))
+    if request.unsafe_allow_flag:
+        ledger.append("unsafe-allow-flag", flags=list(request.unsafe_allow_flag), sandbox_flags=list(config.flags))
     options = PreflightOptions(
         trust=trust_source(request, env),
         unsafe_skip_verify=request.unsafe_skip_verify,
@@ -113,11 +125,6 @@ def prepare(
         cache_path=ledger.path.parent / "verified.json",
         env=env,
     )
-
-    def report(result: StepResult) -> None:
-        if not request.as_json:
-            mark = "ok " if result.ok else "FAIL"
-            say(f"  [{mark}] {result.number}. {result.name}: {result.detail} ({result.seconds * 1000:.0f} ms)")
 
     verified, results = preflight(config, options, ledger=ledger, report=report)
     return config, verified, ledger, results
@@ -150,6 +157,7 @@ def run(
         bashrc=str(bashrc) if bashrc.is_file() else None,
         binary=run_binary(config.engine, env),
         runsc=runsc_binary(env),
+        env=env,
     )
     ledger.append(
         "run",
