@@ -91,6 +91,13 @@ def _ref(state: ReleaseState) -> ImageRef:
     return ImageRef.parse(state.repository, what="release repository")
 
 
+def _resume(target: Path, after: str) -> tuple[ReleaseState, OciLayout, ImageRef]:
+    """The state, the image and the repository of a release whose step ``after`` passed."""
+    state = ReleaseState.load(target)
+    state.require(after)
+    return state, _layout(target, state), _ref(state)
+
+
 def build(target: Path, *, version: str, repository: str, image: Callable[[], BuiltImage]) -> ReleaseState:
     """Step 1: build (or take) the image and place its OCI layout in ``target/oci``."""
     ImageRef.parse(repository, what="release repository")  # refused before anything is built
@@ -115,9 +122,7 @@ def build(target: Path, *, version: str, repository: str, image: Callable[[], Bu
 
 def contracts(target: Path, engine: Engine, *, suite: Path | None = None) -> ReleaseState:
     """Step 2: run the contract suite (default: the one shipped with this version) inside the image."""
-    state = ReleaseState.load(target)
-    state.require("build")
-    _layout(target, state)
+    state, _, _ = _resume(target, "build")
     wheels = target / "contract-wheels"
     report = _step(
         "contracts",
@@ -148,10 +153,7 @@ def _plan(describe: Describe) -> BuildPlan:
 
 def describe(target: Path, options: Describe) -> ReleaseState:
     """Step 3: the SBOM and the provenance of the image, from the plan's locks."""
-    state = ReleaseState.load(target)
-    state.require("contracts")
-    layout = _layout(target, state)
-    ref = _ref(state)
+    state, layout, ref = _resume(target, "contracts")
     planned = _step("describe", lambda: _plan(options))
     sbom_text = _step(
         "describe",
@@ -201,10 +203,7 @@ def describe(target: Path, options: Describe) -> ReleaseState:
 
 def push(target: Path, client: RegistryClient) -> ReleaseState:
     """Step 4: push the image by digest; no tag yet."""
-    state = ReleaseState.load(target)
-    state.require("describe")
-    layout = _layout(target, state)
-    ref = _ref(state)
+    state, layout, ref = _resume(target, "describe")
     pushed = _step("push", lambda: client.push_layout(layout, ref.repository))
     if pushed.digest != state.manifest_digest:
         raise ReleaseError(f"the registry holds {pushed.digest}, not the built {state.manifest_digest}")
@@ -227,10 +226,7 @@ def _described(target: Path, state: ReleaseState, name: str) -> Path:
 
 def sign(target: Path, client: RegistryClient, signer: ReleaseSigner) -> ReleaseState:
     """Step 5: sign the pushed digest and attest the SBOM and the provenance."""
-    state = ReleaseState.load(target)
-    state.require("push")
-    _layout(target, state)
-    ref = _ref(state)
+    state, _, ref = _resume(target, "push")
     predicates = [
         (dsse.PREDICATE_TYPES["cyclonedx"], json.loads(_described(target, state, "sbom").read_text())),
         (dsse.PREDICATE_TYPES["slsaprovenance1"], json.loads(_described(target, state, "provenance").read_text())),
@@ -246,10 +242,7 @@ def sign(target: Path, client: RegistryClient, signer: ReleaseSigner) -> Release
 
 def verify(target: Path, client: RegistryClient, policy: VerificationPolicy) -> ReleaseState:
     """Step 6: verify the registry's copy; export its signatures for air-gapped checks."""
-    state = ReleaseState.load(target)
-    state.require("sign")
-    _layout(target, state)
-    ref = _ref(state)
+    state, _, ref = _resume(target, "sign")
     pinned = ref.with_digest(state.manifest_digest)
     verified = _step("verify", lambda: verify_image(pinned, policy, client=client, attestations=ATTESTED))
     _step("verify", lambda: export_offline(RegistryStore(client, ref.repository), state.manifest_digest, target))
@@ -260,10 +253,7 @@ def verify(target: Path, client: RegistryClient, policy: VerificationPolicy) -> 
 
 def tag(target: Path, client: RegistryClient) -> ReleaseState:
     """Step 7: the version tag, on the manifest that verified."""
-    state = ReleaseState.load(target)
-    state.require("verify")
-    layout = _layout(target, state)
-    ref = _ref(state)
+    state, layout, ref = _resume(target, "verify")
     put = _step(
         "tag",
         lambda: client.put_manifest(ref.repository, state.version, layout.manifest_bytes, layout.manifest.media_type),
@@ -277,10 +267,8 @@ def tag(target: Path, client: RegistryClient) -> ReleaseState:
 
 def manifest(target: Path) -> dict[str, Any]:
     """Step 8: write ``release.json`` from the state (the only writer of that file)."""
-    state = ReleaseState.load(target)
+    state, _, ref = _resume(target, "tag")
     tagged = state.require("tag")
-    _layout(target, state)
-    ref = _ref(state)
     described = state.require("describe")
     for name in ("sbom", "provenance"):
         _described(target, state, name)
