@@ -77,7 +77,7 @@ def compact(
             atomic_write(wal, json.dumps(plan).encode())
         day = date.fromisoformat(plan["today"])
         # Resuming, files this plan wrote before the kill may still wait for their seal.
-        sealer = _Sealer(journal, adopt=resumed)
+        sealer = _Sealer(journal, crash_at, adopt=resumed)
         schedules = plan.get("schedules", list(SCHEDULES))
         gaps = weeks = 0
         if "daily" in schedules:
@@ -91,7 +91,7 @@ def compact(
         if plan["quarters"]:
             crash_at("truncate")
             for rel in (DECISIONS, POSTURE):
-                _truncate(journal, rel, set(plan["quarters"]))
+                _truncate(journal, crash_at, rel, set(plan["quarters"]))
         if "daily" in schedules:
             crash_at("hot")
             _trim_hot(journal)
@@ -120,12 +120,14 @@ class _Sealer:
     a summary changed by hand since.
     """
 
-    def __init__(self, journal: Journal, *, adopt: bool) -> None:
+    def __init__(self, journal: Journal, crash_at: Callable[[str], None], *, adopt: bool) -> None:
         self._journal = journal
+        self._crash_at = crash_at
         self._adopt = adopt
         self._known = set(seals.latest(journal.root)) if adopt else set()
 
     def wrote(self, rel: str) -> None:
+        self._crash_at(f"seal:{rel}")  # written, not yet sealed
         self._journal.seal(rel)
 
     def exists(self, rel: str) -> bool:
@@ -223,7 +225,7 @@ def _archive_quarter(journal: Journal, crash_at: Callable[[str], None], quarter:
         sealer.wrote(f"cold/{quarter}/shard.sqlite")
 
 
-def _truncate(journal: Journal, rel: Path, quarters: set[str]) -> None:
+def _truncate(journal: Journal, crash_at: Callable[[str], None], rel: Path, quarters: set[str]) -> None:
     entries, bad = read_jsonl(journal.root / rel, journal.root)
     keep = [e.data for e in entries if jf.quarter(str(e.data.get("ts", ""))) not in quarters]
     dropped = [e.data for e in entries if jf.quarter(str(e.data.get("ts", ""))) in quarters]
@@ -231,5 +233,6 @@ def _truncate(journal: Journal, rel: Path, quarters: set[str]) -> None:
         return
     # The first kept entry links to the last archived one: record that anchor first.
     atomic_write(journal.root / rel.with_suffix(".anchor"), str(dropped[-1]["hash"]).encode())
+    crash_at(f"anchored:{rel.name}")  # anchored, the archived entries not yet cut
     lines = [json.dumps(d, sort_keys=True) for d in keep] + [b.data["raw"] for b in bad]
     atomic_write(journal.root / rel, "".join(line + "\n" for line in lines).encode())
