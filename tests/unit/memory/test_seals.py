@@ -11,7 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from terminai_apts.errors import MemoryStoreError
+from terminai_apts.errors import IntegrityError, MemoryStoreError
 from terminai_apts.memory import seals
 from terminai_apts.memory.api import ThermalMemory
 from terminai_apts.memory.journal import CHAIN, DECISIONS, GENESIS, MemoryJournal
@@ -117,3 +117,10 @@ def test_append_reads_only_the_chain_tail(tmp_path: Path, monkeypatch: pytest.Mo
     entry = j.write_decision("next", "r", "o", "agent", True, timestamp="2024-01-03T00:00:00Z")
     assert entry["prev"] == prev and prev != GENESIS
     assert sum(read) < 200_000 < size  # the tail (and the hot buffer's rebuild), not the 20,000 entries
+
+
+def test_a_changed_journal_is_not_indexed(journal: MemoryJournal) -> None:
+    summary = journal.root / "cold/2024-Q1/summary.md"
+    summary.write_text(summary.read_text() + "- 2024-03-31 a decision nobody made\n")
+    with pytest.raises(IntegrityError, match=r"refusing to index a changed journal: cold/2024-Q1/summary\.md"):
+        journal.build_index([], rebuild=True)

@@ -358,11 +358,20 @@ class MemoryJournal:
     def build_index(self, extra: list[NewMemory], *, rebuild: bool) -> tuple[str, int]:
         """Build or update the live index (open quarters and summaries, plus ``extra``) and seal it.
 
-        The seal is withdrawn first: a crash while the index is written leaves an index
-        that ``verify`` reports as an interrupted write (rebuild it), not as tampering.
+        A journal whose chains or sealed files were changed is refused (the index would
+        serve the changed text). The seal is withdrawn first: a crash while the index is
+        written leaves an index that ``verify`` reports as an interrupted write (rebuild
+        it), not as tampering.
         """
         db = self.root / checks.LIVE_INDEX
         with self.lock():
+            changed = [p for p in self.verify() if p.file != checks.LIVE_INDEX]
+            if changed:
+                # The index would serve (and its seal bless) whatever was changed.
+                raise IntegrityError(
+                    f"refusing to index a changed journal: {changed[0].file}:{changed[0].line}: {changed[0].reason}",
+                    hint=f"run `terminai-apts memory verify {self.root}` and restore the files it names",
+                )
             records = self.records(cold=False) + extra
             seals.record(self.root, checks.LIVE_INDEX, None, self._torn(str(seals.SEALS)))
             if rebuild or not db.exists():
