@@ -46,8 +46,10 @@ def compact(
     summary per closed ISO week, written once); quarterly: ``archive:Q`` (cold copies of
     each closed quarter's entries, then its summary and sealed shard) and ``truncate``
     (warm files keep only open-quarter entries, anchored to the archived tail hash);
-    daily again: ``hot`` (trim the rolling buffers); ``done`` (remove the plan). A plan
-    left by a killed run is finished first, whatever ``only`` asks.
+    daily again: ``hot`` (trim the rolling buffers); ``done`` (remove the plan). Every file
+    written is sealed right after (crash point ``seal:REL``); resuming, a file the killed
+    run wrote but did not seal is sealed then. A plan left by a killed run is finished
+    first, whatever ``only`` asks; temporary files of dead writers are removed.
     """
     if only not in (None, *SCHEDULES):
         raise UsageError(f"compaction schedule must be one of {', '.join(SCHEDULES)}, not {only!r}")

@@ -4,10 +4,14 @@ Layout under ``root``: ``hot/`` (``session_context.md`` ≤ 200 lines, ``active_
 ``recent_decisions.jsonl`` rolling 10, ``posture_log.jsonl`` rolling 20 transitions),
 ``warm/`` (``daily/YYYY-MM-DD.md`` written once, ``decisions/decisions.jsonl`` and
 ``posture_history.jsonl`` append-only and hash-chained) and ``cold/YYYY-Qn/`` (archive,
-summary and a sealed SQLite shard). Writers hold ``root/.lock`` (``flock``); every file is
-replaced by write-temp + fsync + rename, and compaction runs from a write-ahead plan whose
-steps are idempotent, so a kill at any instant loses and duplicates nothing. Writes never
-call back into anything: memory never triggers execution.
+summary and a sealed SQLite shard). ``warm/seals.jsonl`` chains the sha256 of every
+derived file a query can read (summaries, shards, the live ``index.sqlite``) and
+``quarantine.jsonl`` the lines moved out of the chains; :mod:`~terminai_apts.memory.checks`
+verifies every file. Writers hold ``root/.lock`` (``flock``); chains are appended in
+constant time (:mod:`~terminai_apts.memory.chainfile`), every other file is replaced by
+write-temp + fsync + rename, and compaction runs from a write-ahead plan whose steps are
+idempotent, so a kill at any instant loses and duplicates nothing. Writes never call back
+into anything: memory never triggers execution.
 """
 
 from __future__ import annotations
