@@ -152,8 +152,12 @@ def _walk(
     out: list[dict[str, object]] = []
     for path in files:
         name = str(path.relative_to(root))
-        lines = numbered_lines(path)
-        if lines and not path.read_bytes().endswith(b"\n") and ledger.parse(lines[-1][1]) is None:
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raw = b""
+        lines = [(n, line) for n, line in enumerate(raw.splitlines(), start=1) if line.strip()]
+        if lines and not raw.endswith(b"\n") and ledger.parse(lines[-1][1]) is None:
             report.add(
                 name,
                 lines[-1][0],
