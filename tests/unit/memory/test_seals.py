@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import subprocess
 from datetime import date
 from pathlib import Path
 from types import SimpleNamespace
@@ -124,3 +125,22 @@ def test_a_changed_journal_is_not_indexed(journal: MemoryJournal) -> None:
     summary.write_text(summary.read_text() + "- 2024-03-31 a decision nobody made\n")
     with pytest.raises(IntegrityError, match=r"refusing to index a changed journal: cold/2024-Q1/summary\.md"):
         journal.build_index([], rebuild=True)
+
+
+def test_seals_agree_with_sha256sum_and_chain_by_the_documented_formula(journal: MemoryJournal) -> None:
+    """An oracle this code did not write: coreutils' sha256sum, and the chain formula with hashlib."""
+    newest: dict[str, str] = {}
+    prev = GENESIS
+    for line in (journal.root / seals.SEALS).read_text().splitlines():
+        record = json.loads(line)
+        body = {k: v for k, v in record.items() if k != "hash"}
+        canonical = json.dumps(body, sort_keys=True, separators=(",", ":")).encode()
+        assert record["prev"] == prev and record["hash"] == hashlib.sha256(canonical).hexdigest()
+        prev = record["hash"]
+        if record["sha256"] is not None and "size" not in record:
+            newest[record["file"]] = record["sha256"]
+    assert {"index.sqlite", SHARD, "cold/2024-Q1/summary.md"} <= set(newest)
+    out = subprocess.run(
+        ["sha256sum", *newest], cwd=journal.root, check=True, capture_output=True, text=True
+    ).stdout.splitlines()
+    assert {name: digest for digest, name in (row.split(maxsplit=1) for row in out)} == newest
