@@ -149,7 +149,7 @@ def test_compaction_killed_at_every_step_loses_and_duplicates_nothing(tmp_path: 
     assert report["quarters_archived"] == 2
     warm = [json.loads(x)["ts"][:7] for x in (tmp_path / DECISIONS).read_text().splitlines()]
     assert warm == ["2024-07", "2024-07"]
-    db = tmp_path / "idx.db"
+    db = tmp_path.parent / f"{tmp_path.name}-idx.db"  # outside the journal: verify reports strangers
     store.build(db, j.records())
     with ThermalMemory(db) as mem:
         summaries = [*(tmp_path / "warm/daily").glob("*.md"), *(tmp_path / "warm/weekly").glob("*.md")]
@@ -194,7 +194,7 @@ def test_superseding_decision_marks_the_old_record(tmp_path: Path) -> None:
     new = j.write_decision(
         "use sqlite with fts5", "faster", "ok", "agent", True, supersedes=old["hash"], timestamp="2024-02-01T00:00:00Z"
     )
-    db = tmp_path / "idx.db"
+    db = tmp_path.parent / f"{tmp_path.name}-idx.db"  # outside the journal: verify reports strangers
     store.build(db, j.records())
     later = j.write_decision(
         "use sqlite with fts5 and trigram",

@@ -92,26 +92,39 @@ def _cmd_index(args: argparse.Namespace) -> int:
             f"no source to index into {db}",
             hint="name one: --journal DIR, --archive FILE (repeatable), or pass a journal directory as DB",
         )
-    if db.is_dir():
-        # A journal directory gets its live index; sealed quarters are searched in their shards.
-        records += MemoryJournal(db).records(cold=False)
-        db = db / LIVE_INDEX
     if args.journal:
         records += MemoryJournal(journal_root(args.journal)).records()
     for archive in args.archive or []:
         records += import_archive(Path(archive))
+    if db.is_dir():
+        # A journal directory gets its live index (sealed in its chain); sealed quarters are
+        # searched in their shards.
+        journal = MemoryJournal(db)
+        live = db / LIVE_INDEX
+        if args.rebuild and live.exists() and not records and not journal.records(cold=False):
+            _refuse_empty_rebuild(live)
+        what, n = journal.build_index(records, rebuild=args.rebuild)
+        return _emit(
+            args,
+            {what: n},
+            f"{what} {live} with {n} records" if what == "built" else f"added {n} new records to {live}",
+        )
     if args.rebuild and db.exists() and not records:
-        held = _indexed(db)
-        if held:
-            raise UsageError(
-                f"refusing to rebuild {db} from sources holding no records: it would drop all {held}",
-                hint="check the --journal/--archive paths; to start over, delete the index file first",
-            )
+        _refuse_empty_rebuild(db)
     if args.rebuild or not db.exists():
         n = store.build(db, records)
         return _emit(args, {"built": n}, f"built {db} with {n} records")
     n = store.append(db, records)
     return _emit(args, {"added": n}, f"added {n} new records to {db}")
+
+
+def _refuse_empty_rebuild(db: Path) -> None:
+    held = _indexed(db)
+    if held:
+        raise UsageError(
+            f"refusing to rebuild {db} from sources holding no records: it would drop all {held}",
+            hint="check the --journal/--archive paths; to start over, delete the index file first",
+        )
 
 
 def _open(args: argparse.Namespace) -> ThermalMemory:
@@ -195,21 +208,48 @@ def journal_root(path: str) -> Path:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    problems = MemoryJournal(journal_root(args.journal)).verify()
+    journal = MemoryJournal(journal_root(args.journal))
+    repaired = journal.repair() if args.repair else []
+    report = journal.inspect()
+    lines = [*repaired, *(f"{p.file}:{p.line}: {p.reason}" for p in report.problems)]
+    lines += [f"{p.file}:{p.line}: pending: {p.reason}" for p in report.pending]
     _emit(
         args,
-        {"ok": not problems, "problems": [asdict(p) for p in problems]},
-        "journal chains intact" if not problems else "\n".join(f"{p.file}:{p.line}: {p.reason}" for p in problems),
+        {
+            "ok": not report.problems and not report.pending,
+            "problems": [asdict(p) for p in report.problems],
+            "pending": [asdict(p) for p in report.pending],
+            "repaired": repaired,
+        },
+        "\n".join(lines) if lines and (report.problems or report.pending) else "\n".join([*repaired, "journal intact"]),
     )
-    if problems:
-        raise IntegrityError(f"journal chain broken at {problems[0].file}:{problems[0].line}: {problems[0].reason}")
+    if report.problems:
+        first = report.problems[0]
+        raise IntegrityError(
+            f"journal chain broken at {first.file}:{first.line}: {first.reason}",
+            hint="restore the named files from backup; answers from this journal must not be trusted",
+        )
+    if report.pending:
+        command = (
+            f"terminai-apts memory compact {journal.root}"
+            if report.compaction
+            else f"terminai-apts memory verify {journal.root} --repair"
+        )
+        first = report.pending[0]
+        raise JournalError(
+            f"journal needs recovery, nothing recorded was changed: {first.file}: {first.reason}",
+            hint=f"complete it: {command}",
+        )
     return 0
 
 
 def _cmd_compact(args: argparse.Namespace) -> int:
     journal = MemoryJournal(journal_root(args.journal))
+    sealed = journal.seal_existing() if args.seal_existing else []
     moved = journal.quarantine()
     report = {**journal.compact(only=args.only), "quarantined": moved}
+    if args.seal_existing:
+        report["sealed"] = len(sealed)
     return _emit(args, report, ", ".join(f"{k}={v}" for k, v in report.items()))
 
 
@@ -266,8 +306,12 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p = parser("summarize", _cmd_summarize, "short digest of the best matches")
     p.add_argument("query")
     p.add_argument("--max-results", type=int, default=5)
-    p = parser("verify", _cmd_verify, "check the journal hash chains", db=False)
+    p = parser("verify", _cmd_verify, "check the journal's chains and every sealed file", db=False)
     p.add_argument("journal", help="journal root directory")
+    p.add_argument("--repair", action="store_true", help="first finish interrupted operations (never edits history)")
     p = parser("compact", _cmd_compact, "quarantine corrupt lines, then compact the journal", db=False)
     p.add_argument("journal", help="journal root directory")
     p.add_argument("--only", choices=SCHEDULES, help="run one schedule (default: daily, weekly and quarterly)")
+    p.add_argument(
+        "--seal-existing", action="store_true", help="first seal the files of a journal written before seals were kept"
+    )

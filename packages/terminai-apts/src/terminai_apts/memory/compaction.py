@@ -13,9 +13,11 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
+from terminai_apts import durable
 from terminai_apts.errors import UsageError
 from terminai_apts.memory import journal_files as jf
-from terminai_apts.memory import store
+from terminai_apts.memory import seals, store
+from terminai_apts.memory.checks import TEMP
 from terminai_apts.memory.journal_files import DECISIONS, POSTURE, atomic_write, read_jsonl
 from terminai_apts.memory.records import NewMemory
 
@@ -30,6 +32,7 @@ class Journal(Protocol):
     def lock(self) -> AbstractContextManager[None]: ...
     def entries(self) -> tuple[list[jf.Entry], list[jf.Entry]]: ...
     def records(self, *, cold: bool = True) -> list[NewMemory]: ...
+    def seal(self, rel: str) -> None: ...
 
 
 def compact(
@@ -43,15 +46,20 @@ def compact(
     summary per closed ISO week, written once); quarterly: ``archive:Q`` (cold copies of
     each closed quarter's entries, then its summary and sealed shard) and ``truncate``
     (warm files keep only open-quarter entries, anchored to the archived tail hash);
-    daily again: ``hot`` (trim the rolling buffers); ``done`` (remove the plan). A plan
-    left by a killed run is finished first, whatever ``only`` asks.
+    daily again: ``hot`` (trim the rolling buffers); ``done`` (remove the plan). Every file
+    written is sealed right after (crash point ``seal:REL``); resuming, a file the killed
+    run wrote but did not seal is sealed then. A plan left by a killed run is finished
+    first, whatever ``only`` asks; temporary files of dead writers are removed.
     """
     if only not in (None, *SCHEDULES):
         raise UsageError(f"compaction schedule must be one of {', '.join(SCHEDULES)}, not {only!r}")
     today = today or datetime.now(UTC).date()
     with journal.lock():
+        # Writers hold the lock while a temporary file exists: any left now is a dead writer's.
+        remove_temporaries(journal.root)
         wal = journal.root / "compaction.wal"
-        if wal.exists():
+        resumed = wal.exists()
+        if resumed:
             plan = json.loads(wal.read_text())
         else:
             crash_at("plan")
@@ -70,26 +78,68 @@ def compact(
             plan = {"today": today.isoformat(), "schedules": schedules, "quarters": quarters}
             atomic_write(wal, json.dumps(plan).encode())
         day = date.fromisoformat(plan["today"])
+        # Resuming, files this plan wrote before the kill may still wait for their seal.
+        sealer = _Sealer(journal, crash_at, adopt=resumed)
         schedules = plan.get("schedules", list(SCHEDULES))
         gaps = weeks = 0
         if "daily" in schedules:
             crash_at("daily")
-            gaps = _daily_gaps(journal, day)
+            gaps = _daily_gaps(journal, day, sealer)
         if "weekly" in schedules:
             crash_at("weekly")
-            weeks = _weekly_summaries(journal, day)
+            weeks = _weekly_summaries(journal, day, sealer)
         for quarter in plan["quarters"]:
-            _archive_quarter(journal, crash_at, quarter)
+            _archive_quarter(journal, crash_at, quarter, sealer)
         if plan["quarters"]:
             crash_at("truncate")
             for rel in (DECISIONS, POSTURE):
-                _truncate(journal, rel, set(plan["quarters"]))
+                _truncate(journal, crash_at, rel, set(plan["quarters"]))
         if "daily" in schedules:
             crash_at("hot")
             _trim_hot(journal)
         crash_at("done")
         wal.unlink()
+        durable.fsync_dir(journal.root)
+        remove_temporaries(journal.root)
     return {"gap_markers": gaps, "weekly_summaries": weeks, "quarters_archived": len(plan["quarters"])}
+
+
+def remove_temporaries(root: Path) -> list[str]:
+    """Delete temporary files dead writers left (call with the journal's lock held); returns them."""
+    removed: list[str] = []
+    for path in sorted(root.rglob(".*.tmp*")):
+        rel = str(path.relative_to(root))
+        if path.is_file() and TEMP.fullmatch(rel):
+            path.unlink()
+            removed.append(rel)
+    return removed
+
+
+class _Sealer:
+    """Seals what compaction writes; resuming, also what the killed run wrote but did not seal.
+
+    A file already sealed is never sealed again here: compaction would otherwise bless
+    a summary changed by hand since.
+    """
+
+    def __init__(self, journal: Journal, crash_at: Callable[[str], None], *, adopt: bool) -> None:
+        self._journal = journal
+        self._crash_at = crash_at
+        self._adopt = adopt
+        self._known = set(seals.latest(journal.root)) if adopt else set()
+
+    def wrote(self, rel: str) -> None:
+        self._crash_at(f"seal:{rel}")  # written, not yet sealed
+        self._journal.seal(rel)
+
+    def exists(self, rel: str) -> bool:
+        """True when ``rel`` exists (sealing it first if the killed run wrote it): skip writing it."""
+        if not (self._journal.root / rel).exists():
+            return False
+        if self._adopt and rel not in self._known:
+            self._journal.seal(rel)
+            self._known.add(rel)
+        return True
 
 
 def _trim_hot(journal: Journal) -> None:
@@ -102,7 +152,7 @@ def _trim_hot(journal: Journal) -> None:
             )
 
 
-def _weekly_summaries(journal: Journal, today: date) -> int:
+def _weekly_summaries(journal: Journal, today: date, sealer: _Sealer) -> int:
     """One ``warm/weekly/YYYY-Www.md`` per closed ISO week with activity; never rewritten."""
     good, _bad = journal.entries()
     by_week: dict[str, list[dict[str, Any]]] = {}
@@ -111,8 +161,9 @@ def _weekly_summaries(journal: Journal, today: date) -> int:
             by_week.setdefault(jf.week(str(e.data["ts"])), []).append(e.data)
     written = 0
     for week, items in sorted(by_week.items()):
-        path = journal.root / "warm/weekly" / f"{week}.md"
-        if week >= jf.week(today.isoformat()) or path.exists():
+        rel = f"warm/weekly/{week}.md"
+        path = journal.root / rel
+        if week >= jf.week(today.isoformat()) or sealer.exists(rel):
             continue
         lines = ["<!-- source: compaction -->", f"# {week}: {len(items)} entries", ""]
         for d in sorted(items, key=lambda d: str(d.get("ts"))):
@@ -123,11 +174,12 @@ def _weekly_summaries(journal: Journal, today: date) -> int:
             )
             lines.append(f"- {str(d.get('ts'))[:10]} {what}")
         atomic_write(path, ("\n".join(lines) + "\n").encode())
+        sealer.wrote(rel)
         written += 1
     return written
 
 
-def _daily_gaps(journal: Journal, today: date) -> int:
+def _daily_gaps(journal: Journal, today: date, sealer: _Sealer) -> int:
     good, _bad = journal.entries()
     days = {str(e.data.get("ts", ""))[:10] for e in good if e.data.get("ts")}
     if not days:
@@ -135,18 +187,19 @@ def _daily_gaps(journal: Journal, today: date) -> int:
     written = 0
     day = date.fromisoformat(min(days))
     while day < today:
-        path = journal.root / "warm/daily" / f"{day.isoformat()}.md"
-        if day.isoformat() not in days and not path.exists():
+        rel = f"warm/daily/{day.isoformat()}.md"
+        if day.isoformat() not in days and not sealer.exists(rel):
             atomic_write(
-                path,
+                journal.root / rel,
                 f"<!-- source: compaction; gap marker -->\nNo activity recorded on {day.isoformat()}.\n".encode(),
             )
+            sealer.wrote(rel)
             written += 1
         day += timedelta(days=1)
     return written
 
 
-def _archive_quarter(journal: Journal, crash_at: Callable[[str], None], quarter: str) -> None:
+def _archive_quarter(journal: Journal, crash_at: Callable[[str], None], quarter: str, sealer: _Sealer) -> None:
     folder = journal.root / "cold" / quarter
     for rel in (DECISIONS, POSTURE):
         target = folder / rel.name
@@ -158,21 +211,23 @@ def _archive_quarter(journal: Journal, crash_at: Callable[[str], None], quarter:
         atomic_write(target, jf.jsonl(chosen))
     crash_at(f"summary:{quarter}")
     summary = folder / "summary.md"
-    if not summary.exists():
+    if not sealer.exists(f"cold/{quarter}/summary.md"):
         entries, _b = read_jsonl(folder / DECISIONS.name, journal.root)
         lines = [f"# {quarter}: {len(entries)} decisions", ""] + [
             f"- {e.data.get('ts', '')[:10]} {e.data.get('decision', '')}" for e in entries
         ]
         atomic_write(summary, ("\n".join(lines) + "\n").encode())
+        sealer.wrote(f"cold/{quarter}/summary.md")
     crash_at(f"shard:{quarter}")
     shard = folder / "shard.sqlite"
-    if not shard.exists():
+    if not sealer.exists(f"cold/{quarter}/shard.sqlite"):
         recs = [r for r in journal.records() if r.origin.startswith(f"cold/{quarter}/")]
-        store.build(shard, recs, first_id=store.shard_base(quarter) + 1)
+        store.build(shard, recs, first_id=store.shard_base(quarter) + 1, meta=seals.SEALED_META)
         shard.chmod(0o444)  # sealed: opened with immutable=1 from now on
+        sealer.wrote(f"cold/{quarter}/shard.sqlite")
 
 
-def _truncate(journal: Journal, rel: Path, quarters: set[str]) -> None:
+def _truncate(journal: Journal, crash_at: Callable[[str], None], rel: Path, quarters: set[str]) -> None:
     entries, bad = read_jsonl(journal.root / rel, journal.root)
     keep = [e.data for e in entries if jf.quarter(str(e.data.get("ts", ""))) not in quarters]
     dropped = [e.data for e in entries if jf.quarter(str(e.data.get("ts", ""))) in quarters]
@@ -180,5 +235,6 @@ def _truncate(journal: Journal, rel: Path, quarters: set[str]) -> None:
         return
     # The first kept entry links to the last archived one: record that anchor first.
     atomic_write(journal.root / rel.with_suffix(".anchor"), str(dropped[-1]["hash"]).encode())
+    crash_at(f"anchored:{rel.name}")  # anchored, the archived entries not yet cut
     lines = [json.dumps(d, sort_keys=True) for d in keep] + [b.data["raw"] for b in bad]
     atomic_write(journal.root / rel, "".join(line + "\n" for line in lines).encode())

@@ -4,27 +4,31 @@ Layout under ``root``: ``hot/`` (``session_context.md`` ≤ 200 lines, ``active_
 ``recent_decisions.jsonl`` rolling 10, ``posture_log.jsonl`` rolling 20 transitions),
 ``warm/`` (``daily/YYYY-MM-DD.md`` written once, ``decisions/decisions.jsonl`` and
 ``posture_history.jsonl`` append-only and hash-chained) and ``cold/YYYY-Qn/`` (archive,
-summary and a sealed SQLite shard). Writers hold ``root/.lock`` (``flock``); every file is
-replaced by write-temp + fsync + rename, and compaction runs from a write-ahead plan whose
-steps are idempotent, so a kill at any instant loses and duplicates nothing. Writes never
-call back into anything: memory never triggers execution.
+summary and a sealed SQLite shard). ``warm/seals.jsonl`` chains the sha256 of every
+derived file a query can read (summaries, shards, the live ``index.sqlite``) and
+``quarantine.jsonl`` the lines moved out of the chains; :mod:`~terminai_apts.memory.checks`
+verifies every file. Writers hold ``root/.lock`` (``flock``); chains are appended in
+constant time (:mod:`~terminai_apts.memory.chainfile`), every other file is replaced by
+write-temp + fsync + rename, and compaction runs from a write-ahead plan whose steps are
+idempotent, so a kill at any instant loses and duplicates nothing. Writes never call back
+into anything: memory never triggers execution.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
 from typing import Any
 
-from terminai_apts import ledger
 from terminai_apts.errors import IntegrityError, JournalError, UsageError
-from terminai_apts.memory import compaction
+from terminai_apts.memory import chainfile, checks, compaction, seals, store
+from terminai_apts.memory.checks import HOT_DECISIONS, HOT_POSTURE, QUARANTINE, ChainProblem
 from terminai_apts.memory.compaction import SCHEDULES
 from terminai_apts.memory.journal_files import (
     DECISIONS,
@@ -33,7 +37,6 @@ from terminai_apts.memory.journal_files import (
     atomic_write,
     jsonl,
     now,
-    numbered_lines,
     read_jsonl,
     week_end,
 )
@@ -54,19 +57,9 @@ __all__ = [
     "read_jsonl",
 ]
 
-GENESIS = ledger.GENESIS
-# sha256 over the canonical JSON without ``hash``: the scheme the launcher's audit ledger uses.
-CHAIN = ledger.Chain(prev_prefix=False)
+GENESIS = chainfile.GENESIS
+CHAIN = chainfile.CHAIN
 MAX_CONTEXT_LINES = 200
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ChainProblem:
-    """The first entry where a hash chain breaks: file, 1-based line and what is wrong."""
-
-    file: str
-    line: int
-    reason: str
 
 
 def entry_hash(body: dict[str, Any]) -> str:
@@ -81,6 +74,7 @@ class MemoryJournal:
         self.root = Path(root)
         # Test hook: called with each compaction step name before it runs (crash injection).
         self._crash_at = crash_at or (lambda _step: None)
+        self._sealing = False
 
     # ------------------------------------------------------------ locking and appends
     @contextmanager
@@ -94,27 +88,51 @@ class MemoryJournal:
             finally:
                 fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
-    def _tail_hash(self, rel: Path) -> str:
-        entries, _bad = read_jsonl(self.root / rel, self.root)
-        if entries:
-            return str(entries[-1].data.get("hash", GENESIS))
+    def _anchor(self, rel: Path) -> str:
         anchor = self.root / rel.with_suffix(".anchor")
         return anchor.read_text().strip() if anchor.exists() else GENESIS
 
     def _append(self, rel: Path, body: dict[str, Any]) -> dict[str, Any]:
-        entry = CHAIN.seal(body, self._tail_hash(rel))
-        path = self.root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
-        try:
-            ledger.append(fd, [entry])
-        finally:
-            os.close(fd)
-        return entry
+        """Append to a chain in constant time: its head is read from the file's tail, not the whole file."""
+        return chainfile.append(self.root / rel, body, genesis=lambda: self._anchor(rel), on_torn=self._torn(str(rel)))
 
-    def _roll(self, rel: Path, body: dict[str, Any], keep: int) -> None:
+    def _torn(self, rel: str) -> Callable[[int, bytes], None]:
+        """What to do with a torn last line of ``rel``: move it to the quarantine chain."""
+
+        def keep(offset: int, raw: bytes) -> None:
+            self._quarantine_line(rel, {"offset": offset, "reason": "torn last line"}, raw)
+
+        return keep
+
+    def _quarantine_line(self, rel: str, where: dict[str, Any], raw: bytes) -> None:
+        body = {"kind": "quarantine", "file": rel, **where, "raw": raw.decode("utf-8", "replace"), "ts": now()}
+        # A torn quarantine record only repeats bytes still in the file it came from: cut it.
+        chainfile.append(self.root / QUARANTINE, body, on_torn=lambda _offset, _raw: None)
+        if not self._sealing:  # sealing may quarantine a torn seal line: that one is sealed next time
+            self._sealing = True
+            try:
+                seals.seal_file(self.root, str(QUARANTINE), self._torn(str(seals.SEALS)), prefix=True)
+            finally:
+                self._sealing = False
+
+    def seal(self, rel: str) -> None:
+        """Record the current sha256 of ``root/rel`` in the seal chain (the caller holds the lock)."""
+        seals.seal_file(self.root, rel, self._torn(str(seals.SEALS)))
+
+    def _roll(self, rel: Path, entry: dict[str, Any], keep: int, chain: Path) -> None:
+        """Add ``entry`` to a rolling hot buffer: the last ``keep`` entries of ``chain``.
+
+        When the buffer does not end at ``entry``'s predecessor (a crash came between the
+        chain append and this write), it is rebuilt from the chain's tail instead.
+        """
         entries, _bad = read_jsonl(self.root / rel, self.root)
-        kept = [*[e.data for e in entries][-(keep - 1) :], body]
+        kept = [e.data for e in entries]
+        if (kept and kept[-1].get("hash") == entry.get("prev")) or (
+            not kept and entry.get("prev") == self._anchor(chain)
+        ):
+            kept = [*kept, entry][-keep:]
+        else:
+            kept = [dict(r) for r in self._chain_tail(chain, keep)]
         atomic_write(self.root / rel, jsonl(kept))
 
     # ------------------------------------------------------------ hot and warm writes
@@ -159,7 +177,7 @@ class MemoryJournal:
                     )
                 body["supersedes"] = supersedes
             entry = self._append(DECISIONS, body)
-            self._roll(Path("hot/recent_decisions.jsonl"), entry, 10)
+            self._roll(HOT_DECISIONS, entry, 10, DECISIONS)
         return entry
 
     def update_posture(
@@ -167,7 +185,7 @@ class MemoryJournal:
     ) -> dict[str, Any] | None:
         """Record a posture transition; the same posture twice in a row records nothing."""
         with self.lock():
-            hot = Path("hot/posture_log.jsonl")
+            hot = HOT_POSTURE
             entries, _bad = read_jsonl(self.root / hot, self.root)
             if entries and entries[-1].data.get("posture") == posture:
                 return None
@@ -181,7 +199,7 @@ class MemoryJournal:
                 "reason": reason,
             }
             entry = self._append(POSTURE, body)
-            self._roll(hot, entry, 20)
+            self._roll(hot, entry, 20, POSTURE)
         return entry
 
     def write_session_context(self, text: str) -> None:
@@ -206,10 +224,16 @@ class MemoryJournal:
         except ValueError:
             raise UsageError(f"day {day!r} is not YYYY-MM-DD") from None
         path = self.root / "warm/daily" / f"{day}.md"
+        data = f"<!-- source: {source}; written: {now()} -->\n{text.rstrip()}\n".encode()
         with self.lock():
             if path.exists():
                 raise JournalError(f"daily summary {path.name} already exists and is never modified")
-            atomic_write(path, f"<!-- source: {source}; written: {now()} -->\n{text.rstrip()}\n".encode())
+            # Sealed before it is written: a crash in between leaves a seal whose file is
+            # missing, which verify reports as an interrupted write, not as a removal.
+            seals.record(
+                self.root, f"warm/daily/{day}.md", hashlib.sha256(data).hexdigest(), self._torn(str(seals.SEALS))
+            )
+            atomic_write(path, data)
         return path
 
     # ------------------------------------------------------------ reading and verifying
@@ -223,44 +247,36 @@ class MemoryJournal:
             bad += b
         return good, bad
 
+    def _chain_tail(self, chain: Path, count: int) -> list[dict[str, object]]:
+        """The last ``count`` entries of a chain, oldest first (from its tail, then its archives)."""
+        stem = chain.stem
+        files = [*sorted((self.root / "cold").glob(f"*-Q*/{stem}.jsonl")), self.root / chain]
+        out: list[dict[str, object]] = []
+        for path in reversed(files):
+            out = chainfile.tail_records(path, count - len(out)) + out
+            if len(out) >= count:
+                break
+        return out
+
     def _chain_files(self) -> list[Path]:
         cold = sorted((self.root / "cold").glob("*-Q*/decisions.jsonl")) + sorted(
             (self.root / "cold").glob("*-Q*/posture_history.jsonl")
         )
         return [*cold, self.root / DECISIONS, self.root / POSTURE]
 
+    def inspect(self) -> checks.Report:
+        """Every file checked (see :mod:`terminai_apts.memory.checks`): problems and pending recoveries."""
+        return checks.inspect(self.root)
+
     def verify(self) -> list[ChainProblem]:
-        """Check every chain (decisions, posture); report the first broken entry of each.
+        """What was changed: chains (first broken entry of each), anchors, hot buffers, sealed files.
 
         A file with corrupt lines reports all of them (they are what ``quarantine`` moves)
         and stops that chain; otherwise the first entry that was edited, or that does not
-        link to the one before it, is reported.
+        link to the one before it, is reported. Interrupted operations are not problems:
+        :meth:`inspect` lists them.
         """
-        problems: list[ChainProblem] = []
-        for stem in ("decisions", "posture_history"):
-            files = sorted((self.root / "cold").glob(f"*-Q*/{stem}.jsonl"))
-            files.append(self.root / (DECISIONS if stem == "decisions" else POSTURE))
-            prev = GENESIS
-            for path in files:
-                links = list(CHAIN.walk(numbered_lines(path), prev=prev))
-                name = str(path.relative_to(self.root))
-                corrupt = [link for link in links if link.record is None]
-                problems += [
-                    ChainProblem(file=name, line=c.number, reason="corrupt line (quarantined)") for c in corrupt
-                ]
-                bad = corrupt[:1] or [link for link in links if not link.ok][:1]
-                if bad and bad[0].record is not None:
-                    reason = (
-                        "entry edited (hash mismatch)"
-                        if not bad[0].intact
-                        else "entry removed or reordered before this one"
-                    )
-                    problems.append(ChainProblem(file=name, line=bad[0].number, reason=reason))
-                if bad:
-                    break
-                if links and links[-1].record is not None:
-                    prev = str(links[-1].record["hash"])
-        return problems
+        return self.inspect().problems
 
     def verify_or_raise(self) -> None:
         problems = self.verify()
@@ -272,20 +288,102 @@ class MemoryJournal:
             )
 
     def quarantine(self) -> int:
-        """Move corrupt lines out of the chained files into ``quarantine.jsonl``; returns how many."""
+        """Move corrupt lines out of the chained files into the ``quarantine.jsonl`` chain; returns how many."""
         moved = 0
         with self.lock():
             for path in self._chain_files():
                 good, bad = read_jsonl(path, self.root)
                 if not bad:
                     continue
-                with open(self.root / "quarantine.jsonl", "ab") as fh:
-                    for b in bad:
-                        fh.write((json.dumps({"file": b.file, "line": b.line, "raw": b.data["raw"]}) + "\n").encode())
-                    os.fsync(fh.fileno())
+                for b in bad:
+                    self._quarantine_line(b.file, {"line": b.line, "reason": "corrupt line"}, b.data["raw"].encode())
                 atomic_write(path, jsonl([e.data for e in good]))
                 moved += len(bad)
         return moved
+
+    def repair(self) -> list[str]:
+        """Finish what interrupted operations left (never touching history); returns what was done.
+
+        Completes an interrupted compaction, quarantines torn last lines, removes
+        temporary files, rebuilds hot buffers that lack the newest entry and gives up a
+        daily summary sealed but never written.
+        """
+        done = [f"quarantined the torn last line of {rel}" for rel in self.repair_tails()]
+        if (self.root / checks.WAL).exists():
+            self.compact()
+            done.append("completed the interrupted compaction")
+        report = self.inspect()
+        with self.lock():
+            done += [f"removed {rel}" for rel in compaction.remove_temporaries(self.root)]
+            for p in report.pending:
+                if p.file in (str(HOT_DECISIONS), str(HOT_POSTURE)):
+                    chain = DECISIONS if p.file == str(HOT_DECISIONS) else POSTURE
+                    keep = checks.HOT_KEEP[Path(p.file)]
+                    atomic_write(self.root / p.file, jsonl([dict(r) for r in self._chain_tail(chain, keep)]))
+                    done.append(f"rebuilt {p.file} from the chain")
+                elif p.file.startswith("warm/daily/") and "never written" in p.reason:
+                    seals.record(self.root, p.file, None, self._torn(str(seals.SEALS)))
+                    done.append(f"gave up the unwritten {p.file}")
+        return done
+
+    def repair_tails(self) -> list[str]:
+        """Quarantine and cut the torn last line of every chain in the warm tier; returns the files."""
+        repaired: list[str] = []
+        with self.lock():
+            for rel in (DECISIONS, POSTURE, seals.SEALS, QUARANTINE):
+                path = self.root / rel
+                if not path.exists():
+                    continue
+                fd = os.open(path, os.O_RDWR | os.O_APPEND)
+                try:
+                    if chainfile.repair_torn_tail(fd, self._torn(str(rel))):
+                        repaired.append(str(rel))
+                finally:
+                    os.close(fd)
+        return repaired
+
+    def seal_existing(self) -> list[str]:
+        """Seal the files a journal written before seals were kept holds; refused once seals exist."""
+        with self.lock():
+            if (self.root / seals.SEALS).exists():
+                raise JournalError(
+                    f"{self.root / seals.SEALS} exists: only a journal from before seals is sealed this way",
+                    hint="files not sealed in a sealed journal were added outside its API: restore or remove them",
+                )
+            found = sorted(
+                str(p.relative_to(self.root))
+                for p in self.root.rglob("*")
+                if p.is_file() and checks.SEALED.fullmatch(str(p.relative_to(self.root)))
+            )
+            for rel in found:
+                self.seal(rel)
+        return found
+
+    def build_index(self, extra: list[NewMemory], *, rebuild: bool) -> tuple[str, int]:
+        """Build or update the live index (open quarters and summaries, plus ``extra``) and seal it.
+
+        A journal whose chains or sealed files were changed is refused (the index would
+        serve the changed text). The seal is withdrawn first: a crash while the index is
+        written leaves an index that ``verify`` reports as an interrupted write (rebuild
+        it), not as tampering.
+        """
+        db = self.root / checks.LIVE_INDEX
+        with self.lock():
+            changed = [p for p in self.verify() if p.file != checks.LIVE_INDEX]
+            if changed:
+                # The index would serve (and its seal bless) whatever was changed.
+                raise IntegrityError(
+                    f"refusing to index a changed journal: {changed[0].file}:{changed[0].line}: {changed[0].reason}",
+                    hint=f"run `terminai-apts memory verify {self.root}` and restore the files it names",
+                )
+            records = self.records(cold=False) + extra
+            seals.record(self.root, checks.LIVE_INDEX, None, self._torn(str(seals.SEALS)))
+            if rebuild or not db.exists():
+                n, what = store.build(db, records, meta=seals.SEALED_META), "built"
+            else:
+                n, what = store.append(db, records), "added"
+            self.seal(checks.LIVE_INDEX)
+        return what, n
 
     def records(self, *, cold: bool = True) -> list[NewMemory]:
         """Every journal entry and summary as an index record (uid = entry hash).
@@ -349,5 +447,9 @@ class MemoryJournal:
 
     # ------------------------------------------------------------ compaction
     def compact(self, *, today: date | None = None, only: str | None = None) -> dict[str, int]:
-        """Daily, weekly and quarterly compaction (see :func:`terminai_apts.memory.compaction.compact`)."""
+        """Daily, weekly and quarterly compaction (see :func:`terminai_apts.memory.compaction.compact`).
+
+        Torn last lines are quarantined first, so no archive or truncation copies one.
+        """
+        self.repair_tails()
         return compaction.compact(self, self._crash_at, today=today, only=only)

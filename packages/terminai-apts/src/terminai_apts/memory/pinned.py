@@ -34,6 +34,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,12 @@ class FilePin:
                 f"memory index {self._path} changed while this program read it; its answers could mix two versions",
                 hint=_CHANGED_HINT,
             )
+
+    def digest(self, hasher: Callable[[int], str]) -> str:
+        """``hasher`` applied to the pinned descriptor, then the version checked (the bytes hashed are pinned)."""
+        value = hasher(self._fd)
+        self.verify()
+        return value
 
     def close(self) -> None:
         if self._fd >= 0:

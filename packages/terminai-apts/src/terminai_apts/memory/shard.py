@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,13 +88,21 @@ class Shard:
 
     ``name`` labels its plans when several shards answer together (``live``, ``2024-Q1``);
     ``block`` is the id block (``id >> SHARD_ID_BITS``) of a journal's file (None: any id)
-    and ``newest`` a date after all of a sealed quarter's own ("": unknown).
+    and ``newest`` a date after all of a sealed quarter's own ("": unknown); ``check`` runs
+    on the new connection before anything is read (a sealed shard's seal).
     """
 
     __slots__ = ("_conn", "_deadline", "bits_base", "block", "name", "newest", "ordered", "terms")
 
     def __init__(
-        self, path: str | Path, *, name: str = "", immutable: bool = False, block: int | None = None, newest: str = ""
+        self,
+        path: str | Path,
+        *,
+        name: str = "",
+        immutable: bool = False,
+        block: int | None = None,
+        newest: str = "",
+        check: Callable[[sqlite3.Connection], None] | None = None,
     ) -> None:
         target = Path(path).resolve()
         if not target.is_file():
@@ -103,6 +111,12 @@ class Shard:
             )
         try:
             conn = connect(target, immutable=immutable)
+            try:
+                if check is not None:
+                    check(conn)  # an integrity check of the opened file (sealed shards: their seal)
+            except BaseException:
+                conn.close()
+                raise
             check_schema(conn, target)
             # The FTS5 vtable constructor needs writes-looking internals: run it before the authorizer.
             conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'x' LIMIT 0").fetchall()

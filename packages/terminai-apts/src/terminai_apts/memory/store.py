@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from urllib.parse import quote
 
@@ -115,13 +115,15 @@ def build(
     *,
     first_id: int = 1,
     progress: Callable[[str, float], None] | None = None,
+    meta: Mapping[str, str] | None = None,
 ) -> int:
     """Build a fresh index at ``path`` from ``records``; returns the number of records.
 
     Written to a temporary file and renamed into place, so an aborted build never leaves
     a half-built index (a killed build with ``journal_mode=OFF`` corrupts the file).
     Duplicate uids keep the first occurrence; ids follow event time from ``first_id``.
-    ``progress`` gets each step's name and duration in seconds.
+    ``progress`` gets each step's name and duration in seconds; ``meta`` adds keys to the
+    ``meta`` table (a journal marks the files it seals).
     """
     clock = _Steps(progress)
     unique: dict[str, NewMemory] = {}
@@ -162,7 +164,12 @@ def build(
             conn.execute("DROP TABLE temp.vocab")
             conn.executemany(
                 "INSERT INTO meta(key, value) VALUES (?, ?)",
-                [("schema_version", SCHEMA_VERSION), ("ordered", "1"), ("bits_base", str(first_id))],
+                [
+                    ("schema_version", SCHEMA_VERSION),
+                    ("ordered", "1"),
+                    ("bits_base", str(first_id)),
+                    *(meta or {}).items(),
+                ],
             )
         conn.executescript(_TRIGGERS)
         conn.commit()

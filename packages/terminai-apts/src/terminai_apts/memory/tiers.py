@@ -3,7 +3,9 @@
 Quarterly compaction seals each closed quarter into ``cold/YYYY-Qn/shard.sqlite`` (ids
 from :func:`store.shard_base`, so an id names its file, and dates inside the quarter); the
 live index ``ROOT/index.sqlite`` holds the open quarters (ids below ``2**32``) and every
-summary, whatever its date. Sealed quarters open ``immutable=1`` and pinned.
+summary, whatever its date. Sealed quarters open ``immutable=1`` and pinned; in a journal
+(a directory with ``hot/``, ``warm/`` or archived chains) each is compared with its seal
+(:mod:`terminai_apts.memory.seals`) when opened.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 from pathlib import Path
 
 from terminai_apts.errors import MemoryStoreError
-from terminai_apts.memory import store
+from terminai_apts.memory import seals, store
 from terminai_apts.memory.shard import Shard
 
 LIVE_INDEX = "index.sqlite"
@@ -64,6 +66,7 @@ def _open_tiers(base: Path, sealed: list[Path], *, immutable: bool) -> list[Shar
             hint=f"build the live index: terminai-apts memory index {base}",
         )
     shards: list[Shard] = []
+    journal = seals.is_journal(base)
     try:
         if live.is_file():
             shards.append(Shard(live, name="live", immutable=immutable, block=0))
@@ -74,7 +77,10 @@ def _open_tiers(base: Path, sealed: list[Path], *, immutable: bool) -> list[Shar
                     f"{file} is not in a quarter folder (cold/YYYY-Qn/)", hint="move it out of the journal's cold/"
                 )
             block = store.shard_base(quarter) >> store.SHARD_ID_BITS
-            shards.append(Shard(file, name=quarter, immutable=True, block=block, newest=quarter_end(quarter)))
+            check = seals.check_shard(base, f"cold/{quarter}/{file.name}") if journal else None
+            shards.append(
+                Shard(file, name=quarter, immutable=True, block=block, newest=quarter_end(quarter), check=check)
+            )
     except Exception:
         _close(shards)
         raise
