@@ -262,3 +262,13 @@ def test_api_slots_escaped_before(name_check_off: None, value_check_off: None, t
 
 def test_super_spoof_escaped_before(name_check_off: None, value_check_off: None) -> None:
     assert run_here(SUPER_SPOOF) is object
+
+
+def test_the_call_check_adds_no_frame() -> None:
+    """Calls stay in the program's frame (``_call_`` checks the returned value after the
+    call): a recursion as deep as plain Python allows here still works."""
+    import sys
+
+    depth = sys.getrecursionlimit() - len(__import__("inspect").stack()) - 50
+    code = f"def f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\nresult = f({depth})"
+    assert run_here(code) == depth

@@ -186,9 +186,9 @@ def guarded_iter(obj: Any) -> Iterator[Any]:
     return _checked_items(iterator)
 
 
-def guarded_call(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
-    """``_call_``: every call in the program's code; what it returns is admitted."""
-    result = fn(*args, **kwargs)
+def guarded_call(result: object, /) -> Any:
+    """``_call_``: wraps every call in the program's code (``_call_(f(x))``); what the call
+    returned is admitted."""
     if type(result) in _PLAIN_VALUES:
         return result
     return admit(result, "call result")
