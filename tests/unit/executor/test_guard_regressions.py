@@ -272,3 +272,30 @@ def test_the_call_check_adds_no_frame() -> None:
     depth = sys.getrecursionlimit() - len(__import__("inspect").stack()) - 50
     code = f"def f(n):\n    return 0 if n == 0 else 1 + f(n - 1)\nresult = f({depth})"
     assert run_here(code) == depth
+
+
+def test_the_hot_path_skips_only_what_admit_accepts() -> None:
+    """``guarded_getattr`` returns public attributes of the builtin data types without
+    calling ``admit``; every such attribute, on an instance and nested in containers,
+    is one ``admit`` accepts, so the shortcut changes no answer."""
+    samples = ["s", 1, 1.5, b"b", bytearray(b"b"), (1,), [1], {"k": 1}, {1}, frozenset({1})]
+    assert {type(s) for s in samples} == guards._PLAIN_OWNERS
+    checked = 0
+    for sample in samples:
+        for name in dir(sample):
+            if name.startswith(guards.FORBIDDEN_ATTR_PREFIXES) or name in guards._NOT_FAST:
+                continue
+            value = guards.guarded_getattr(sample, name)
+            assert guards.admit(value, name) is value, (type(sample), name)
+            checked += 1
+    assert checked > 150
+
+
+def test_iteration_checks_items_of_every_container_kind() -> None:
+    """The one-pass scan and the per-item check both refuse a host function, whatever
+    container holds it."""
+    leak = guards.guarded_build_class
+    for container in ([1, leak], (leak,), {leak: 1}, {leak}, frozenset({leak}), {"k": leak}.values(), iter([leak])):
+        with pytest.raises(SandboxViolation, match=r"item is not allowed \(it is a function\)"):
+            list(guards.guarded_iter(container))
+    assert list(guards.guarded_iter([1, "a", (2,)])) == [1, "a", (2,)]

@@ -61,6 +61,8 @@ _PLAIN_VALUES = frozenset(
 )
 # Builtin methods bound to an instance of these are admitted without the full check.
 _PLAIN_OWNERS = frozenset({str, int, float, bytes, bytearray, tuple, list, dict, set, frozenset})
+# Containers whose items are checked by their exact types in one pass before iteration.
+_SCANNED = frozenset({list, tuple, dict, set, frozenset, type({}.keys()), type({}.values())})
 # Iterating these yields only str, int or bytes: no per-item check needed.
 _PLAIN_ITEMS = frozenset({str, bytes, bytearray, range})
 _BUILTIN_METHOD = types.BuiltinMethodType
@@ -68,6 +70,8 @@ _BUILTIN_METHOD = types.BuiltinMethodType
 # never answer themselves when read) and class views (a name and isinstance, nothing more).
 _OWN_OBJECTS = frozenset({SandboxProperty, SandboxStaticMethod, SandboxClassMethod, TypeView})
 _VIEWS: dict[type, TypeView] = {}
+# Names that never take guarded_getattr's hot path.
+_NOT_FAST = FORBIDDEN_ATTRS | FORMAT_ATTRS
 
 
 def plain_name(name: object) -> str:
@@ -151,20 +155,29 @@ _SAFE_SPECIALS: dict[str, Callable[[object], Any]] = {"__class__": sandbox_type,
 
 
 def guarded_getattr(obj: object, name: object, default: object = None, /) -> Any:
-    plain = plain_name(name)
+    plain: str = name if type(name) is str else plain_name(name)
+    if type(obj) in _PLAIN_OWNERS and not plain.startswith(FORBIDDEN_ATTR_PREFIXES) and plain not in _NOT_FAST:
+        # the hot path (`out.append`, `line.split`): a plain name on a builtin data type,
+        # whose public attributes are C methods of the instance and plain numbers, which
+        # `admit` accepts (a test checks every one), so the check is skipped, not weakened
+        return getattr(obj, plain)
     special = _SAFE_SPECIALS.get(plain)
     if special is not None:
         return special(obj)
     if type(obj) is SuperProxy and plain in SUPER_METHODS:  # super().__init__ and friends
         return admit(obj._lookup(plain), f"attribute '{plain}'")
-    _check_name(plain)
+    if plain in FORBIDDEN_ATTRS or plain.startswith(FORBIDDEN_ATTR_PREFIXES):
+        raise SandboxViolation(f"attribute '{plain}' is not allowed")
     if plain in FORMAT_ATTRS:
         if type(obj) is not str:  # `str.format` itself, or any other object's format
             raise SandboxViolation(f"attribute '{plain}' is allowed only on a string")
         return StrFormat(obj, _FORMATTER, plain == "format_map")
     if isinstance(obj, types.ModuleType):
         raise SandboxViolation(f"attribute '{plain}' is not allowed")
-    return admit(getattr(obj, plain), f"attribute '{plain}'")
+    value = getattr(obj, plain)
+    if type(value) in _PLAIN_VALUES:
+        return value
+    return admit(value, f"attribute '{plain}'")
 
 
 def guarded_getitem(obj: Any, key: Any) -> Any:
@@ -181,7 +194,12 @@ def _checked_items(iterator: Iterator[Any]) -> Iterator[Any]:
 def guarded_iter(obj: Any) -> Iterator[Any]:
     """``_getiter_``: for loops, comprehensions and unpacking see only admitted items."""
     iterator: Iterator[Any] = iter(obj)
-    if type(obj) in _PLAIN_ITEMS:
+    kind = type(obj)
+    if kind in _PLAIN_ITEMS:
+        return iterator
+    if kind in _SCANNED and _PLAIN_VALUES.issuperset(map(type, obj)):
+        # every item is of a plain type (one pass in C); items the loop body adds are
+        # values the program already holds, so they were admitted when it got them
         return iterator
     return _checked_items(iterator)
 
