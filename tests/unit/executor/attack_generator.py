@@ -35,6 +35,7 @@ import resource
 import signal
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -145,11 +146,17 @@ class Program:
     format_checks: dict[str, str] = field(default_factory=dict)  # variable -> forbidden name read
 
 
-def generate(rng: random.Random, mode: Mode, steps: int) -> Program:
+THERMAL_ROOTS = (
+    "thermal", "thermal.search", "thermal.search('deploy')", "thermal.search('deploy')[0]", "thermal.get(1)",
+    "thermal.count", "thermal.search('deploy').hits",
+)  # fmt: skip
+
+
+def generate(rng: random.Random, mode: Mode, steps: int, thermal: bool = False) -> Program:
     spoof = mode != "strict"
     modules = sorted(modules_for(mode))
     lines = [PREAMBLE, SPOOF if spoof else ""]
-    roots = list(ROOTS_ALL)
+    roots = list(ROOTS_ALL) + (list(THERMAL_ROOTS) if thermal else [])
     if modules:
         lines.append("import " + ", ".join(modules))
         roots += [f"{m}.{a}" for m, attrs in modules_for(mode).items() for a in attrs[:6]]
@@ -295,16 +302,24 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
 
 
-def generate_and_run(seed: int, seconds: float, modes: tuple[Mode, ...], stop_at_first: bool = False) -> Report:
+def generate_and_run(
+    seed: int, seconds: float, modes: tuple[Mode, ...], stop_at_first: bool = False, db: str | None = None
+) -> Report:
     report = Report()
     rng = random.Random(seed)
-    globals_by_mode = {mode: reachability.sandbox_globals(mode) for mode in modes}
+    injected: dict[str, object] = {}
+    if db is not None:
+        from terminai_apts.executor import api_object, policy
+        from terminai_apts.memory.api import open_memory
+
+        injected["thermal"] = api_object.wrap_api(policy.thermal_spec(db), open_memory(db))
+    globals_by_mode = {mode: reachability.sandbox_globals(mode, injected) for mode in modes}
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         mode = modes[report.programs % len(modes)]
         program_seed = rng.randrange(2**32)
         steps = 1 + program_seed % 6
-        program = generate(random.Random(program_seed), mode, steps)
+        program = generate(random.Random(program_seed), mode, steps, thermal=db is not None)
         report.programs += 1
         report.statements += steps
         report.findings += run_program(program, globals_by_mode[mode], program_seed)
@@ -319,15 +334,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--mode", action="append", choices=["standard", "high", "strict"])
     parser.add_argument("--checks-off", action="store_true")
+    parser.add_argument("--db", help="a memory index: `thermal` and its results join the roots")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGALRM, _stop)
+    warnings.simplefilter("ignore")  # compile warnings about generated nonsense (`1(1)`)
     limit = 2 << 30  # a generated chain may build a huge list: a MemoryError, not the host's memory
     resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     sys.setrecursionlimit(400)
     if args.checks_off:
         old_checks()
     modes: tuple[Mode, ...] = tuple(args.mode or ("standard", "high", "strict"))
-    report = generate_and_run(args.seed, args.seconds, modes, stop_at_first=args.checks_off)
+    report = generate_and_run(args.seed, args.seconds, modes, stop_at_first=args.checks_off, db=args.db)
     found = [
         {"seed": f.seed, "variable": f.variable, "kind": f.kind, "value": f.value, "source": f.source[-600:]}
         for f in report.findings[:20]

@@ -14,8 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from terminai_apts.memory import store
 
 from tests.unit.executor import attack_generator, reachability
+from tests.unit.memory.conftest import make_records
 
 ROOT = Path(__file__).resolve().parents[3]
 SEED = int(os.environ.get("APTS_ATTACK_SEED", "2026"))
@@ -39,17 +41,24 @@ def _describe(findings: list[dict[str, Any]]) -> str:
     return "\n\n".join(f"{f['kind']}: {f['value']} (seed {f['seed']})\n{f['source']}" for f in findings[:3])
 
 
-def test_generated_attacks_find_nothing() -> None:
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("generator") / "mem.db"
+    store.build(path, make_records())
+    return str(path)
+
+
+def test_generated_attacks_find_nothing(db: str) -> None:
     seconds = os.environ.get("APTS_ATTACK_SECONDS", "4")
-    result = _run("--seed", str(SEED), "--seconds", seconds, timeout=float(seconds) + 120)
+    result = _run("--seed", str(SEED), "--seconds", seconds, "--db", db, timeout=float(seconds) + 120)
     assert result["findings"] == [], _describe(result["findings"])
     assert result["programs"] > 100 and result["statements"] > 300
 
 
 @pytest.mark.slow
-def test_generated_attacks_find_nothing_long() -> None:
+def test_generated_attacks_find_nothing_long(db: str) -> None:
     seconds = os.environ.get("APTS_ATTACK_SECONDS", "90")
-    result = _run("--seed", str(SEED + 1), "--seconds", seconds, timeout=float(seconds) + 300)
+    result = _run("--seed", str(SEED + 1), "--seconds", seconds, "--db", db, timeout=float(seconds) + 300)
     assert result["findings"] == [], _describe(result["findings"])
 
 
@@ -63,11 +72,11 @@ def test_generator_finds_escapes_with_the_old_checks() -> None:
 
 def test_every_move_is_generated() -> None:
     rng = random.Random(SEED)
-    text = "".join(attack_generator.generate(rng, "high", 6).source for _ in range(400))
+    text = "".join(attack_generator.generate(rng, "high", 6, thermal=True).source for _ in range(400))
     for move in (
         "getattr(", "Liar(", "Spoof(", "bytes(", "bytearray(", "Sub(", "next(iter(", "*rest", "star",
         "class C", "@", "raise ", "except Exception as e", "json.dumps(", "object_hook=", ".format(",
-        "{1:{0.", "key=lambda",
+        "{1:{0.", "key=lambda", "type(", "setattr(", "thermal.search(",
     ):  # fmt: skip
         assert move in text, move
     strict = attack_generator.generate(random.Random(1), "strict", 3).source
