@@ -68,9 +68,12 @@ def test_ordinary_uses_work(mode: Mode) -> None:
         "try:\n    raise Err('x')\nexcept Exception as e:\n    caught = getattr(type(e), '__name__')\n"
         "result = [type(1) is int, type(p) is P, getattr(p, '__class__') is P, caught, hasattr(p, 'w'),"
         " hasattr(p, 'v'), P.s(2), p.s(3), isinstance(P.make(), P), p.helper(None, 4), getattr(P, '__name__'),"
-        " '{0.__class__.__name__}'.format(p), type(len) == type(abs), p.w, isinstance(3, type(1))]"
+        " '{0.__class__.__name__}'.format(p), type(len) == type(abs), p.w, isinstance(3, type(1)),"
+        " hasattr([], '_' * 2 + 'iter' + '_' * 2), hasattr(1, '_' * 2 + 'len' + '_' * 2),"
+        " hasattr(p, '_' * 2 + 'call' + '_' * 2)]"
     )
-    assert run_here(code, mode) == [True, True, True, "Err", True, False, 4, 6, True, 8, "P", "P", True, 5, True]
+    expected = [True, True, True, "Err", True, False, 4, 6, True, 8, "P", "P", True, 5, True, True, False, False]
+    assert run_here(code, mode) == expected
 
 
 def test_type_of_a_host_object_is_a_view(thermal: object) -> None:

@@ -70,6 +70,8 @@ _BUILTIN_METHOD = types.BuiltinMethodType
 # never answer themselves when read) and class views (a name and isinstance, nothing more).
 _OWN_OBJECTS = frozenset({SandboxProperty, SandboxStaticMethod, SandboxClassMethod, TypeView})
 _VIEWS: dict[type, TypeView] = {}
+# Special methods `hasattr` answers for (a bool: whether the object has one).
+_DUCK_TYPING = SUPER_METHODS | {"__call__"}
 # Names that never take guarded_getattr's hot path.
 _NOT_FAST = FORBIDDEN_ATTRS | FORMAT_ATTRS
 
@@ -216,7 +218,12 @@ _FORMATTER = SafeFormatter(guarded_getattr, guarded_getitem)
 
 
 def guarded_hasattr(obj: object, name: object, /) -> bool:
-    """``hasattr``: the attribute guard's answer (a refused name stays refused)."""
+    """``hasattr``: the attribute guard's answer (a refused name stays refused), except for
+    the special methods programs test for duck typing (``hasattr(x, "__iter__")``): for
+    those the answer is a bool and nothing else, so it is given."""
+    plain = name if type(name) is str else plain_name(name)
+    if plain in _DUCK_TYPING:
+        return hasattr(obj, plain)
     try:
         guarded_getattr(obj, name)
     except AttributeError:
