@@ -299,3 +299,34 @@ def test_iteration_checks_items_of_every_container_kind() -> None:
         with pytest.raises(SandboxViolation, match=r"item is not allowed \(it is a function\)"):
             list(guards.guarded_iter(container))
     assert list(guards.guarded_iter([1, "a", (2,)])) == [1, "a", (2,)]
+
+
+JSON_CLS = (
+    LIAR + "import json\ngot = []\nclass Enc:\n"
+    "    def __init__(self, skipkeys=False, ensure_ascii=True, check_circular=True, allow_nan=True,"
+    " sort_keys=False, indent=None, separators=None, default=None):\n"
+    "        got.append(default)\n"
+    "        got.append(getattr(default, S(u + 'globals' + u)))\n"
+    "    def encode(self, o):\n        return 'x'\n"
+    "json.dumps(1, cls=Enc)\nresult = got\n"
+)
+
+
+def test_what_an_encoder_class_receives_leads_nowhere() -> None:
+    """`json.dumps(cls=...)` hands the encoder's keyword arguments to the program's class
+    from C code, past every guard; whatever `default` is, its globals stay out of reach
+    and it cannot be read back out of a container as a host function."""
+    with pytest.raises(SandboxViolation, match="attribute '__globals__' is not allowed"):
+        run_here(JSON_CLS)
+    held = run_here(JSON_CLS.replace("        got.append(getattr(default, S(u + 'globals' + u)))\n", ""))
+    assert len(held) == 1
+    try:
+        first = run_here(
+            JSON_CLS.replace("        got.append(getattr(default, S(u + 'globals' + u)))\n", "").replace(
+                "result = got\n", "result = got[0]\n"
+            )
+        )
+    except SandboxViolation as refused:
+        assert "(it is a function)" in str(refused)
+    else:
+        assert not _is_host_function(first)
