@@ -1,7 +1,7 @@
 """The attack generator (``attack_generator.py``): a fixed seed and a few seconds in the
-default run, a longer run behind the ``slow`` marker (``APTS_ATTACK_SECONDS`` and
-``APTS_ATTACK_SEED`` override both), and proof that it finds escapes when the guard's
-checks are switched back to the old ones."""
+default run, 30 s behind the ``slow`` marker and 10 minutes in ``make attacks``
+(``APTS_ATTACK_SECONDS`` and ``APTS_ATTACK_SEED`` override both), and proof that it finds
+escapes when the guard's checks are switched back to the old ones."""
 
 from __future__ import annotations
 
@@ -57,7 +57,7 @@ def test_generated_attacks_find_nothing(db: str) -> None:
 
 @pytest.mark.slow
 def test_generated_attacks_find_nothing_long(db: str) -> None:
-    seconds = os.environ.get("APTS_ATTACK_SECONDS", "90")
+    seconds = os.environ.get("APTS_ATTACK_SECONDS", "30")  # `make attacks`: 10 minutes
     result = _run("--seed", str(SEED + 1), "--seconds", seconds, "--db", db, timeout=float(seconds) + 300)
     assert result["findings"] == [], _describe(result["findings"])
 
