@@ -48,6 +48,11 @@ test-slow: setup ## The slow suites that need no engine (the executor's assume-b
 test-integration: setup engine ## Integration tests only (real engine, real registry)
 	$(PY) -m pytest -n $(JOBS) -m integration $(PYTEST_ARGS)
 
+.PHONY: attacks
+attacks: setup ## The Python-layer attack generator for 10 minutes (ATTACK_SECONDS, ATTACK_SEED to change)
+	APTS_ATTACK_SECONDS=$${ATTACK_SECONDS:-600} APTS_ATTACK_SEED=$${ATTACK_SEED:-2027} \
+		$(PY) -m pytest -m slow tests/unit/executor/test_attack_generator.py $(PYTEST_ARGS)
+
 lint: setup ## ruff, ruff format --check, mypy --strict, import layering, workflow audits
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .

@@ -1,8 +1,21 @@
 """Layer 4 (child side): the runtime guards RestrictedPython's generated code calls:
-attribute and item reads, writes, in-place operators, calls and class statements.
+attribute and item reads, iteration, calls, writes, in-place operators and class
+statements.
 
-What the guards hand out is checked by ``wrappers.refusal``; what the namespace exposes
-is proven safe by a reachability walk in the tests (``tests/unit/executor/reachability.py``).
+Two rules, each applied in exactly one place:
+
+* **names** (:func:`plain_name`): an attribute name is a ``str`` of exactly that type, or a
+  fresh plain copy of a ``str`` subclass's characters; every decision about it is made on
+  that plain copy, never by asking the program's object (a subclass may answer
+  ``startswith``, ``__eq__`` and ``__hash__`` as it likes, while ``getattr`` uses its
+  characters);
+* **values** (:func:`admit`): every value handed to the program by an attribute read, an
+  item read, iteration or unpacking, a call (``_call_``/``_apply_``) or ``super()`` passes
+  ``wrappers.refusal``: no host function, class outside the allowlist, module, frame,
+  code object, traceback, descriptor or method bound to a class crosses.
+
+What the namespace exposes is proven safe by a reachability walk and an attack generator
+in the tests (``tests/unit/executor/reachability.py``, ``attack_generator.py``).
 """
 
 from __future__ import annotations
@@ -12,59 +25,224 @@ import collections
 import decimal
 import operator
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
+from terminai_apts.executor.module_proxies import ModuleProxy
 from terminai_apts.executor.policy import FORBIDDEN_ATTR_PREFIXES, FORBIDDEN_ATTRS, FORMAT_ATTRS
 from terminai_apts.executor.safe_classes import SAFE_CLASSES
-from terminai_apts.executor.sandbox_builtins import SafeFormatter, StrFormat, SuperProxy
+from terminai_apts.executor.sandbox_builtins import (
+    SafeFormatter,
+    SandboxClassMethod,
+    SandboxProperty,
+    SandboxStaticMethod,
+    StrFormat,
+    SuperProxy,
+    TypeView,
+)
 from terminai_apts.executor.transform import SUPER_METHODS
-from terminai_apts.executor.wrappers import SANDBOX_MODULE, ClassFactory, SandboxViolation, Sealed, refusal
+from terminai_apts.executor.wrappers import (
+    SANDBOX_MODULE,
+    ClassFactory,
+    SafeCallable,
+    SandboxViolation,
+    Sealed,
+    is_sandbox_function,
+    refusal,
+)
 
 # decimal.Context: `localcontext()` / `getcontext()` hand one out to be configured
 # (`ctx.prec = 5`); its attributes are plain numbers and flags of this run's own context.
 _PLAIN_WRITABLE = (list, dict, set, bytearray, collections.deque, decimal.Context)
-# Builtin types whose public attributes are all plain methods: no post-check needed.
-_FAST_TYPES = frozenset({dict, list, str, set, tuple, int, float, bytes, frozenset})
-# Values that need no check on the way out of a guard.
-_PLAIN_VALUES = frozenset({str, int, float, bool, type(None), bytes, tuple, list, dict, set, frozenset})
+# Values admitted by their exact type alone (a container's items are checked when they
+# are read, iterated or unpacked, so a plain container is admitted as it is).
+_PLAIN_VALUES = frozenset(
+    {str, int, float, bool, complex, type(None), bytes, bytearray, tuple, list, dict, set, frozenset, range, slice}
+)
+# Builtin methods bound to an instance of these are admitted without the full check.
+_PLAIN_OWNERS = frozenset({str, int, float, bytes, bytearray, tuple, list, dict, set, frozenset})
+# Containers whose items are checked by their exact types in one pass before iteration.
+_SCANNED = frozenset({list, tuple, dict, set, frozenset, type({}.keys()), type({}.values())})
+# Iterating these yields only str, int or bytes: no per-item check needed.
+_PLAIN_ITEMS = frozenset({str, bytes, bytearray, range})
+_BUILTIN_METHOD = types.BuiltinMethodType
+# The sandbox's own property/staticmethod/classmethod (they run only program functions and
+# never answer themselves when read) and class views (a name and isinstance, nothing more).
+_OWN_OBJECTS = frozenset({SandboxProperty, SandboxStaticMethod, SandboxClassMethod, TypeView})
+_VIEWS: dict[type, TypeView] = {}
+# Special methods `hasattr` answers for (a bool: whether the object has one).
+_DUCK_TYPING = SUPER_METHODS | {"__call__"}
+# Names that never take guarded_getattr's hot path.
+_NOT_FAST = FORBIDDEN_ATTRS | FORMAT_ATTRS
 
 
-def _refuse_value(value: object, what: str) -> None:
+def plain_name(name: object) -> str:
+    """``name`` as a plain ``str`` the guard can trust, or a refusal.
+
+    A ``str`` subclass is copied character by character through ``str``'s own slot (not
+    the subclass's), so what is checked is exactly what ``getattr`` will look up.
+    """
+    if type(name) is str:
+        return name
+    if not isinstance(name, str):
+        raise SandboxViolation(f"attribute names must be strings, not '{type(name).__name__}'")
+    plain = str.__getitem__(name, slice(None))
+    if type(plain) is not str:  # pragma: no cover - CPython copies a subclass to an exact str
+        raise SandboxViolation("attribute names must be plain strings")
+    return plain
+
+
+def admit(value: object, what: str) -> Any:
+    """The one value check: ``value`` if the program may hold it, else a refusal."""
+    kind = type(value)
+    if kind in _PLAIN_VALUES:
+        return value
+    if kind is _BUILTIN_METHOD and type(value.__self__) in _PLAIN_OWNERS:  # type: ignore[attr-defined]
+        return value  # 'abc'.upper, [].append: C methods of a plain instance
+    if kind in _OWN_OBJECTS:
+        return value
     reason = refusal(value, SAFE_CLASSES)
     if reason is not None:
         raise SandboxViolation(f"{what} is not allowed (it is a {reason})")
-
-
-def guarded_getattr(obj: object, name: str, default: object = None, /) -> Any:
-    if type(obj) is SuperProxy and name in SUPER_METHODS:  # super().__init__ and friends
-        value = obj._lookup(name)
-        _refuse_value(value, f"attribute '{name}'")
-        return value
-    if not isinstance(name, str) or name in FORBIDDEN_ATTRS or name.startswith(FORBIDDEN_ATTR_PREFIXES):
-        raise SandboxViolation(f"attribute '{name}' is not allowed")
-    if name in FORMAT_ATTRS:
-        if type(obj) is not str:  # `str.format` itself, or any other object's format
-            raise SandboxViolation(f"attribute '{name}' is allowed only on a string")
-        return StrFormat(obj, _FORMATTER, name == "format_map")
-    if type(obj) in _FAST_TYPES:
-        return getattr(obj, name)
-    if isinstance(obj, types.ModuleType):
-        raise SandboxViolation(f"attribute '{name}' is not allowed")
-    value = getattr(obj, name)
-    if type(value) not in _PLAIN_VALUES:
-        _refuse_value(value, f"attribute '{name}'")
+    if kind is types.MethodType:
+        func = value.__func__  # type: ignore[attr-defined]
+        if not (type(func) is types.FunctionType and is_sandbox_function(func)):
+            # a Python method of a host object (`Record.to_dict`, `Counter.most_common`):
+            # callable as it is, but its function's `__globals__` does not cross
+            return SafeCallable(value, getattr(func, "__qualname__", "method"))
     return value
+
+
+def _check_name(name: str) -> None:
+    if name in FORBIDDEN_ATTRS or name.startswith(FORBIDDEN_ATTR_PREFIXES):
+        raise SandboxViolation(f"attribute '{name}' is not allowed")
+
+
+def sandbox_type(obj: object, *rest: object) -> Any:
+    """``type(x)`` and ``x.__class__``: the class itself when the program may hold it (the
+    builtin types, the listed C classes, exception classes, the program's own classes),
+    otherwise a :class:`TypeView` with its name. Creating classes is the class statement's."""
+    if rest:
+        raise SandboxViolation("type() with three arguments is not allowed; use a class statement")
+    cls = type(obj)
+    if refusal(cls, SAFE_CLASSES) is None:
+        return cls
+    view = _VIEWS.get(cls)
+    if view is None:
+        view = _VIEWS[cls] = TypeView(cls)
+    return view
+
+
+def safe_name(obj: object) -> str:
+    """``x.__name__`` as a plain str: for classes (real or viewed), instance factories,
+    functions of the program, C functions and module proxies; an instance has none."""
+    if type(obj) is TypeView:
+        name: object = object.__getattribute__(obj, "_cls").__name__
+    elif type(obj) is ClassFactory or type(obj) is SafeCallable or type(obj) is ModuleProxy:
+        label = object.__getattribute__(obj, "_label" if type(obj) is not ModuleProxy else "_name")
+        name = label.rsplit(".", 1)[-1] if type(obj) is not ModuleProxy else label
+    elif isinstance(obj, type) or type(obj) in (types.BuiltinFunctionType, types.FunctionType):
+        name = obj.__name__  # type: ignore[attr-defined]
+    elif type(obj) is types.MethodType:
+        name = obj.__func__.__name__
+    else:
+        raise AttributeError(f"'{type(obj).__name__}' object has no attribute '__name__'")
+    if not isinstance(name, str):
+        raise AttributeError("__name__ is not a string")
+    return str.__getitem__(name, slice(None))
+
+
+# Special attributes a program may read; each answers a sandbox-safe value of its own.
+_SAFE_SPECIALS: dict[str, Callable[[object], Any]] = {"__class__": sandbox_type, "__name__": safe_name}
+
+
+def guarded_getattr(obj: object, name: object, default: object = None, /) -> Any:
+    plain: str = name if type(name) is str else plain_name(name)
+    if type(obj) in _PLAIN_OWNERS and not plain.startswith(FORBIDDEN_ATTR_PREFIXES) and plain not in _NOT_FAST:
+        # the hot path (`out.append`, `line.split`): a plain name on a builtin data type,
+        # whose public attributes are C methods of the instance and plain numbers, which
+        # `admit` accepts (a test checks every one), so the check is skipped, not weakened
+        return getattr(obj, plain)
+    special = _SAFE_SPECIALS.get(plain)
+    if special is not None:
+        return special(obj)
+    if type(obj) is SuperProxy and plain in SUPER_METHODS:  # super().__init__ and friends
+        return admit(obj._lookup(plain), f"attribute '{plain}'")
+    if plain in FORBIDDEN_ATTRS or plain.startswith(FORBIDDEN_ATTR_PREFIXES):
+        raise SandboxViolation(f"attribute '{plain}' is not allowed")
+    if plain in FORMAT_ATTRS:
+        if type(obj) is not str:  # `str.format` itself, or any other object's format
+            raise SandboxViolation(f"attribute '{plain}' is allowed only on a string")
+        return StrFormat(obj, _FORMATTER, plain == "format_map")
+    if isinstance(obj, types.ModuleType):
+        raise SandboxViolation(f"attribute '{plain}' is not allowed")
+    value = getattr(obj, plain)
+    if type(value) in _PLAIN_VALUES:
+        return value
+    return admit(value, f"attribute '{plain}'")
 
 
 def guarded_getitem(obj: Any, key: Any) -> Any:
-    value = obj[key]
-    if type(value) not in _PLAIN_VALUES:
-        _refuse_value(value, "item")
-    return value
+    return admit(obj[key], "item")
+
+
+def _checked_items(iterator: Iterator[Any]) -> Iterator[Any]:
+    for value in iterator:
+        if type(value) not in _PLAIN_VALUES:
+            admit(value, "item")
+        yield value
+
+
+def guarded_iter(obj: Any) -> Iterator[Any]:
+    """``_getiter_``: for loops, comprehensions and unpacking see only admitted items."""
+    iterator: Iterator[Any] = iter(obj)
+    kind = type(obj)
+    if kind in _PLAIN_ITEMS:
+        return iterator
+    if kind in _SCANNED and _PLAIN_VALUES.issuperset(map(type, obj)):
+        # every item is of a plain type (one pass in C); items the loop body adds are
+        # values the program already holds, so they were admitted when it got them
+        return iterator
+    return _checked_items(iterator)
+
+
+def guarded_call(result: object, /) -> Any:
+    """``_call_``: wraps every call in the program's code (``_call_(f(x))``); what the call
+    returned is admitted."""
+    if type(result) in _PLAIN_VALUES:
+        return result
+    return admit(result, "call result")
 
 
 _FORMATTER = SafeFormatter(guarded_getattr, guarded_getitem)
+
+
+def guarded_hasattr(obj: object, name: object, /) -> bool:
+    """``hasattr``: the attribute guard's answer (a refused name stays refused), except for
+    the special methods programs test for duck typing (``hasattr(x, "__iter__")``): for
+    those the answer is a bool and nothing else, so it is given."""
+    plain = name if type(name) is str else plain_name(name)
+    if plain in _DUCK_TYPING:
+        return hasattr(obj, plain)
+    try:
+        guarded_getattr(obj, name)
+    except AttributeError:
+        return False
+    return True
+
+
+def guarded_setattr(obj: object, name: object, value: object, /) -> None:
+    """``setattr``: the same rules as ``obj.name = value`` (a public name, an object the
+    program may modify: its own instances and classes)."""
+    plain = plain_name(name)
+    _check_name(plain)
+    setattr(guarded_write(obj), plain, value)
+
+
+def guarded_delattr(obj: object, name: object, /) -> None:
+    plain = plain_name(name)
+    _check_name(plain)
+    delattr(guarded_write(obj), plain)
 
 
 def guarded_write(obj: Any) -> Any:
@@ -105,8 +283,16 @@ def guarded_inplacevar(op: str, x: Any, y: Any) -> Any:
     return fn(x, y)
 
 
-def guarded_apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    return fn(*args, **kwargs)
+def guarded_apply(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """``_apply_``: calls with ``*args``/``**kwargs``. The unpacked items are admitted
+    (they become the parameters of whatever is called) and so is the result."""
+    for arg in args:
+        if type(arg) not in _PLAIN_VALUES:
+            admit(arg, "argument")
+    for arg in kwargs.values():
+        if type(arg) not in _PLAIN_VALUES:
+            admit(arg, "argument")
+    return admit(fn(*args, **kwargs), "call result")
 
 
 _REAL_BUILD_CLASS = _builtins.__build_class__

@@ -10,16 +10,29 @@ from terminai_apts.executor.guards import (
     DEFAULT_METACLASS,
     guarded_apply,
     guarded_build_class,
+    guarded_call,
+    guarded_delattr,
     guarded_getattr,
     guarded_getitem,
+    guarded_hasattr,
     guarded_inplacevar,
+    guarded_iter,
+    guarded_setattr,
     guarded_write,
+    sandbox_type,
 )
 from terminai_apts.executor.module_proxies import ModuleProxy, make_import
 from terminai_apts.executor.output import OutputBuffer, PrintFactory
 from terminai_apts.executor.policy import FORBIDDEN_NAMES, Mode
 from terminai_apts.executor.safe_classes import EXTRA_BUILTINS
-from terminai_apts.executor.sandbox_builtins import PropertyFactory, SandboxGetattr, SandboxSuper
+from terminai_apts.executor.sandbox_builtins import (
+    CLASSMETHOD,
+    STATICMETHOD,
+    PropertyFactory,
+    SandboxGetattr,
+    SandboxSuper,
+    StandIn,
+)
 from terminai_apts.executor.wrappers import SANDBOX_MODULE
 
 # The sandbox's own versions of builtins whose real ones reach too far (see
@@ -28,6 +41,12 @@ _SANDBOX_OWN: dict[str, Any] = {
     "getattr": SandboxGetattr(guarded_getattr),
     "super": SandboxSuper(),
     "property": PropertyFactory(),
+    "staticmethod": STATICMETHOD,
+    "classmethod": CLASSMETHOD,
+    "type": StandIn(sandbox_type, "type"),
+    "hasattr": StandIn(guarded_hasattr, "hasattr"),
+    "setattr": StandIn(guarded_setattr, "setattr"),
+    "delattr": StandIn(guarded_delattr, "delattr"),
 }
 
 _STRICT_BUILTINS = frozenset(
@@ -64,6 +83,7 @@ def build_builtins(mode: Mode, proxies: dict[str, ModuleProxy]) -> dict[str, Any
 GUARD_NAMES: tuple[str, ...] = (
     "_getattr_", "_getitem_", "_getiter_", "_write_", "_inplacevar_",
     "_iter_unpack_sequence_", "_unpack_sequence_", "_print_", "_apply_",
+    "_call_",
 )  # fmt: skip
 
 
@@ -77,13 +97,14 @@ def build_globals(
         "__metaclass__": DEFAULT_METACLASS,  # RestrictedPython passes it to every class statement
         "_getattr_": guarded_getattr,
         "_getitem_": guarded_getitem,
-        "_getiter_": iter,
+        "_getiter_": guarded_iter,
         "_write_": guarded_write,
         "_inplacevar_": guarded_inplacevar,
         "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
         "_unpack_sequence_": guarded_unpack_sequence,
         "_print_": PrintFactory(buffer),
         "_apply_": guarded_apply,
+        "_call_": guarded_call,
     }
     glb.update(injected)
     return glb

@@ -18,6 +18,8 @@ from typing import Any
 
 from RestrictedPython.transformer import IOPERATOR_TO_STR, RestrictingNodeTransformer
 
+from terminai_apts.executor.call_guard import CallGuardMixin
+
 # Special methods a class body may define. Each is called by C code only in ways Python
 # code could call it too (comparisons, len(), iter(), str(), repr(), `in`); what they return
 # is checked by the interpreter (len() must get a non-negative int that fits, iter() an
@@ -48,7 +50,7 @@ def _name(name: str, ctx: ast.expr_context) -> ast.Name:
     return ast.Name(id=name, ctx=ctx)
 
 
-class SandboxTransformer(RestrictingNodeTransformer):
+class SandboxTransformer(CallGuardMixin, RestrictingNodeTransformer):
     """The compile policy of the executor (``compile_restricted(..., policy=...)``)."""
 
     def check_name(self, node: Any, name: str | None, allow_magic_methods: bool = False) -> None:
