@@ -237,7 +237,7 @@ def test_getattr_tricks(mode: Mode) -> None:
     if mode != "strict":
         run_attacks(
             [
-                "import operator\nprint('ESCAPED')",
+                "import operator\nprint('ESCAPED', operator.attrgetter('__class__')(1))",
                 "import json\nprint('ESCAPED', json.dumps.__globals__)",
                 "import statistics\nprint('ESCAPED', statistics.mean.__wrapped__)",
                 "from json import dumps\nprint('ESCAPED', dumps.func)",

@@ -15,6 +15,9 @@ class OutputBuffer:
         self.size = 0
         self.limit = limit
         self.truncated = False
+        # The newest buffer is the run's (a run builds its own after the zygote's warm-up):
+        # `pprint`, `logging` and `warnings` write to it.
+        _ACTIVE[:] = [self]
 
     def write(self, text: str) -> None:
         room = self.limit - self.size
@@ -31,6 +34,15 @@ class OutputBuffer:
 
     def text(self) -> str:
         return "".join(self.parts)
+
+
+_ACTIVE: list[OutputBuffer] = []
+
+
+def active_write(text: str) -> None:
+    """Write to the run's output buffer (what ``print`` writes to)."""
+    if _ACTIVE:
+        _ACTIVE[0].write(text)
 
 
 class _Printer(metaclass=Sealed):
