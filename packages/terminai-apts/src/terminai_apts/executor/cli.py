@@ -10,7 +10,8 @@ from typing import Any
 
 from terminai_apts.errors import UsageError
 from terminai_apts.executor import audit
-from terminai_apts.executor.policy import MODES, ApiSpec, SandboxConfig, thermal_spec
+from terminai_apts.executor.output import json_line
+from terminai_apts.executor.policy import MAX_SOURCE_BYTES, MODES, ApiSpec, SandboxConfig, thermal_spec
 from terminai_apts.executor.run import ExecutionResult, ExecutorSession, execute
 from terminai_apts.memory.preflight import check_openable
 
@@ -55,10 +56,18 @@ def _human(result: ExecutionResult) -> None:
         print(f"error{where}: {result.error}", file=sys.stderr)
 
 
+def _read_code() -> str:
+    """The program on stdin, read no further than one byte past the size limit: an
+    oversized program is refused (by validation, on that prefix) without reading,
+    decoding or scanning the rest."""
+    data = sys.stdin.buffer.read(MAX_SOURCE_BYTES + 1)
+    return data.decode("utf-8", "replace")
+
+
 def _exec(args: argparse.Namespace) -> int:
-    result = execute(sys.stdin.read(), _config(args), _api(args))
+    result = execute(_read_code(), _config(args), _api(args))
     if args.json:
-        print(json.dumps(result.to_json(), ensure_ascii=False))
+        print(json_line(result.to_json()))
     else:
         _human(result)
     return 0 if result.success else 1
@@ -81,7 +90,7 @@ def _repl(args: argparse.Namespace) -> int:
                     )
                     continue
                 result = session.run(code)
-                print(json.dumps(result.to_json(), ensure_ascii=False), flush=True)
+                print(json_line(result.to_json()), flush=True)
                 if session.closed:
                     return 1
             return 0
