@@ -19,8 +19,10 @@ An offender is a reachable
   * Python function not compiled from sandbox source (it carries ``__globals__``);
   * frame, code object, traceback, module or ``types.GenericAlias``;
   * descriptor (property, classmethod, staticmethod, member/getset descriptors, ...);
-  * bound method whose ``__self__`` is a class or module (a Python method) or a builtin
-    method bound to a class that is itself an offender.
+  * bound method whose ``__self__`` is a class or module (a Python method), a Python
+    method whose function was not compiled from sandbox source (``Record.to_dict``: the
+    guard hands it out wrapped), or a builtin method bound to a class that is itself an
+    offender.
 The rules are ``wrappers.refusal`` restated independently here, so a change that weakens
 the guard does not weaken the walk.
 
@@ -125,6 +127,9 @@ def classify(value: object) -> str | None:
     if isinstance(value, types.MethodType):
         if isinstance(value.__self__, (type, types.ModuleType)):
             return "python method bound to a class or module"
+        func = value.__func__
+        if not (isinstance(func, types.FunctionType) and func.__code__.co_filename == "<sandbox>"):
+            return "python method of a host object (its function carries __globals__)"
         return None
     if isinstance(value, types.BuiltinFunctionType):
         owner = value.__self__

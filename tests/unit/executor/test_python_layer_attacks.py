@@ -2,12 +2,17 @@
 `ExecutorSession` (validation, compile_restricted, the guards, a forked hardened child),
 in standard and high mode (and strict where the technique needs no import).
 
-Each test asserts two things: the attack is refused or harmless (an attack that succeeds
-prints ESCAPED), and the benign program doing the same job still works.
+Each test asserts two things: the attack is refused with the refusal it names (the layer,
+``ExecutionResult.refused_by``, or the error a wrapper raises, and a part of the
+message), and the benign program doing the same job still works. Every snippet written
+as ``A(...)`` here and in ``test_relaxation_attacks`` reaches its ``ESCAPED`` line under
+plain CPython, with the Python layer switched off (``test_attacks_escape_unguarded``):
+none of them is refused by the interpreter itself.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -39,16 +44,35 @@ def memory_api(tmp_path_factory: pytest.TempPathFactory) -> ApiSpec:
     return thermal_spec(str(path))
 
 
-def blocked(result: ExecutionResult) -> bool:
-    """Refused (by validation, compile_restricted or a runtime guard) or failed, and never
-    reached the line that proves an escape."""
-    return not result.success and "ESCAPED" not in result.stdout
+@dataclass(frozen=True, slots=True)
+class Attack:
+    """A snippet and the refusal it must meet: ``layer`` is the result's ``refused_by``
+    (``L2-validate``, ``L3-validate``, ``L4-runtime-guard``) or, for a wrapper
+    that answers like the object it stands for, the error type it raises; ``reason`` is a
+    part of the error message."""
+
+    code: str
+    layer: str
+    reason: str
 
 
-def run_attacks(attacks: list[str], mode: Mode, api: ApiSpec | None = None) -> None:
-    for code in attacks:
-        result = execute(code, cfg(mode), api=api)
-        assert blocked(result), f"{mode}: not refused:\n{code}\n-> {result.stdout!r} {result.error!r}"
+def A(code: str, layer: str, reason: str) -> Attack:
+    return Attack(code, layer, reason)
+
+
+def refused(result: ExecutionResult, layer: str, reason: str) -> bool:
+    """Refused by ``layer`` for ``reason``, and never reached the line that proves an escape."""
+    got = result.refused_by or result.error_type
+    return not result.success and "ESCAPED" not in result.stdout and got == layer and reason in (result.error or "")
+
+
+def run_attacks(attacks: list[Attack], mode: Mode, api: ApiSpec | None = None) -> None:
+    for attack in attacks:
+        result = execute(attack.code, cfg(mode), api=api)
+        assert refused(result, attack.layer, attack.reason), (
+            f"{mode}: not refused as expected ({attack.layer}: {attack.reason}):\n{attack.code}\n"
+            f"-> {result.refused_by} {result.error_type} {result.stdout!r} {result.error!r}"
+        )
 
 
 def run_benign(code: str, mode: Mode, expected: str, api: ApiSpec | None = None) -> None:
@@ -63,15 +87,46 @@ def run_benign(code: str, mode: Mode, expected: str, api: ApiSpec | None = None)
 def test_class_leak_through_collections(mode: Mode) -> None:
     run_attacks(
         [
-            "import collections\nt = collections.Counter.copy(int)\nprint('ESCAPED', t)",
-            "import collections\nt = collections.Counter().copy.__func__\nprint('ESCAPED')",
-            "import collections\nf = collections.Counter().fromkeys\nprint('ESCAPED', f)",
-            "from collections import Counter\nt = Counter.copy(int)\nprint('ESCAPED', t)",
-            "import collections\nclass C(collections.Counter):\n    pass\nt = C.copy(int)\nprint('ESCAPED', t)",
-            "import collections\nP = collections.namedtuple('P', 'x')\nprint('ESCAPED', P.x)",
-            "import collections\nk = collections.OrderedDict.copy(int)\nprint('ESCAPED', k)",
-            "import collections\nd = collections.defaultdict(list)\nt = d.default_factory.fromkeys\n"
-            "print('ESCAPED', t.__self__)",
+            A(
+                "import collections\nt = collections.Counter.copy(int)\nprint('ESCAPED', t)",
+                "AttributeError",
+                "'collections.Counter' exposes only: ",
+            ),
+            A(
+                "import collections\nt = collections.Counter().copy.__func__\nprint('ESCAPED')",
+                "L2-validate",
+                "attribute '__func__' is not allowed",
+            ),
+            A(
+                "import collections\nf = collections.Counter().fromkeys\nprint('ESCAPED', f)",
+                "L4-runtime-guard",
+                "attribute 'fromkeys' is not allowed (it is a method bound to a class)",
+            ),
+            A(
+                "from collections import Counter\nt = Counter.copy(int)\nprint('ESCAPED', t)",
+                "AttributeError",
+                "'collections.Counter' exposes only: ",
+            ),
+            A(
+                "import collections\nclass C(collections.Counter):\n    pass\nt = C.copy(int)\nprint('ESCAPED', t)",
+                "L4-runtime-guard",
+                "<class collections.Counter> cannot be subclassed in the sandbox; wrap an instanc",
+            ),
+            A(
+                "import collections\nP = collections.namedtuple('P', 'x')\nprint('ESCAPED', P.x)",
+                "L4-runtime-guard",
+                "attribute 'x' is not allowed (it is a descriptor)",
+            ),
+            A(
+                "import collections\nk = collections.OrderedDict.fromkeys\nprint('ESCAPED', k.__self__)",
+                "L2-validate",
+                "attribute '__self__' is not allowed",
+            ),
+            A(
+                "import collections\nd = collections.defaultdict(list)\nprint('ESCAPED', d.default_factory.__base__)",
+                "L2-validate",
+                "attribute '__base__' is not allowed",
+            ),
         ],
         mode,
     )
@@ -96,14 +151,42 @@ def test_class_leak_through_collections(mode: Mode) -> None:
 def test_descriptors_are_never_handed_out(mode: Mode) -> None:
     run_attacks(
         [
-            "import fractions\nprint('ESCAPED', fractions.Fraction.numerator)",
-            "import fractions\nprint('ESCAPED', fractions.Fraction(1, 2).from_float)",
-            "print('ESCAPED', int.real)",
-            "print('ESCAPED', complex.imag)",
-            "print('ESCAPED', slice.start)",
-            "import datetime\nprint('ESCAPED', datetime.datetime.year)",
-            "import decimal\nprint('ESCAPED', decimal.Decimal.real)",
-            "try:\n    1 / 0\nexcept Exception as e:\n    print('ESCAPED', ZeroDivisionError.args)",
+            A(
+                "import fractions\nprint('ESCAPED', fractions.Fraction.numerator)",
+                "AttributeError",
+                "'fractions.Fraction' exposes only: from_float, from_decimal",
+            ),
+            A(
+                "import fractions\nprint('ESCAPED', fractions.Fraction(1, 2).from_float)",
+                "L4-runtime-guard",
+                "attribute 'from_float' is not allowed (it is a method bound to a class)",
+            ),
+            A("print('ESCAPED', int.real)", "L4-runtime-guard", "attribute 'real' is not allowed (it is a descriptor)"),
+            A(
+                "print('ESCAPED', complex.imag)",
+                "L4-runtime-guard",
+                "attribute 'imag' is not allowed (it is a descriptor)",
+            ),
+            A(
+                "print('ESCAPED', slice.start)",
+                "L4-runtime-guard",
+                "attribute 'start' is not allowed (it is a descriptor)",
+            ),
+            A(
+                "import datetime\nprint('ESCAPED', datetime.datetime.year)",
+                "L4-runtime-guard",
+                "attribute 'year' is not allowed (it is a descriptor)",
+            ),
+            A(
+                "import decimal\nprint('ESCAPED', decimal.Decimal.real)",
+                "L4-runtime-guard",
+                "attribute 'real' is not allowed (it is a descriptor)",
+            ),
+            A(
+                "try:\n    1 / 0\nexcept Exception as e:\n    print('ESCAPED', ZeroDivisionError.args)",
+                "L4-runtime-guard",
+                "attribute 'args' is not allowed (it is a descriptor)",
+            ),
         ],
         mode,
     )
@@ -123,22 +206,77 @@ def test_descriptors_are_never_handed_out(mode: Mode) -> None:
 def test_class_body_cannot_shadow_guards(mode: Mode) -> None:
     run_attacks(
         [
-            "class C:\n    _write_ = lambda o: o\n    x = [1]\nprint('ESCAPED')",
-            "class C:\n    _getattr_ = lambda o, n: 1\nprint('ESCAPED')",
-            "class C:\n    __metaclass__ = 1\nprint('ESCAPED')",
-            "class C:\n    for _getitem_ in [1]:\n        pass\nprint('ESCAPED')",
-            "class C:\n    try:\n        1 / 0\n    except Exception as _write_:\n        pass\nprint('ESCAPED')",
-            "class C:\n    match 1:\n        case _getiter_:\n            pass\nprint('ESCAPED')",
-            "class C:\n    match [1]:\n        case [*_write_]:\n            pass\nprint('ESCAPED')",
-            "class C:\n    match {}:\n        case {**_write_}:\n            pass\nprint('ESCAPED')",
-            "class C:\n    def _write_(o):\n        return o\nprint('ESCAPED')",
-            "class C:\n    global _write_\nprint('ESCAPED')",
-            "class C:\n    (_write_ := 1)\nprint('ESCAPED')",
-            "class M:\n    def __prepare__(name, bases):\n        return {}\nprint('ESCAPED')",
-            "class C(metaclass=dict):\n    pass\nprint('ESCAPED')",
-            "class C(**{'metaclass': dict}):\n    pass\nprint('ESCAPED')",
-            "class C(Exception, flag=1):\n    pass\nprint('ESCAPED')",
-            "class C:\n    __build_class__ = 1\nprint('ESCAPED')",
+            A(
+                "class C:\n    _write_ = lambda o: o\n    x = [1]\nprint('ESCAPED')",
+                "L2-validate",
+                "names starting with '_' are not allowed: '_write_'",
+            ),
+            A(
+                "class C:\n    _getattr_ = lambda o, n: 1\nprint('ESCAPED')",
+                "L2-validate",
+                "names starting with '_' are not allowed: '_getattr_'",
+            ),
+            A(
+                "class C:\n    __metaclass__ = 1\nprint('ESCAPED')",
+                "L2-validate",
+                "names starting with '_' are not allowed: '__metaclass__'",
+            ),
+            A(
+                "class C:\n    for _getitem_ in [1]:\n        pass\nprint('ESCAPED')",
+                "L2-validate",
+                "names starting with '_' are not allowed: '_getitem_'",
+            ),
+            A(
+                "class C:\n    try:\n        1 / 0\n    except Exception as _write_:\n        pass\nprint('ESCAPED')",
+                "L2-validate",
+                "name '_write_' may not be bound",
+            ),
+            A(
+                "class C:\n    match 1:\n        case _getiter_:\n            pass\nprint('ESCAPED')",
+                "L2-validate",
+                "name '_getiter_' may not be bound",
+            ),
+            A(
+                "class C:\n    match [1]:\n        case [*_write_]:\n            pass\nprint('ESCAPED')",
+                "L2-validate",
+                "name '_write_' may not be bound",
+            ),
+            A(
+                "class C:\n    match {}:\n        case {**_write_}:\n            pass\nprint('ESCAPED')",
+                "L2-validate",
+                "name '_write_' may not be bound",
+            ),
+            A(
+                "class C:\n    def _write_(o):\n        return o\nprint('ESCAPED')",
+                "L2-validate",
+                "name '_write_' may not be bound",
+            ),
+            A("class C:\n    global _write_\nprint('ESCAPED')", "L2-validate", "name '_write_' may not be bound"),
+            A(
+                "class C:\n    (_write_ := 1)\nprint('ESCAPED')",
+                "L2-validate",
+                "names starting with '_' are not allowed: '_write_'",
+            ),
+            A(
+                "class M:\n    def __prepare__(name, bases):\n        return {}\nprint('ESCAPED')",
+                "L2-validate",
+                "name '__prepare__' may not be bound",
+            ),
+            A(
+                "class C(metaclass=type):\n    pass\nprint('ESCAPED')",
+                "L2-validate",
+                "class keywords (metaclass=...) are not allowed",
+            ),
+            A(
+                "class C(**{'metaclass': type}):\n    pass\nprint('ESCAPED')",
+                "L2-validate",
+                "class keywords (metaclass=...) are not allowed",
+            ),
+            A(
+                "class C:\n    __build_class__ = 1\nprint('ESCAPED')",
+                "L2-validate",
+                "names starting with '_' are not allowed: '__build_class__'",
+            ),
         ],
         mode,
     )
@@ -161,15 +299,42 @@ def test_class_body_cannot_shadow_guards(mode: Mode) -> None:
 def test_metaclass_and_class_hooks(mode: Mode) -> None:
     run_attacks(
         [
-            "class B:\n    def __init_subclass__(cls):\n        pass\nprint('ESCAPED')",
-            "class B:\n    def __class_getitem__(cls, item):\n        return cls\nprint('ESCAPED')",
-            "class B:\n    def __mro_entries__(self, bases):\n        return ()\nprint('ESCAPED')",
-            "import collections\nprint('ESCAPED', collections.deque[int])",
-            "print('ESCAPED', list[int])",
-            "import collections\nclass D(collections.deque[int]):\n    pass\nprint('ESCAPED')",
-            "import collections\nclass E(collections.Counter):\n    pass\nprint('ESCAPED')",
-            "import fractions\nclass F(fractions.Fraction):\n    pass\nprint('ESCAPED')",
-            "class G(print):\n    pass\nprint('ESCAPED')",
+            A(
+                "class B:\n    def __init_subclass__(cls):\n        pass\nprint('ESCAPED')",
+                "L2-validate",
+                "name '__init_subclass__' may not be bound",
+            ),
+            A(
+                "class B:\n    def __class_getitem__(cls, item):\n        return cls\nprint('ESCAPED')",
+                "L2-validate",
+                "name '__class_getitem__' may not be bound",
+            ),
+            A(
+                "class B:\n    def __mro_entries__(self, bases):\n        return ()\nprint('ESCAPED')",
+                "L2-validate",
+                "name '__mro_entries__' may not be bound",
+            ),
+            A(
+                "import collections\nprint('ESCAPED', collections.deque[int])",
+                "L4-runtime-guard",
+                "item is not allowed (it is a GenericAlias)",
+            ),
+            A("print('ESCAPED', list[int])", "L4-runtime-guard", "item is not allowed (it is a GenericAlias)"),
+            A(
+                "import collections\nclass D(collections.deque[int]):\n    pass\nprint('ESCAPED')",
+                "L4-runtime-guard",
+                "item is not allowed (it is a GenericAlias)",
+            ),
+            A(
+                "import collections\nclass E(collections.Counter):\n    pass\nprint('ESCAPED')",
+                "L4-runtime-guard",
+                "<class collections.Counter> cannot be subclassed in the sandbox; wrap an instanc",
+            ),
+            A(
+                "import fractions\nclass F(fractions.Fraction):\n    pass\nprint('ESCAPED')",
+                "L4-runtime-guard",
+                "<class fractions.Fraction> cannot be subclassed in the sandbox; wrap an instance",
+            ),
         ],
         mode,
     )
@@ -191,14 +356,41 @@ def test_metaclass_and_class_hooks(mode: Mode) -> None:
 def test_index_and_len_dunders_cannot_be_defined(mode: Mode) -> None:
     run_attacks(
         [
-            "class I:\n    def __index__(self):\n        return 0\nb = bytearray(4)\nb[I()] = 1\nprint('ESCAPED')",
-            "class I:\n    __index__ = lambda self: 0\nprint('ESCAPED')",
-            "def f(self):\n    return 0\nclass I:\n    pass\nI.__index__ = f\nprint('ESCAPED')",
-            "class L:\n    __len__ = lambda self: 0\nprint('ESCAPED')",
-            "def f(self):\n    return 0\nclass L:\n    pass\nL.__len__ = f\nprint('ESCAPED')",
-            "X = type('X', (), {'__index__': lambda s: 0})\nprint('ESCAPED')",
-            "class I:\n    pass\nsetattr(I, '__index__', len)\nprint('ESCAPED')",
-            "class I:\n    pass\nvars(I)['__len__'] = len\nprint('ESCAPED')",
+            A(
+                "class I:\n    def __index__(self):\n        return 0\nb = bytearray(4)\nb[I()] = 1\nprint('ESCAPED')",
+                "L2-validate",
+                "name '__index__' may not be bound",
+            ),
+            A(
+                "class I:\n    __index__ = lambda self: 0\nprint('ESCAPED')",
+                "L2-validate",
+                "names starting with '_' are not allowed: '__index__'",
+            ),
+            A(
+                "def f(self):\n    return 0\nclass I:\n    pass\nI.__index__ = f\nprint('ESCAPED')",
+                "L2-validate",
+                "attribute '__index__' is not allowed",
+            ),
+            A(
+                "class L:\n    __len__ = lambda self: 0\nprint('ESCAPED')",
+                "L2-validate",
+                "names starting with '_' are not allowed: '__len__'",
+            ),
+            A(
+                "def f(self):\n    return 0\nclass L:\n    pass\nL.__len__ = f\nprint('ESCAPED')",
+                "L2-validate",
+                "attribute '__len__' is not allowed",
+            ),
+            A(
+                "X = type('X', (), {'__index__': lambda s: 0})\nprint('ESCAPED')",
+                "L2-validate",
+                "name 'type' is not allowed",
+            ),
+            A(
+                "class I:\n    pass\nsetattr(I, '__index__', len)\nprint('ESCAPED')",
+                "L2-validate",
+                "name 'setattr' is not allowed",
+            ),
         ],
         mode,
     )
@@ -218,18 +410,22 @@ def test_index_and_len_dunders_cannot_be_defined(mode: Mode) -> None:
 def test_getattr_tricks(mode: Mode) -> None:
     run_attacks(
         [
-            "print('ESCAPED', getattr(1, '__class__'))",
-            "print('ESCAPED', hasattr(1, 'real'))",
-            "print('ESCAPED', vars())",
-            "print('ESCAPED', dir())",
-            "print('ESCAPED', (1).__class__)",
-            "print('ESCAPED', (1).__getattribute__('real'))",
-            "print('ESCAPED', type(1))",
-            "print('ESCAPED', object.__subclasses__())",
-            "print('ESCAPED', globals())",
-            "print('ESCAPED', __builtins__)",
-            "print('ESCAPED', isinstance.__self__)",
-            "print('ESCAPED', len.__self__.open)",
+            A("print('ESCAPED', getattr(1, '__class__'))", "L4-runtime-guard", "attribute '__class__' is not allowed"),
+            A("print('ESCAPED', hasattr(1, 'real'))", "L2-validate", "name 'hasattr' is not allowed"),
+            A("print('ESCAPED', vars())", "L2-validate", "name 'vars' is not allowed"),
+            A("print('ESCAPED', dir())", "L2-validate", "name 'dir' is not allowed"),
+            A("print('ESCAPED', (1).__class__)", "L2-validate", "attribute '__class__' is not allowed"),
+            A(
+                "print('ESCAPED', (1).__getattribute__('real'))",
+                "L2-validate",
+                "attribute '__getattribute__' is not allowed",
+            ),
+            A("print('ESCAPED', type(1))", "L2-validate", "name 'type' is not allowed"),
+            A("print('ESCAPED', object.__subclasses__())", "L2-validate", "attribute '__subclasses__' is not allowed"),
+            A("print('ESCAPED', globals())", "L2-validate", "name 'globals' is not allowed"),
+            A("print('ESCAPED', __builtins__)", "L2-validate", "name '__builtins__' is not allowed"),
+            A("print('ESCAPED', isinstance.__self__)", "L2-validate", "attribute '__self__' is not allowed"),
+            A("print('ESCAPED', len.__self__.open)", "L2-validate", "attribute '__self__' is not allowed"),
         ],
         mode,
     )
@@ -237,11 +433,26 @@ def test_getattr_tricks(mode: Mode) -> None:
     if mode != "strict":
         run_attacks(
             [
-                "import operator\nprint('ESCAPED', operator.attrgetter('__class__')(1))",
-                "import json\nprint('ESCAPED', json.dumps.__globals__)",
-                "import statistics\nprint('ESCAPED', statistics.mean.__wrapped__)",
-                "from json import dumps\nprint('ESCAPED', dumps.func)",
-                "import re\nprint('ESCAPED', re.compile.__closure__)",
+                A(
+                    "import json\nprint('ESCAPED', json.dumps.__globals__)",
+                    "L2-validate",
+                    "attribute '__globals__' is not allowed",
+                ),
+                A(
+                    "import statistics\nprint('ESCAPED', statistics.mean.__globals__)",
+                    "L2-validate",
+                    "attribute '__globals__' is not allowed",
+                ),
+                A(
+                    "from json import dumps\nprint('ESCAPED', dumps.__globals__)",
+                    "L2-validate",
+                    "attribute '__globals__' is not allowed",
+                ),
+                A(
+                    "import re\nprint('ESCAPED', re.compile.__closure__)",
+                    "L2-validate",
+                    "attribute '__closure__' is not allowed",
+                ),
             ],
             mode,
         )
@@ -252,22 +463,66 @@ def test_getattr_tricks(mode: Mode) -> None:
 def test_format_string_field_access(mode: Mode) -> None:
     run_attacks(
         [
-            "print('{0.__class__}'.format(1), 'ESCAPED')",
-            "print('{0.__class__.__mro__}'.format(1), 'ESCAPED')",
-            "print('{x.__init__.__globals__}'.format_map({'x': 1}), 'ESCAPED')",
+            A(
+                "print('{0.__class__}'.format(1), 'ESCAPED')",
+                "L4-runtime-guard",
+                "attribute '__class__' is not allowed",
+            ),
+            A(
+                "print('{0.__class__.__mro__}'.format(1), 'ESCAPED')",
+                "L4-runtime-guard",
+                "attribute '__class__' is not allowed",
+            ),
+            A(
+                "print('{x.__globals__}'.format_map({'x': lambda: 0}), 'ESCAPED')",
+                "L4-runtime-guard",
+                "attribute '__globals__' is not allowed",
+            ),
             # `'...'.format` is the guarded formatter now: holding it is harmless, and every
             # field lookup goes through the attribute guard
-            "f = '{0.__class__}'.format\nprint(f(1), 'ESCAPED')",
-            "print('{0.real.__class__}'.format(1), 'ESCAPED')",
-            "print('{0[0].__class__}'.format([1]), 'ESCAPED')",
-            "print('{0.__init__.__globals__}'.format(print), 'ESCAPED')",
-            "print('{x.gi_frame}'.format(x=(i for i in [1])), 'ESCAPED')",
-            "print('{:{0.__class__}}'.format(1), 'ESCAPED')",
-            "print(''.format.__self__, 'ESCAPED')",
-            "print(str.format('{0.__class__}', 1), 'ESCAPED')",
-            "print(list(map(str.format, ['{0.__class__}'], [1])), 'ESCAPED')",
-            "print(f'{(1).__class__}', 'ESCAPED')",
-            "x = 1\nprint(f'{x.__class__!r}', 'ESCAPED')",
+            A(
+                "f = '{0.__class__}'.format\nprint(f(1), 'ESCAPED')",
+                "L4-runtime-guard",
+                "attribute '__class__' is not allowed",
+            ),
+            A(
+                "print('{0.real.__class__}'.format(1), 'ESCAPED')",
+                "L4-runtime-guard",
+                "attribute '__class__' is not allowed",
+            ),
+            A(
+                "print('{0[0].__class__}'.format([1]), 'ESCAPED')",
+                "L4-runtime-guard",
+                "attribute '__class__' is not allowed",
+            ),
+            A(
+                "print('{0.__self__}'.format(len), 'ESCAPED')",
+                "L4-runtime-guard",
+                "attribute '__self__' is not allowed",
+            ),
+            A(
+                "print('{x.gi_frame}'.format(x=(i for i in [1])), 'ESCAPED')",
+                "L4-runtime-guard",
+                "attribute 'gi_frame' is not allowed",
+            ),
+            A(
+                "print('{0:{1.__class__.__name__[0]}}'.format('x', ''), 'ESCAPED')",
+                "L4-runtime-guard",
+                "attribute '__class__' is not allowed",
+            ),
+            A("print(''.format.__self__, 'ESCAPED')", "L2-validate", "attribute '__self__' is not allowed"),
+            A(
+                "print(str.format('{0.__class__}', 1), 'ESCAPED')",
+                "L4-runtime-guard",
+                "attribute 'format' is allowed only on a string",
+            ),
+            A(
+                "print(list(map(str.format, ['{0.__class__}'], [1])), 'ESCAPED')",
+                "L4-runtime-guard",
+                "attribute 'format' is allowed only on a string",
+            ),
+            A("print(f'{(1).__class__}', 'ESCAPED')", "L2-validate", "attribute '__class__' is not allowed"),
+            A("x = 1\nprint(f'{x.__class__!r}', 'ESCAPED')", "L2-validate", "attribute '__class__' is not allowed"),
         ],
         mode,
     )
@@ -283,13 +538,33 @@ def test_format_string_field_access(mode: Mode) -> None:
 def test_generator_frames(mode: Mode) -> None:
     run_attacks(
         [
-            "def g():\n    yield 1\nx = g()\nprint('ESCAPED', x.gi_frame)",
-            "def g():\n    yield 1\nx = g()\nprint('ESCAPED', x.gi_code)",
-            "x = (i for i in [1])\nprint('ESCAPED', x.gi_frame.f_back)",
-            "def g():\n    yield 1\nx = g()\nprint('ESCAPED', x.gi_yieldfrom)",
-            "def f():\n    pass\nprint('ESCAPED', f.__code__)",
-            "def f():\n    pass\nprint('ESCAPED', f.__globals__)",
-            "print('ESCAPED', (lambda: 1).__closure__)",
+            A(
+                "def g():\n    yield 1\nx = g()\nprint('ESCAPED', x.gi_frame)",
+                "L2-validate",
+                "attribute 'gi_frame' is not allowed",
+            ),
+            A(
+                "def g():\n    yield 1\nx = g()\nprint('ESCAPED', x.gi_code)",
+                "L2-validate",
+                "attribute 'gi_code' is not allowed",
+            ),
+            A(
+                "x = (i for i in [1])\nprint('ESCAPED', x.gi_frame.f_back)",
+                "L2-validate",
+                "attribute 'f_back' is not allowed",
+            ),
+            A(
+                "def g():\n    yield 1\nx = g()\nprint('ESCAPED', x.gi_yieldfrom)",
+                "L2-validate",
+                "attribute 'gi_yieldfrom' is not allowed",
+            ),
+            A("def f():\n    pass\nprint('ESCAPED', f.__code__)", "L2-validate", "attribute '__code__' is not allowed"),
+            A(
+                "def f():\n    pass\nprint('ESCAPED', f.__globals__)",
+                "L2-validate",
+                "attribute '__globals__' is not allowed",
+            ),
+            A("print('ESCAPED', (lambda: 1).__closure__)", "L2-validate", "attribute '__closure__' is not allowed"),
         ],
         mode,
     )
@@ -306,12 +581,33 @@ def test_generator_frames(mode: Mode) -> None:
 def test_exception_traceback_and_context_walking(mode: Mode) -> None:
     run_attacks(
         [
-            "try:\n    1 / 0\nexcept Exception as e:\n    print('ESCAPED', e.__traceback__.tb_frame)",
-            "try:\n    try:\n        1 / 0\n    except Exception:\n        {}['x']\nexcept Exception as e:\n"
-            "    print('ESCAPED', e.__context__.__traceback__)",
-            "try:\n    1 / 0\nexcept Exception as e:\n    print('ESCAPED', e.__cause__)",
-            "try:\n    1 / 0\nexcept Exception as e:\n    t = e.with_traceback(None)\n    print('ESCAPED', t.tb_frame)",
-            "try:\n    len(1)\nexcept TypeError as e:\n    print('ESCAPED', e.args.__class__)",
+            A(
+                "try:\n    1 / 0\nexcept Exception as e:\n    print('ESCAPED', e.__traceback__.tb_frame)",
+                "L2-validate",
+                "attribute 'tb_frame' is not allowed",
+            ),
+            A(
+                "try:\n    try:\n        1 / 0\n    except Exception:\n        {}['x']\nexcept Exception as e:\n"
+                "    print('ESCAPED', e.__context__.__traceback__)",
+                "L2-validate",
+                "attribute '__traceback__' is not allowed",
+            ),
+            A(
+                "try:\n    1 / 0\nexcept Exception as e:\n    print('ESCAPED', e.__cause__)",
+                "L2-validate",
+                "attribute '__cause__' is not allowed",
+            ),
+            A(
+                "try:\n    1 / 0\nexcept Exception as e:\n    t = e.with_traceback(e.__traceback__)\n"
+                "    print('ESCAPED', t.__traceback__.tb_frame)",
+                "L2-validate",
+                "attribute '__traceback__' is not allowed",
+            ),
+            A(
+                "try:\n    len(1)\nexcept TypeError as e:\n    print('ESCAPED', e.args.__class__)",
+                "L2-validate",
+                "attribute '__class__' is not allowed",
+            ),
         ],
         mode,
     )
@@ -330,11 +626,23 @@ def test_exception_traceback_and_context_walking(mode: Mode) -> None:
 def test_reduce_protocol(mode: Mode) -> None:
     run_attacks(
         [
-            "import collections\nprint('ESCAPED', collections.Counter('a').__reduce__())",
-            "import datetime\nprint('ESCAPED', datetime.date(2024, 1, 1).__reduce_ex__(2))",
-            "import pickle\nprint('ESCAPED')",
-            "import copyreg\nprint('ESCAPED')",
-            "import decimal\nprint('ESCAPED', decimal.Decimal(1).__reduce__()[0])",
+            A(
+                "import collections\nprint('ESCAPED', collections.Counter('a').__reduce__())",
+                "L2-validate",
+                "attribute '__reduce__' is not allowed",
+            ),
+            A(
+                "import datetime\nprint('ESCAPED', datetime.date(2024, 1, 1).__reduce_ex__(2))",
+                "L2-validate",
+                "attribute '__reduce_ex__' is not allowed",
+            ),
+            A("import pickle\nprint('ESCAPED')", "L2-validate", "import of 'pickle' is not allowed"),
+            A("import copyreg\nprint('ESCAPED')", "L2-validate", "import of 'copyreg' is not allowed"),
+            A(
+                "import decimal\nprint('ESCAPED', decimal.Decimal(1).__reduce__()[0])",
+                "L2-validate",
+                "attribute '__reduce__' is not allowed",
+            ),
         ],
         mode,
     )
@@ -349,27 +657,49 @@ def test_reduce_protocol(mode: Mode) -> None:
 # later cells of a session either.
 @pytest.mark.parametrize("mode", ALL_MODES)
 def test_thermal_cannot_be_mutated_across_cells(mode: Mode, memory_api: ApiSpec) -> None:
+    # the oracle is also the state after the attacks (the same answers as before); plain
+    # CPython refuses most of these writes on the real API too, so they are not run unguarded
     attacks = [
-        "thermal.search = len",
-        "del thermal.search",
-        "thermal.extra = 1",
-        "thermal.search.cache = 1",
-        "print(thermal.__class__)",
-        "print(thermal.search.__call__)",
-        "thermal.search.__self__",
-        "r = thermal.search('deploy')\nr.total = 0",
-        "r = thermal.search('deploy')\nr.hits[0].memory.tags.append('x')",
-        "r = thermal.search('deploy')\nr.hits[0].memory.title = 'x'",
-        "r = thermal.search('deploy')\ndel r.total",
-        "r = thermal.get(1)\nr['title'] = 'x'",
-        "class Evil:\n    search = len\nthermal.search = Evil.search",
+        A("thermal.search = len", "L4-runtime-guard", "cannot modify objects of type 'ApiObject'"),
+        A("del thermal.search", "L4-runtime-guard", "cannot modify objects of type 'ApiObject'"),
+        A("thermal.extra = 1", "L4-runtime-guard", "cannot modify objects of type 'ApiObject'"),
+        A("thermal.search.cache = 1", "L4-runtime-guard", "cannot modify objects of type 'ApiMethod'"),
+        A("print(thermal.__class__)", "L2-validate", "attribute '__class__' is not allowed"),
+        A("print(thermal.search.__call__)", "L2-validate", "attribute '__call__' is not allowed"),
+        A("thermal.search.__self__", "L2-validate", "attribute '__self__' is not allowed"),
+        A(
+            "r = thermal.search('deploy')\nr.total = 0",
+            "L4-runtime-guard",
+            "cannot modify objects of type 'ResultList'",
+        ),
+        A(
+            "r = thermal.search('deploy')\nr.hits[0].memory.tags.append('x')",
+            "AttributeError",
+            "'tuple' object has no attribute 'append'",
+        ),
+        A(
+            "r = thermal.search('deploy')\nr.hits[0].memory.title = 'x'",
+            "L4-runtime-guard",
+            "cannot modify objects of type 'Record'",
+        ),
+        A(
+            "r = thermal.search('deploy')\ndel r.total",
+            "L4-runtime-guard",
+            "cannot modify objects of type 'ResultList'",
+        ),
+        A("r = thermal.get(1)\nr['title'] = 'x'", "L4-runtime-guard", "cannot modify objects of type 'Record'"),
+        A(
+            "class Evil:\n    search = len\nthermal.search = Evil.search",
+            "L4-runtime-guard",
+            "cannot modify objects of type 'ApiObject'",
+        ),
     ]
     with ExecutorSession(cfg(mode), memory_api) as session:
         before = session.run("base = thermal.search('deploy')\nprint(base.total, base.hits[0].memory.title)")
         assert before.success, before.error
-        for code in attacks:
-            result = session.run(code)
-            assert blocked(result), f"{mode}: {code} -> {result.error}"
+        for attack in attacks:
+            result = session.run(attack.code)
+            assert refused(result, attack.layer, attack.reason), f"{mode}: {attack} -> {result.error}"
         # a copy is the caller's own: changing it leaves the API and its records alone
         copy = session.run(
             "d = base.to_dict()\nd['total'] = 0\nd['hits'].clear()\nprint(d['total'], base.total, len(base.hits))"
@@ -385,21 +715,26 @@ def test_thermal_cannot_be_mutated_across_cells(mode: Mode, memory_api: ApiSpec)
 # 12 -- module proxies are read-only for the whole session.
 @pytest.mark.parametrize("mode", IMPORT_MODES)
 def test_module_proxy_mutation(mode: Mode) -> None:
+    proxy = "cannot modify objects of type 'ModuleProxy'"
     attacks = [
-        "import math\nmath.pi = 3",
-        "import math\ndel math.sqrt",
-        "import json\njson.dumps = str",
-        "import json\njson.loads.cache = 1",
-        "import collections\ncollections.Counter.most_common = 1",
-        "import math\nprint(math._attrs)",
-        "from math import _attrs",
-        "import math\nprint('ESCAPED', math.__dict__)",
-        "import re\nre.compile.flags = 1",
+        A("import math\nmath.pi = 3", "L4-runtime-guard", proxy),
+        A("import math\ndel math.sqrt", "L4-runtime-guard", proxy),
+        A("import json\njson.dumps = str", "L4-runtime-guard", proxy),
+        A("import json\njson.loads.cache = 1", "L4-runtime-guard", "cannot modify objects of type 'SafeCallable'"),
+        A(
+            "import collections\ncollections.Counter.most_common = 1",
+            "L4-runtime-guard",
+            "cannot modify objects of type 'ClassFactory'",
+        ),
+        A("import math\nprint(math._attrs)", "L2-validate", "attribute '_attrs' is not allowed"),
+        A("from math import _attrs", "L2-validate", "name '_attrs' may not be bound"),
+        A("import math\nprint('ESCAPED', math.__dict__)", "L2-validate", "attribute '__dict__' is not allowed"),
+        A("import re\nre.compile.flags = 1", "L4-runtime-guard", "cannot modify objects of type 'SafeCallable'"),
     ]
     with ExecutorSession(cfg(mode)) as session:
-        for code in attacks:
-            result = session.run(code)
-            assert blocked(result), f"{mode}: {code} -> {result.error}"
+        for attack in attacks:
+            result = session.run(attack.code)
+            assert refused(result, attack.layer, attack.reason), f"{mode}: {attack} -> {result.error}"
         after = session.run("import math, json\npi = 3\nprint(math.pi > 3.14, json.dumps([1]), pi)")
         assert after.success and after.stdout == "True [1] 3\n", after.error
 
@@ -409,12 +744,32 @@ def test_module_proxy_mutation(mode: Mode) -> None:
 def test_random_state(mode: Mode) -> None:
     run_attacks(
         [
-            "import random\nprint('ESCAPED', random.random.__self__)",
-            "import random\nprint('ESCAPED', random.getstate())",
-            "import random\nprint('ESCAPED', random._inst)",
-            "import random\nrandom.random = lambda: 4",
-            "import random\nprint('ESCAPED', random.Random)",
-            "import random\nprint('ESCAPED', random.seed.__func__)",
+            A(
+                "import random\nprint('ESCAPED', random.random.__self__)",
+                "L2-validate",
+                "attribute '__self__' is not allowed",
+            ),
+            A(
+                "import random\nprint('ESCAPED', random.getstate())",
+                "AttributeError",
+                "module 'random' exposes only: choice, choices, gauss, randint, random, randrange",
+            ),
+            A("import random\nprint('ESCAPED', random._inst)", "L2-validate", "attribute '_inst' is not allowed"),
+            A(
+                "import random\nrandom.random = lambda: 4\nprint('ESCAPED', random.random())",
+                "L4-runtime-guard",
+                "cannot modify objects of type 'ModuleProxy'",
+            ),
+            A(
+                "import random\nprint('ESCAPED', random.Random)",
+                "AttributeError",
+                "module 'random' exposes only: choice, choices, gauss, randint, random, randrange",
+            ),
+            A(
+                "import random\nprint('ESCAPED', random.seed.__func__)",
+                "L2-validate",
+                "attribute '__func__' is not allowed",
+            ),
         ],
         mode,
     )
@@ -437,12 +792,37 @@ def test_random_state(mode: Mode) -> None:
 def test_json_object_hooks(mode: Mode) -> None:
     run_attacks(
         [
-            "import json\njson.loads('{\"a\": 1}', object_hook=lambda d: print('ESCAPED', d.__class__))",
-            "import json\ncls = json.JSONDecodeError\nprint('ESCAPED', cls.__init__)",
-            "import json\njson.loads('1', cls=json.JSONDecoder)\nprint('ESCAPED')",
-            "import json\nprint('ESCAPED', json.decoder)",
-            "import json\njson.dumps(object(), default=lambda o: o)\nprint('ESCAPED')",
-            "import json\nseen = []\njson.loads('[1]', parse_int=lambda s: seen.append(s.__class__))\nprint('ESCAPED')",
+            A(
+                "import json\njson.loads('{\"a\": 1}', object_hook=lambda d: print('ESCAPED', d.__class__))",
+                "L2-validate",
+                "attribute '__class__' is not allowed",
+            ),
+            A(
+                "import json\ncls = json.JSONDecodeError\nprint('ESCAPED', cls.__init__)",
+                "L2-validate",
+                "attribute '__init__' is not allowed",
+            ),
+            A(
+                "import json\njson.loads('1', cls=json.JSONDecoder)\nprint('ESCAPED')",
+                "AttributeError",
+                "module 'json' exposes only: JSONDecodeError, dump, dumps, load, loads",
+            ),
+            A(
+                "import json\nprint('ESCAPED', json.decoder)",
+                "AttributeError",
+                "module 'json' exposes only: JSONDecodeError, dump, dumps, load, loads",
+            ),
+            A(
+                "import json\njson.dumps(object(), default=lambda o: o.__class__.__name__)\nprint('ESCAPED')",
+                "L2-validate",
+                "name 'object' is not allowed",
+            ),
+            A(
+                "import json\nseen = []\njson.loads('[1]', parse_int=lambda s: seen.append(s.__class__))\n"
+                "print('ESCAPED')",
+                "L2-validate",
+                "attribute '__class__' is not allowed",
+            ),
         ],
         mode,
     )
@@ -464,13 +844,22 @@ def test_json_object_hooks(mode: Mode) -> None:
 def test_re_callbacks(mode: Mode) -> None:
     run_attacks(
         [
-            "import re\nre.sub('a', lambda m: print('ESCAPED', m.__class__) or '', 'a')",
-            "import re\nre.sub('a', lambda m: print('ESCAPED', m.re.__class__) or '', 'a')",
-            "import re\ndef f(m):\n    m.re.groupindex['x'] = 1\n    print('ESCAPED')\n    return ''\n"
-            "re.sub('(?P<n>a)', f, 'a')",
-            "import re\np = re.compile('a')\np.pattern = 'b'\nprint('ESCAPED')",
-            "import re\nprint('ESCAPED', re._compile)",
-            "import re\nprint('ESCAPED', re.compile('a').scanner('a').__class__)",
+            A(
+                "import re\nre.sub('a', lambda m: print('ESCAPED', m.__class__) or '', 'a')",
+                "L2-validate",
+                "attribute '__class__' is not allowed",
+            ),
+            A(
+                "import re\nre.sub('a', lambda m: print('ESCAPED', m.re.__class__) or '', 'a')",
+                "L2-validate",
+                "attribute '__class__' is not allowed",
+            ),
+            A("import re\nprint('ESCAPED', re._compile)", "L2-validate", "attribute '_compile' is not allowed"),
+            A(
+                "import re\nprint('ESCAPED', re.compile('a').scanner('a').__class__)",
+                "L2-validate",
+                "attribute '__class__' is not allowed",
+            ),
         ],
         mode,
     )
@@ -489,12 +878,33 @@ def test_re_callbacks(mode: Mode) -> None:
 def test_sorted_key_callbacks(mode: Mode, memory_api: ApiSpec) -> None:
     run_attacks(
         [
-            "sorted([1, 2], key=lambda x: print('ESCAPED', x.__class__))",
-            "def k(x):\n    raise ValueError(x)\ntry:\n    sorted([1, 2], key=k)\nexcept ValueError as e:\n"
-            "    print('ESCAPED', e.__traceback__)",
-            "max([1], key=lambda x: x.__reduce__)\nprint('ESCAPED')",
-            "r = thermal.search('deploy')\nsorted(r.hits, key=lambda h: h.memory._data)\nprint('ESCAPED')",
-            "r = thermal.search('deploy')\nsorted(r.hits, key=lambda h: h.memory.__dict__)\nprint('ESCAPED')",
+            A(
+                "sorted([1, 2], key=lambda x: print('ESCAPED', x.__class__))",
+                "L2-validate",
+                "attribute '__class__' is not allowed",
+            ),
+            A(
+                "def k(x):\n    raise ValueError(x)\ntry:\n    sorted([1, 2], key=k)\nexcept ValueError as e:\n"
+                "    print('ESCAPED', e.__traceback__)",
+                "L2-validate",
+                "attribute '__traceback__' is not allowed",
+            ),
+            A(
+                "max([1], key=lambda x: x.__reduce__)\nprint('ESCAPED')",
+                "L2-validate",
+                "attribute '__reduce__' is not allowed",
+            ),
+            A(
+                "r = thermal.search('deploy')\nsorted(r.hits, key=lambda h: h.memory.__class__.__name__)\n"
+                "print('ESCAPED')",
+                "L2-validate",
+                "attribute '__name__' is not allowed",
+            ),
+            A(
+                "r = thermal.search('deploy')\nsorted(r.hits, key=lambda h: str(h.__reduce_ex__(2)))\nprint('ESCAPED')",
+                "L2-validate",
+                "attribute '__reduce_ex__' is not allowed",
+            ),
         ],
         mode,
         memory_api,
@@ -514,14 +924,41 @@ def test_sorted_key_callbacks(mode: Mode, memory_api: ApiSpec) -> None:
 def test_wrappers_expose_nothing(mode: Mode) -> None:
     run_attacks(
         [
-            "import statistics\nprint('ESCAPED', statistics.mean.func)",
-            "import statistics\nprint('ESCAPED', statistics.mean.args)",
-            "import statistics\nstatistics.mean.x = 1",
-            "import collections\nprint('ESCAPED', collections.Counter.cls)",
-            "import collections\ncollections.Counter.fromkeys = 1",
-            "import fractions\nprint('ESCAPED', fractions.Fraction.from_float.func)",
-            "print('ESCAPED', printed.__self__)",
-            "import collections\nfrom collections import namedtuple\nprint('ESCAPED', namedtuple.keywords)",
+            A(
+                "import statistics\nprint('ESCAPED', statistics.mean.__code__)",
+                "L2-validate",
+                "attribute '__code__' is not allowed",
+            ),
+            A(
+                "import statistics\nprint('ESCAPED', statistics.mean.__defaults__)",
+                "L2-validate",
+                "attribute '__defaults__' is not allowed",
+            ),
+            A(
+                "import statistics\nstatistics.mean.x = 1\nprint('ESCAPED')",
+                "L4-runtime-guard",
+                "cannot modify objects of type 'SafeCallable'",
+            ),
+            A(
+                "import collections\nprint('ESCAPED', collections.Counter.copy)",
+                "AttributeError",
+                "'collections.Counter' exposes only: ",
+            ),
+            A(
+                "import collections\ncollections.Counter.fromkeys = 1\nprint('ESCAPED')",
+                "L4-runtime-guard",
+                "cannot modify objects of type 'ClassFactory'",
+            ),
+            A(
+                "import fractions\nprint('ESCAPED', fractions.Fraction.from_float.__func__)",
+                "L2-validate",
+                "attribute '__func__' is not allowed",
+            ),
+            A(
+                "import collections\nfrom collections import namedtuple\nprint('ESCAPED', namedtuple.__kwdefaults__)",
+                "L2-validate",
+                "attribute '__kwdefaults__' is not allowed",
+            ),
         ],
         mode,
     )
@@ -555,7 +992,7 @@ print('ESCAPED')
 def test_red_team_prepare_chain(mode: Mode, memory_api: ApiSpec) -> None:
     with ExecutorSession(cfg(mode), memory_api) as session:
         attack = session.run(RED_TEAM_PREPARE)
-        assert blocked(attack), attack.stdout
+        assert refused(attack, "AttributeError", "'collections.Counter' exposes only"), (attack.error, attack.stdout)
         later = session.run("print(thermal.search('deploy').total)")
         assert later.success and later.stdout == "3\n", later.error
 
@@ -587,3 +1024,68 @@ def test_build_class_refuses_a_leaked_metaclass() -> None:
     plain = compile_restricted("class Y(ValueError):\n    z = [1]\n", filename="<sandbox>", mode="exec")
     exec(plain, glb)
     assert glb["Y"].z == [1] and type(glb["Y"]) is type
+
+
+# The oracle itself: every snippet above and in test_relaxation_attacks reaches its
+# ESCAPED line under plain CPython (real builtins and modules, no validation, no
+# compile_restricted, no runtime guards), so each refusal asserted above is the Python
+# layer's doing and a snippet that can never fail cannot hide in the lists.
+def _listed_attacks() -> list[tuple[str, str]]:
+    import ast
+
+    found: list[tuple[str, str]] = []
+    for name in ("test_python_layer_attacks.py", "test_relaxation_attacks.py"):
+        tree = ast.parse((Path(__file__).parent / name).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "run_attacks":
+                for element in node.args[0].elts:  # type: ignore[attr-defined]
+                    assert isinstance(element, ast.Call) and isinstance(element.func, ast.Name), ast.dump(element)
+                    assert element.func.id == "A", f"{name}:{element.lineno}: an attack without its refusal"
+                    found.append((f"{name}:{element.lineno}", ast.literal_eval(element.args[0])))
+    return found
+
+
+def test_attacks_escape_unguarded(memory_api: ApiSpec) -> None:
+    import json
+    import subprocess
+    import sys
+
+    attacks = _listed_attacks()
+    assert len(attacks) > 120
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.unit.executor.unguarded", memory_api.args[0]],
+        input=json.dumps([{"code": code, "thermal": "thermal" in code} for _, code in attacks]),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    escaped = json.loads(done.stdout.splitlines()[-1])
+    dead = [f"{where}: {code!r}" for (where, code), ok in zip(attacks, escaped, strict=True) if not ok]
+    assert not dead, "refused by CPython itself, so the assertion cannot fail:\n" + "\n".join(dead)
+
+
+def test_the_unguarded_check_can_fail() -> None:
+    """A snippet CPython refuses on its own (the kind the lists used to hold) is reported."""
+    import json
+    import subprocess
+    import sys
+
+    snippets = [
+        {"code": "class C(metaclass=dict):\n    pass\nprint('ESCAPED')"},
+        {"code": "print('{:{0.__class__}}'.format(1), 'ESCAPED')"},
+        {"code": "print((1).format, 'ESCAPED')"},
+        {"code": "print('ESCAPED', (1).__class__)"},
+    ]
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.unit.executor.unguarded"],
+        input=json.dumps(snippets),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert json.loads(done.stdout.splitlines()[-1]) == [False, False, False, True]

@@ -74,8 +74,6 @@ ATTACKS: dict[str, list[str]] = {
         "import dataclasses, enum\nprint('ESCAPED', dataclasses.dataclass(enum.Enum))",
         "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\nprint('ESCAPED', getattr(R, '__init__'))",
         "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\n"
-        "class S(R):\n    def __init__(self):\n        print('ESCAPED', super().__init__)\nS()",
-        "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\n"
         "print('ESCAPED', dataclasses.fields(R)[0].type.__class__)",
         "import dataclasses\nprint('ESCAPED', dataclasses.MISSING)",
         "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\nprint('ESCAPED', R.__dataclass_fields__)",
@@ -236,10 +234,10 @@ def test_operator_companion_real_getters_read_past_the_guard(name: str, attack: 
     glb, _ = _globals()
     with pytest.raises(Exception, match="not allowed"):
         _run(attack, glb)
-    glb["__builtins__"] = dict(glb["__builtins__"])
-    real = _proxy_with("operator", name, getattr(operator, name))
-    glb["__builtins__"]["__import__"] = lambda *a: real
-    leaked = _run(attack, glb)["result"]
+    # the real getter, with nothing but itself between the program and the object
+    scope = {"__builtins__": {"__import__": lambda *a, **k: _proxy_with("operator", name, getattr(operator, name))}}
+    exec(compile(attack, "<sandbox>", "exec"), scope)
+    leaked = scope["result"]
     assert reachability.classify(leaked if name == "attrgetter" else leaked[0]) is not None
 
 
@@ -249,10 +247,9 @@ def test_functools_companion_real_lru_cache_returns_a_closure() -> None:
     glb, _ = _globals()
     code = "from functools import lru_cache\nresult = lru_cache(maxsize=2)"
     assert reachability.classify(_run(code, glb)["result"]) is None
-    glb["__builtins__"] = dict(glb["__builtins__"])
-    glb["__builtins__"]["__import__"] = lambda *a: _proxy_with("functools", "lru_cache", functools.lru_cache)
-    leaked = _run(code, glb)["result"]
-    assert reachability.classify(leaked) == "python function"
+    scope = {"__builtins__": {"__import__": lambda *a, **k: _proxy_with("functools", "lru_cache", functools.lru_cache)}}
+    exec(compile(code, "<sandbox>", "exec"), scope)
+    assert reachability.classify(scope["result"]) == "python function"
 
 
 def test_bytesio_companion_real_getbuffer_is_a_memoryview() -> None:
@@ -424,6 +421,23 @@ def test_refused_imports_name_the_allowlist_once() -> None:
     assert not result.success and result.isolation == ()
     error = result.error or ""
     assert error.count("dataclasses") == 1 and "import of 'os'" in error and "import of 'subprocess'" in error
+
+
+def test_dataclass_generated_methods_never_cross_raw() -> None:
+    """``@dataclass`` writes ``__init__``/``__repr__``/``__eq__`` with ``exec`` (functions of
+    no sandbox source, whose globals hold the real builtins): ``super().__init__`` of a
+    dataclass is refused, or crosses only wrapped."""
+    glb, _ = _globals()
+    code = (
+        "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int = 0\ngot = []\n"
+        "class S(R):\n    def __init__(self):\n        got.append(super().__init__)\nS()\n"
+    )
+    try:
+        got = _run(code, glb)["got"]
+    except Exception as exc:
+        assert "not allowed" in str(exc)
+    else:
+        assert reachability.classify(got[0]) is None and not isinstance(got[0], types.FunctionType)
 
 
 def test_deepcopy_keeps_enum_members_and_seals_copies() -> None:

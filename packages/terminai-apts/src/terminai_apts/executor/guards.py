@@ -1,8 +1,21 @@
 """Layer 4 (child side): the runtime guards RestrictedPython's generated code calls:
-attribute and item reads, writes, in-place operators, calls and class statements.
+attribute and item reads, iteration, calls, writes, in-place operators and class
+statements.
 
-What the guards hand out is checked by ``wrappers.refusal``; what the namespace exposes
-is proven safe by a reachability walk in the tests (``tests/unit/executor/reachability.py``).
+Two rules, each applied in exactly one place:
+
+* **names** (:func:`plain_name`): an attribute name is a ``str`` of exactly that type, or a
+  fresh plain copy of a ``str`` subclass's characters; every decision about it is made on
+  that plain copy, never by asking the program's object (a subclass may answer
+  ``startswith``, ``__eq__`` and ``__hash__`` as it likes, while ``getattr`` uses its
+  characters);
+* **values** (:func:`admit`): every value handed to the program by an attribute read, an
+  item read, iteration or unpacking, a call (``_call_``/``_apply_``) or ``super()`` passes
+  ``wrappers.refusal``: no host function, class outside the allowlist, module, frame,
+  code object, traceback, descriptor or method bound to a class crosses.
+
+What the namespace exposes is proven safe by a reachability walk and an attack generator
+in the tests (``tests/unit/executor/reachability.py``, ``attack_generator.py``).
 """
 
 from __future__ import annotations
@@ -12,56 +25,119 @@ import collections
 import decimal
 import operator
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from terminai_apts.executor.policy import FORBIDDEN_ATTR_PREFIXES, FORBIDDEN_ATTRS, FORMAT_ATTRS
 from terminai_apts.executor.safe_classes import SAFE_CLASSES
-from terminai_apts.executor.sandbox_builtins import SafeFormatter, StrFormat, SuperProxy
+from terminai_apts.executor.sandbox_builtins import SafeFormatter, SandboxProperty, StrFormat, SuperProxy
 from terminai_apts.executor.transform import SUPER_METHODS
-from terminai_apts.executor.wrappers import SANDBOX_MODULE, ClassFactory, SandboxViolation, Sealed, refusal
+from terminai_apts.executor.wrappers import (
+    SANDBOX_MODULE,
+    ClassFactory,
+    SafeCallable,
+    SandboxViolation,
+    Sealed,
+    is_sandbox_function,
+    refusal,
+)
 
 # decimal.Context: `localcontext()` / `getcontext()` hand one out to be configured
 # (`ctx.prec = 5`); its attributes are plain numbers and flags of this run's own context.
 _PLAIN_WRITABLE = (list, dict, set, bytearray, collections.deque, decimal.Context)
-# Builtin types whose public attributes are all plain methods: no post-check needed.
-_FAST_TYPES = frozenset({dict, list, str, set, tuple, int, float, bytes, frozenset})
-# Values that need no check on the way out of a guard.
-_PLAIN_VALUES = frozenset({str, int, float, bool, type(None), bytes, tuple, list, dict, set, frozenset})
+# Values admitted by their exact type alone (a container's items are checked when they
+# are read, iterated or unpacked, so a plain container is admitted as it is).
+_PLAIN_VALUES = frozenset(
+    {str, int, float, bool, complex, type(None), bytes, bytearray, tuple, list, dict, set, frozenset, range, slice}
+)
+# Builtin methods bound to an instance of these are admitted without the full check.
+_PLAIN_OWNERS = frozenset({str, int, float, bytes, bytearray, tuple, list, dict, set, frozenset})
+# Iterating these yields only str, int or bytes: no per-item check needed.
+_PLAIN_ITEMS = frozenset({str, bytes, bytearray, range})
+_BUILTIN_METHOD = types.BuiltinMethodType
 
 
-def _refuse_value(value: object, what: str) -> None:
+def plain_name(name: object) -> str:
+    """``name`` as a plain ``str`` the guard can trust, or a refusal.
+
+    A ``str`` subclass is copied character by character through ``str``'s own slot (not
+    the subclass's), so what is checked is exactly what ``getattr`` will look up.
+    """
+    if type(name) is str:
+        return name
+    if not isinstance(name, str):
+        raise SandboxViolation(f"attribute names must be strings, not '{type(name).__name__}'")
+    plain = str.__getitem__(name, slice(None))
+    if type(plain) is not str:  # pragma: no cover - CPython copies a subclass to an exact str
+        raise SandboxViolation("attribute names must be plain strings")
+    return plain
+
+
+def admit(value: object, what: str) -> Any:
+    """The one value check: ``value`` if the program may hold it, else a refusal."""
+    kind = type(value)
+    if kind in _PLAIN_VALUES:
+        return value
+    if kind is _BUILTIN_METHOD and type(value.__self__) in _PLAIN_OWNERS:  # type: ignore[attr-defined]
+        return value  # 'abc'.upper, [].append: C methods of a plain instance
+    if kind is SandboxProperty:  # the sandbox's own property: runs only program functions
+        return value
     reason = refusal(value, SAFE_CLASSES)
     if reason is not None:
         raise SandboxViolation(f"{what} is not allowed (it is a {reason})")
-
-
-def guarded_getattr(obj: object, name: str, default: object = None, /) -> Any:
-    if type(obj) is SuperProxy and name in SUPER_METHODS:  # super().__init__ and friends
-        value = obj._lookup(name)
-        _refuse_value(value, f"attribute '{name}'")
-        return value
-    if not isinstance(name, str) or name in FORBIDDEN_ATTRS or name.startswith(FORBIDDEN_ATTR_PREFIXES):
-        raise SandboxViolation(f"attribute '{name}' is not allowed")
-    if name in FORMAT_ATTRS:
-        if type(obj) is not str:  # `str.format` itself, or any other object's format
-            raise SandboxViolation(f"attribute '{name}' is allowed only on a string")
-        return StrFormat(obj, _FORMATTER, name == "format_map")
-    if type(obj) in _FAST_TYPES:
-        return getattr(obj, name)
-    if isinstance(obj, types.ModuleType):
-        raise SandboxViolation(f"attribute '{name}' is not allowed")
-    value = getattr(obj, name)
-    if type(value) not in _PLAIN_VALUES:
-        _refuse_value(value, f"attribute '{name}'")
+    if kind is types.MethodType:
+        func = value.__func__  # type: ignore[attr-defined]
+        if not (type(func) is types.FunctionType and is_sandbox_function(func)):
+            # a Python method of a host object (`Record.to_dict`, `Counter.most_common`):
+            # callable as it is, but its function's `__globals__` does not cross
+            return SafeCallable(value, getattr(func, "__qualname__", "method"))
     return value
+
+
+def _check_name(name: str) -> None:
+    if name in FORBIDDEN_ATTRS or name.startswith(FORBIDDEN_ATTR_PREFIXES):
+        raise SandboxViolation(f"attribute '{name}' is not allowed")
+
+
+def guarded_getattr(obj: object, name: object, default: object = None, /) -> Any:
+    plain = plain_name(name)
+    if type(obj) is SuperProxy and plain in SUPER_METHODS:  # super().__init__ and friends
+        return admit(obj._lookup(plain), f"attribute '{plain}'")
+    _check_name(plain)
+    if plain in FORMAT_ATTRS:
+        if type(obj) is not str:  # `str.format` itself, or any other object's format
+            raise SandboxViolation(f"attribute '{plain}' is allowed only on a string")
+        return StrFormat(obj, _FORMATTER, plain == "format_map")
+    if isinstance(obj, types.ModuleType):
+        raise SandboxViolation(f"attribute '{plain}' is not allowed")
+    return admit(getattr(obj, plain), f"attribute '{plain}'")
 
 
 def guarded_getitem(obj: Any, key: Any) -> Any:
-    value = obj[key]
-    if type(value) not in _PLAIN_VALUES:
-        _refuse_value(value, "item")
-    return value
+    return admit(obj[key], "item")
+
+
+def _checked_items(iterator: Iterator[Any]) -> Iterator[Any]:
+    for value in iterator:
+        if type(value) not in _PLAIN_VALUES:
+            admit(value, "item")
+        yield value
+
+
+def guarded_iter(obj: Any) -> Iterator[Any]:
+    """``_getiter_``: for loops, comprehensions and unpacking see only admitted items."""
+    iterator: Iterator[Any] = iter(obj)
+    if type(obj) in _PLAIN_ITEMS:
+        return iterator
+    return _checked_items(iterator)
+
+
+def guarded_call(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """``_call_``: every call in the program's code; what it returns is admitted."""
+    result = fn(*args, **kwargs)
+    if type(result) in _PLAIN_VALUES:
+        return result
+    return admit(result, "call result")
 
 
 _FORMATTER = SafeFormatter(guarded_getattr, guarded_getitem)
@@ -105,8 +181,16 @@ def guarded_inplacevar(op: str, x: Any, y: Any) -> Any:
     return fn(x, y)
 
 
-def guarded_apply(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    return fn(*args, **kwargs)
+def guarded_apply(fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+    """``_apply_``: calls with ``*args``/``**kwargs``. The unpacked items are admitted
+    (they become the parameters of whatever is called) and so is the result."""
+    for arg in args:
+        if type(arg) not in _PLAIN_VALUES:
+            admit(arg, "argument")
+    for arg in kwargs.values():
+        if type(arg) not in _PLAIN_VALUES:
+            admit(arg, "argument")
+    return admit(fn(*args, **kwargs), "call result")
 
 
 _REAL_BUILD_CLASS = _builtins.__build_class__

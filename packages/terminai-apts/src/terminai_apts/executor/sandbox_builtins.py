@@ -84,9 +84,7 @@ class SandboxGetattr(metaclass=Sealed):
     def __call__(self, obj: object, name: object, *default: object) -> Any:
         if len(default) > 1:
             raise TypeError(f"getattr expected at most 3 arguments, got {2 + len(default)}")
-        if not isinstance(name, str):
-            raise TypeError("attribute name must be a string")
-        try:
+        try:  # the guard decides about the name (its exact type, then its characters)
             return object.__getattribute__(self, "_guard")(obj, name)
         except AttributeError:
             if default:

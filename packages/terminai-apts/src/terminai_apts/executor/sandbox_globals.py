@@ -10,9 +10,11 @@ from terminai_apts.executor.guards import (
     DEFAULT_METACLASS,
     guarded_apply,
     guarded_build_class,
+    guarded_call,
     guarded_getattr,
     guarded_getitem,
     guarded_inplacevar,
+    guarded_iter,
     guarded_write,
 )
 from terminai_apts.executor.module_proxies import ModuleProxy, make_import
@@ -64,6 +66,7 @@ def build_builtins(mode: Mode, proxies: dict[str, ModuleProxy]) -> dict[str, Any
 GUARD_NAMES: tuple[str, ...] = (
     "_getattr_", "_getitem_", "_getiter_", "_write_", "_inplacevar_",
     "_iter_unpack_sequence_", "_unpack_sequence_", "_print_", "_apply_",
+    "_call_",
 )  # fmt: skip
 
 
@@ -77,13 +80,14 @@ def build_globals(
         "__metaclass__": DEFAULT_METACLASS,  # RestrictedPython passes it to every class statement
         "_getattr_": guarded_getattr,
         "_getitem_": guarded_getitem,
-        "_getiter_": iter,
+        "_getiter_": guarded_iter,
         "_write_": guarded_write,
         "_inplacevar_": guarded_inplacevar,
         "_iter_unpack_sequence_": guarded_iter_unpack_sequence,
         "_unpack_sequence_": guarded_unpack_sequence,
         "_print_": PrintFactory(buffer),
         "_apply_": guarded_apply,
+        "_call_": guarded_call,
     }
     glb.update(injected)
     return glb

@@ -23,6 +23,8 @@ from typing import Any
 
 from RestrictedPython.transformer import IOPERATOR_TO_STR, RestrictingNodeTransformer
 
+from terminai_apts.executor.call_guard import CallGuardMixin
+
 # Special methods a class body may define. Each is called by C code only in ways Python
 # code could call it too (comparisons, len(), iter(), str(), repr(), `in`); what they return
 # is checked by the interpreter (len() must get a non-negative int that fits, iter() an
@@ -81,7 +83,7 @@ def _scrub_exit_traceback(node: ast.FunctionDef) -> None:
         node.body.insert(0, ast.fix_missing_locations(ast.copy_location(stmt, node)))
 
 
-class SandboxTransformer(RestrictingNodeTransformer):
+class SandboxTransformer(CallGuardMixin, RestrictingNodeTransformer):
     """The compile policy of the executor (``compile_restricted(..., policy=...)``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -1,0 +1,86 @@
+"""The attack generator (``attack_generator.py``): a fixed seed and a few seconds in the
+default run, a longer run behind the ``slow`` marker (``APTS_ATTACK_SECONDS`` and
+``APTS_ATTACK_SEED`` override both), and proof that it finds escapes when the guard's
+checks are switched back to the old ones."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.unit.executor import attack_generator, reachability
+
+ROOT = Path(__file__).resolve().parents[3]
+SEED = int(os.environ.get("APTS_ATTACK_SEED", "2026"))
+
+
+def _run(*args: str, timeout: float) -> dict[str, Any]:
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.unit.executor.attack_generator", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return result
+
+
+def _describe(findings: list[dict[str, Any]]) -> str:
+    return "\n\n".join(f"{f['kind']}: {f['value']} (seed {f['seed']})\n{f['source']}" for f in findings[:3])
+
+
+def test_generated_attacks_find_nothing() -> None:
+    seconds = os.environ.get("APTS_ATTACK_SECONDS", "4")
+    result = _run("--seed", str(SEED), "--seconds", seconds, timeout=float(seconds) + 120)
+    assert result["findings"] == [], _describe(result["findings"])
+    assert result["programs"] > 100 and result["statements"] > 300
+
+
+@pytest.mark.slow
+def test_generated_attacks_find_nothing_long() -> None:
+    seconds = os.environ.get("APTS_ATTACK_SECONDS", "90")
+    result = _run("--seed", str(SEED + 1), "--seconds", seconds, timeout=float(seconds) + 300)
+    assert result["findings"] == [], _describe(result["findings"])
+
+
+def test_generator_finds_escapes_with_the_old_checks() -> None:
+    """Not vacuous: with names asked to the object itself and values unchecked (the guard
+    before the fix), the same generator reaches a forbidden object."""
+    result = _run("--seed", str(SEED), "--seconds", "30", "--checks-off", timeout=180)
+    assert result["findings"], "the generator found nothing against the old guard"
+    assert all(f["kind"] for f in result["findings"])
+
+
+def test_every_move_is_generated() -> None:
+    rng = random.Random(SEED)
+    text = "".join(attack_generator.generate(rng, "high", 6).source for _ in range(400))
+    for move in (
+        "getattr(", "Liar(", "Spoof(", "bytes(", "bytearray(", "Sub(", "next(iter(", "*rest", "star",
+        "class C", "@", "raise ", "except Exception as e", "json.dumps(", "object_hook=", ".format(",
+        "{1:{0.", "key=lambda",
+    ):  # fmt: skip
+        assert move in text, move
+    strict = attack_generator.generate(random.Random(1), "strict", 3).source
+    assert "import" not in strict and "Spoof" not in strict  # strict has neither modules nor hash()
+
+
+def test_a_planted_escape_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The checker reports a forbidden object a program binds, and a rewrite of the
+    guards' module state (planted here: nothing reachable leads to either)."""
+    glb = reachability.sandbox_globals("high", {"leak": attack_generator.guards.guarded_getattr})
+    findings = attack_generator.run_program(attack_generator.Program("v0 = leak\nv1 = 1\n"), glb, 0)
+    assert [(f.variable, f.kind) for f in findings] == [("v0", "python function")]
+    monkeypatch.setattr(attack_generator.guards, "FORBIDDEN_ATTRS", attack_generator.guards.FORBIDDEN_ATTRS)
+    glb = reachability.sandbox_globals("high", {"state": vars(attack_generator.guards)})
+    findings = attack_generator.run_program(attack_generator.Program("state['FORBIDDEN_ATTRS'] = 1\n"), glb, 0)
+    assert [f.kind for f in findings] == ["guard state rewritten"]
