@@ -360,6 +360,19 @@ def test_exit_receives_no_traceback_in_any_form() -> None:
     assert buffer.text() == "3 None\n2 None\n3 None\n"
 
 
+def test_exit_scrub_cannot_be_undone_by_shadowing_builtins() -> None:
+    """The scrub is plain syntax on the interpreter's own tuple (``BUILD_SLICE``, no name
+    lookup): rebinding ``slice``, ``len`` or ``tuple`` changes nothing."""
+    result = execute(
+        "real = slice\ndef slice(*a):\n    return real(None, None, None)\nlen = lambda x: 0\ntuple = list\n"
+        "class A:\n    def __enter__(self):\n        return self\n    def __exit__(self, *args):\n"
+        "        print('ESCAPED' if args[2] is not None or args[3:] else 'ok')\n        return True\n"
+        "with A():\n    1 / 0\n",
+        cfg("high"),
+    )
+    assert result.success and result.stdout == "ok\n", (result.stdout, result.error)
+
+
 def test_exit_companion_without_the_scrub_a_traceback_arrives(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(transform, "_scrub_exit_traceback", lambda node: None)
     glb, _ = _globals()
