@@ -144,3 +144,12 @@ def test_cli_output_is_bounded_by_the_cap() -> None:
     data = json.loads(done.stdout)
     assert data["output_truncated"] and len(data["stdout"]) == 4096
     assert len(done.stdout) <= 6 * 4096 + 4096
+
+
+def test_repl_json_skips_an_oversized_line_without_keeping_it() -> None:
+    big = json.dumps({"code": "x = 1\n" * 300_000}).encode()
+    lines = b"\n".join([b'{"code": "print(1)"}', big, b'{"code": "print(2)"}']) + b"\n"
+    done = _cli(["repl", "--json"], lines)
+    answers = [json.loads(line) for line in done.stdout.decode().splitlines()]
+    assert [a.get("stdout") for a in answers] == ["1\n", None, "2\n"]
+    assert "at most" in answers[1]["error"] and len(done.stdout) < 4096
