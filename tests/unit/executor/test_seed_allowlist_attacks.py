@@ -409,6 +409,49 @@ def test_match_value_pattern_companion_plain_compile_leaks_the_value() -> None:
     assert reachability.classify(leaked) == "python method bound to a class or module"
 
 
+_CLASS_PATTERN = (
+    "from collections import Counter\nimport re\ngot = []\n"
+    "match Counter('ab'):\n    case dict(most_common=m, fromkeys=f):\n        got.append(m)\n        got.append(f)\n"
+    "match re.I:\n    case int(from_bytes=b):\n        got.append(b)\n"
+)
+
+
+def test_match_class_pattern_keywords_read_through_the_guard() -> None:
+    """``case dict(most_common=m)`` on a ``Counter`` read a host method (and a classmethod
+    bound to the class) in C: the rewrite reads each keyword through the attribute guard,
+    which refuses or wraps what it must."""
+    glb, _ = _globals()
+    try:
+        got = _run(_CLASS_PATTERN, glb)["got"]
+    except Exception as exc:
+        assert "not allowed" in str(exc)
+    else:
+        assert got and all(reachability.classify(v) is None for v in got), got
+
+
+def test_match_class_pattern_companion_plain_compile_leaks_host_methods() -> None:
+    glb, _ = _globals()
+    scope = dict(glb)
+    exec(compile(_CLASS_PATTERN, "<sandbox>", "exec"), scope)
+    kinds = {reachability.classify(v) for v in scope["got"]}
+    assert "python method bound to a class or module" in kinds
+
+
+def test_match_class_patterns_keep_their_meaning() -> None:
+    glb, buffer = _globals()
+    _run(
+        "from dataclasses import dataclass\n@dataclass\nclass P:\n    x: int\n    y: int = 0\n"
+        "def where(p):\n    match p:\n        case P(x=0, y=0):\n            return 'origin'\n"
+        "        case P(x=0, y=y):\n            return f'on y at {y}'\n"
+        "        case P(x, _):\n            return f'x={x}'\n"
+        "        case int(n) | float(n):\n            return f'number {n}'\n"
+        "        case _:\n            return 'other'\n"
+        "print(where(P(0)), where(P(0, 5)), where(P(3, 4)), where(2), where('s'))\n",
+        glb,
+    )
+    assert buffer.text() == "origin on y at 5 x=3 number 2 other\n"
+
+
 def test_match_class_pattern_attribute_names_are_checked() -> None:
     from terminai_apts.executor import validate_code
 

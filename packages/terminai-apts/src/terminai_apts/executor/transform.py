@@ -149,6 +149,35 @@ class SandboxTransformer(CallGuardMixin, RestrictingNodeTransformer):
             case.body = self._visit_body(case.body)
         return node
 
+    def _keyword_reads(self, node: ast.MatchClass, checks: list[ast.expr]) -> ast.pattern:
+        """``case C(a=v, b=0)`` reads ``a`` and ``b`` in C, past the value check: it becomes
+        ``case C() as _m if (v := _getattr_(_m, 'a')) is v and _getattr_(_m, 'b') == 0``.
+        A keyword's pattern is a name, ``_``, a literal or ``None``/``True``/``False``."""
+        capture = f"_match_{next(_COUNTER)}"
+        for attr, sub in zip(node.kwd_attrs, node.kwd_patterns, strict=True):
+            self.check_name(node, attr)
+            read = ast.Call(
+                func=_name("_getattr_", ast.Load()), args=[_name(capture, ast.Load()), ast.Constant(attr)], keywords=[]
+            )
+            test: ast.expr
+            if isinstance(sub, ast.MatchAs) and sub.pattern is None:
+                target = sub.name or f"_match_{next(_COUNTER)}"
+                if sub.name:
+                    self.check_name(sub, sub.name)
+                bound = ast.NamedExpr(target=_name(target, ast.Store()), value=read)
+                test = ast.Compare(left=bound, ops=[ast.Is()], comparators=[_name(target, ast.Load())])
+            elif isinstance(sub, ast.MatchValue) and isinstance(sub.value, ast.Constant):
+                test = ast.Compare(left=read, ops=[ast.Eq()], comparators=[sub.value])
+            elif isinstance(sub, ast.MatchSingleton):
+                test = ast.Compare(left=read, ops=[ast.Is()], comparators=[ast.Constant(sub.value)])
+            else:
+                self.error(node, "match: a keyword of a class pattern takes a name, _ or a literal")
+                continue
+            checks.append(test)
+        node.kwd_attrs = []
+        node.kwd_patterns = []
+        return ast.copy_location(ast.MatchAs(pattern=node, name=capture), node)
+
     def _pattern(self, node: ast.pattern, checks: list[ast.expr]) -> ast.pattern:
         """One pattern, checked; value patterns that read attributes (``Color.RED``) become
         a hidden capture compared in the guard with the value read through ``_getattr_``
@@ -191,11 +220,10 @@ class SandboxTransformer(CallGuardMixin, RestrictingNodeTransformer):
                 self.error(node, "match: a class pattern names its class directly (from m import Cls)")
             else:
                 self.check_name(node, node.cls.id)
-            for attr in node.kwd_attrs:
-                self.check_name(node, attr)
             node.patterns = [self._pattern(p, checks) for p in node.patterns]
-            node.kwd_patterns = [self._pattern(p, checks) for p in node.kwd_patterns]
-            return node
+            if not node.kwd_attrs:
+                return node
+            return self._keyword_reads(node, checks)
         if isinstance(node, ast.MatchOr):
             values = [p.value for p in node.patterns if isinstance(p, ast.MatchValue)]
             if len(values) == len(node.patterns) and any(isinstance(v, ast.Attribute) for v in values):
