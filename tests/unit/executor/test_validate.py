@@ -133,3 +133,21 @@ def test_proposal_dynamic_import_and_writes() -> None:
     assert "P-open-write" in rules("open('x', mode='a')", proposal=True)
     assert "P-open-write" not in rules("open('x')", proposal=True)
     assert "P-open-write" not in rules("open('x', 'r')", proposal=True)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "nonlocal x",
+        "match 1:\n    case x:\n        pass\n    case 2:\n        pass",
+        "def f():\n    x = 1\n    global x",
+        "return 5",
+        "x__roles__ = 1",
+        "def f():\n    nonlocal _y",
+    ],
+)
+def test_compile_time_refusals_are_reports_not_exceptions(code: str) -> None:
+    """What only the compiler (or RestrictedPython's policy) finds is a violation with a
+    line, found on the host."""
+    report = validate_code(code)
+    assert not report.ok and report.violations[0].line >= 1, report.summary()

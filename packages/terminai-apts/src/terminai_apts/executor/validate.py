@@ -383,13 +383,17 @@ class _Checker(ast.NodeVisitor):
         return False
 
 
-def _compile_check(code: str) -> list[Violation]:
-    """Layer 3 on the host: RestrictedPython's compile with the sandbox's policy."""
+def _compile_check(tree: ast.Module) -> list[Violation]:
+    """Layer 3 on the host: RestrictedPython's compile with the sandbox's policy, on the
+    tree layer 2 checked (parsed once; the policy rewrites it, and nothing reads it after)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # "prints, but never reads 'printed'" and the like
         try:
-            result = compile_restricted_exec(code, filename="<sandbox>", policy=SandboxTransformer)
-        except (RecursionError, MemoryError, ValueError) as exc:
+            result = compile_restricted_exec(tree, filename="<sandbox>", policy=SandboxTransformer)
+        except SyntaxError as exc:  # found by the compiler itself (`nonlocal` at module level)
+            message = f"SyntaxError: {exc.msg}"[:MAX_MESSAGE_CHARS]
+            return [Violation(rule="L3-compile", message=message, line=exc.lineno or 0, col=exc.offset or 0)]
+        except (RecursionError, MemoryError, ValueError, TypeError) as exc:
             return [Violation(rule="L3-compile", message=f"code could not be compiled ({type(exc).__name__})")]
     out: list[Violation] = []
     for error in result.errors:
@@ -445,4 +449,4 @@ def validate_code(code: str, *, mode: Mode = "high", proposal: bool = False) -> 
     if proposal:
         return _report([])
     # Layer 3: the restricted compile, here too, so its refusals never wait for a run.
-    return _report(_compile_check(code), _allowed_text(mode, False))
+    return _report(_compile_check(tree), _allowed_text(mode, False))
