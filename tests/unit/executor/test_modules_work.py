@@ -182,8 +182,9 @@ HIGH_PROGRAMS: dict[str, tuple[str, str]] = {
         "        return self.value.upper()\n"
         "class Priority(IntEnum):\n    LOW = auto()\n    HIGH = auto()\n"
         "print(Status.OPEN, Status('done').name, Status.DONE.label(), Status.OPEN == Status.OPEN,"
-        " Priority.HIGH > Priority.LOW, Priority.HIGH.value, repr(Status.OPEN), Priority(1) is Priority.LOW)\n",
-        "Status.OPEN DONE DONE True True 2 <Status.OPEN: 'open'> True\n",
+        " Priority.HIGH > Priority.LOW, Priority.HIGH.value, repr(Status.OPEN), Priority(1) is Priority.LOW,"
+        " Status['DONE'] is Status.DONE)\n",
+        "Status.OPEN DONE DONE True True 2 <Status.OPEN: 'open'> True True\n",
     ),
     "abc": (
         "from abc import ABC, abstractmethod\n"

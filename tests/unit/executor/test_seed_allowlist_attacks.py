@@ -84,6 +84,8 @@ ATTACKS: dict[str, list[str]] = {
         "from enum import Enum\nclass C(Enum):\n    def __init_subclass__(cls):\n        pass\nprint('ESCAPED')",
         "from enum import Enum\nprint('ESCAPED', Enum.__new__)",
         "from enum import Enum\nclass C(Enum):\n    A = 1\nprint('ESCAPED', getattr(C, '_value2member_'))",
+        "from enum import Enum\nclass C(Enum):\n    A = 1\nprint('ESCAPED', C['_value2member_'])",
+        "from enum import Enum\nclass C(Enum):\n    A = 1\nprint('ESCAPED', C['__init_subclass__'])",
     ],
     "abc": [
         "import abc\nprint('ESCAPED', abc.ABCMeta)",

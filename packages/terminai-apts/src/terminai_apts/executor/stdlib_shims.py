@@ -312,8 +312,9 @@ def _is_member_value(name: str, value: object) -> bool:
 
 class Enum:
     """``class Color(Enum): RED = 1``: each public class attribute that is not a method
-    becomes a member with ``name`` and ``value``; ``Color(1)`` looks a member up by value.
-    Iterating over the class needs a metaclass and is not supported: list the members."""
+    becomes a member with ``name`` and ``value``; ``Color(1)`` looks a member up by value,
+    ``Color["RED"]`` by name. Iterating over the class needs a metaclass and is not
+    supported: list the members."""
 
     __module__ = SANDBOX_MODULE
 
@@ -339,6 +340,13 @@ class Enum:
                     by_value[value] = member
             type.__setattr__(cls, key, member)
         type.__setattr__(cls, "_value2member_", by_value)
+
+    def __class_getitem__(cls, name: object) -> Any:
+        """``Color["RED"]``: a member by name (only members: never another class attribute)."""
+        member = cls.__dict__.get(name) if isinstance(name, str) else None
+        if isinstance(member, cls):
+            return member
+        raise KeyError(name)
 
     def __new__(cls, value: object) -> Any:
         members: dict[object, object] = cls.__dict__.get("_value2member_", {})
