@@ -1,7 +1,9 @@
 """Sandbox versions of the parts of seed 001's allowlist whose real objects reach too far.
 
-Each entry of :data:`SHIMS` replaces the real attribute of a module proxy (or, for the
-modules that have no safe real object at all, is the whole module). Why each one exists:
+Each entry of :data:`SHIM_ATTRS` replaces the real attribute of a module proxy; for the
+modules that have no safe real object at all, :data:`SHIM_MODULES` is the whole module
+(``enum``/``abc`` in ``shims_classes``, ``pprint``/``logging``/``warnings`` in
+``shims_output``). Why each one exists:
 
 * ``functools.lru_cache``/``cache``/``wraps`` return Python closures of ``functools``
   (``__globals__``); ``wraps`` writes ``__wrapped__`` onto the program's function.
@@ -27,20 +29,19 @@ sandbox's own module whose methods are only dunders).
 from __future__ import annotations
 
 import collections
-import contextlib
 import dataclasses
 import functools
 import io
 import operator
-import pprint as _pprint
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from terminai_apts.executor import output
 from terminai_apts.executor.guards import guarded_getattr, guarded_getitem
+from terminai_apts.executor.shims_classes import ABC_MODULE, ENUM, SHIM_BASES
+from terminai_apts.executor.shims_output import LOGGING, PPRINT, WARNINGS
 from terminai_apts.executor.wrappers import SANDBOX_MODULE, SafeCallable, SandboxViolation, Sealed, is_sandbox_class
 
-# -- collections -----
+# -- collections ------------------------------------------------------------------------
 
 
 def sandbox_namedtuple(
@@ -141,7 +142,7 @@ FUNCTOOLS: dict[str, object] = {
 
 
 def _dataclass_of(cls: Any, options: dict[str, Any]) -> Any:
-    if not is_sandbox_class(cls) or cls in _SHIM_BASES:
+    if not is_sandbox_class(cls) or cls in SHIM_BASES:
         raise SandboxViolation("@dataclass applies to the program's own classes only")
     return dataclasses.dataclass(cls, **options)
 
@@ -290,297 +291,6 @@ TYPING.update(
     TypedDict=SafeCallable(_typed_dict, "typing.TypedDict"),
 )
 
-# -- enum and abc --------------------------------------------------------------------------
-
-
-class _Auto:
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "auto()"
-
-
-def auto() -> _Auto:
-    return _Auto()
-
-
-def _is_member_value(name: str, value: object) -> bool:
-    if name.startswith("_"):
-        return False
-    return not hasattr(type(value), "__get__")  # functions, properties: methods, not members
-
-
-class Enum:
-    """``class Color(Enum): RED = 1``: each public class attribute that is not a method
-    becomes a member with ``name`` and ``value``; ``Color(1)`` looks a member up by value,
-    ``Color["RED"]`` by name. Iterating over the class needs a metaclass and is not
-    supported: list the members."""
-
-    __module__ = SANDBOX_MODULE
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        by_value: dict[object, object] = {}
-        last = 0
-        for key, declared in list(cls.__dict__.items()):
-            if not _is_member_value(key, declared):
-                continue
-            value = last + 1 if isinstance(declared, _Auto) else declared
-            if isinstance(value, int) and not isinstance(value, bool):
-                last = value
-            try:
-                member = by_value.get(value)
-            except TypeError:  # an unhashable value: a member of its own, no lookup
-                member = None
-            if member is None:
-                member = int.__new__(cls, value) if issubclass(cls, int) else object.__new__(cls)
-                object.__setattr__(member, "name", key)
-                object.__setattr__(member, "value", value)
-                with contextlib.suppress(TypeError):
-                    by_value[value] = member
-            type.__setattr__(cls, key, member)
-        type.__setattr__(cls, "_value2member_", by_value)
-
-    def __class_getitem__(cls, name: object) -> Any:
-        """``Color["RED"]``: a member by name (only members: never another class attribute)."""
-        member = cls.__dict__.get(name) if isinstance(name, str) else None
-        if isinstance(member, cls):
-            return member
-        raise KeyError(name)
-
-    def __new__(cls, value: object) -> Any:
-        members: dict[object, object] = cls.__dict__.get("_value2member_", {})
-        if value in members:
-            return members[value]
-        raise ValueError(f"{value!r} is not a valid {cls.__name__}")
-
-    def __setattr__(self, key: str, value: object) -> None:
-        raise AttributeError("enum members are read-only")
-
-    def __repr__(self) -> str:
-        return f"<{type(self).__name__}.{self.__dict__['name']}: {self.__dict__['value']!r}>"
-
-    def __str__(self) -> str:
-        return f"{type(self).__name__}.{self.__dict__['name']}"
-
-    def __hash__(self) -> int:
-        return hash(self.__dict__["name"])
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        raise TypeError("enum members cannot be pickled in the sandbox")
-
-    def __copy__(self) -> Any:
-        return self
-
-    def __deepcopy__(self, memo: object) -> Any:
-        return self
-
-
-class IntEnum(int, Enum):
-    """Members are ints too (``Priority.HIGH > 2``)."""
-
-    __module__ = SANDBOX_MODULE
-    __new__ = Enum.__new__  # type: ignore[assignment]  # look members up, never build ints
-
-    def __str__(self) -> str:
-        return str(int(self))
-
-    def __hash__(self) -> int:
-        return int.__hash__(self)
-
-    def __eq__(self, other: object) -> bool:
-        return int.__eq__(self, other)
-
-
-ENUM: dict[str, object] = {"Enum": Enum, "IntEnum": IntEnum, "auto": SafeCallable(auto, "enum.auto")}
-
-
-class ABC:
-    """``class Base(ABC)``: a plain base class (abstract methods are not enforced)."""
-
-    __module__ = SANDBOX_MODULE
-
-
-def abstractmethod(fn: Any) -> Any:
-    return fn
-
-
-ABC_MODULE: dict[str, object] = {"ABC": ABC, "abstractmethod": SafeCallable(abstractmethod, "abc.abstractmethod")}
-
-# -- output: pprint, logging, warnings ------------------------------------------------------
-
-
-def _pformat(obj: object, indent: int = 1, width: int = 80, depth: int | None = None, **kwargs: Any) -> str:
-    return _pprint.pformat(
-        obj,
-        indent=indent,
-        width=width,
-        depth=depth,
-        compact=bool(kwargs.get("compact", False)),
-        sort_dicts=bool(kwargs.get("sort_dicts", True)),
-        underscore_numbers=bool(kwargs.get("underscore_numbers", False)),
-    )
-
-
-def _pprint_fn(obj: object, stream: object = None, **kwargs: Any) -> None:
-    if stream is not None:
-        raise SandboxViolation("pprint(stream=...) is not allowed; it prints to the output")
-    output.active_write(_pformat(obj, **kwargs) + "\n")
-
-
-PPRINT: dict[str, object] = {
-    "pprint": SafeCallable(_pprint_fn, "pprint.pprint"),
-    "pp": SafeCallable(_pprint_fn, "pprint.pp"),
-    "pformat": SafeCallable(_pformat, "pprint.pformat"),
-}
-
-LEVELS = {"CRITICAL": 50, "ERROR": 40, "WARNING": 30, "INFO": 20, "DEBUG": 10, "NOTSET": 0}
-_LOG_STATE: dict[str, object] = {"level": 30, "format": "%(levelname)s:%(name)s:%(message)s"}
-
-
-def _log(name: str, level: int, message: object, args: tuple[object, ...]) -> None:
-    threshold = _LOG_STATE["level"]
-    assert isinstance(threshold, int)
-    if level < threshold:
-        return
-    text = str(message) % args if args else str(message)
-    levelname = next((k for k, v in LEVELS.items() if v == level), f"Level {level}")
-    fmt = str(_LOG_STATE["format"])
-    fields = {"levelname": levelname, "name": name, "message": text, "levelno": level}
-    try:
-        line = fmt % fields
-    except (KeyError, ValueError, TypeError):
-        line = f"{levelname}:{name}:{text}"
-    output.active_write(line + "\n")
-
-
-class Logger(metaclass=Sealed):
-    """``logging.getLogger(name)``: records at or above the configured level are written
-    to the run's output (the only stream a caller reads)."""
-
-    __slots__ = ("_name",)
-
-    def __init__(self, name: str) -> None:
-        object.__setattr__(self, "_name", name)
-
-    def _at(self, level: int, message: object, args: tuple[object, ...]) -> None:
-        _log(object.__getattribute__(self, "_name"), level, message, args)
-
-    def debug(self, message: object, *args: object, **kwargs: object) -> None:
-        self._at(10, message, args)
-
-    def info(self, message: object, *args: object, **kwargs: object) -> None:
-        self._at(20, message, args)
-
-    def warning(self, message: object, *args: object, **kwargs: object) -> None:
-        self._at(30, message, args)
-
-    def error(self, message: object, *args: object, **kwargs: object) -> None:
-        self._at(40, message, args)
-
-    def exception(self, message: object, *args: object, **kwargs: object) -> None:
-        self._at(40, message, args)
-
-    def critical(self, message: object, *args: object, **kwargs: object) -> None:
-        self._at(50, message, args)
-
-    def log(self, level: int, message: object, *args: object, **kwargs: object) -> None:
-        self._at(int(level), message, args)
-
-    def setLevel(self, level: object) -> None:  # noqa: N802 - logging's name
-        _basic_config(level=level)
-
-    def __setattr__(self, key: str, value: object) -> None:
-        raise SandboxViolation("loggers are read-only")
-
-    def __repr__(self) -> str:
-        return f"<Logger {object.__getattribute__(self, '_name')}>"
-
-
-def _basic_config(**kwargs: object) -> None:
-    level = kwargs.get("level")
-    if isinstance(level, str):
-        level = LEVELS.get(level.upper(), 30)
-    if isinstance(level, int):
-        _LOG_STATE["level"] = level
-    fmt = kwargs.get("format")
-    if isinstance(fmt, str):
-        _LOG_STATE["format"] = fmt
-
-
-_LOGGERS: dict[str, Logger] = {}
-
-
-def _get_logger(name: object = None) -> Logger:
-    key = "root" if name is None else str(name)
-    if key not in _LOGGERS:
-        _LOGGERS[key] = Logger(key)
-    return _LOGGERS[key]
-
-
-_ROOT = _get_logger()
-LOGGING: dict[str, object] = {
-    **LEVELS,
-    "basicConfig": SafeCallable(_basic_config, "logging.basicConfig"),
-    "getLogger": SafeCallable(_get_logger, "logging.getLogger"),
-    "debug": _ROOT.debug,
-    "info": _ROOT.info,
-    "warning": _ROOT.warning,
-    "error": _ROOT.error,
-    "exception": _ROOT.exception,
-    "critical": _ROOT.critical,
-    "log": _ROOT.log,
-}
-
-
-_WARN_STATE: dict[str, bool] = {"ignore": False}
-
-
-def _warn(message: object, category: object = None, stacklevel: int = 1, **kwargs: object) -> None:
-    if _WARN_STATE["ignore"]:
-        return
-    kind = getattr(category, "__name__", "UserWarning") if category is not None else "UserWarning"
-    output.active_write(f"{kind}: {message}\n")
-
-
-def _filter(action: object = "default", *args: object, **kwargs: object) -> None:
-    """Only the action counts: ``"ignore"`` silences every warning, anything else shows them."""
-    _WARN_STATE["ignore"] = action == "ignore"
-
-
-class _CatchWarnings(metaclass=Sealed):
-    """``with warnings.catch_warnings():`` restores the filter on exit."""
-
-    __slots__ = ("_saved",)
-
-    def __init__(self) -> None:
-        object.__setattr__(self, "_saved", _WARN_STATE["ignore"])
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, *exc: object) -> None:
-        _WARN_STATE["ignore"] = object.__getattribute__(self, "_saved")
-
-    def __setattr__(self, key: str, value: object) -> None:
-        raise SandboxViolation("read-only")
-
-
-def _catch_warnings(**kwargs: object) -> _CatchWarnings:
-    return _CatchWarnings()
-
-
-WARNINGS: dict[str, object] = {
-    "warn": SafeCallable(_warn, "warnings.warn"),
-    "filterwarnings": SafeCallable(_filter, "warnings.filterwarnings"),
-    "simplefilter": SafeCallable(_filter, "warnings.simplefilter"),
-    "catch_warnings": SafeCallable(_catch_warnings, "warnings.catch_warnings"),
-    "UserWarning": UserWarning,
-    "DeprecationWarning": DeprecationWarning,
-    "RuntimeWarning": RuntimeWarning,
-    "Warning": Warning,
-}
-
 # -- io ---------------------------------------------------------------------------------
 
 
@@ -605,5 +315,3 @@ SHIM_MODULES: dict[str, dict[str, object]] = {
 }
 # Attributes replaced in a real module's proxy.
 SHIM_ATTRS: dict[str, dict[str, object]] = {"functools": FUNCTOOLS, "operator": OPERATOR, "dataclasses": DATACLASSES}
-# The base classes above: never turned into dataclasses or written to by a decorator.
-_SHIM_BASES: tuple[type, ...] = (Enum, IntEnum, ABC)
