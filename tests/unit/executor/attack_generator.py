@@ -16,7 +16,8 @@ prefix, one that spoofs hash and equality once, classes, a method that reads thr
 * raising and catching (the caught exception, or what a failed call raised);
 * the json encoder and decoder hooks (``default=``, ``object_hook=``), which hand values to
   the program's callbacks;
-* ``str.format`` with the name as a field (``'{0.<name>!r}'``) and a nested format spec.
+* ``str.format`` with the name as a field (``'{0.<name>!r}'``) and a nested format spec;
+* ``type(x)`` and attributes of what it answers, ``setattr`` with any name form.
 
 Every value a statement binds is classified; a format field that reads a refused name and
 succeeds counts too. Run it as a module (``--seed``, ``--seconds``, ``--mode``,
@@ -74,15 +75,14 @@ def keep(o):
 SPOOF = """
 class Spoof(str):
     def __init__(self, v):
-        self.calls = 0
+        self.passed = False
     def __hash__(self):
-        self.calls += 1
-        if self.calls == 1:
+        if not self.passed:
             return hash(u + 'init' + u)
         return hash(str(self))
     def __eq__(self, o):
-        if self.calls == 1:
-            self.calls += 1
+        if not self.passed:
+            self.passed = True
             return True
         return str(self) == str(o)
 """
@@ -92,6 +92,7 @@ ROOTS_ALL = (
     "Box", "Box(1)", "Sub", "Sub(1)", "gen()", "gen", "Err('x')", "Err", "deco", "keep", "caught",
     "Liar('x')", "lambda: 0", "range(3)", "zip([1], [2])", "map(len, ['a'])", "property", "super",
     "ValueError('v')", "KeyError", "enumerate([1])", "str", "int", "list", "dict", "tuple",
+    "type", "hasattr", "setattr", "staticmethod", "classmethod", "type(len)", "type(Box)",
 )  # fmt: skip
 
 NAMES = (
@@ -123,8 +124,12 @@ def _name_text(rng: random.Random) -> tuple[str, str]:
     return name, repr(name)
 
 
+# read on purpose: they answer sandbox-safe values (a class the program may hold or a view, a name)
+SAFE_SPECIALS = frozenset({"__class__", "__name__"})
+
+
 def _forbidden(name: str) -> bool:
-    return name in FORBIDDEN_ATTRS or name.startswith(FORBIDDEN_ATTR_PREFIXES)
+    return name not in SAFE_SPECIALS and (name in FORBIDDEN_ATTRS or name.startswith(FORBIDDEN_ATTR_PREFIXES))
 
 
 def _name_form(rng: random.Random, spell: str, spoof: bool) -> str:
@@ -211,7 +216,14 @@ def generate(rng: random.Random, mode: Mode, steps: int) -> Program:
             field_ = f"{{0.{name}!r}}" if rng.random() < 0.7 else f"{{1:{{0.{name}}}}}"
             body = f"{var} = '{field_}'.format({x}, 's')"
         else:
-            body = f"{var} = ({x})({x})"
+            body = rng.choice(
+                [
+                    f"{var} = ({x})({x})",
+                    f"{var} = type({x})",
+                    f"{var} = getattr(type({x}), {_name_form(rng, spell, spoof)})",
+                    f"setattr({x}, {_name_form(rng, spell, spoof)}, len)\n{var} = {x}",
+                ]
+            )
         lines.append(f"try:\n{_indent(body)}\nexcept Exception:\n    pass")
         values.append(var)
     program.source = "\n".join(lines) + "\n"

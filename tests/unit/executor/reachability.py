@@ -54,7 +54,7 @@ from terminai_apts.executor.policy import (
     Mode,
     modules_for,
 )
-from terminai_apts.executor.sandbox_builtins import SandboxProperty
+from terminai_apts.executor.sandbox_builtins import SandboxClassMethod, SandboxProperty, SandboxStaticMethod, TypeView
 from terminai_apts.executor.transform import SandboxTransformer
 from terminai_apts.memory import records
 
@@ -125,9 +125,12 @@ def classify(value: object) -> str | None:
     if isinstance(value, types.FunctionType):
         return None if value.__code__.co_filename == "<sandbox>" else "python function"
     if isinstance(value, types.MethodType):
+        func = value.__func__
+        own = isinstance(func, types.FunctionType) and func.__code__.co_filename == "<sandbox>"
+        if own and isinstance(value.__self__, type) and classify(value.__self__) is None:
+            return None  # the program's classmethod, bound to a class it may hold anyway
         if isinstance(value.__self__, (type, types.ModuleType)):
             return "python method bound to a class or module"
-        func = value.__func__
         if not (isinstance(func, types.FunctionType) and func.__code__.co_filename == "<sandbox>"):
             return "python method of a host object (its function carries __globals__)"
         return None
@@ -140,6 +143,12 @@ def classify(value: object) -> str | None:
         return "descriptor"
     if isinstance(value, (types.MemberDescriptorType, types.GetSetDescriptorType)):
         return "descriptor"
+    if type(value) in (SandboxStaticMethod, SandboxClassMethod, TypeView):
+        # staticmethod/classmethod: built only around functions compiled from the program's
+        # source, read through a class they answer that function (or it bound to the
+        # program's class), never themselves; a TypeView is a name, isinstance and
+        # equality, with no public attribute and no way to call the class behind it.
+        return None
     if type(value) is SandboxProperty:
         # The sandbox's own `property` (not the real descriptor type): it calls only
         # functions compiled from the program's source (checked when it is built), with
@@ -317,6 +326,13 @@ SAMPLES: dict[str, tuple[tuple[str, ...], str]] = {
         "def gen():\n    yield 1\n"
         "try:\n    {}['k']\nexcept KeyError as exc:\n    caught = exc\n"
         "result = [caught, gen(), (x for x in [1]), ValueError('v')]",
+    ),
+    "types and views": (
+        ("type", "staticmethod", "classmethod"),
+        "class K:\n    @staticmethod\n    def s():\n        return 1\n"
+        "    @classmethod\n    def c(cls):\n        return cls\n"
+        "result = [type(1), type(K()), type(K), type(len), type(iter([])), type(print), K.s, K.c, K().c, K.c(),"
+        " staticmethod(lambda: 1), classmethod(lambda c: c)]",
     ),
     "user class": (
         (),

@@ -97,12 +97,19 @@ def test_attack_frames_via_generators_and_tracebacks() -> None:
 
 
 def test_attack_format_strings() -> None:
-    for code in (
-        "print('{0.__class__}'.format(1))",
-        "s = '{x.__init__}'\nprint(s.format_map({'x': 1}))",
-        "print(f'{(1).__class__}')",
+    for code, refused_by, reason in (
+        # `__class__` answers a safe value (the class or a view of it); what lies behind it does not
+        ("print('{0.__class__.__base__}'.format(1))", "L4-runtime-guard", "attribute '__base__' is not allowed"),
+        (
+            "s = '{x.__init__}'\nprint(s.format_map({'x': 1}))",
+            "L4-runtime-guard",
+            "attribute '__init__' is not allowed",
+        ),
+        ("print(f'{(1).__class__}')", "L2-validate", "attribute '__class__' is not allowed"),
     ):
-        assert not execute(code, FAST).success
+        result = execute(code, FAST)
+        assert (result.success, result.refused_by) == (False, refused_by) and reason in (result.error or ""), code
+    assert execute("print('{0.__class__.__name__}'.format(1))", FAST).stdout == "int\n"
 
 
 def test_attack_module_attribute_reach() -> None:

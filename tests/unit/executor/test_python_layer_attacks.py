@@ -410,7 +410,11 @@ def test_index_and_len_dunders_cannot_be_defined(mode: Mode) -> None:
 def test_getattr_tricks(mode: Mode) -> None:
     run_attacks(
         [
-            A("print('ESCAPED', getattr(1, '__class__'))", "L4-runtime-guard", "attribute '__class__' is not allowed"),
+            A(
+                "print('ESCAPED', getattr(getattr(1, '__class__'), '__base__'))",
+                "L4-runtime-guard",
+                "attribute '__base__' is not allowed",
+            ),
             A("print('ESCAPED', hasattr(1, 'real'))", "L2-validate", "name 'hasattr' is not allowed"),
             A("print('ESCAPED', vars())", "L2-validate", "name 'vars' is not allowed"),
             A("print('ESCAPED', dir())", "L2-validate", "name 'dir' is not allowed"),
@@ -464,14 +468,14 @@ def test_format_string_field_access(mode: Mode) -> None:
     run_attacks(
         [
             A(
-                "print('{0.__class__}'.format(1), 'ESCAPED')",
+                "print('{0.__class__.__base__}'.format(1), 'ESCAPED')",
                 "L4-runtime-guard",
-                "attribute '__class__' is not allowed",
+                "attribute '__base__' is not allowed",
             ),
             A(
                 "print('{0.__class__.__mro__}'.format(1), 'ESCAPED')",
                 "L4-runtime-guard",
-                "attribute '__class__' is not allowed",
+                "attribute '__mro__' is not allowed",
             ),
             A(
                 "print('{x.__globals__}'.format_map({'x': lambda: 0}), 'ESCAPED')",
@@ -481,19 +485,19 @@ def test_format_string_field_access(mode: Mode) -> None:
             # `'...'.format` is the guarded formatter now: holding it is harmless, and every
             # field lookup goes through the attribute guard
             A(
-                "f = '{0.__class__}'.format\nprint(f(1), 'ESCAPED')",
+                "f = '{0.__class__.__base__}'.format\nprint(f(1), 'ESCAPED')",
                 "L4-runtime-guard",
-                "attribute '__class__' is not allowed",
+                "attribute '__base__' is not allowed",
             ),
             A(
-                "print('{0.real.__class__}'.format(1), 'ESCAPED')",
+                "print('{0.real.__class__.__base__}'.format(1), 'ESCAPED')",
                 "L4-runtime-guard",
-                "attribute '__class__' is not allowed",
+                "attribute '__base__' is not allowed",
             ),
             A(
-                "print('{0[0].__class__}'.format([1]), 'ESCAPED')",
+                "print('{0[0].__class__.__base__}'.format([1]), 'ESCAPED')",
                 "L4-runtime-guard",
-                "attribute '__class__' is not allowed",
+                "attribute '__base__' is not allowed",
             ),
             A(
                 "print('{0.__self__}'.format(len), 'ESCAPED')",
@@ -506,9 +510,9 @@ def test_format_string_field_access(mode: Mode) -> None:
                 "attribute 'gi_frame' is not allowed",
             ),
             A(
-                "print('{0:{1.__class__.__name__[0]}}'.format('x', ''), 'ESCAPED')",
+                "print('{0:{1.__class__.__doc__[0]}}'.format('x', ''), 'ESCAPED')",
                 "L4-runtime-guard",
-                "attribute '__class__' is not allowed",
+                "attribute '__doc__' is not allowed",
             ),
             A("print(''.format.__self__, 'ESCAPED')", "L2-validate", "attribute '__self__' is not allowed"),
             A(

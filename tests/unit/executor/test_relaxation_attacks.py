@@ -23,7 +23,7 @@ def test_format_fields_go_through_the_guards(mode: Mode) -> None:
             A(
                 "print('{0.__class__.__subclasses__}'.format(1), 'ESCAPED')",
                 "L4-runtime-guard",
-                "attribute '__class__' is not allowed",
+                "attribute '__subclasses__' is not allowed",
             ),
             A(
                 "print('{0.__globals__}'.format(lambda: 0), 'ESCAPED')",
@@ -41,9 +41,9 @@ def test_format_fields_go_through_the_guards(mode: Mode) -> None:
                 "attribute 'gi_frame' is not allowed",
             ),
             A(
-                "print('{a.__class__}'.format_map({'a': 1}), 'ESCAPED')",
+                "print('{a.__class__.__base__}'.format_map({'a': 1}), 'ESCAPED')",
                 "L4-runtime-guard",
-                "attribute '__class__' is not allowed",
+                "attribute '__base__' is not allowed",
             ),
             A(
                 "print('{0:{1.__doc__[0]}}'.format('x', ''), 'ESCAPED')",
@@ -79,11 +79,15 @@ def test_getattr_with_a_default(mode: Mode) -> None:
     run_attacks(
         [
             A(
-                "print(getattr(1, '__class__', None), 'ESCAPED')",
+                "print(getattr(getattr(1, '__class__'), '__base__', None), 'ESCAPED')",
                 "L4-runtime-guard",
-                "attribute '__class__' is not allowed",
+                "attribute '__base__' is not allowed",
             ),
-            A("print(getattr(1, '__class__'), 'ESCAPED')", "L4-runtime-guard", "attribute '__class__' is not allowed"),
+            A(
+                "print(getattr(getattr(1, '__class__'), 'mro'), 'ESCAPED')",
+                "L4-runtime-guard",
+                "attribute 'mro' is not allowed",
+            ),
             A(
                 "print(getattr(lambda: 0, '__globals__', 0), 'ESCAPED')",
                 "L4-runtime-guard",

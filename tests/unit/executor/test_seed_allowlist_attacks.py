@@ -40,8 +40,8 @@ def blocked(result: ExecutionResult) -> bool:
 # module -> programs that must end in a refusal or an error, never print ESCAPED
 ATTACKS: dict[str, list[str]] = {
     "functools": [
-        "import functools\nprint('ESCAPED', functools.reduce(getattr, ['__class__'], 1))",
-        "import functools\ng = functools.partial(getattr, 1)\nprint('ESCAPED', g('__class__'))",
+        "import functools\nprint('ESCAPED', functools.reduce(getattr, ['__class__', '__base__'], 1))",
+        "import functools\ng = functools.partial(getattr, len)\nprint('ESCAPED', g('__self__'))",
         "import functools\nc = functools.lru_cache(maxsize=2)\nprint('ESCAPED', getattr(c, 'cache_parameters'))",
         "import functools\nf = functools.lru_cache(len)\nprint('ESCAPED', f.cache_parameters())",
         "import functools\nprint('ESCAPED', functools.lru_cache(maxsize=None)(getattr)(1, '__globals__'))",
@@ -50,7 +50,7 @@ ATTACKS: dict[str, list[str]] = {
         "from functools import partial\nclass P(partial):\n    pass\nprint('ESCAPED')",
     ],
     "operator": [
-        "import operator\nprint('ESCAPED', operator.attrgetter('__class__')(1))",
+        "import operator\nprint('ESCAPED', operator.attrgetter('__class__.__base__')(1))",
         "import operator\nprint('ESCAPED', operator.attrgetter('real.__class__.__subclasses__')(1)())",
         "import operator\nprint('ESCAPED', operator.methodcaller('__reduce_ex__', 2)(1))",
         "import operator\nimport fractions\nprint('ESCAPED', operator.attrgetter('from_float')(fractions.Fraction(1)))",
@@ -79,7 +79,8 @@ ATTACKS: dict[str, list[str]] = {
         "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\nprint('ESCAPED', R.__dataclass_fields__)",
     ],
     "enum": [
-        "from enum import Enum\nclass C(Enum):\n    A = 1\nprint('ESCAPED', getattr(C.A, '__class__'))",
+        "from enum import Enum\nclass C(Enum):\n    A = 1\n"
+        "print('ESCAPED', getattr(getattr(C.A, '__class__'), '__mro__'))",
         "from enum import Enum\nclass C(Enum):\n    A = 1\nC.A.name = 'B'\nprint('ESCAPED')",
         "from enum import Enum\nclass C(Enum):\n    def __init_subclass__(cls):\n        pass\nprint('ESCAPED')",
         "from enum import Enum\nprint('ESCAPED', Enum.__new__)",

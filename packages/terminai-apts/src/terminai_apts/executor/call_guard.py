@@ -1,9 +1,11 @@
-"""Layer 3 hook for layer 4: every call in the program's code becomes ``_call_(f, ...)``,
-so what a call returns passes the same value check as an attribute or item read
-(``guards.guarded_call``). RestrictedPython guards only calls with ``*args``/``**kwargs``
-(through ``_apply_``); a plain ``d.get(k)`` would otherwise hand its result over unchecked.
+"""Layer 3 hook for layer 4: every call in the program's code, ``f(...)``, becomes
+``_call_(f(...))``, so what a call returns passes the same value check as an attribute or
+item read (``guards.guarded_call``). RestrictedPython guards only calls with
+``*args``/``**kwargs`` (through ``_apply_``); a plain ``d.get(k)`` would otherwise hand its
+result over unchecked.
 
-``super()`` is left as it is: the sandbox's ``super`` reads its caller's frame.
+The call itself stays in the program's frame (the check runs after it returns): recursion
+depth is the program's own, and ``super()`` still finds its caller's frame.
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import ast
 from typing import Any
 
 CALL_GUARD = "_call_"
-_SUPER = "super"
 
 
 class CallGuardMixin(ast.NodeTransformer):
@@ -24,9 +25,9 @@ class CallGuardMixin(ast.NodeTransformer):
         if not isinstance(visited, ast.Call):
             return visited
         func = visited.func
-        # the guards' own calls (names the program cannot spell) and `super()`
-        if isinstance(func, ast.Name) and (func.id.startswith("_") or func.id == _SUPER):
+        # the guards' own calls (names the program cannot spell): their results are checked
+        if isinstance(func, ast.Name) and func.id.startswith("_"):
             return visited
         guard = ast.Name(id=CALL_GUARD, ctx=ast.Load())
-        wrapped = ast.Call(func=guard, args=[func, *visited.args], keywords=visited.keywords)
+        wrapped = ast.Call(func=guard, args=[visited], keywords=[])
         return ast.fix_missing_locations(ast.copy_location(wrapped, visited))

@@ -23,7 +23,13 @@ import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from terminai_apts.executor.wrappers import SANDBOX_FILENAME, SandboxViolation, Sealed, is_sandbox_function
+from terminai_apts.executor.wrappers import (
+    SANDBOX_FILENAME,
+    ClassFactory,
+    SandboxViolation,
+    Sealed,
+    is_sandbox_function,
+)
 
 Guard = Callable[..., Any]
 
@@ -239,3 +245,123 @@ class PropertyFactory(metaclass=Sealed):
 
     def __repr__(self) -> str:
         return "<class 'property'>"
+
+
+class TypeView(metaclass=Sealed):
+    """What ``type(x)`` and ``x.__class__`` answer for a class the program may not hold
+    (a wrapper of ours, a host class behind an instance factory, a function's type): its
+    name, ``isinstance``, equality and hashing, and nothing else. One view per class, so
+    ``type(a) is type(b)`` holds as it does for real classes."""
+
+    __slots__ = ("_cls",)
+
+    def __init__(self, cls: type) -> None:
+        object.__setattr__(self, "_cls", cls)
+
+    def __instancecheck__(self, obj: object) -> bool:
+        return isinstance(obj, object.__getattribute__(self, "_cls"))
+
+    def __subclasscheck__(self, cls: type) -> bool:
+        return isinstance(cls, type) and issubclass(cls, object.__getattribute__(self, "_cls"))
+
+    def __eq__(self, other: object) -> bool:
+        mine = object.__getattribute__(self, "_cls")
+        if type(other) is TypeView:
+            return bool(mine is object.__getattribute__(other, "_cls"))
+        if type(other) is ClassFactory:  # type(Counter()) == collections.Counter
+            return bool(mine is object.__getattribute__(other, "_cls"))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(object.__getattribute__(self, "_cls"))
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise SandboxViolation("classes are read-only")
+
+    def __delattr__(self, key: str) -> None:
+        raise SandboxViolation("classes are read-only")
+
+    def __dir__(self) -> list[str]:
+        return []
+
+    def __repr__(self) -> str:
+        return f"<class '{object.__getattribute__(self, '_cls').__name__}'>"
+
+
+class _SandboxMethodKind(metaclass=Sealed):
+    """``staticmethod``/``classmethod`` for the program's own classes: they wrap only
+    functions compiled from the program's source, and reading them through a class or an
+    instance answers the function (or the function bound to the program's class), never
+    the descriptor itself."""
+
+    __slots__ = ("_fn",)
+    _kind = "staticmethod"
+
+    def __init__(self, fn: object) -> None:
+        if not (isinstance(fn, types.FunctionType) and is_sandbox_function(fn)):
+            raise SandboxViolation(f"{self._kind}() accepts only functions defined in the program")
+        object.__setattr__(self, "_fn", fn)
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise SandboxViolation(f"{self._kind} objects are read-only")
+
+    def __delattr__(self, key: str) -> None:
+        raise SandboxViolation(f"{self._kind} objects are read-only")
+
+    def __dir__(self) -> list[str]:
+        return []
+
+    def __repr__(self) -> str:
+        return f"<{self._kind}>"
+
+
+class SandboxStaticMethod(_SandboxMethodKind):
+    __slots__ = ()
+    _kind = "staticmethod"
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        return object.__getattribute__(self, "_fn")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return object.__getattribute__(self, "_fn")(*args, **kwargs)
+
+
+class SandboxClassMethod(_SandboxMethodKind):
+    __slots__ = ()
+    _kind = "classmethod"
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        cls = owner if owner is not None else type(obj)
+        if not (type(cls) is type and cls.__dict__.get("__module__") == "sandbox"):
+            raise SandboxViolation("classmethod works only in classes defined in the program")
+        return types.MethodType(object.__getattribute__(self, "_fn"), cls)
+
+
+class StandIn(metaclass=Sealed):
+    """A builtin name whose real object reaches too far (``staticmethod``, ``classmethod``,
+    ``hasattr``, ``setattr``, ``delattr``, ``type``): a sealed callable with no attributes."""
+
+    __slots__ = ("_fn", "_label")
+
+    def __init__(self, fn: Callable[..., Any], label: str) -> None:
+        object.__setattr__(self, "_fn", fn)
+        object.__setattr__(self, "_label", label)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return object.__getattribute__(self, "_fn")(*args, **kwargs)
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise SandboxViolation(f"{object.__getattribute__(self, '_label')} is read-only")
+
+    def __delattr__(self, key: str) -> None:
+        raise SandboxViolation(f"{object.__getattribute__(self, '_label')} is read-only")
+
+    def __dir__(self) -> list[str]:
+        return []
+
+    def __repr__(self) -> str:
+        return f"<built-in function {object.__getattribute__(self, '_label')}>"
+
+
+STATICMETHOD = StandIn(SandboxStaticMethod, "staticmethod")
+CLASSMETHOD = StandIn(SandboxClassMethod, "classmethod")

@@ -11,17 +11,28 @@ from terminai_apts.executor.guards import (
     guarded_apply,
     guarded_build_class,
     guarded_call,
+    guarded_delattr,
     guarded_getattr,
     guarded_getitem,
+    guarded_hasattr,
     guarded_inplacevar,
     guarded_iter,
+    guarded_setattr,
     guarded_write,
+    sandbox_type,
 )
 from terminai_apts.executor.module_proxies import ModuleProxy, make_import
 from terminai_apts.executor.output import OutputBuffer, PrintFactory
 from terminai_apts.executor.policy import FORBIDDEN_NAMES, Mode
 from terminai_apts.executor.safe_classes import EXTRA_BUILTINS
-from terminai_apts.executor.sandbox_builtins import PropertyFactory, SandboxGetattr, SandboxSuper
+from terminai_apts.executor.sandbox_builtins import (
+    CLASSMETHOD,
+    STATICMETHOD,
+    PropertyFactory,
+    SandboxGetattr,
+    SandboxSuper,
+    StandIn,
+)
 from terminai_apts.executor.wrappers import SANDBOX_MODULE
 
 # The sandbox's own versions of builtins whose real ones reach too far (see
@@ -30,6 +41,12 @@ _SANDBOX_OWN: dict[str, Any] = {
     "getattr": SandboxGetattr(guarded_getattr),
     "super": SandboxSuper(),
     "property": PropertyFactory(),
+    "staticmethod": STATICMETHOD,
+    "classmethod": CLASSMETHOD,
+    "type": StandIn(sandbox_type, "type"),
+    "hasattr": StandIn(guarded_hasattr, "hasattr"),
+    "setattr": StandIn(guarded_setattr, "setattr"),
+    "delattr": StandIn(guarded_delattr, "delattr"),
 }
 
 _STRICT_BUILTINS = frozenset(

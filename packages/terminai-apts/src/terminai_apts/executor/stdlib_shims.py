@@ -36,7 +36,6 @@ import operator
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from terminai_apts.executor.guards import guarded_getattr, guarded_getitem
 from terminai_apts.executor.shims_classes import ABC_MODULE, ENUM, SHIM_BASES
 from terminai_apts.executor.shims_output import LOGGING, PPRINT, WARNINGS
 from terminai_apts.executor.wrappers import SANDBOX_MODULE, SafeCallable, SandboxViolation, Sealed, is_sandbox_class
@@ -162,7 +161,11 @@ DATACLASSES: dict[str, object] = {"dataclass": SafeCallable(dataclass, "dataclas
 
 
 def _guards() -> tuple[Callable[..., Any], Callable[..., Any]]:
-    return guarded_getattr, guarded_getitem
+    # Imported when a getter runs: `guards` imports the module proxies, which import this
+    # module, so a module-level import would be circular.
+    from terminai_apts.executor import guards  # noqa: PLC0415 - see above
+
+    return guards.guarded_getattr, guards.guarded_getitem
 
 
 def _dotted(obj: object, name: str) -> Any:
