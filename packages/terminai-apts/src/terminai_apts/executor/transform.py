@@ -58,10 +58,6 @@ def _name(name: str, ctx: ast.expr_context) -> ast.Name:
     return ast.Name(id=name, ctx=ctx)
 
 
-def _dotted(node: ast.expr) -> bool:
-    return isinstance(node, ast.Name) or (isinstance(node, ast.Attribute) and _dotted(node.value))
-
-
 def _scrub_exit_traceback(node: ast.FunctionDef) -> None:
     """``def __exit__(self, exc_type, exc, tb)``: the first statement sets ``tb = None``
     (with ``*args``, its third item): a traceback leads to frames, never to user code."""
