@@ -102,3 +102,22 @@ def build(folder: Path) -> Path:
     path.chmod(0o644)
     folder.chmod(0o755)
     return path
+
+
+def raw() -> list[dict[str, object]]:
+    """The same memories as the seed's archive holds them (its ``memories`` table): the
+    archive id (``m12``), the day as ``YYYY-MM-DD``, tags as a list. What the corpus's
+    oracle (``tests/corpus/oracle.py``) reads; never our index."""
+    return [
+        {
+            "id": r.uid,
+            "date": r.date[:10],
+            "title": r.title,
+            "content": r.content,
+            "summary": r.summary,
+            "tags": list(r.tags),
+            "source": r.source,
+            "confidence": r.confidence,
+        }
+        for r in records()
+    ]

@@ -394,6 +394,53 @@ SAMPLES: dict[str, tuple[tuple[str, ...], str]] = {
         " base64.b64encode(b'x'), zlib.compress(b'x'), html.escape('<'), calendar.monthrange(2024, 1),"
         " unicodedata.name('a')]",
     ),
+    "seed 001 allowlist": (
+        (
+            "functools",
+            "operator",
+            "string",
+            "csv",
+            "io",
+            "dataclasses",
+            "enum",
+            "abc",
+            "typing",
+            "copy",
+            "pprint",
+            "logging",
+            "warnings",
+            "time",
+            "calendar",
+            "hashlib",
+            "textwrap",
+        ),
+        "import functools, operator, string, csv, io, dataclasses, enum, abc, typing, copy, pprint, logging\n"
+        "import warnings, time, calendar, hashlib, textwrap\n"
+        "@functools.lru_cache(maxsize=8)\ndef sq(n):\n    return n * n\n"
+        "@functools.cache\ndef cube(n):\n    return n ** 3\n"
+        "def deco(fn):\n    @functools.wraps(fn)\n    def inner(*a):\n        return fn(*a)\n    return inner\n"
+        "@dataclasses.dataclass(order=True)\nclass Row:\n    a: int\n"
+        "    b: list = dataclasses.field(default_factory=list)\n"
+        "class Color(enum.Enum):\n    RED = 1\n    BLUE = enum.auto()\n"
+        "class Level(enum.IntEnum):\n    LOW = 1\n"
+        "class Base(abc.ABC):\n    @abc.abstractmethod\n    def run(self):\n        return 1\n"
+        "out = io.StringIO()\nw = csv.writer(out)\nw.writerow([1, 'a'])\n"
+        "dw = csv.DictWriter(out, fieldnames=['x'])\ndw.writeheader()\n"
+        "rd = csv.DictReader(io.StringIO('x,y\\n1,2\\n'))\nfirst = next(rd)\n"
+        "bio = io.BytesIO(b'abc')\nrow = Row(1)\n"
+        "result = [sq, sq(3), sq.cache_info(), cube, deco(sq), functools.partial(max, 1),"
+        " functools.cmp_to_key(lambda a, b: 0),"
+        " functools.cmp_to_key(lambda a, b: 0)(1), functools.reduce(operator.add, [1, 2]), operator.attrgetter('real'),"
+        " operator.itemgetter(0), operator.methodcaller('upper'), string.Template('$a'),"
+        " string.Template('$a').substitute(a=1), w, dw, rd, first, out, bio, bio.getvalue(), Row, row,"
+        " dataclasses.fields(row), dataclasses.asdict(row), dataclasses.astuple(row), dataclasses.replace(row, a=2),"
+        " dataclasses.field(default=1), Color, Color.RED, Color(2), Level.LOW, Base, copy.copy(row),"
+        " copy.deepcopy(row),"
+        " pprint.pformat(row), logging.getLogger('x'), logging.getLogger('x').info, warnings.catch_warnings(),"
+        " typing.Optional[int], typing.Dict[str, int], typing.NamedTuple('P', [('x', int)]), typing.TypedDict('T', {}),"
+        " time.gmtime(0), calendar.month_name, calendar.monthcalendar(2025, 1), hashlib.md5(b'x'),"
+        " textwrap.wrap('a b')]",
+    ),
     "sandbox builtins": (
         ("super", "property", "getattr"),
         "class Base:\n    def __init__(self):\n        self.n = 0\n    def __repr__(self):\n        return 'b'\n"

@@ -95,6 +95,128 @@ HIGH_PROGRAMS: dict[str, tuple[str, str]] = {
         " isinstance(random.gauss(0, 1), float), random.randrange(0, 10, 5) in (0, 5))\n",
         "True True True True 3 5 True True True\n",
     ),
+    "textwrap": (
+        "import textwrap\nprint(textwrap.shorten('a long line of words here', width=12), textwrap.wrap('aa bb cc', 5),"
+        " repr(textwrap.dedent('  x\\n  y')), repr(textwrap.indent('x', '> ')), len(textwrap.fill('w ' * 20, 10)))\n",
+        "a long [...] ['aa bb', 'cc'] 'x\\ny' '> x' 39\n",
+    ),
+    "hashlib": (
+        "import hashlib\nprint(hashlib.sha256(b'abc').hexdigest()[:16], hashlib.md5(b'').hexdigest()[:8],"
+        " hashlib.sha1(b'x').hexdigest()[:8], len(hashlib.sha512(b'x').digest()),"
+        " hashlib.blake2b(b'x', digest_size=8).hexdigest())\n",
+        "ba7816bf8f01cfea d41d8cd9 11f6ad8e 64 4adf4367f96e584f\n",
+    ),
+    "calendar": (
+        "import calendar\nprint(calendar.isleap(2024), calendar.monthrange(2026, 2), calendar.weekday(2026, 1, 4),"
+        " calendar.leapdays(2000, 2025), calendar.month_name[3], calendar.day_abbr[0],"
+        " calendar.monthcalendar(2026, 2)[0])\n",
+        "True (6, 28) 6 7 March Mon [0, 0, 0, 0, 0, 0, 1]\n",
+    ),
+    "functools": (
+        "import functools\nfrom functools import lru_cache, partial, reduce, cmp_to_key, wraps\n"
+        "@lru_cache(maxsize=None)\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
+        "@functools.cache\ndef sq(n):\n    return n * n\n"
+        "def logged(fn):\n    @wraps(fn)\n    def inner(*a):\n        return fn(*a)\n    return inner\n"
+        "@logged\ndef add(a, b):\n    return a + b\n"
+        "print(fib(40), fib.cache_info().hits, sq(4), reduce(lambda a, b: a * b, [1, 2, 3, 4]),"
+        " partial(int, base=2)('101'), sorted([3, 1, 2], key=cmp_to_key(lambda a, b: b - a)), add(1, 2))\n",
+        "102334155 38 16 24 5 [3, 2, 1] 3\n",
+    ),
+    "operator": (
+        "import operator\nfrom operator import itemgetter, attrgetter, methodcaller\n"
+        "rows = [('b', 2), ('a', 3)]\nclass P:\n    def __init__(self, n):\n        self.n = n\n"
+        "print(sorted(rows, key=itemgetter(0)), max(rows, key=itemgetter(1)), [attrgetter('n')(P(4))],"
+        " methodcaller('upper')('x'), operator.add(1, 2), operator.mul(3, 4), operator.getitem([5], 0))\n",
+        "[('a', 3), ('b', 2)] ('a', 3) [4] X 3 12 5\n",
+    ),
+    "string": (
+        "import string\nfrom string import Template\n"
+        "print(string.ascii_lowercase[:5], string.digits, string.capwords('hello big world'),"
+        " Template('$who likes $what').substitute(who='tim', what='kung pao'), len(string.punctuation))\n",
+        "abcde 0123456789 Hello Big World tim likes kung pao 32\n",
+    ),
+    "csv": (
+        "import csv, io\nbuf = io.StringIO()\nw = csv.writer(buf)\nw.writerow(['id', 'title'])\n"
+        "w.writerow([1, 'a, b'])\nd = csv.DictWriter(buf, fieldnames=['x', 'y'])\nd.writeheader()\n"
+        "d.writerow({'x': 1, 'y': 'q'})\nprint(repr(buf.getvalue()))\n"
+        "rows = list(csv.DictReader(io.StringIO('a,b\\n1,2\\n3,4\\n')))\n"
+        "print(rows, list(csv.reader(['x;y'], delimiter=';')), csv.QUOTE_ALL)\n",
+        "'id,title\\r\\n1,\"a, b\"\\r\\nx,y\\r\\n1,q\\r\\n'\n"
+        "[{'a': '1', 'b': '2'}, {'a': '3', 'b': '4'}] [['x', 'y']] 1\n",
+    ),
+    "io": (
+        "from io import StringIO, BytesIO\ns = StringIO()\ns.write('a')\nprint('b', end='')\n"
+        "s.write('c')\nb = BytesIO(b'xyz')\nb.seek(1)\nprint(s.getvalue(), b.read(), b.getvalue())\n"
+        "try:\n    b.getbuffer()\nexcept Exception:\n    print('no buffer')\n",
+        "bac b'yz' b'xyz'\nno buffer\n",
+    ),
+    "time": (
+        "import time\nt0 = time.perf_counter()\ntime.sleep(0.01)\n"
+        "print(time.perf_counter() - t0 >= 0.009, time.time() > 1.7e9, time.strftime('%Y', time.gmtime(0)),"
+        " time.monotonic() > 0, time.gmtime(86400).tm_mday, isinstance(time.time_ns(), int))\n",
+        "True True 1970 True 2 True\n",
+    ),
+    "typing": (
+        "from __future__ import annotations\nfrom typing import Any, Dict, List, Optional, NamedTuple, cast\n"
+        "import typing\nRow = Dict[str, Optional[int]]\nPoint = NamedTuple('Point', [('x', int), ('y', int)])\n"
+        "def total(xs: List[int], scale: Optional[float] = None) -> float:\n    return sum(xs) * (scale or 1)\n"
+        "print(total([1, 2]), Point(1, 2).y, cast(int, '3'), typing.TYPE_CHECKING, Row is not None)\n",
+        "3 2 3 False True\n",
+    ),
+    "dataclasses": (
+        "from dataclasses import dataclass, field, asdict, astuple, replace, fields, is_dataclass\n"
+        "import dataclasses\n"
+        "@dataclass(order=True)\nclass Item:\n    score: float\n    title: str = ''\n"
+        "    tags: list[str] = field(default_factory=list)\n"
+        "    def __post_init__(self):\n        self.title = self.title.strip()\n"
+        "@dataclass(frozen=True)\nclass Key:\n    name: str\n"
+        "a = Item(2.5, ' gpu ', ['x'])\nprint(a, asdict(a), astuple(Key('k')), [f.name for f in fields(a)])\n"
+        "print(replace(a, score=1.0) < a, is_dataclass(a), Key('k') == Key('k'), len({Key('k'), Key('k')}))\n"
+        "try:\n    Key('k').name = 'z'\nexcept dataclasses.FrozenInstanceError:\n    print('frozen')\n",
+        "Item(score=2.5, title='gpu', tags=['x']) {'score': 2.5, 'title': 'gpu', 'tags': ['x']} ('k',)"
+        " ['score', 'title', 'tags']\nTrue True True 1\nfrozen\n",
+    ),
+    "enum": (
+        "from enum import Enum, IntEnum, auto\n"
+        "class Status(Enum):\n    OPEN = 'open'\n    DONE = 'done'\n    def label(self):\n"
+        "        return self.value.upper()\n"
+        "class Priority(IntEnum):\n    LOW = auto()\n    HIGH = auto()\n"
+        "print(Status.OPEN, Status('done').name, Status.DONE.label(), Status.OPEN == Status.OPEN,"
+        " Priority.HIGH > Priority.LOW, Priority.HIGH.value, repr(Status.OPEN), Priority(1) is Priority.LOW,"
+        " Status['DONE'] is Status.DONE)\n",
+        "Status.OPEN DONE DONE True True 2 <Status.OPEN: 'open'> True True\n",
+    ),
+    "abc": (
+        "from abc import ABC, abstractmethod\n"
+        "class Shape(ABC):\n    @abstractmethod\n    def area(self):\n        ...\n"
+        "class Sq(Shape):\n    def __init__(self, s):\n        self.s = s\n    def area(self):\n"
+        "        return self.s ** 2\n"
+        "print(Sq(3).area(), isinstance(Sq(1), Shape))\n",
+        "9 True\n",
+    ),
+    "copy": (
+        "import copy\na = {'k': [1, 2]}\nb = copy.copy(a)\nc = copy.deepcopy(a)\na['k'].append(3)\n"
+        "class P:\n    def __init__(self):\n        self.xs = [1]\np = P()\nq = copy.deepcopy(p)\nq.xs.append(2)\n"
+        "print(b, c, p.xs, q.xs)\n",
+        "{'k': [1, 2, 3]} {'k': [1, 2]} [1] [1, 2]\n",
+    ),
+    "pprint": (
+        "import pprint\nfrom pprint import pformat\n"
+        "pprint.pprint({'b': list(range(3)), 'a': {'x': 1}})\nprint(pformat([1, 2], width=3))\n",
+        "{'a': {'x': 1}, 'b': [0, 1, 2]}\n[1,\n 2]\n",
+    ),
+    "logging": (
+        "import logging\nlog = logging.getLogger('agent')\nlog.info('hidden')\nlog.warning('shown %d', 1)\n"
+        "logging.basicConfig(level=logging.DEBUG, format='%(levelname)s %(message)s')\n"
+        "logging.debug('now %s', 'visible')\nlog.error('bad')\n",
+        "WARNING:agent:shown 1\nDEBUG now visible\nERROR bad\n",
+    ),
+    "warnings": (
+        "import warnings\nwarnings.warn('old API', DeprecationWarning)\n"
+        "with warnings.catch_warnings():\n    warnings.simplefilter('ignore')\n    warnings.warn('quiet')\n"
+        "warnings.warn('loud')\nwarnings.filterwarnings('ignore')\nwarnings.warn('quiet')\nprint('done')\n",
+        "DeprecationWarning: old API\nUserWarning: loud\ndone\n",
+    ),
     "math": (
         "import math\n"
         "print(math.sqrt(16), math.floor(2.7), math.ceil(2.1), round(math.log(math.e), 6), math.gcd(12, 18),"
@@ -104,11 +226,6 @@ HIGH_PROGRAMS: dict[str, tuple[str, str]] = {
 }
 
 STANDARD_PROGRAMS: dict[str, tuple[str, str]] = {
-    "textwrap": (
-        "import textwrap\nprint(textwrap.shorten('a long line of words here', width=12), textwrap.wrap('aa bb cc', 5),"
-        " repr(textwrap.dedent('  x\\n  y')), repr(textwrap.indent('x', '> ')), len(textwrap.fill('w ' * 20, 10)))\n",
-        "a long [...] ['aa bb', 'cc'] 'x\\ny' '> x' 39\n",
-    ),
     "difflib": (
         "import difflib\nprint(round(difflib.SequenceMatcher(None, 'abcd', 'abed').ratio(), 2),"
         " difflib.get_close_matches('appel', ['apple', 'peach']),"
@@ -119,12 +236,6 @@ STANDARD_PROGRAMS: dict[str, tuple[str, str]] = {
         "import unicodedata as u\nprint(u.normalize('NFC', 'e\\u0301') == '\\u00e9', u.category('A'), u.name('é'),"
         " u.lookup('LATIN SMALL LETTER A'), u.numeric('½'), u.decimal('7'))\n",
         "True Lu LATIN SMALL LETTER E WITH ACUTE a 0.5 7\n",
-    ),
-    "hashlib": (
-        "import hashlib\nprint(hashlib.sha256(b'abc').hexdigest()[:16], hashlib.md5(b'').hexdigest()[:8],"
-        " hashlib.sha1(b'x').hexdigest()[:8], len(hashlib.sha512(b'x').digest()),"
-        " hashlib.blake2b(b'x', digest_size=8).hexdigest())\n",
-        "ba7816bf8f01cfea d41d8cd9 11f6ad8e 64 4adf4367f96e584f\n",
     ),
     "base64": (
         "import base64\nprint(base64.b64encode(b'hi'), base64.b64decode('aGk='),"
@@ -140,11 +251,6 @@ STANDARD_PROGRAMS: dict[str, tuple[str, str]] = {
         "import zlib\nz = zlib.compress(b'abc' * 100)\n"
         "print(len(z) < 100, zlib.decompress(z)[:6], zlib.crc32(b'abc'), zlib.adler32(b'abc'))\n",
         "True b'abcabc' 891568578 38600999\n",
-    ),
-    "calendar": (
-        "import calendar\nprint(calendar.isleap(2024), calendar.monthrange(2026, 2), calendar.weekday(2026, 1, 4),"
-        " calendar.leapdays(2000, 2025))\n",
-        "True (6, 28) 6 7\n",
     ),
     "uuid": (
         "import uuid\nu = uuid.uuid5(uuid.NAMESPACE_DNS, 'example.org')\nr = uuid.uuid4()\n"

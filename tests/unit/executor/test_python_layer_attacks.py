@@ -47,7 +47,7 @@ def memory_api(tmp_path_factory: pytest.TempPathFactory) -> ApiSpec:
 @dataclass(frozen=True, slots=True)
 class Attack:
     """A snippet and the refusal it must meet: ``layer`` is the result's ``refused_by``
-    (``L2-validate``, ``L3-compile_restricted``, ``L4-runtime-guard``) or, for a wrapper
+    (``L2-validate``, ``L3-validate``, ``L4-runtime-guard``) or, for a wrapper
     that answers like the object it stands for, the error type it raises; ``reason`` is a
     part of the error message."""
 
@@ -809,12 +809,12 @@ def test_json_object_hooks(mode: Mode) -> None:
             A(
                 "import json\njson.loads('1', cls=json.JSONDecoder)\nprint('ESCAPED')",
                 "AttributeError",
-                "module 'json' exposes only: JSONDecodeError, dumps, loads",
+                "module 'json' exposes only: JSONDecodeError, dump, dumps, load, loads",
             ),
             A(
                 "import json\nprint('ESCAPED', json.decoder)",
                 "AttributeError",
-                "module 'json' exposes only: JSONDecodeError, dumps, loads",
+                "module 'json' exposes only: JSONDecodeError, dump, dumps, load, loads",
             ),
             A(
                 "import json\njson.dumps(object(), default=lambda o: o.__class__.__name__)\nprint('ESCAPED')",

@@ -277,13 +277,4 @@ def _sandboxed(
 
 
 def _encode(result: dict[str, Any], max_output: int) -> bytes:
-    try:
-        payload = json.dumps(result, ensure_ascii=False, default=str).encode()
-    except (MemoryError, ValueError):
-        result = {k: v for k, v in result.items() if k != "stdout"}
-        result.update(stdout="")
-        payload = json.dumps(result, default=str).encode()
-    if len(payload) > max_output + frames.FRAME_OVERHEAD // 2:
-        result["stdout"] = result["stdout"][: max_output // 4]
-        payload = json.dumps(result, default=str).encode()
-    return payload
+    return output.encode_result(result, max_output)

@@ -10,7 +10,8 @@ from typing import Any
 
 from terminai_apts.errors import UsageError
 from terminai_apts.executor import audit
-from terminai_apts.executor.policy import MODES, ApiSpec, SandboxConfig, thermal_spec
+from terminai_apts.executor.output import json_line
+from terminai_apts.executor.policy import MAX_SOURCE_BYTES, MODES, ApiSpec, SandboxConfig, thermal_spec
 from terminai_apts.executor.run import ExecutionResult, ExecutorSession, execute
 from terminai_apts.memory.preflight import check_openable
 
@@ -55,36 +56,70 @@ def _human(result: ExecutionResult) -> None:
         print(f"error{where}: {result.error}", file=sys.stderr)
 
 
+def _read_code() -> str:
+    """The program on stdin, read no further than one byte past the size limit: an
+    oversized program is refused (by validation, on that prefix) without reading,
+    decoding or scanning the rest."""
+    data = sys.stdin.buffer.read(MAX_SOURCE_BYTES + 1)
+    return data.decode("utf-8", "replace")
+
+
+# One JSON request line: the code's limit with room for JSON escapes (six bytes at most
+# per byte of code) and the envelope.
+_MAX_LINE = 6 * MAX_SOURCE_BYTES + 1024
+_OVERSIZED = "\x00oversized"
+
+
+def _read_line() -> str | None:
+    """The next request line (None at the end of input); a longer one is skipped to its
+    end without being kept, and answered as oversized."""
+    line = sys.stdin.buffer.readline(_MAX_LINE)
+    if not line:
+        return None
+    if len(line) == _MAX_LINE and not line.endswith(b"\n"):
+        while True:
+            rest = sys.stdin.buffer.readline(1 << 20)
+            if not rest or rest.endswith(b"\n"):
+                return _OVERSIZED
+    return line.decode("utf-8", "replace")
+
+
 def _exec(args: argparse.Namespace) -> int:
-    result = execute(sys.stdin.read(), _config(args), _api(args))
+    result = execute(_read_code(), _config(args), _api(args))
     if args.json:
-        print(json.dumps(result.to_json(), ensure_ascii=False))
+        print(json_line(result.to_json()))
     else:
         _human(result)
     return 0 if result.success else 1
+
+
+def _usage_line(error: str) -> None:
+    print(json_line({"success": False, "error": error, "error_type": "UsageError"}), flush=True)
 
 
 def _repl(args: argparse.Namespace) -> int:
     """JSON lines ({"code": ...} in, one result per line out) or an interactive prompt."""
     with ExecutorSession(_config(args), _api(args)) as session:
         if args.json:
-            for line in sys.stdin:
+            while True:
+                line = _read_line()
+                if line is None:
+                    return 0
                 if not line.strip():
+                    continue
+                if line == _OVERSIZED:
+                    _usage_line(f"a cell is at most {MAX_SOURCE_BYTES} bytes of code")
                     continue
                 try:
                     request: Any = json.loads(line)
                     code = str(request["code"])
                 except (ValueError, KeyError, TypeError):
-                    print(
-                        json.dumps({"success": False, "error": 'expected {"code": ...}', "error_type": "UsageError"}),
-                        flush=True,
-                    )
+                    _usage_line('expected {"code": ...}')
                     continue
                 result = session.run(code)
-                print(json.dumps(result.to_json(), ensure_ascii=False), flush=True)
+                print(json_line(result.to_json()), flush=True)
                 if session.closed:
                     return 1
-            return 0
         print("terminai-apts repl: end a cell with an empty line; Ctrl-D quits.", file=sys.stderr)
         while True:
             lines: list[str] = []

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import collections
 import datetime
 import enum
 import importlib
@@ -13,10 +12,17 @@ import types
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from terminai_apts.executor.policy import CLASS_HELPERS, Mode, allowed_imports_text, modules_for
+from terminai_apts.executor.policy import CLASS_HELPERS, FUTURE_FEATURES, Mode, allowed_imports_text, modules_for
 from terminai_apts.executor.safe_classes import SAFE_CLASSES
+from terminai_apts.executor.stdlib_shims import SHIM_ATTRS, SHIM_MODULES, sandbox_namedtuple
 from terminai_apts.executor.values import Record, ResultList
-from terminai_apts.executor.wrappers import SANDBOX_MODULE, ClassFactory, SafeCallable, SandboxViolation, Sealed
+from terminai_apts.executor.wrappers import (
+    ClassFactory,
+    SafeCallable,
+    SandboxViolation,
+    Sealed,
+    is_sandbox_class,
+)
 
 
 class ModuleProxy(metaclass=Sealed):
@@ -52,32 +58,59 @@ class ModuleProxy(metaclass=Sealed):
         return f"<module {object.__getattribute__(self, '_name')}>"
 
 
-def _sandbox_namedtuple(
-    typename: str, field_names: Any, *, rename: bool = False, defaults: Iterable[Any] | None = None
-) -> type:
-    """``collections.namedtuple`` whose class belongs to the sandbox (as a class statement's
-    would): its only public class attributes are tuple's methods and field descriptors."""
-    return collections.namedtuple(typename, field_names, rename=rename, defaults=defaults, module=SANDBOX_MODULE)
+class JsonDefault(metaclass=Sealed):
+    """The ``default=`` the sandbox's ``json.dumps`` passes on: writes memories and result
+    sets as their plain data, then asks the program's own ``default`` (if any).
+
+    ``json.dumps(obj, cls=C)`` hands every keyword, this one included, to ``C(...)``, a
+    class the program may have written: so this is a sealed, slotted object with no public
+    attribute, never a function of this module (whose ``__globals__`` lead everywhere).
+    """
+
+    __slots__ = ("_user",)
+
+    def __init__(self, user: object = None) -> None:
+        object.__setattr__(self, "_user", user)
+
+    def __call__(self, value: object) -> Any:
+        if isinstance(value, ResultList):
+            return value.to_list()
+        if isinstance(value, Record):
+            return value.to_dict()
+        user = object.__getattribute__(self, "_user")
+        if user is not None:
+            return user(value)
+        raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise SandboxViolation("functions are read-only")
+
+    def __repr__(self) -> str:
+        return "<json default>"
 
 
-def _plain_default(value: object) -> Any:
-    """What ``json.dumps`` writes for the injected API's values: their plain data."""
-    if isinstance(value, ResultList):
-        return value.to_list()
-    if isinstance(value, Record):
-        return value.to_dict()
-    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+_PLAIN_DEFAULT = JsonDefault()
+
+
+def _with_default(kwargs: dict[str, Any]) -> dict[str, Any]:
+    user = kwargs.get("default")
+    kwargs["default"] = _PLAIN_DEFAULT if user is None else JsonDefault(user)
+    return kwargs
 
 
 def _sandbox_json_dumps(obj: Any, **kwargs: Any) -> str:
     """``json.dumps`` that also writes memories and result sets (as ``to_dict()`` would)."""
-    kwargs.setdefault("default", _plain_default)
-    return json.dumps(obj, **kwargs)
+    return json.dumps(obj, **_with_default(kwargs))
+
+
+def _sandbox_json_dump(obj: Any, fp: Any, **kwargs: Any) -> None:
+    json.dump(obj, fp, **_with_default(kwargs))
 
 
 _SPECIAL: dict[tuple[str, str], Callable[..., Any]] = {
-    ("collections", "namedtuple"): _sandbox_namedtuple,
+    ("collections", "namedtuple"): sandbox_namedtuple,
     ("json", "dumps"): _sandbox_json_dumps,
+    ("json", "dump"): _sandbox_json_dump,
 }
 
 
@@ -91,7 +124,7 @@ def expose(module: str, name: str, value: Any) -> Any:
     if special is not None:
         return SafeCallable(special, label)
     if isinstance(value, type):
-        if value in SAFE_CLASSES or issubclass(value, BaseException):
+        if value in SAFE_CLASSES or issubclass(value, BaseException) or is_sandbox_class(value):
             return value
         return ClassFactory(value, label, CLASS_HELPERS.get(label, ()))
     if isinstance(value, (types.FunctionType, types.MethodType, types.BuiltinMethodType)):
@@ -111,8 +144,14 @@ def build_proxies(mode: Mode, seed: int | None = None) -> dict[str, ModuleProxy]
         if name == "random":
             proxies[name] = random_proxy(mode, _random.Random(seed))  # noqa: S311 - data work
             continue
+        if name in SHIM_MODULES:
+            proxies[name] = ModuleProxy(name, {a: SHIM_MODULES[name][a] for a in attrs})
+            continue
         module = importlib.import_module(name)
-        proxies[name] = ModuleProxy(name, {a: getattr(module, a) for a in attrs})
+        shims = SHIM_ATTRS.get(name, {})
+        proxies[name] = ModuleProxy(name, {a: shims[a] if a in shims else getattr(module, a) for a in attrs})
+    # `from __future__ import annotations` runs an import of `__future__` too (every mode).
+    proxies["__future__"] = ModuleProxy("__future__", dict.fromkeys(FUTURE_FEATURES, True))
     return proxies
 
 

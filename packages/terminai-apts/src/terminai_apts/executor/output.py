@@ -1,7 +1,19 @@
-"""Layer 4: bounded capture of a cell's ``print`` output."""
+"""Layer 4: bounded capture of a cell's ``print`` output; the result frame that carries
+it; and the JSON the CLI prints of it.
+
+The cap is on the text (its UTF-8 bytes), never on its JSON form: escaping grows a
+``"`` to two bytes and a control character to six, which the host's frame limit
+(``6 × max_output`` plus room for the other fields) always has room for. Whenever text is
+cut, ``output_truncated`` says so.
+"""
 
 from __future__ import annotations
 
+import json
+import re
+from typing import Any
+
+from terminai_apts.executor import frames
 from terminai_apts.executor.wrappers import SandboxViolation, Sealed
 
 
@@ -15,6 +27,9 @@ class OutputBuffer:
         self.size = 0
         self.limit = limit
         self.truncated = False
+        # The newest buffer is the run's (a run builds its own after the zygote's warm-up):
+        # `pprint`, `logging` and `warnings` write to it.
+        _ACTIVE[:] = [self]
 
     def write(self, text: str) -> None:
         room = self.limit - self.size
@@ -31,6 +46,15 @@ class OutputBuffer:
 
     def text(self) -> str:
         return "".join(self.parts)
+
+
+_ACTIVE: list[OutputBuffer] = []
+
+
+def active_write(text: str) -> None:
+    """Write to the run's output buffer (what ``print`` writes to)."""
+    if _ACTIVE:
+        _ACTIVE[0].write(text)
 
 
 class _Printer(metaclass=Sealed):
@@ -71,3 +95,34 @@ class PrintFactory(metaclass=Sealed):
 
     def __setattr__(self, key: str, value: object) -> None:
         raise SandboxViolation("print is read-only")
+
+
+def encode_result(result: dict[str, Any], max_output: int) -> bytes:
+    """A cell's result frame. ``stdout`` was capped at ``max_output`` bytes of text by the
+    buffer, so its JSON form fits the host's limit; if the whole frame still would not,
+    ``stdout`` is cut as text and ``output_truncated`` set (never cut silently)."""
+    limit = 6 * max_output + frames.FRAME_OVERHEAD
+    try:
+        payload = json.dumps(result, ensure_ascii=False, default=str).encode()
+    except (MemoryError, ValueError):
+        result = {**result, "stdout": "", "output_truncated": True}
+        payload = json.dumps(result, default=str).encode()
+    while len(payload) > limit and result["stdout"]:
+        result = {**result, "stdout": result["stdout"][: len(result["stdout"]) // 2], "output_truncated": True}
+        payload = json.dumps(result, ensure_ascii=False, default=str).encode()
+    return payload
+
+
+# Characters that reorder or hide text on a terminal or in a viewer, written as \u escapes
+# in the JSON the CLI prints (json.dumps escapes only C0 controls, quote and backslash):
+# C1 controls, bidi embeddings, overrides, isolates and marks, line/paragraph separators,
+# the byte-order mark.
+_UNSAFE = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+
+
+def json_line(value: object) -> str:
+    """``value`` as one line of JSON, UTF-8 text kept readable, every character that could
+    reorder or hide what a reader sees escaped. (Such characters can only occur inside
+    JSON strings, where ``\\uXXXX`` means the same character.)"""
+    text = json.dumps(value, ensure_ascii=False)
+    return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)

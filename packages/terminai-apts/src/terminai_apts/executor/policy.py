@@ -197,12 +197,14 @@ FORBIDDEN_ATTRS: frozenset[str] = frozenset({"mro", "obj"})
 FORMAT_ATTRS: frozenset[str] = frozenset({"format", "format_map"})
 FORBIDDEN_ATTR_PREFIXES: tuple[str, ...] = ("_", "f_", "gi_", "cr_", "ag_", "tb_", "co_")
 
-# Modules that are never importable in any mode (documented refusal list).
+# Modules that are never importable in any mode (documented refusal list). `io`,
+# `functools`, `operator`, `typing`, `string` and `logging` are importable only as the
+# reviewed subsets below (``executor.stdlib_shims``), never as the real modules.
 NEVER_MODULES: frozenset[str] = frozenset(
     {
-        "os", "sys", "subprocess", "socket", "io", "pathlib", "shutil", "ctypes",
-        "importlib", "pickle", "marshal", "operator", "functools", "typing", "inspect",
-        "gc", "types", "string", "logging", "codecs", "builtins",
+        "os", "sys", "subprocess", "socket", "pathlib", "shutil", "ctypes",
+        "importlib", "pickle", "marshal", "inspect", "gc", "types", "codecs", "builtins",
+        "copyreg", "contextlib", "threading",
     }
 )  # fmt: skip
 
@@ -223,7 +225,7 @@ HIGH_MODULES: dict[str, tuple[str, ...]] = {
         "median_high", "median_grouped", "mode", "multimode", "quantiles", "pstdev",
         "pvariance", "stdev", "variance", "StatisticsError",
     ),
-    "json": ("dumps", "loads", "JSONDecodeError"),
+    "json": ("dumps", "loads", "dump", "load", "JSONDecodeError"),
     "re": (
         "compile", "search", "match", "fullmatch", "split", "findall", "finditer", "sub",
         "subn", "escape", "error", "A", "ASCII", "I", "IGNORECASE", "M", "MULTILINE",
@@ -247,18 +249,54 @@ HIGH_MODULES: dict[str, tuple[str, ...]] = {
     # `random` is special: a per-run Random instance, never the module-level state.
     "random": ("random", "randint", "randrange", "choice", "choices", "shuffle", "sample",
                "uniform", "gauss", "seed"),
+    # The rest of seed 001's SAFE_IMPORTS. Those marked * are the sandbox's own versions
+    # (``executor.stdlib_shims``): the real objects reach too far.
+    "functools": ("reduce", "partial", "cmp_to_key", "lru_cache", "cache", "wraps"),  # * caches, wraps
+    "operator": (
+        "abs", "add", "and_", "concat", "contains", "countOf", "eq", "floordiv", "ge", "gt",
+        "index", "indexOf", "inv", "invert", "is_", "is_not", "le", "lshift", "lt", "matmul",
+        "mod", "mul", "ne", "neg", "not_", "or_", "pos", "pow", "rshift", "sub", "truediv",
+        "truth", "xor", "attrgetter", "itemgetter", "methodcaller", "getitem",  # * getters
+    ),
+    "string": ("ascii_letters", "ascii_lowercase", "ascii_uppercase", "digits", "hexdigits",
+               "octdigits", "punctuation", "printable", "whitespace", "capwords", "Template"),
+    "textwrap": ("wrap", "fill", "shorten", "dedent", "indent"),
+    "csv": ("reader", "writer", "DictReader", "DictWriter", "QUOTE_ALL", "QUOTE_MINIMAL",
+            "QUOTE_NONNUMERIC", "QUOTE_NONE", "Error"),
+    "time": ("time", "time_ns", "perf_counter", "perf_counter_ns", "monotonic",
+             "process_time", "sleep", "strftime", "gmtime", "localtime"),
+    "calendar": ("isleap", "leapdays", "monthrange", "weekday", "monthcalendar", "month_name",
+                 "month_abbr", "day_name", "day_abbr", "MONDAY", "TUESDAY", "WEDNESDAY",
+                 "THURSDAY", "FRIDAY", "SATURDAY", "SUNDAY"),
+    "typing": (  # * inert markers: annotations are never evaluated
+        "Any", "Callable", "ClassVar", "Counter", "DefaultDict", "Deque", "Dict", "Final",
+        "FrozenSet", "Generator", "Generic", "Iterable", "Iterator", "List", "Literal",
+        "Mapping", "MutableMapping", "MutableSequence", "NoReturn", "Optional", "Protocol",
+        "Sequence", "Set", "Tuple", "Type", "TypeAlias", "Union", "TYPE_CHECKING", "cast",
+        "TypeVar", "NamedTuple", "TypedDict",
+    ),
+    "dataclasses": ("dataclass", "field", "fields", "asdict", "astuple", "replace",
+                    "is_dataclass", "FrozenInstanceError"),
+    "enum": ("Enum", "IntEnum", "auto"),  # * plain base classes (no metaclass)
+    "abc": ("ABC", "abstractmethod"),  # * a plain base class; abstract methods not enforced
+    "copy": ("copy", "deepcopy", "Error"),
+    "pprint": ("pprint", "pp", "pformat"),  # * prints to the run's output
+    "logging": ("basicConfig", "getLogger", "debug", "info", "warning", "error", "exception",
+                "critical", "log", "CRITICAL", "ERROR", "WARNING", "INFO", "DEBUG",
+                "NOTSET"),  # * records go to the run's output
+    "warnings": ("warn", "filterwarnings", "simplefilter", "catch_warnings", "UserWarning",
+                 "DeprecationWarning", "RuntimeWarning", "Warning"),  # * to the run's output
+    "hashlib": ("sha256", "sha1", "md5", "sha512", "blake2b"),
+    "io": ("StringIO", "BytesIO"),  # * BytesIO without getbuffer
 }  # fmt: skip
 
 STANDARD_EXTRA_MODULES: dict[str, tuple[str, ...]] = {
-    "textwrap": ("wrap", "fill", "shorten", "dedent", "indent"),
     "difflib": ("SequenceMatcher", "get_close_matches", "unified_diff", "ndiff"),
     "unicodedata": ("normalize", "category", "name", "lookup", "numeric", "decimal"),
-    "hashlib": ("sha256", "sha1", "md5", "sha512", "blake2b"),
     "base64": ("b64encode", "b64decode", "urlsafe_b64encode", "urlsafe_b64decode",
                "b32encode", "b32decode", "b16encode", "b16decode"),
     "html": ("escape", "unescape"),
     "zlib": ("crc32", "adler32", "compress", "decompress"),
-    "calendar": ("isleap", "leapdays", "monthrange", "weekday"),
     "uuid": ("uuid4", "uuid5", "UUID", "NAMESPACE_DNS", "NAMESPACE_URL"),
 }  # fmt: skip
 
@@ -286,10 +324,18 @@ CLASS_HELPERS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Seed 001's ALLOWED_IMPORTS_STRICT is kept as a subset: strict mode has no imports at
+# all (only `from __future__ import annotations`, which imports nothing).
+STRICT_MODULES: dict[str, tuple[str, ...]] = {}
+
+# `from __future__ import ...`: compile-time switches, the same in every mode.
+FUTURE_FEATURES: tuple[str, ...] = ("annotations",)
+
+
 def modules_for(mode: Mode) -> dict[str, tuple[str, ...]]:
     """The import allowlist of ``mode`` (strict: none)."""
     if mode == "strict":
-        return {}
+        return dict(STRICT_MODULES)
     if mode == "high":
         return dict(HIGH_MODULES)
     merged = dict(HIGH_MODULES)

@@ -7,7 +7,12 @@ Everything RestrictedPython checks is still checked; on top of it this policy
   * drops type annotations (they are never evaluated, so they cannot run code);
   * lets ``super().<special method>`` through (the runtime guard accepts such a name only
     on the sandbox's own ``super`` proxy);
-  * walks ``if/elif`` chains iteratively (a 500-branch chain is not 500 nested calls).
+  * walks ``if/elif`` chains iteratively (a 500-branch chain is not 500 nested calls);
+  * keeps annotations of class bodies as plain strings (``x: 'int' = 0``: what
+    ``from __future__ import annotations`` does), so ``@dataclass`` sees its fields;
+  * accepts ``nonlocal`` and ``match`` (value patterns such as ``case Color.RED:`` become
+    a capture plus a guard that reads the value through the attribute guard);
+  * blanks the traceback a class's ``__exit__`` receives before its body runs.
 """
 
 from __future__ import annotations
@@ -25,9 +30,12 @@ from terminai_apts.executor.call_guard import CallGuardMixin
 # is checked by the interpreter (len() must get a non-negative int that fits, iter() an
 # iterator, str()/repr() a str). `__index__`, `__getattr__`, `__set_name__`, `__init_subclass__`,
 # `__class_getitem__`, `__reduce__`, `__del__`, `__format__` stay refused.
+# `__enter__`/`__exit__` are called by `with` (the traceback argument of `__exit__` is
+# replaced by None before its body runs), `__post_init__` by a dataclass's `__init__`.
 SPECIAL_METHODS = frozenset(
     {"__init__", "__repr__", "__str__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
-     "__len__", "__iter__", "__contains__", "__getitem__", "__bool__", "__next__", "__hash__"}
+     "__len__", "__iter__", "__contains__", "__getitem__", "__bool__", "__next__", "__hash__",
+     "__enter__", "__exit__", "__post_init__"}
 )  # fmt: skip
 # Special methods readable through `super()` (and only there).
 SUPER_METHODS = SPECIAL_METHODS
@@ -50,8 +58,33 @@ def _name(name: str, ctx: ast.expr_context) -> ast.Name:
     return ast.Name(id=name, ctx=ctx)
 
 
+def _scrub_exit_traceback(node: ast.FunctionDef) -> None:
+    """``def __exit__(self, exc_type, exc, tb)``: the first statement sets ``tb = None``
+    (with ``*args``, its third item): a traceback leads to frames, never to user code."""
+    params = [*node.args.posonlyargs, *node.args.args]
+    stmt: ast.stmt | None = None
+    if len(params) >= 4:
+        stmt = ast.Assign(targets=[_name(params[3].arg, ast.Store())], value=ast.Constant(None))
+    elif node.args.vararg is not None:
+        rest = node.args.vararg.arg
+        keep = 3 - len(params)  # items of *args before the traceback
+        # rest = rest[:keep] + ((None,) if rest[keep:] else ()): plain syntax, no name a
+        # program could rebind, on a tuple the interpreter built
+        head = ast.Subscript(value=_name(rest, ast.Load()), slice=ast.Slice(upper=ast.Constant(keep)), ctx=ast.Load())
+        tail = ast.Subscript(value=_name(rest, ast.Load()), slice=ast.Slice(lower=ast.Constant(keep)), ctx=ast.Load())
+        none = ast.Tuple(elts=[ast.Constant(None)], ctx=ast.Load())
+        blank = ast.IfExp(test=tail, body=none, orelse=ast.Tuple(elts=[], ctx=ast.Load()))
+        stmt = ast.Assign(targets=[_name(rest, ast.Store())], value=ast.BinOp(left=head, op=ast.Add(), right=blank))
+    if stmt is not None:
+        node.body.insert(0, ast.fix_missing_locations(ast.copy_location(stmt, node)))
+
+
 class SandboxTransformer(CallGuardMixin, RestrictingNodeTransformer):
     """The compile policy of the executor (``compile_restricted(..., policy=...)``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._kept_annotations: set[int] = set()
 
     def check_name(self, node: Any, name: str | None, allow_magic_methods: bool = False) -> None:
         if allow_magic_methods and name in SPECIAL_METHODS and getattr(node, "col_offset", 0) != 0:
@@ -60,6 +93,11 @@ class SandboxTransformer(CallGuardMixin, RestrictingNodeTransformer):
 
     # -- annotations: never evaluated --------------------------------------------------
     def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:  # noqa: N802 - NodeTransformer naming
+        if id(node) in self._kept_annotations:  # a class body's field: `x: 'int' = v`
+            node.target = self.visit(node.target)
+            if node.value is not None:
+                node.value = self.visit(node.value)
+            return node
         if node.value is None:
             return ast.copy_location(ast.Pass(), node)
         assign = ast.copy_location(ast.Assign(targets=[node.target], value=node.value), node)
@@ -75,6 +113,131 @@ class SandboxTransformer(CallGuardMixin, RestrictingNodeTransformer):
         self._strip_annotations(node)
         node.returns = None
         return super().visit_FunctionDef(node)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> Any:  # noqa: N802 - NodeTransformer naming
+        """Class-body annotations of plain names are kept, as the text of the annotation
+        (never evaluated): ``dataclasses`` and ``NamedTuple`` read ``__annotations__``."""
+        for stmt in node.body:
+            if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.simple:
+                stmt.annotation = ast.copy_location(ast.Constant(ast.unparse(stmt.annotation)), stmt.annotation)
+                self._kept_annotations.add(id(stmt))
+            elif isinstance(stmt, ast.FunctionDef) and stmt.name == "__exit__":
+                _scrub_exit_traceback(stmt)
+        return super().visit_ClassDef(node)
+
+    # -- nonlocal and match -----------------------------------------------------------------
+    def visit_Nonlocal(self, node: ast.Nonlocal) -> Any:  # noqa: N802 - NodeTransformer naming
+        for name in node.names:
+            self.check_name(node, name)
+        return node
+
+    def visit_Match(self, node: ast.Match) -> Any:  # noqa: N802 - NodeTransformer naming
+        node.subject = self.visit(node.subject)
+        for case in node.cases:
+            checks: list[ast.expr] = []
+            case.pattern = self._pattern(case.pattern, checks)
+            if case.guard is not None:
+                checks.append(self.visit(case.guard))
+            if checks:
+                case.guard = checks[0] if len(checks) == 1 else ast.BoolOp(op=ast.And(), values=checks)
+                ast.copy_location(case.guard, case.pattern)
+                ast.fix_missing_locations(case.guard)
+            case.body = self._visit_body(case.body)
+        return node
+
+    def _keyword_reads(self, node: ast.MatchClass, checks: list[ast.expr]) -> ast.pattern:
+        """``case C(a=v, b=0)`` reads ``a`` and ``b`` in C, past the value check: it becomes
+        ``case C() as _m if (v := _getattr_(_m, 'a')) is v and _getattr_(_m, 'b') == 0``.
+        A keyword's pattern is a name, ``_``, a literal or ``None``/``True``/``False``."""
+        capture = f"_match_{next(_COUNTER)}"
+        for attr, sub in zip(node.kwd_attrs, node.kwd_patterns, strict=True):
+            self.check_name(node, attr)
+            read = ast.Call(
+                func=_name("_getattr_", ast.Load()), args=[_name(capture, ast.Load()), ast.Constant(attr)], keywords=[]
+            )
+            test: ast.expr
+            if isinstance(sub, ast.MatchAs) and sub.pattern is None:
+                target = sub.name or f"_match_{next(_COUNTER)}"
+                if sub.name:
+                    self.check_name(sub, sub.name)
+                bound = ast.NamedExpr(target=_name(target, ast.Store()), value=read)
+                test = ast.Compare(left=bound, ops=[ast.Is()], comparators=[_name(target, ast.Load())])
+            elif isinstance(sub, ast.MatchValue) and isinstance(sub.value, ast.Constant):
+                test = ast.Compare(left=read, ops=[ast.Eq()], comparators=[sub.value])
+            elif isinstance(sub, ast.MatchSingleton):
+                test = ast.Compare(left=read, ops=[ast.Is()], comparators=[ast.Constant(sub.value)])
+            else:
+                self.error(node, "match: a keyword of a class pattern takes a name, _ or a literal")
+                continue
+            checks.append(test)
+        node.kwd_attrs = []
+        node.kwd_patterns = []
+        return ast.copy_location(ast.MatchAs(pattern=node, name=capture), node)
+
+    def _pattern(self, node: ast.pattern, checks: list[ast.expr]) -> ast.pattern:
+        """One pattern, checked; value patterns that read attributes (``Color.RED``) become
+        a hidden capture compared in the guard with the value read through ``_getattr_``
+        (a value pattern reads the attribute in C, past the guard)."""
+        if isinstance(node, ast.MatchValue):
+            if isinstance(node.value, ast.Attribute):
+                capture = f"_match_{next(_COUNTER)}"
+                compare = ast.Compare(
+                    left=_name(capture, ast.Load()), ops=[ast.Eq()], comparators=[self.visit(node.value)]
+                )
+                checks.append(compare)
+                return ast.copy_location(ast.MatchAs(name=capture), node)
+            node.value = self.visit(node.value)
+            return node
+        if isinstance(node, ast.MatchSingleton):
+            return node
+        if isinstance(node, ast.MatchSequence):
+            node.patterns = [self._pattern(p, checks) for p in node.patterns]
+            return node
+        if isinstance(node, ast.MatchStar):
+            if node.name:
+                self.check_name(node, node.name)
+            return node
+        if isinstance(node, ast.MatchAs):
+            if node.name:
+                self.check_name(node, node.name)
+            if node.pattern is not None:
+                node.pattern = self._pattern(node.pattern, checks)
+            return node
+        if isinstance(node, ast.MatchMapping):
+            for key in node.keys:
+                if not isinstance(key, ast.Constant):
+                    self.error(node, "match: mapping keys must be literals")
+            if node.rest:
+                self.check_name(node, node.rest)
+            node.patterns = [self._pattern(p, checks) for p in node.patterns]
+            return node
+        if isinstance(node, ast.MatchClass):
+            if not isinstance(node.cls, ast.Name):
+                self.error(node, "match: a class pattern names its class directly (from m import Cls)")
+            else:
+                self.check_name(node, node.cls.id)
+            node.patterns = [self._pattern(p, checks) for p in node.patterns]
+            if not node.kwd_attrs:
+                return node
+            return self._keyword_reads(node, checks)
+        if isinstance(node, ast.MatchOr):
+            values = [p.value for p in node.patterns if isinstance(p, ast.MatchValue)]
+            if len(values) == len(node.patterns) and any(isinstance(v, ast.Attribute) for v in values):
+                # `case A.X | A.Y:` — one capture, compared with each value
+                capture = f"_match_{next(_COUNTER)}"
+                tests: list[ast.expr] = [
+                    ast.Compare(left=_name(capture, ast.Load()), ops=[ast.Eq()], comparators=[self.visit(v)])
+                    for v in values
+                ]
+                checks.append(ast.BoolOp(op=ast.Or(), values=tests))
+                return ast.copy_location(ast.MatchAs(name=capture), node)
+            inner: list[ast.expr] = []
+            node.patterns = [self._pattern(p, inner) for p in node.patterns]
+            if inner:
+                self.error(node, "match: attribute values (A.X) inside '|' must be the only alternatives")
+            return node
+        self.error(node, f"match: {type(node).__name__} patterns are not allowed")
+        return node
 
     # -- super().__init__() ---------------------------------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> Any:  # noqa: N802 - NodeTransformer naming

@@ -1,14 +1,25 @@
-"""Layers 1 and 2: size checks before parsing, then AST validation (host side, pure)."""
+"""Layers 1-3 on the host, before any run starts: size checks before parsing, AST
+validation, then RestrictedPython's compile with the sandbox's policy (the run compiles
+again; a refusal found here never costs a sandbox start).
+
+What a refusal reports is bounded whatever the program: at most ``MAX_REPORTED``
+violations (and how many there were), names cut to ``MAX_NAME_CHARS``, the allowlist
+once.
+"""
 
 from __future__ import annotations
 
 import ast
+import warnings
 from dataclasses import dataclass
+
+from RestrictedPython.compile import compile_restricted_exec
 
 from terminai_apts.executor.policy import (
     FORBIDDEN_ATTR_PREFIXES,
     FORBIDDEN_ATTRS,
     FORBIDDEN_NAMES,
+    FUTURE_FEATURES,
     MAX_AST_DEPTH,
     MAX_AST_NODES,
     MAX_BRACKET_DEPTH,
@@ -18,7 +29,14 @@ from terminai_apts.executor.policy import (
     allowed_imports_text,
     modules_for,
 )
-from terminai_apts.executor.transform import SPECIAL_METHODS, SUPER_METHODS, is_super_call
+from terminai_apts.executor.transform import SPECIAL_METHODS, SUPER_METHODS, SandboxTransformer, is_super_call
+
+# Bounds of a refusal's report (issue: a 100 KB program printed 43.6 MB of violations).
+MAX_REPORTED = 20
+MAX_NAME_CHARS = 60
+MAX_MESSAGE_CHARS = 300
+# Where the full list of what programs may use is written.
+ALLOWED_DOC = "docs/AGENT_API.md, 'What programs may use'"
 
 _PATH_WRITES = frozenset(
     {"write_text", "write_bytes", "touch", "mkdir", "unlink", "rename", "replace",
@@ -42,16 +60,35 @@ class Violation:
         return {"rule": self.rule, "message": self.message, "line": self.line, "col": self.col}
 
 
+def _short(name: str) -> str:
+    return name if len(name) <= MAX_NAME_CHARS else name[:MAX_NAME_CHARS] + "…"
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ValidationReport:
+    """The first ``MAX_REPORTED`` violations, how many there were in all, and (once) what
+    is allowed instead."""
+
     violations: tuple[Violation, ...]
+    total: int = 0
+    allowed: str = ""
 
     @property
     def ok(self) -> bool:
         return not self.violations
 
     def summary(self) -> str:
-        return "; ".join(f"line {v.line}: {v.message} [{v.rule}]" for v in self.violations)
+        text = "; ".join(f"line {v.line}: {v.message} [{v.rule}]" for v in self.violations)
+        more = max(self.total, len(self.violations)) - len(self.violations)
+        if more:
+            text += f"; and {more} more"
+        if self.allowed:
+            text += f". {self.allowed}"
+        return text
+
+
+def _report(found: list[Violation], allowed: str = "") -> ValidationReport:
+    return ValidationReport(violations=tuple(found[:MAX_REPORTED]), total=len(found), allowed=allowed)
 
 
 def _text_depth(code: str) -> tuple[int, int]:
@@ -71,11 +108,24 @@ def _text_depth(code: str) -> tuple[int, int]:
     return best, indent
 
 
+def size_violation(size: int) -> Violation:
+    """Code of ``size`` bytes (or more) is larger than the limit."""
+    return Violation(rule="L1-source-size", message=f"code is {size} bytes or more (limit {MAX_SOURCE_BYTES})")
+
+
+def _source_size(code: str) -> int:
+    """The UTF-8 size of ``code``, without encoding it when its length decides."""
+    if len(code) > MAX_SOURCE_BYTES:  # every character is at least one byte
+        return len(code)
+    return len(code.encode("utf-8", "surrogatepass"))
+
+
 def _size_checks(code: str) -> list[Violation]:
-    out: list[Violation] = []
-    size = len(code.encode("utf-8", "surrogatepass"))
+    # The size first and alone: nothing scans an oversized program.
+    size = _source_size(code)
     if size > MAX_SOURCE_BYTES:
-        out.append(Violation(rule="L1-source-size", message=f"code is {size} bytes (limit {MAX_SOURCE_BYTES})"))
+        return [size_violation(size)]
+    out: list[Violation] = []
     brackets, indent = _text_depth(code)
     if brackets > MAX_BRACKET_DEPTH:
         out.append(Violation(rule="L1-nesting", message=f"brackets nested {brackets} deep (limit {MAX_BRACKET_DEPTH})"))
@@ -115,20 +165,28 @@ class _Checker(ast.NodeVisitor):
         self.proposal = proposal
         self.allowed = modules_for(mode)
         self.found: list[Violation] = []
+        self.import_refused = False
         # proposal checks: local names bound to subprocess / importlib / pathlib things
         self.aliases: dict[str, str] = {}
 
     def add(self, node: ast.AST, rule: str, message: str) -> None:
         self.found.append(
-            Violation(rule=rule, message=message, line=getattr(node, "lineno", 0), col=getattr(node, "col_offset", 0))
+            Violation(
+                rule=rule,
+                message=message[:MAX_MESSAGE_CHARS],
+                line=getattr(node, "lineno", 0),
+                col=getattr(node, "col_offset", 0),
+            )
         )
+        if rule == "L2-import":
+            self.import_refused = True
 
     # -- names and attributes ---------------------------------------------------------
     def visit_Name(self, node: ast.Name) -> None:
         if node.id in FORBIDDEN_NAMES:
             self.add(node, "L2-forbidden-name", f"name '{node.id}' is not allowed")
         elif node.id.startswith("_") and node.id != "_":  # `_` alone is the throwaway name
-            self.add(node, "L2-underscore-name", f"names starting with '_' are not allowed: '{node.id}'")
+            self.add(node, "L2-underscore-name", f"names starting with '_' are not allowed: '{_short(node.id)}'")
         self.generic_visit(node)
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
@@ -136,12 +194,12 @@ class _Checker(ast.NodeVisitor):
             self.generic_visit(node)
             return
         if _bad_attr(node.attr):
-            self.add(node, "L2-forbidden-attribute", f"attribute '{node.attr}' is not allowed")
+            self.add(node, "L2-forbidden-attribute", f"attribute '{_short(node.attr)}' is not allowed")
         self.generic_visit(node)
 
     def _check_binding(self, node: ast.AST, name: str | None) -> None:
         if name and ((name.startswith("_") and name != "_") or name in FORBIDDEN_NAMES):
-            self.add(node, "L2-forbidden-name", f"name '{name}' may not be bound")
+            self.add(node, "L2-forbidden-name", f"name '{_short(name)}' may not be bound")
 
     # Annotations are dropped before compiling (never evaluated), but what they contain is
     # still checked like any expression.
@@ -151,7 +209,7 @@ class _Checker(ast.NodeVisitor):
 
     def visit_keyword(self, node: ast.keyword) -> None:
         if node.arg and node.arg.startswith("_"):
-            self.add(node, "L2-forbidden-name", f"keyword '{node.arg}' is not allowed")
+            self.add(node, "L2-forbidden-name", f"keyword '{_short(node.arg)}' is not allowed")
         self.generic_visit(node)
 
     # -- definitions ------------------------------------------------------------------
@@ -193,7 +251,12 @@ class _Checker(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_MatchClass(self, node: ast.MatchClass) -> None:
-        self.add(node, "L2-match-class", "class patterns in match are not allowed")
+        """``case Point(x=0)`` reads attributes in C: their names are checked here."""
+        if not isinstance(node.cls, ast.Name):
+            self.add(node, "L2-match-class", "a class pattern names its class directly (from m import Cls)")
+        for attr in node.kwd_attrs:
+            if _bad_attr(attr):
+                self.add(node, "L2-forbidden-attribute", f"attribute '{_short(attr)}' is not allowed")
         self.generic_visit(node)
 
     def visit_TryStar(self, node: ast.AST) -> None:
@@ -232,11 +295,7 @@ class _Checker(ast.NodeVisitor):
         if self.proposal:
             self.aliases.setdefault("__mod__" + root, root)
         if module not in self.allowed:
-            self.add(
-                node,
-                "L2-import",
-                f"import of '{module}' is not allowed in {self.mode} mode; allowed: {allowed_imports_text(self.mode)}",
-            )
+            self.add(node, "L2-import", f"import of '{_short(module)}' is not allowed in {self.mode} mode")
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
@@ -247,6 +306,16 @@ class _Checker(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
+        if module == "__future__" and not node.level:
+            for alias in node.names:
+                if alias.name not in FUTURE_FEATURES or alias.asname:
+                    self.add(
+                        node,
+                        "L2-import",
+                        f"'from __future__ import {_short(alias.name)}' is not allowed;"
+                        f" allowed: {', '.join(FUTURE_FEATURES)}",
+                    )
+            return
         if node.level:
             self.add(node, "L2-import", "relative imports are not allowed")
         else:
@@ -257,7 +326,11 @@ class _Checker(ast.NodeVisitor):
             if alias.name == "*":
                 self.add(node, "L2-import", "star imports are not allowed")
             elif module in self.allowed and alias.name not in allowed:
-                self.add(node, "L2-import", f"'{module}.{alias.name}' is not exposed; allowed: {', '.join(allowed)}")
+                self.add(
+                    node,
+                    "L2-import",
+                    f"'{module}.{_short(alias.name)}' is not exposed; {module} exposes: {', '.join(allowed)}",
+                )
             self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
         self.generic_visit(node)
 
@@ -310,30 +383,70 @@ class _Checker(ast.NodeVisitor):
         return False
 
 
+def _compile_check(tree: ast.Module) -> list[Violation]:
+    """Layer 3 on the host: RestrictedPython's compile with the sandbox's policy, on the
+    tree layer 2 checked (parsed once; the policy rewrites it, and nothing reads it after)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "prints, but never reads 'printed'" and the like
+        try:
+            result = compile_restricted_exec(tree, filename="<sandbox>", policy=SandboxTransformer)
+        except SyntaxError as exc:  # found by the compiler itself (`nonlocal` at module level)
+            message = f"SyntaxError: {exc.msg}"[:MAX_MESSAGE_CHARS]
+            return [Violation(rule="L3-compile", message=message, line=exc.lineno or 0, col=exc.offset or 0)]
+        except (RecursionError, MemoryError, ValueError, TypeError) as exc:
+            return [Violation(rule="L3-compile", message=f"code could not be compiled ({type(exc).__name__})")]
+    out: list[Violation] = []
+    for error in result.errors:
+        line = 0
+        text = str(error)
+        if text.startswith("Line "):
+            head, _, rest = text.partition(":")
+            digits = head[5:]
+            line = int(digits) if digits.isdigit() else 0
+            text = rest.strip()
+        out.append(Violation(rule="L3-compile", message=text[:MAX_MESSAGE_CHARS], line=line))
+    if not out and result.code is None:
+        out.append(Violation(rule="L3-compile", message="code could not be compiled"))
+    return out
+
+
+def _allowed_text(mode: Mode, import_refused: bool) -> str:
+    if import_refused:
+        return f"Allowed imports in {mode} mode: {allowed_imports_text(mode)}"
+    return f"What programs may use: {ALLOWED_DOC}"
+
+
 def validate_code(code: str, *, mode: Mode = "high", proposal: bool = False) -> ValidationReport:
-    """Layers 1-2: size caps, then every AST violation with its line number."""
-    # Layer 1: size checks before parsing.
+    """Layers 1-3: size caps, then the AST's violations (the first ``MAX_REPORTED`` with
+    their line numbers, and how many in all), then the restricted compile."""
+    # Layer 1: size checks before parsing (the size alone first).
     size = _size_checks(code)
     if size:
-        return ValidationReport(violations=tuple(size))
+        return _report(size)
     try:
         tree = ast.parse(code, filename="<sandbox>", mode="exec")
     except SyntaxError as exc:
-        return ValidationReport(
-            violations=(
+        return _report(
+            [
                 Violation(
-                    rule="L1-syntax", message=f"SyntaxError: {exc.msg}", line=exc.lineno or 0, col=exc.offset or 0
-                ),
-            )
+                    rule="L1-syntax",
+                    message=f"SyntaxError: {exc.msg}"[:MAX_MESSAGE_CHARS],
+                    line=exc.lineno or 0,
+                    col=exc.offset or 0,
+                )
+            ]
         )
     except (RecursionError, MemoryError, ValueError) as exc:
-        return ValidationReport(
-            violations=(Violation(rule="L1-syntax", message=f"code too complex to parse ({type(exc).__name__})"),)
-        )
+        return _report([Violation(rule="L1-syntax", message=f"code too complex to parse ({type(exc).__name__})")])
     too_big = _ast_size(tree)
     if too_big is not None:
-        return ValidationReport(violations=(too_big,))
+        return _report([too_big])
     # Layer 2: AST validation.
     checker = _Checker(mode, proposal)
     checker.visit(tree)
-    return ValidationReport(violations=tuple(checker.found))
+    if checker.found:
+        return _report(checker.found, "" if proposal else _allowed_text(mode, checker.import_refused))
+    if proposal:
+        return _report([])
+    # Layer 3: the restricted compile, here too, so its refusals never wait for a run.
+    return _report(_compile_check(tree), _allowed_text(mode, False))

@@ -1,5 +1,0 @@
-decisions = thermal.filter(tags=["decision"], limit=100)
-relevant = [d for d in decisions if "cleanup" in (d.title + " " + d.content).lower()]
-print(f"{len(relevant)} decisions mention 'cleanup'")
-for d in sorted(relevant, key=lambda m: m.date):
-    print(f"- {d.date[:10]} [{d.source}] {d.title} (confidence {d.confidence:.0%})")

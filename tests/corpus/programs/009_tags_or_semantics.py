@@ -1,0 +1,6 @@
+both = thermal.filter(tags=["incident", "cleanup"], limit=100)
+kinds = sorted({t for m in both for t in m.tags if t in ("incident", "cleanup")})
+print(len(both), "memories tagged incident or cleanup")
+print("kinds seen:", kinds)
+print("newest:", both[0].date, both[0].title)
+print("oldest:", both[-1].date, both[-1].title)

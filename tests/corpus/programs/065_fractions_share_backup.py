@@ -1,6 +1,0 @@
-from fractions import Fraction
-
-total = thermal.count("")
-tagged = len(thermal.filter(tags="team-1", limit=200))
-share = Fraction(tagged, total) if total > 0 else Fraction(0)
-print(f"team-1: {tagged}/{total} = {share} ~ {float(share):.1%}")

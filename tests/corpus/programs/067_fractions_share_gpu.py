@@ -1,6 +1,0 @@
-from fractions import Fraction
-
-total = thermal.count("")
-tagged = len(thermal.filter(tags="decision", limit=200))
-share = Fraction(tagged, total) if total > 0 else Fraction(0)
-print(f"decision: {tagged}/{total} = {share} ~ {float(share):.1%}")

@@ -1,7 +1,0 @@
-hits = thermal.grep(r"(?i)GPU", limit=10)
-print(len(hits), "matches for GPU; total", hits.total)
-for h in hits[:5]:
-    text = h.content
-    i = text.lower().find("gpu")
-    snippet = text[max(0, i - 20) : i + 40] if i >= 0 else text[:60]
-    print(f"#{h.id} ...{snippet}...")

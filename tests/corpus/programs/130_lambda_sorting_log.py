@@ -1,6 +1,0 @@
-res = list(thermal.search("log retention", limit=30))
-by_date = sorted(res, key=lambda m: m.date)
-by_conf = sorted(res, key=lambda m: (-m.confidence, m.id))
-print("oldest:", by_date[0].date[:10] if by_date else None)
-print("newest:", by_date[-1].date[:10] if by_date else None)
-print("most confident:", [m.id for m in by_conf[:2]])

@@ -1,4 +1,0 @@
-res = thermal.filter(min_confidence=0.6, tags="incident", limit=50)
-print("confident incident memories:", len(res), "of", res.total)
-for m in res[:3]:
-    print(f"  {m.confidence:.2f} {m.title}")
