@@ -358,10 +358,10 @@ def test_thermal_cannot_be_mutated_across_cells(mode: Mode, memory_api: ApiSpec)
         "print(thermal.search.__call__)",
         "thermal.search.__self__",
         "r = thermal.search('deploy')\nr.total = 0",
-        "r = thermal.search('deploy')\nr.hits[0].memory.tags.append('x')",
+        "r = thermal.search('deploy')\nr.hits[0].memory.tags = ['x']",
         "r = thermal.search('deploy')\nr.hits[0].memory.title = 'x'",
         "r = thermal.search('deploy')\ndel r.total",
-        "r = thermal.get(1)\nr['title'] = 'x'",
+        "r = thermal.get('u0')\nr['title'] = 'x'",
         "class Evil:\n    search = len\nthermal.search = Evil.search",
     ]
     with ExecutorSession(cfg(mode), memory_api) as session:
@@ -379,7 +379,10 @@ def test_thermal_cannot_be_mutated_across_cells(mode: Mode, memory_api: ApiSpec)
         assert after.success, after.error
         assert after.stdout == before.stdout
         assert copy.stdout == f"0 {before.stdout.split()[0]} {before.stdout.split()[0]}\n"
-        assert session.run("print(sorted(thermal.get(1).tags))").stdout == "['db', 'infra']\n"
+        assert session.run("print(sorted(thermal.get('u0').tags))").stdout == "['db', 'infra']\n"
+        # `tags` is a list (the seed's), and a fresh one: changing it leaves the record alone
+        own = session.run("m = thermal.get('u0')\nm.tags.append('x')\nprint(m.tags, isinstance(m.tags, list))")
+        assert own.success and own.stdout == "['db', 'infra'] True\n", own.error
 
 
 # 12 -- module proxies are read-only for the whole session.

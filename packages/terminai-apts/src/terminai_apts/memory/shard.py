@@ -29,7 +29,8 @@ from terminai_apts.memory.terms import Terms
 
 COLUMNS = (
     "m.id, m.date, m.recorded_at, m.title, m.content, m.summary, m.tags, m.source,"
-    " m.confidence, m.kind, m.tier, m.origin, m.content_hash, m.superseded_by"
+    " m.confidence, m.kind, m.tier, m.origin, m.content_hash,"
+    " (SELECT s.uid FROM memories s WHERE s.id = m.superseded_by), m.uid"
 )
 _FACET_KEYS = {"month": "substr(m.date, 1, 7)", "source": "m.source", "tag": "t.tag"}
 
@@ -41,13 +42,15 @@ class TimeUp(Exception):
 def decode(row: Sequence[Any]) -> Memory:
     """A ``COLUMNS`` row as a frozen :class:`Memory`."""
     return Memory(
-        id=row[0],
-        date=row[1],
+        id=row[14],
+        key=row[0],
+        date=row[1][:10],
+        timestamp=row[1],
         recorded_at=row[2],
         title=row[3],
         content=row[4],
         summary=row[5],
-        tags=split_tags(row[6]),
+        tags=split_tags(row[6], fold=False),
         source=row[7],
         confidence=float(row[8]),
         kind=row[9],
@@ -190,9 +193,9 @@ class Shard:
             dates, values = self.dated(span, col="d")
             conds.append(f"{id_col} IN (SELECT d.id FROM memories d{where(dates)})")
             params.extend(values)
-        for tag in tags:
-            conds.append(f"{id_col} IN (SELECT id FROM memory_tags WHERE tag = ?)")
-            params.append(tag)
+        if tags:  # any of them, as the seed's OR of tag matches
+            conds.append(f"{id_col} IN (SELECT id FROM memory_tags WHERE tag IN ({','.join('?' * len(tags))}))")
+            params.extend(tags)
         return conds, params
 
     def id_bounds(self, span: planner.Window) -> tuple[int | None, int | None]:
@@ -222,9 +225,14 @@ class Shard:
         rows = self.rows(f"SELECT {COLUMNS} FROM memories m WHERE m.id = ?", [memory_id])
         return decode(rows[0]) if rows else None
 
+    def find_uid(self, uid: str) -> Memory | None:
+        """The record whose own (string) id is ``uid``, by the unique index on it."""
+        rows = self.rows(f"SELECT {COLUMNS} FROM memories m WHERE m.uid = ?", [uid])
+        return decode(rows[0]) if rows else None
+
     def around(self, centre: Memory, before: int, after: int) -> tuple[Memory, ...]:
         """``centre`` and its neighbours in event time (oldest first)."""
-        key = [centre.date, centre.id]
+        key = [centre.timestamp, centre.key]
         older = self.rows(
             f"SELECT {COLUMNS} FROM memories m WHERE (m.date, m.id) < (?, ?) ORDER BY m.date DESC, m.id DESC LIMIT ?",
             [*key, before],
@@ -242,7 +250,7 @@ class Shard:
         if not rows:
             return None
         r = rows[0]
-        return Provenance(id=r[0], uid=r[1], tier=r[2], origin=r[3], source=r[4], recorded_at=r[5], content_hash=r[6])
+        return Provenance(id=r[1], key=r[0], tier=r[2], origin=r[3], source=r[4], recorded_at=r[5], content_hash=r[6])
 
     def dupes_of(self, content_digest: str, exclude: int) -> tuple[Memory, ...]:
         rows = self.rows(
@@ -253,17 +261,17 @@ class Shard:
 
     # ----------------------------------------------------------------- plans without full text
     def filter(self, plan: planner.Filter) -> tuple[list[Any], int]:
-        """``(COLUMNS rows, total)``; a tag (or the whole table) drives the loop in id (event-time) order."""
-        drive = "memory_tags t JOIN memories m ON m.id = t.id" if plan.tags else "memories m"
-        key = "t.id" if plan.tags else "m.id"
-        conds, params = self.scope(plan.window, plan.tags[1:], key)
-        if plan.tags:
+        """``(COLUMNS rows, total)`` in id (event-time) order; one tag drives the loop, several
+        (any of them) are one membership test against the tag index."""
+        one = len(plan.tags) == 1
+        drive = "memory_tags t JOIN memories m ON m.id = t.id" if one else "memories m"
+        key = "t.id" if one else "m.id"
+        conds, params = self.scope(plan.window, () if one else plan.tags, key)
+        if one:
             conds.insert(0, "t.tag = ?")
             params.insert(0, plan.tags[0])
         on_index = len(conds)  # conditions so far need only the driving index, not the rows
         for cond, value in (
-            ("m.date > ?", plan.after),
-            ("m.date < ?", plan.before),
             ("m.source = ?", plan.source),
             ("m.kind = ?", plan.kind),
             ("m.confidence >= ?", plan.confidence),

@@ -137,7 +137,7 @@ def build(
             conn.executemany(_INSERT, (_row(i, r) for i, r in enumerate(ordered, start=first_id)))
             conn.executemany(
                 "INSERT OR IGNORE INTO memory_tags(tag, id) VALUES (?, ?)",
-                ((t, i) for i, r in enumerate(ordered, start=first_id) for t in r.tags),
+                ((t.lower(), i) for i, r in enumerate(ordered, start=first_id) for t in r.tags),
             )
             _link_superseded(conn, ordered)
         clock.lap("records")
@@ -228,7 +228,7 @@ def append(path: Path, records: Sequence[NewMemory]) -> int:
             conn.executemany(_INSERT, (_row(top + i, r) for i, r in enumerate(fresh, start=1)))
             conn.executemany(
                 "INSERT OR IGNORE INTO memory_tags(tag, id) VALUES (?, ?)",
-                ((t, top + i) for i, r in enumerate(fresh, start=1) for t in r.tags),
+                ((t.lower(), top + i) for i, r in enumerate(fresh, start=1) for t in r.tags),
             )
             _link_superseded(conn, fresh)
             _count_terms(conn, [(top + i, r) for i, r in enumerate(fresh, start=1)])
