@@ -128,6 +128,7 @@ def build(
     for rec in records:
         unique.setdefault(rec.uid, rec)
     ordered = sorted(unique.values(), key=lambda r: (r.date, r.uid))
+    durable.remove_leftovers(path)  # a killed build's temp file and journal (up to a whole index)
     tmp = durable.temp_path(path)
     tmp.unlink(missing_ok=True)
     conn = sqlite3.connect(tmp)
