@@ -33,6 +33,17 @@ def test_search_ranks_and_reports(index: Path) -> None:
             mem.search("deploy", limit=10_001)  # refused by name, never silently cut
 
 
+def test_search_counts_its_total_up_to_a_cap(index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from terminai_apts.memory import planner
+
+    with ThermalMemory(index) as mem:
+        assert mem.search("deploy", limit=1).total == 3
+        monkeypatch.setattr(planner, "COUNT_CAP", 1)
+        res = mem.search("deploy", limit=1)  # 3 matches, counted only up to 1 + 1
+        assert res.total == -1 and res.truncated and "count() gives it" in res.plan
+        assert [h.memory.date for h in res] == ["2024-05-01"] and mem.count("deploy") == 3
+
+
 def test_search_relaxes_and_to_or(index: Path) -> None:
     with ThermalMemory(index) as mem:
         res = mem.search("postgres kubernetes", order="relevance")

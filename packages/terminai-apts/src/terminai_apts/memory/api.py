@@ -136,15 +136,24 @@ class ThermalMemory:
         totals: list[int] = []
         labels: list[str] = []
         how = f"like via trigram {plan.literal!r}" if plan.literal else "like (scan: no 3-character run to look up)"
+        # The total is counted up to COUNT_CAP matches past the page: beyond, it is -1
+        # (count() gives it), so a common substring costs a page, not a pass over its matches.
+        cap = plan.offset + plan.limit + planner.COUNT_CAP
+        uncounted = False
         for n, shard in enumerate(self._shards):
             try:
                 page = matching.like_page(shard, plan, want, skip)
-                total = matching.like_count(shard, plan)
+                total = matching.like_count(shard, plan, cap)
             except TimeUp:
                 page, total = [], -1
-            labels.append(shard.label(f"{how} order={plan.order}" + (" (budget)" if total < 0 else "")))
+            if total >= cap:
+                total, uncounted = -1, True
+            note = " (budget)" if total < 0 and not uncounted else ""
+            labels.append(shard.label(f"{how} order={plan.order}{note}"))
             totals.append(total)
             found += [((date, mid), n, mid) for mid, date in page]
+        if uncounted:
+            labels.append(f"total not counted past {cap} matches: count() gives it")
         if not one:
             found.sort(key=lambda f: f[0], reverse=plan.order == "newest")
             found = found[plan.offset : plan.offset + plan.limit]

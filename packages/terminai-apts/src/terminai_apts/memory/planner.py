@@ -21,6 +21,8 @@ from terminai_apts.memory.records import split_tags
 
 # Rows one call may return. Larger limits are refused by name, never silently cut.
 MAX_ROWS = 10_000
+# Matches past its page a search counts for its ``total``; beyond, ``total`` is -1.
+COUNT_CAP = 1_000
 # Matches (times query words: each word's postings are scored) beyond which relevance
 # ranking is limited to the newest matches; about 3 ms of bm25 on the reference machine.
 RANK_CAP = 3_000
