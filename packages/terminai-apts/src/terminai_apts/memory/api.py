@@ -105,7 +105,7 @@ class ThermalMemory:
         since: str | None = None,
         until: str | None = None,
         raw: bool = False,
-        exhaustive: bool = False,
+        exhaustive: bool = True,
         budget_ms: int | None = None,
     ) -> Results:
         """The seed's search: ``query`` as a case-insensitive substring of title or content.
@@ -114,7 +114,7 @@ class ThermalMemory:
         (both days included) and with any of ``tags``; ``order="oldest"`` reverses it.
         ``order="relevance"`` is the word-based extension below (:meth:`ranked`).
         """
-        if order == "relevance" or raw or exhaustive:
+        if order == "relevance" or raw:
             return self.ranked(
                 query,
                 date_range,
@@ -179,7 +179,7 @@ class ThermalMemory:
         since: str | None = None,
         until: str | None = None,
         raw: bool = False,
-        exhaustive: bool = False,
+        exhaustive: bool = True,
         budget_ms: int | None = None,
     ) -> Results:
         """Extension: word-based full-text search ranked by bm25 (title > tags > summary > content).
@@ -189,8 +189,9 @@ class ThermalMemory:
         (``plan`` says so). ``raw=True`` passes FTS5 syntax (``NEAR``, ``*``, ``OR``) through.
         ``order`` is ``relevance``, ``newest`` or ``oldest``.
 
-        bm25 costs time per matching record and word (FTS5 cannot prune to the top k), so
-        unless ``exhaustive=True`` a query matching more than ``RANK_CAP`` / words records
+        Every match is scored, so the top ``limit`` are bm25's own. bm25 costs time per
+        matching record and word (FTS5 cannot prune to the top k); ``exhaustive=False``
+        trades exactness for time: a query matching more than ``RANK_CAP`` / words records
         is ranked within its newest that many matches (one cap for all shards, spent newest
         shard first), and one whose every word is in most records (bm25 cannot tell them
         apart) comes newest first; ``plan`` says which.

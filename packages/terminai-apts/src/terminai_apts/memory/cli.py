@@ -131,7 +131,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
                 since=args.since,
                 until=args.until,
                 raw=args.raw,
-                exhaustive=args.exhaustive,
+                exhaustive=not args.capped,
             ),
         )
 
@@ -243,7 +243,7 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
         "--order", choices=["newest", "oldest", "relevance"], default="newest", help="relevance: bm25 over words"
     )
     p.add_argument("--raw", action="store_true", help="pass FTS5 syntax through")
-    p.add_argument("--exhaustive", action="store_true", help="rank every match, however common the words")
+    p.add_argument("--capped", action="store_true", help="relevance: rank only the newest matches of common words")
     window(p)
     p = parser("grep", _cmd_grep, "regular-expression search")
     p.add_argument("pattern")

@@ -238,7 +238,7 @@ def search(
     since: str | None = None,
     until: str | None = None,
     raw: bool = False,
-    exhaustive: bool = False,
+    exhaustive: bool = True,
 ) -> Search:
     """Plan a ranked (word-based) full-text search, the ``order="relevance"`` extension."""
     """Plan a full-text search: quoted words, all required, relaxed to any when none matches."""

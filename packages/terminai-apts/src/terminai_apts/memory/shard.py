@@ -14,6 +14,7 @@ records. Full-text queries on a shard are in :mod:`terminai_apts.memory.fts`.
 # ruff: noqa: S608
 from __future__ import annotations
 
+import heapq
 import sqlite3
 import time
 from collections.abc import Iterator, Sequence
@@ -262,7 +263,10 @@ class Shard:
     # ----------------------------------------------------------------- plans without full text
     def filter(self, plan: planner.Filter) -> tuple[list[Any], int]:
         """``(COLUMNS rows, total)`` in id (event-time) order; one tag drives the loop, several
-        (any of them) are one membership test against the tag index."""
+        (any of them) are merged from the tag index, or one membership test when other
+        metadata needs the rows."""
+        if len(plan.tags) > 1 and self.ordered and (plan.source, plan.kind, plan.confidence) == (None, None, None):
+            return self._any_tag(plan)
         one = len(plan.tags) == 1
         drive = "memory_tags t JOIN memories m ON m.id = t.id" if one else "memories m"
         key = "t.id" if one else "m.id"
@@ -286,6 +290,51 @@ class Shard:
         total = int(self.rows(f"SELECT count(*) FROM {counted}{clause}", params)[0][0])
         rows = self.rows(f"SELECT {COLUMNS} FROM {drive}{clause} ORDER BY {by} LIMIT ?", [*params, plan.limit])
         return rows, total
+
+    def _any_tag(self, plan: planner.Filter) -> tuple[list[Any], int]:
+        """Records with any of several tags: each tag's first ``limit`` ids in order, merged.
+
+        Testing every record against the union (or sorting the union) costs a pass over
+        all tagged records; the merge reads ``limit`` ids per tag and the page's rows.
+        The total is counted up to ``COUNT_CAP`` past the page (-1 beyond).
+        """
+        first, last = self.id_bounds(plan.window)
+        bounds, values = [], []
+        if first is not None:
+            bounds.append("id >= ?")
+            values.append(first)
+        if last is not None:
+            bounds.append("id <= ?")
+            values.append(last)
+        newest = plan.order == "newest"
+        direction = "DESC" if newest else ""
+        lists = [
+            [
+                r[0]
+                for r in self.rows(
+                    f"SELECT id FROM memory_tags WHERE tag = ?{where(bounds, ' AND ')} ORDER BY id {direction} LIMIT ?",
+                    [tag, *values, plan.limit],
+                )
+            ]
+            for tag in plan.tags
+        ]
+        ids: list[int] = []
+        for mid in heapq.merge(*lists, reverse=newest):
+            if not ids or ids[-1] != mid:
+                ids.append(mid)
+            if len(ids) == plan.limit:
+                break
+        found = self.records(ids)
+        cap = plan.limit + planner.COUNT_CAP
+        marks = ",".join("?" * len(plan.tags))
+        total = int(
+            self.rows(
+                f"SELECT count(*) FROM (SELECT DISTINCT id FROM memory_tags WHERE tag IN ({marks})"
+                f"{where(bounds, ' AND ')} LIMIT ?)",
+                [*plan.tags, *values, cap],
+            )[0][0]
+        )
+        return [found[i] for i in ids if i in found], -1 if total >= cap else total
 
     def candidates(self, literal: str | None, span: planner.Window) -> Iterator[Sequence[Any]]:
         """``COLUMNS`` rows, newest first, in growing pages so no cursor outlives a call.
