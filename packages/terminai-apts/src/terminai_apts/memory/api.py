@@ -136,14 +136,15 @@ class ThermalMemory:
         totals: list[int] = []
         labels: list[str] = []
         how = f"like via trigram {plan.literal!r}" if plan.literal else "like (scan: no 3-character run to look up)"
-        # The total is counted up to COUNT_CAP matches past the page: beyond, it is -1
-        # (count() gives it), so a common substring costs a page, not a pass over its matches.
+        # One pass reads the matches up to COUNT_CAP past the page: the page and the total
+        # (-1 beyond it; count() gives it), so a common substring costs a page, not a pass
+        # over all its matches, and a scan (no 3-character run) is made once, not twice.
         cap = plan.offset + plan.limit + planner.COUNT_CAP
         uncounted = False
         for n, shard in enumerate(self._shards):
             try:
-                page = matching.like_page(shard, plan, want, skip)
-                total = matching.like_count(shard, plan, cap)
+                rows = matching.like_page(shard, plan, cap, 0)
+                page, total = rows[skip : skip + want], len(rows)
             except TimeUp:
                 page, total = [], -1
             if total >= cap:

@@ -66,15 +66,16 @@ def _like_from(shard: Shard, plan: planner.Substring) -> tuple[str, str, list[ob
     """``(FROM clause, WHERE clause, params)`` of the seed's match on one shard.
 
     With a literal the trigram index drives (``CROSS JOIN`` keeps it the outer loop, so
-    its doclist is walked by rowid and only candidate rows are read); LIKE on the row
+    its doclists are walked by rowid and only candidate rows are read); LIKE on the row
     itself decides, so a match is exactly what the seed's ``LIKE`` says, case folding
-    (ASCII only: ``ß`` is not ``SS``) and wildcards (``_``, ``%``) included.
+    (ASCII only: ``ß`` is not ``SS``; the index folds more, e.g. the Kelvin sign onto
+    ``k``) and wildcards (``_``, ``%``) included.
     """
     if plan.literal is not None:
         key, source = "t.rowid", "memories_tri t CROSS JOIN memories m ON m.id = t.rowid"
         conds, params = shard.scope(plan.window, (), key)
         conds.insert(0, "memories_tri MATCH ?")
-        params.insert(0, "{title content} : " + q.trigram_phrase(plan.literal))
+        params.insert(0, q.trigram_phrase(plan.literal))
     else:
         key, source = "m.id", "memories m"
         conds, params = shard.scope(plan.window, (), key)
@@ -103,32 +104,7 @@ def like_page(shard: Shard, plan: planner.Substring, limit: int, offset: int) ->
     ]
 
 
-# The only characters beyond ASCII that the trigram index folds onto ASCII letters
-# (measured over every code point up to U+1FFFF): KELVIN SIGN to "k", LONG S to "s".
-_FOLDED_ONTO_ASCII = frozenset("ks")
-
-
-def index_decides(plan: planner.Substring) -> bool:
-    """Whether the trigram index alone gives exactly the seed's LIKE matches.
-
-    It does for ASCII text without LIKE wildcards whose letters no other character folds
-    onto: the index then folds exactly what LIKE folds (ASCII case), and a phrase query
-    on ``{title content}`` is a substring test per column. Tags still need the rows.
-    """
-    text = plan.text
-    return (
-        plan.literal == text and text.isascii() and not plan.tags and not _FOLDED_ONTO_ASCII.intersection(text.lower())
-    )
-
-
-def like_count(shard: Shard, plan: planner.Substring, cap: int | None = None) -> int:
-    """Exact number of the seed's matches on ``shard``; with ``cap``, at most ``cap`` (counting stops there)."""
-    if index_decides(plan):
-        conds, params = shard.scope(plan.window, (), "t.rowid")
-        source, clause = "memories_tri t", where(["memories_tri MATCH ?", *conds])
-        params.insert(0, "{title content} : " + q.trigram_phrase(str(plan.literal)))
-    else:
-        source, clause, params = _like_from(shard, plan)
-    if cap is None:
-        return int(shard.rows(f"SELECT count(*) FROM {source}{clause}", params)[0][0])
-    return int(shard.rows(f"SELECT count(*) FROM (SELECT 1 FROM {source}{clause} LIMIT ?)", [*params, cap])[0][0])
+def like_count(shard: Shard, plan: planner.Substring) -> int:
+    """Exact number of the seed's matches on ``shard``."""
+    source, clause, params = _like_from(shard, plan)
+    return int(shard.rows(f"SELECT count(*) FROM {source}{clause}", params)[0][0])

@@ -45,8 +45,14 @@ def fts_or(text: str) -> str:
 
 
 def trigram_phrase(literal: str) -> str:
-    """A trigram MATCH phrase for a substring (case-insensitive, ≥ 3 characters)."""
-    return '"' + literal.replace('"', '""') + '"'
+    """A trigram MATCH for a substring (case-insensitive, ≥ 3 characters): every trigram of it.
+
+    The trigram index keeps no positions (``detail='none'``: a seventh of the size), so
+    it names the records holding all of the literal's trigrams anywhere; each candidate
+    is then checked against the literal itself.
+    """
+    grams = dict.fromkeys(literal[i : i + 3] for i in range(len(literal) - 2))
+    return " AND ".join('"' + g.replace('"', '""') + '"' for g in grams)
 
 
 def normalize_date(text: str | None, *, what: str = "date") -> str:

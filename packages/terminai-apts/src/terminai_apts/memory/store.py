@@ -22,7 +22,7 @@ from terminai_apts.memory import termbits
 from terminai_apts.memory.records import NewMemory, content_hash
 from terminai_apts.memory.terms import TOKENIZER, Terms
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 # bm25 weights for (title, summary, content, tags): a title hit counts most.
 RANK = "bm25(5.0, 2.0, 1.0, 3.0)"
 
@@ -42,7 +42,7 @@ CREATE TABLE term_bits(term TEXT PRIMARY KEY, bits BLOB NOT NULL);
 CREATE VIRTUAL TABLE memories_fts USING fts5(title, summary, content, tags,
   content='memories', content_rowid='id', tokenize='{tokenizer}');
 CREATE VIRTUAL TABLE memories_tri USING fts5(title, summary, content,
-  content='memories', content_rowid='id', tokenize='trigram');
+  content='memories', content_rowid='id', tokenize='trigram', detail='none');
 """
 
 _TRIGGERS = """
