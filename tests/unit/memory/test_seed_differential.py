@@ -9,6 +9,7 @@ Ids, order, counts and every field of every memory must be the same.
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from dataclasses import asdict
@@ -265,3 +266,48 @@ def test_get_and_summarize(pair: tuple[random.Random, list[Row], SeedOracle, The
         n = rng.choice((None, 1, 5, 9))
         kw: dict[str, Any] = {} if n is None else {"max_results": n}
         assert ours.summarize(q, **kw) == oracle.summarize(q, **kw), (q, kw)
+
+
+def test_what_a_sandboxed_program_sees(tmp_path: Path) -> None:
+    """The same comparison inside the executor: what an agent's program receives as
+    ``thermal`` (records with a string ``id``, ``YYYY-MM-DD`` dates, ``tags`` as a list,
+    ``None`` from ``get`` for a missing id) is the oracle's answer."""
+    from terminai_apts.executor import SandboxConfig, execute, thermal_spec
+
+    rng = random.Random(44)
+    rows = make_rows(rng, 200)
+    folder = tmp_path / "memory"
+    folder.mkdir()
+    archive, index = folder / "seed.db", folder / "index.db"
+    write_archive(archive, rows)
+    store.build(index, import_archive(archive))
+    for path in (folder, archive, index):
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    calls = [(_query(rng, rows), _range(rng), _tags(rng), rng.choice((1, 5, 20))) for _ in range(12)]
+    filters = [(_day(rng), _day(rng), _tags(rng)) for _ in range(4)]
+    ids = [rows[0][0], rows[-1][0], "m999999"]
+    program = (
+        "import json\n"
+        f"calls = {calls!r}\nfilters = {filters!r}\nids = {ids!r}\n"
+        "out = [[m.to_dict() for m in thermal.search(q, date_range=d, tags=t, limit=n)] for q, d, t, n in calls]\n"
+        "out += [[m.to_dict() for m in thermal.filter(date_after=a, date_before=b, tags=t)] for a, b, t in filters]\n"
+        "got = [thermal.get(i) for i in ids]\n"
+        "out.append([None if m is None else m.to_dict() for m in got])\n"
+        "out.append([isinstance(m.tags, list) for m in got if m is not None])\n"
+        "print(json.dumps(out))\n"
+    )
+    result = execute(program, SandboxConfig(timeout_seconds=20, security_mode="high"), api=thermal_spec(str(index)))
+    assert result.success, result.error
+    seen = json.loads(result.stdout)
+    oracle = SeedOracle(archive)
+    want: list[Any] = [[_seed(m) for m in oracle.search(q, d, t, n)] for q, d, t, n in calls]
+    want += [[_seed(m) for m in oracle.filter(a, b, t)] for a, b, t in filters]
+    want.append([None if m is None else _seed(m) for m in (oracle.get(i) for i in ids)])
+    want.append([True, True])
+    oracle.close()
+    fields = ("id", "date", "title", "content", "summary", "tags", "source", "confidence")
+    shown = [
+        [None if m is None else {k: m[k] for k in fields} for m in answer] if i < len(seen) - 1 else answer
+        for i, answer in enumerate(seen)
+    ]
+    assert shown == want
