@@ -16,8 +16,8 @@ and pinned (:mod:`terminai_apts.memory.pinned`), so the run holds no lock agains
 writer and a change meanwhile is a clean error; the host's own reader (:func:`open_memory`)
 opens ``mode=ro`` and keeps seeing commits.
 
-Just over 400 lines: the twelve query methods are each a short plan → shards → merge
-step, and keeping them together keeps merging, ordering and de-duplication in one place.
+About 500 lines: the query methods are each a short plan → shards → merge step, and
+keeping them together keeps merging, ordering and de-duplication in one place.
 """
 
 from __future__ import annotations
@@ -53,11 +53,14 @@ class ThermalMemory:
     """Read-only, budgeted queries over a memory index or a journal's tiers.
 
     ``ThermalMemory(path, immutable=False, budget_ms=2000)``: ``path`` is an index file or a
-    journal directory. Methods: ``search`` (bm25, quoted query text, AND relaxed to OR when
-    nothing matches), ``grep`` (regex: literal → trigram prefilter → RE2 verify), ``find``
-    (substring), ``filter``, ``count``, ``get``, ``summarize``, ``around``, ``trace``,
-    ``dupes``, ``facets``, ``scan``. Limits above 10,000 rows are refused; times accept ISO dates
-    (date-only = whole day) or ``7d``-style offsets.
+    journal directory. The seed's methods answer as seed 000 documents them: ``search`` and
+    ``count`` (the query as a case-insensitive substring of title or content, SQLite's
+    ``LIKE``), ``grep`` (regex: literal → trigram prefilter → RE2 verify), ``filter``,
+    ``get`` (None when missing), ``summarize``; newest first, inclusive dates, any of the
+    tags. Extensions: ``ranked`` (bm25, ``search(order="relevance")``), ``find``,
+    ``require``, ``around``, ``trace``, ``dupes``, ``facets``, ``scan``. Limits above
+    10,000 rows are refused; times accept ISO dates (date-only = whole day) or ``7d``-style
+    offsets.
     """
 
     __slots__ = ("_budget_ms", "_shards")
