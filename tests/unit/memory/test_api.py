@@ -189,6 +189,7 @@ def test_find_filter_get_and_friends(index: Path) -> None:
         assert mem.summarize("zzzz") == "No memories found for 'zzzz'."
         batches = list(mem.scan(max_chars=200))
         assert sum(len(b.ids) for b in batches) == 5 and all(len(b.text) <= 200 for b in batches)
+        assert batches[0].ids[0] == "u0" and batches[0].text.startswith("[u0] 2024-01-05 ")  # ids get() takes
         with pytest.raises(UsageError):
             mem.search("x", order="sideways")
         with pytest.raises(UsageError, match="not a valid date"):

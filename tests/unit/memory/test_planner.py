@@ -145,14 +145,14 @@ def test_scan_batches_are_packed_lazily_within_their_bounds() -> None:
     def rows() -> Iterator[batches.Row]:
         for i in range(1, 1000):
             asked.append(i)
-            yield (i, "2024-05-01T00:00:00Z", f"title {i}", "", "x" * 150)
+            yield (f"m{i}", "2024-05-01", f"title {i}", "", "x" * 150)
 
     out = list(batches.pack(rows(), 400, 3))
     assert len(out) == 3 and all(len(b.text) <= 400 for b in out)
-    assert out[0].ids == (1, 2) and out[0].text.startswith("[1] 2024-05-01 title 1: xxx")
+    assert out[0].ids == ("m1", "m2") and out[0].text.startswith("[m1] 2024-05-01 title 1: xxx")
     assert len(asked) == 7  # the row that overflowed the third batch, and no more
-    (only,) = batches.pack([(9, "2024-01-02", "t", "the summary", "the content")], 200, 5)
-    assert only.ids == (9,) and only.text == "[9] 2024-01-02 t: the summary\n"  # summary before content
-    (cut,) = batches.pack([(1, "2024-01-02", "t", "", "y" * 1000)], 200, 5)
+    (only,) = batches.pack([("m9", "2024-01-02", "t", "the summary", "the content")], 200, 5)
+    assert only.ids == ("m9",) and only.text == "[m9] 2024-01-02 t: the summary\n"  # summary before content
+    (cut,) = batches.pack([("m1", "2024-01-02", "t", "", "y" * 1000)], 200, 5)
     assert len(cut.text) == 201  # one long line is cut at the batch size (plus its newline)
     assert list(batches.pack([], 200, 5)) == []

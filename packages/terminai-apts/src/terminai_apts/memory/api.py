@@ -498,7 +498,7 @@ class ThermalMemory:
                     rows = shard.scan_page(plan, last)
                 if not rows:
                     break
-                yield from rows
+                yield from (row[1:] for row in rows)  # the record's own id, as get() takes it
                 last = rows[-1][0]
 
     def close(self) -> None:

@@ -108,7 +108,7 @@ class Facet:
 class Batch:
     """A bounded slice of text from :meth:`ThermalMemory.scan`, ready for a sub-query."""
 
-    ids: tuple[int, ...]
+    ids: tuple[str, ...]
     text: str
     truncated: bool = False
 

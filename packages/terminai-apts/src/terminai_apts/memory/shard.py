@@ -379,14 +379,15 @@ class Shard:
         )
         return [(str(k), int(c)) for k, c in rows]
 
-    def scan_page(self, plan: planner.Scan, after: int) -> list[tuple[int, str, str, str, str]]:
-        """Up to 500 ``(id, date, title, summary, content)`` rows past id ``after``, in id order."""
+    def scan_page(self, plan: planner.Scan, after: int) -> list[tuple[int, str, str, str, str, str]]:
+        """Up to 500 ``(key, id, date, title, summary, content)`` rows past key ``after``, in key order."""
         conds, params = self.dated(plan.window)
         if plan.match is not None:
             conds.append("m.id IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?)")
             params.append(plan.match)
         return self.rows(
-            f"SELECT m.id, m.date, m.title, m.summary, m.content FROM memories m{where([*conds, 'm.id > ?'])}"
+            f"SELECT m.id, m.uid, substr(m.date, 1, 10), m.title, m.summary, m.content"
+            f" FROM memories m{where([*conds, 'm.id > ?'])}"
             " ORDER BY m.id LIMIT 500",
             [*params, after],
         )
