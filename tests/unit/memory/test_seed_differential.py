@@ -4,7 +4,8 @@ Generated archives in the seed's schema (dates on edge days and before year 1000
 tags that are prefixes of other tags, non-ASCII text, ``C++`` next to ``c``, ``%`` and
 ``_`` in text and queries) are imported the way a user does it (``memory index
 --archive``), then every documented call is made with random arguments on both sides.
-Ids, order, counts and every field of every memory must be the same.
+Ids, order, counts and every field of every memory must be the same, from one index
+file and from a journal directory (the same records in per-quarter shards).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pytest
 from terminai_apts.memory import store
 from terminai_apts.memory.api import ThermalMemory
 from terminai_apts.memory.cli import import_archive
+from terminai_apts.memory.tiers import LIVE_INDEX
 
 from tests.unit.memory.seed_oracle import Row, SeedMemory, SeedOracle, write_archive
 
@@ -169,14 +171,33 @@ def _memories(results: Any) -> list[dict[str, Any]]:
     return [_ours(h.memory) for h in results]
 
 
-@pytest.fixture(params=[11, 22, 33])
+def _journal(root: Path, archive: Path) -> Path:
+    """The archive as a compacted journal holds it: one sealed shard per quarter, the newest
+    quarter as the live index, so every call also merges across files."""
+    quarters: dict[str, list[Any]] = {}
+    for rec in import_archive(archive):
+        quarters.setdefault(f"{rec.date[:4]}-Q{(int(rec.date[5:7]) - 1) // 3 + 1}", []).append(rec)
+    *sealed, live = sorted(quarters)
+    for quarter in sealed:
+        shard = root / "cold" / quarter / "shard.sqlite"
+        shard.parent.mkdir(parents=True)
+        store.build(shard, quarters[quarter], first_id=store.shard_base(quarter) + 1)
+    store.build(root / LIVE_INDEX, quarters[live])
+    return root
+
+
+@pytest.fixture(params=[(11, "index"), (22, "index"), (33, "index"), (44, "journal"), (55, "journal")])
 def pair(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[random.Random, list[Row], SeedOracle, ThermalMemory]:
-    rng = random.Random(request.param)
+    seed, layout = request.param
+    rng = random.Random(seed)
     rows = make_rows(rng, 300)
     archive = tmp_path / "seed.db"
     write_archive(archive, rows)
     index = tmp_path / "index.db"
-    store.build(index, import_archive(archive))
+    if layout == "index":
+        store.build(index, import_archive(archive))
+    else:
+        index = _journal(tmp_path / "journal", archive)
     oracle, ours = SeedOracle(archive), ThermalMemory(index, budget_ms=60_000)
     yield rng, rows, oracle, ours
     oracle.close()
