@@ -219,9 +219,9 @@ def run(n: int, reps: int, workdir: Path, *, tiered: bool) -> None:
 def _table(mem: ThermalMemory, n: int, queries: list[str], baseline_p50: float) -> None:
     some_id = mem.filter(order="oldest", limit=1).ids[0]
     calls: dict[str, Callable[[str], object]] = {
-        "search (bm25 top 20)": mem.search,
+        "search (bm25 top 20)": lambda qt: mem.search(qt, order="relevance"),
         "search since 90d window": lambda qt: mem.search(qt, since="2025-10-01"),
-        "search newest-first": lambda qt: mem.search(qt, order="newest"),
+        "search newest-first (seed)": mem.search,
         "count(query)": mem.count,
         "find(substring)": mem.find,
         "grep literal 'timeout after \\d+ms'": lambda _qt: mem.grep(r"timeout after \d+ms"),

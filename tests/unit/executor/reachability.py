@@ -455,8 +455,9 @@ SAMPLES: dict[str, tuple[tuple[str, ...], str]] = {
         ("thermal",),
         "res = thermal.search('deploy')\n"
         "result = [res, thermal.grep('deploy'), thermal.find('deploy'), thermal.filter(limit=2),"
-        " thermal.count('deploy'), thermal.get(1), thermal.summarize('deploy'), thermal.around(1),"
-        " thermal.trace(1), thermal.dupes(1), thermal.facets(), thermal.scan()]",
+        " thermal.count('deploy'), thermal.get(res[0].id), thermal.get('missing'), thermal.summarize('deploy'),"
+        " thermal.around(res[0].id), thermal.trace(res[0].id), thermal.dupes(res[0].id), thermal.facets(),"
+        " thermal.scan()]",
     ),
     "thermal result set": (
         ("thermal",),

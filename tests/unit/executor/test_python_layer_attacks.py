@@ -677,9 +677,9 @@ def test_thermal_cannot_be_mutated_across_cells(mode: Mode, memory_api: ApiSpec)
             "cannot modify objects of type 'ResultList'",
         ),
         A(
-            "r = thermal.search('deploy')\nr.hits[0].memory.tags.append('x')",
-            "AttributeError",
-            "'tuple' object has no attribute 'append'",
+            "r = thermal.search('deploy')\nr.hits[0].memory.tags = ['x']",
+            "L4-runtime-guard",
+            "cannot modify objects of type 'Record'",
         ),
         A(
             "r = thermal.search('deploy')\nr.hits[0].memory.title = 'x'",
@@ -691,7 +691,7 @@ def test_thermal_cannot_be_mutated_across_cells(mode: Mode, memory_api: ApiSpec)
             "L4-runtime-guard",
             "cannot modify objects of type 'ResultList'",
         ),
-        A("r = thermal.get(1)\nr['title'] = 'x'", "L4-runtime-guard", "cannot modify objects of type 'Record'"),
+        A("r = thermal.get('u0')\nr['title'] = 'x'", "L4-runtime-guard", "cannot modify objects of type 'Record'"),
         A(
             "class Evil:\n    search = len\nthermal.search = Evil.search",
             "L4-runtime-guard",
@@ -713,7 +713,10 @@ def test_thermal_cannot_be_mutated_across_cells(mode: Mode, memory_api: ApiSpec)
         assert after.success, after.error
         assert after.stdout == before.stdout
         assert copy.stdout == f"0 {before.stdout.split()[0]} {before.stdout.split()[0]}\n"
-        assert session.run("print(sorted(thermal.get(1).tags))").stdout == "['db', 'infra']\n"
+        assert session.run("print(sorted(thermal.get('u0').tags))").stdout == "['db', 'infra']\n"
+        # `tags` is a list (the seed's), and a fresh one: changing it leaves the record alone
+        own = session.run("m = thermal.get('u0')\nm.tags.append('x')\nprint(m.tags, isinstance(m.tags, list))")
+        assert own.success and own.stdout == "['db', 'infra'] True\n", own.error
 
 
 # 12 -- module proxies are read-only for the whole session.

@@ -18,22 +18,37 @@ from terminai_apts.memory.shard import Shard
 
 def test_search_ranks_and_reports(index: Path) -> None:
     with ThermalMemory(index) as mem:
-        res = mem.search("deploy secret")
+        # The seed's search: a substring of title or content, not a set of words.
+        assert mem.search("deploy secret").total == 0
+        res = mem.search("deploy secret", order="relevance")  # the ranked, word-based extension
         assert res.total == 3 and not res.truncated and res.plan.startswith("fts-and")
         assert all(isinstance(h.memory, Memory) for h in res)
         assert isinstance(res.hits, tuple) and isinstance(res.hits[0].memory.tags, tuple)
-        newest = mem.search("deploy", order="newest")
-        assert [h.memory.date[:10] for h in newest] == ["2024-05-01", "2024-03-16", "2024-03-15"]
-        assert mem.search("deploy", order="oldest")[0].memory.date.startswith("2024-03-15")
+        newest = mem.search("deploy")  # newest first by default
+        assert [h.memory.date for h in newest] == ["2024-05-01", "2024-03-16", "2024-03-15"]
+        assert mem.search("deploy", order="oldest")[0].memory.date == "2024-03-15"
         assert mem.search("deploy", limit=1).truncated
-        assert len(mem.search("deploy", limit=1000)) == 3  # capped at 100, fewer exist
+        assert len(mem.search("deploy", limit=1000)) == 3  # fewer exist
+        with pytest.raises(UsageError, match="at most 10000"):
+            mem.search("deploy", limit=10_001)  # refused by name, never silently cut
+
+
+def test_search_counts_its_total_up_to_a_cap(index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from terminai_apts.memory import planner
+
+    with ThermalMemory(index) as mem:
+        assert mem.search("deploy", limit=1).total == 3
+        monkeypatch.setattr(planner, "COUNT_CAP", 1)
+        res = mem.search("deploy", limit=1)  # 3 matches, counted only up to 1 + 1
+        assert res.total == -1 and res.truncated and "count() gives it" in res.plan
+        assert [h.memory.date for h in res] == ["2024-05-01"] and mem.count("deploy") == 3
 
 
 def test_search_relaxes_and_to_or(index: Path) -> None:
     with ThermalMemory(index) as mem:
-        res = mem.search("postgres kubernetes")
+        res = mem.search("postgres kubernetes", order="relevance")
         assert "relaxed" in res.plan and res.total == 2
-        assert mem.count("postgres kubernetes") == 0
+        assert mem.count("postgres kubernetes", words=True) == 0
 
 
 def test_seed_precedence_bug_is_gone(index: Path) -> None:
@@ -145,30 +160,36 @@ def test_find_filter_get_and_friends(index: Path) -> None:
         assert mem.find("pg").total == 0 and "full-scan" in mem.find("pg").plan
         f = mem.filter(source="ops", min_confidence=0.9)
         assert [h.memory.title for h in f] == ["Deploy fixed"]
-        assert mem.filter(date_after="2024-03-16T11:00:00Z").total == 1
-        assert mem.filter(date_before="2024-02-01").total == 1
-        assert mem.filter(tags="infra,incident").total == 2
-        assert mem.filter(kind="note", order="oldest")[0].memory.date.startswith("2024-01-05")
-        first = mem.get(1)
-        assert first is not None and first.title == "Postgres migration plan"
-        with pytest.raises(LookupError, match="no memory with id 999"):
-            mem.get(999)
-        assert mem.find_id(999) is None
+        # Inclusive bounds, as the seed's `date >= ?` and `date <= ?`.
+        assert mem.filter(date_after="2024-03-16T11:00:00Z").total == 2
+        assert mem.filter(date_after="2024-03-16").total == 2
+        assert mem.filter(date_before="2024-03-15").total == 3
+        assert mem.filter(date_after="2024-03-15", date_before="2024-03-16").total == 2
+        assert mem.filter(tags="infra,incident").total == 4  # any of the tags, as the seed's OR
+        assert mem.filter(tags=["incident"]).total == 2
+        assert mem.filter(kind="note", order="oldest")[0].memory.date == "2024-01-05"
+        first = mem.get("u0")
+        assert first is not None and first.title == "Postgres migration plan" and first.id == "u0"
+        assert mem.get("u999") is None and mem.get(999) is None  # the seed's None, no exception
+        with pytest.raises(LookupError, match="no memory with id 'u999'"):
+            mem.require("u999")
         with pytest.raises(dataclasses.FrozenInstanceError):
             first.title = "x"  # type: ignore[misc]
-        assert [m.id for m in mem.around(3, before=1, after=1)] == [2, 3, 4]
-        prov = mem.trace(3)
-        assert prov is not None and prov.origin == "test:2" and prov.tier == "warm"
-        assert [m.id for m in mem.dupes(3)] == [5]
+        assert [m.id for m in mem.around("u2", before=1, after=1)] == ["u1", "u2", "u3"]
+        prov = mem.trace("u2")
+        assert prov is not None and prov.origin == "test:2" and prov.tier == "warm" and prov.id == "u2"
+        assert [m.id for m in mem.dupes("u2")] == ["u4"]
         assert mem.count() == 5 and mem.count(since="2024-03-01") == 3
         assert [(f.key, f.count) for f in mem.facets("deploy", by="month")] == [("2024-03", 2), ("2024-05", 1)]
         assert mem.facets(by="tag")[0].key == "infra"
         assert mem.facets(by="source")[0].key == "ops"
         text = mem.summarize("postgres")
-        assert "Postgres migration plan" in text and "#1" in text
-        assert "No memories" in mem.summarize("zzzz")
+        assert text.splitlines()[0] == "Found 2 memories for 'postgres':"
+        assert text.splitlines()[2].startswith("- [2024-01-05] Postgres migration plan: ")  # newest first
+        assert mem.summarize("zzzz") == "No memories found for 'zzzz'."
         batches = list(mem.scan(max_chars=200))
         assert sum(len(b.ids) for b in batches) == 5 and all(len(b.text) <= 200 for b in batches)
+        assert batches[0].ids[0] == "u0" and batches[0].text.startswith("[u0] 2024-01-05 ")  # ids get() takes
         with pytest.raises(UsageError):
             mem.search("x", order="sideways")
         with pytest.raises(UsageError, match="not a valid date"):
@@ -237,7 +258,9 @@ def test_seed_archive_imports_unchanged(seed_archive: Path, tmp_path: Path) -> N
     with ThermalMemory(db) as mem:
         assert mem.search("sqlite").total == 1
         assert mem.filter(tags=["decision"]).total == 1
-        assert mem.get(2) is not None and mem.get(2).date == "2023-12-02T08:00:00Z"  # type: ignore[union-attr]
+        second = mem.get("2")  # the archive's own id
+        assert second is not None and second.date == "2023-12-02" and second.timestamp == "2023-12-02T08:00:00Z"
+        assert mem.get(2) == second  # an int finds the id it spells, as SQLite's TEXT affinity does
     assert store.append(db, recs) == 0  # idempotent
 
 
@@ -256,11 +279,11 @@ def test_query_over_the_rank_cap_ranks_within_newest(index: Path, monkeypatch: p
 
     monkeypatch.setattr(planner, "RANK_CAP", 1)
     with ThermalMemory(index) as mem:
-        res = mem.search("postgres")  # records 1 and 4: under half the index, so bm25 ranks
+        res = mem.search("postgres", order="relevance", exhaustive=False)  # 2 of 5: under half, bm25 ranks
         assert res.total == 2 and "ranked within newest 1 of 2" in res.plan
-        assert res.ids == (4,) and res[0].score < 0
-        full = mem.search("postgres", exhaustive=True)
-        assert full.ids[0] in (1, 4) and len(full) == 2 and "ranked within" not in full.plan
+        assert res.ids == ("u3",) and res[0].score < 0
+        full = mem.search("postgres", order="relevance")  # exhaustive by default: bm25's own top
+        assert full.ids[0] in ("u0", "u3") and len(full) == 2 and "ranked within" not in full.plan
 
 
 def test_query_whose_words_are_everywhere_comes_newest_first(index: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -268,9 +291,9 @@ def test_query_whose_words_are_everywhere_comes_newest_first(index: Path, monkey
 
     monkeypatch.setattr(planner, "RANK_CAP", 2)
     with ThermalMemory(index) as mem:
-        res = mem.search("deploy")  # 3 of 5 records: idf is ~0, bm25 would order by noise
+        res = mem.search("deploy", order="relevance", exhaustive=False)  # 3 of 5: idf ~0, bm25 orders noise
         assert res.total == 3 and "newest first" in res.plan
-        assert res.ids == (5, 4, 3)
+        assert res.ids == ("u4", "u3", "u2")
 
 
 def test_term_statistics_stay_exact_across_appends(index: Path) -> None:
@@ -288,8 +311,9 @@ def test_term_statistics_stay_exact_across_appends(index: Path) -> None:
     with ThermalMemory(index) as mem:
         # one-word counts come from term_stats; the same query with a window counts doclists
         for word in ("deploy", "deployed", "postgres", "secret", "nothing"):
-            assert mem.count(word) == mem.count(word, since="1970-01-01"), word
-        assert mem.count("deploy") == 6
+            assert mem.count(word, words=True) == mem.count(word, since="1970-01-01", words=True), word
+        assert mem.count("deploy", words=True) == 6  # porter stems "deployed" to "deploy"
+        assert mem.count("deploy") == 6  # the seed's substring is in "Deploy" and "Deployed"
 
 
 def test_frequent_term_bitmaps_count_exactly(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -322,5 +346,5 @@ def test_frequent_term_bitmaps_count_exactly(tmp_path: Path, monkeypatch: pytest
         for query in ("deploy", "deploy secret", "postgres deploy", "missing secret", "PROJ-1234", "nothing"):
             for window in windows:
                 exact = mem.count(q.fts_and(query), raw=True, **window)  # raw text always counts with FTS5
-                assert mem.count(query, **window) == exact, (query, window)
-                assert mem.search(query, **window).total == exact or exact == 0, (query, window)
+                assert mem.count(query, words=True, **window) == exact, (query, window)
+                assert mem.search(query, order="relevance", **window).total == exact or exact == 0, (query, window)

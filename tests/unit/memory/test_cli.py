@@ -26,7 +26,7 @@ def test_cli_round_trip(tmp_path: Path, seed_archive: Path, capsys: pytest.Captu
     assert code == 0 and json.loads(out) == {"built": 3}
     code, out, _ = _run(capsys, "memory", "index", db, "--journal", str(j.root), "--json")
     assert json.loads(out) == {"added": 0}
-    code, out, _ = _run(capsys, "memory", "search", db, "postgres", "--exhaustive", "--json")
+    code, out, _ = _run(capsys, "memory", "search", db, "postgres", "--order", "relevance", "--json")
     found = json.loads(out)
     assert code == 0 and found["total"] == 1 and found["hits"][0]["origin"].endswith("decisions.jsonl:1")
     assert {"total", "truncated", "elapsed_ms", "plan"} <= set(found)

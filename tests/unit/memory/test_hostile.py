@@ -17,8 +17,11 @@ BAD_TEXT: list[Any] = [SURROGATE, "\ud800", "a\x00b", b"bytes", 123]
 BAD_QUERY: list[Any] = [SURROGATE, b"bytes", 123]  # a NUL in query text separates words
 BAD_INT: list[Any] = [2**64, 2**63, -1, "5", 1.5, True, None]
 BAD_SINCE: list[Any] = ["999999d", "not a date", "2024-13-01", "\udcff", 12345]
-BAD_UNTIL: list[Any] = ["9999-12-31", "9999-12-31T23:59:59Z", "999999d", "yesterday-ish"]
-BAD_RANGE: list[Any] = [("2020-01-01",), "2020-01-01", ("a", "b", "c"), 5, ("2020-01-01", "9999-12-31")]
+# (The calendar's last day is a valid end: it bounds nothing, see the valid neighbours.)
+BAD_UNTIL: list[Any] = ["10000-01-01", "999999d", "yesterday-ish"]
+BAD_RANGE: list[Any] = [("2020-01-01",), "2020-01-01", ("a", "b", "c"), 5, ("2020-01-01", "9999-13-31")]
+# Ids are strings ("5" is a well-formed id that may be missing: None); ints spell one.
+BAD_ID: list[Any] = [2**64, 2**63, 1.5, True, None, b"5", SURROGATE, ["m1"]]
 BAD_TAGS: list[Any] = [123, b"infra", [1, 2], ["ok", "\udcff"]]
 BAD_NUMBER: list[Any] = ["abc", float("nan"), float("inf"), [0.5], True]
 
@@ -61,11 +64,11 @@ CASES = [
     *_case("filter(date_after)", ["\udcff", "soon", 5], lambda m, v: m.filter(date_after=v)),
     *_case("filter(date_before)", ["\udcff", "soon"], lambda m, v: m.filter(date_before=v)),
     *_case("filter(order)", ["relevance", None], lambda m, v: m.filter(order=v)),
-    *_case("get(id)", BAD_INT, lambda m, v: m.get(v)),
-    *_case("around(id)", BAD_INT, lambda m, v: m.around(v)),
-    *_case("around(before)", BAD_INT, lambda m, v: m.around(1, before=v)),
-    *_case("trace(id)", BAD_INT, lambda m, v: m.trace(v)),
-    *_case("dupes(id)", BAD_INT, lambda m, v: m.dupes(v)),
+    *_case("get(id)", BAD_ID, lambda m, v: m.get(v)),
+    *_case("around(id)", BAD_ID, lambda m, v: m.around(v)),
+    *_case("around(before)", BAD_INT, lambda m, v: m.around("u0", before=v)),
+    *_case("trace(id)", BAD_ID, lambda m, v: m.trace(v)),
+    *_case("dupes(id)", BAD_ID, lambda m, v: m.dupes(v)),
     *_case("facets(query)", BAD_QUERY, lambda m, v: m.facets(v)),
     *_case("facets(by)", ["colour", 5], lambda m, v: m.facets(by=v)),
     *_case("facets(since)", BAD_SINCE, lambda m, v: m.facets(since=v)),
@@ -116,6 +119,8 @@ def test_the_valid_neighbours_still_work(memory: Any) -> None:
     assert memory.filter(min_confidence=0).total == 5
     assert memory.search("a\x00b").total >= 0  # NUL separates words in query text
     assert memory.count(since="99999d") == 5
-    assert memory.find_id(2**63 - 1) is None
+    assert memory.search("deploy", until="9999-12-31").total == 3  # the calendar's last day: no bound
+    assert memory.count("deploy", date_range=("0001-01-01", "9999-12-31T23:59:59Z")) == 3
+    assert memory.find_id(2**63 - 1) is None and memory.get(-1) is None and memory.get("5") is None
     with pytest.raises(LookupError):
-        memory.get(2**63 - 1)
+        memory.require(2**63 - 1)

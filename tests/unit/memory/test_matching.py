@@ -55,10 +55,10 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, st
     store.build(path, _records(201))
     with ThermalMemory(path) as mem:
         texts = {}
-        for batch_start in range(1, 202, 100):
-            for mid in range(batch_start, min(batch_start + 100, 202)):
-                m = mem.get(mid)
-                texts[m.id] = f"{m.title}\n{m.summary}\n{m.content}"
+        for i in range(201):
+            m = mem.get(f"r{i}")
+            assert m is not None
+            texts[m.key] = f"{m.title}\n{m.summary}\n{m.content}"  # keys follow event time
     return path, texts
 
 
@@ -112,10 +112,10 @@ def _same(res: object, expected: list[int]) -> None:
 
     assert isinstance(res, Results)
     if len(expected) <= 100:
-        assert list(res.ids) == expected, res.plan
+        assert [h.memory.key for h in res] == expected, res.plan
         assert res.total == len(expected) and not res.truncated
     else:  # more than the limit: the newest 100, and no claim of an exact total
-        assert list(res.ids) == expected[:100]
+        assert [h.memory.key for h in res] == expected[:100]
         assert res.truncated and res.total == -1
 
 

@@ -73,7 +73,7 @@ def test_opening_waits_for_a_commit_in_progress_then_pins_the_committed_version(
     try:
         with ThermalMemory(index, immutable=True) as mem:
             assert time.monotonic() - started >= 0.25
-            assert mem.get(999).title == "rollout 1000"
+            assert mem.require("new1000").title == "rollout 1000"
     finally:
         timer.join()
         writer.close()

@@ -37,11 +37,14 @@ def test_rank_cap_is_shared_among_words(monkeypatch: pytest.MonkeyPatch) -> None
     assert planner.rank_cap("a b c", False) == 1  # never 0: one match is always ranked
 
 
-def test_windows_normalise_bounds_and_date_range_wins() -> None:
+def test_windows_normalise_bounds_and_date_range_narrows() -> None:
     plan = planner.search("x", since="2024-05-01", until="2024-05-01")
     assert plan.window == planner.Window("2024-05-01T00:00:00Z", "2024-05-02T00:00:00Z")  # a whole day
     ranged = planner.search("x", date_range=("2024-01-01", None), since="2020-01-01", until="2030-01-01")
-    assert ranged.window == planner.Window("2024-01-01T00:00:00Z", None) and ranged.window.bounded
+    assert ranged.window == planner.Window("2024-01-01T00:00:00Z", "2030-01-02T00:00:00Z") and ranged.window.bounded
+    # Before year 1000 and the calendar's last day: four-digit years, and no bound past the end.
+    assert planner.window("0999-01-01", "9999-12-31") == planner.Window("0999-01-01T00:00:00Z", None)
+    assert planner.window(None, "0999-12-31").hi == "1000-01-01T00:00:00Z"
     assert not planner.Window().bounded
     instant = planner.window(None, "2024-05-01T10:00:00Z")
     assert instant.hi == "2024-05-01T10:00:01Z"  # an explicit instant is inclusive
@@ -50,8 +53,10 @@ def test_windows_normalise_bounds_and_date_range_wins() -> None:
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: planner.search("x", order="best"), "order must be one of relevance, newest, oldest"),
+        (lambda: planner.search("x", order="best"), "order must be one of newest, oldest, relevance"),
         (lambda: planner.search("x", limit=-1), "limit must be between"),
+        (lambda: planner.substring("x", limit=10_001), "limit must be at most 10000"),
+        (lambda: planner.substring("x", date_range=("2024-01-01", "later")), "date_range end 'later' is not a valid"),
         (lambda: planner.search("x", offset=1.5), "offset must be an integer"),
         (lambda: planner.search("x", date_range=("2024-01-01",)), "date_range must be a pair"),
         (lambda: planner.search("x", since="yesterday"), "not a valid date"),
@@ -90,9 +95,17 @@ def test_count_plans() -> None:
 
 def test_filter_plan() -> None:
     plan = planner.filter_(source="agent", date_after="2024-01-01", tags="infra,db", order="oldest", kind="decision")
-    assert plan.after == "2024-01-01T00:00:00Z" and plan.before is None
+    assert plan.window == planner.Window("2024-01-01T00:00:00Z", None)  # inclusive: from that day on
+    assert planner.filter_(date_before="2024-01-31").window.hi == "2024-02-01T00:00:00Z"  # through that day
     assert plan.tags == ("infra", "db") and plan.order == "oldest" and plan.source == "agent"
-    assert plan.kind == "decision" and plan.confidence is None and plan.limit == 20
+    assert plan.kind == "decision" and plan.confidence is None and plan.limit == 50  # the seed's default
+
+
+def test_substring_plan_looks_up_the_longest_piece_between_wildcards() -> None:
+    assert planner.substring("C++").literal == "C++" and planner.substring("C++").pattern == "%C++%"
+    assert planner.substring("fix_me%later").literal == "later"  # LIKE's `_` and `%` stay wildcards
+    assert planner.substring("50%").literal is None and planner.substring("ab").literal is None
+    assert planner.substring("").pattern == "%%" and planner.substring("x").order == "newest"
 
 
 def test_match_plans_choose_the_trigram_index_or_a_full_scan() -> None:
@@ -132,14 +145,14 @@ def test_scan_batches_are_packed_lazily_within_their_bounds() -> None:
     def rows() -> Iterator[batches.Row]:
         for i in range(1, 1000):
             asked.append(i)
-            yield (i, "2024-05-01T00:00:00Z", f"title {i}", "", "x" * 150)
+            yield (f"m{i}", "2024-05-01", f"title {i}", "", "x" * 150)
 
     out = list(batches.pack(rows(), 400, 3))
     assert len(out) == 3 and all(len(b.text) <= 400 for b in out)
-    assert out[0].ids == (1, 2) and out[0].text.startswith("[1] 2024-05-01 title 1: xxx")
+    assert out[0].ids == ("m1", "m2") and out[0].text.startswith("[m1] 2024-05-01 title 1: xxx")
     assert len(asked) == 7  # the row that overflowed the third batch, and no more
-    (only,) = batches.pack([(9, "2024-01-02", "t", "the summary", "the content")], 200, 5)
-    assert only.ids == (9,) and only.text == "[9] 2024-01-02 t: the summary\n"  # summary before content
-    (cut,) = batches.pack([(1, "2024-01-02", "t", "", "y" * 1000)], 200, 5)
+    (only,) = batches.pack([("m9", "2024-01-02", "t", "the summary", "the content")], 200, 5)
+    assert only.ids == ("m9",) and only.text == "[m9] 2024-01-02 t: the summary\n"  # summary before content
+    (cut,) = batches.pack([("m1", "2024-01-02", "t", "", "y" * 1000)], 200, 5)
     assert len(cut.text) == 201  # one long line is cut at the batch size (plus its newline)
     assert list(batches.pack([], 200, 5)) == []

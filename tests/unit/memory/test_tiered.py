@@ -91,10 +91,10 @@ def test_regex_substring_filter_facets_and_scan(journal: MemoryJournal, everythi
         assert "deploy" in tiers.summarize("deploy rollback")
 
 
-def test_ids_name_their_tier(journal: MemoryJournal) -> None:
+def test_keys_name_their_tier(journal: MemoryJournal) -> None:
     with ThermalMemory(journal.root) as mem:
         oldest = mem.search("decision", order="oldest", limit=1)[0].memory
-        assert oldest.id > store.shard_base("2024-Q1") and oldest.id < store.shard_base("2024-Q2")
+        assert oldest.key > store.shard_base("2024-Q1") and oldest.key < store.shard_base("2024-Q2")
         got = mem.get(oldest.id)
         assert got == oldest
         trace = mem.trace(oldest.id)
@@ -104,10 +104,11 @@ def test_ids_name_their_tier(journal: MemoryJournal) -> None:
             "postgres failover decision 1",
         ]
         newest = mem.search("decision", order="newest", limit=1)[0].memory
-        assert newest.id < 1 << store.SHARD_ID_BITS and mem.get(newest.id) == newest
-        assert mem.find_id(store.shard_base("2019-Q1") + 1) is None and mem.trace(10**15) is None
+        assert newest.key < 1 << store.SHARD_ID_BITS and mem.get(newest.id) == newest
+        assert mem.get(store.shard_base("2019-Q1") + 1) is None and mem.trace(10**15) is None
+        assert mem.get(str(oldest.key)) is None  # a key is not an id
         with pytest.raises(LookupError):
-            mem.get(store.shard_base("2019-Q1") + 1)
+            mem.require("no-such-id")
         assert mem.dupes(oldest.id) == ()
 
 
@@ -140,11 +141,11 @@ def test_one_ranking_cap_is_spent_newest_tier_first(journal: MemoryJournal, monk
 
     monkeypatch.setattr(planner, "RANK_CAP", 2)
     with ThermalMemory(journal.root) as mem:
-        res = mem.search("decision")  # two matches in the live index use the whole cap
+        res = mem.search("decision", order="relevance", exhaustive=False)  # the live index's two use the cap
         assert res.total == len(DAYS)
         assert sorted(h.memory.title for h in res) == ["deploy rollback decision 6", "postgres failover decision 5"]
         assert res.plan.count("counted only") == 2  # both sealed quarters
-        full = mem.search("decision", exhaustive=True)
+        full = mem.search("decision", order="relevance")
         assert len(full) == len(DAYS) and "counted only" not in full.plan
 
 

@@ -26,6 +26,44 @@ def temp_path(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
+def remove_leftovers(path: Path) -> list[Path]:
+    """Remove what killed writers of ``path`` left behind; returns the removed files.
+
+    A writer killed before its rename (``kill -9`` during a memory index build) leaves its
+    :func:`temp_path` and SQLite's ``-journal`` beside it, up to the size of a whole new
+    file, and nothing else would ever remove them. A leftover is a file of that name
+    whose process is gone; files of a writer still running (another build) are kept.
+    """
+    prefix = f".{path.name}."
+    removed: list[Path] = []
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return removed
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        pid, dot, rest = name[len(prefix) :].partition(".")
+        if not (pid.isdigit() and dot and rest in ("tmp", "tmp-journal")):
+            continue
+        if int(pid) != os.getpid() and _running(int(pid)):
+            continue
+        leftover = path.parent / name
+        leftover.unlink(missing_ok=True)
+        removed.append(leftover)
+    return removed
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # someone else's process (or a number no process can have: kept, to be safe)
+    return True
+
+
 def replace(tmp: Path, path: Path) -> None:
     """Make the finished file ``tmp`` become ``path``: fsync it, rename it, fsync the directory."""
     fd = os.open(tmp, os.O_RDONLY)

@@ -74,9 +74,10 @@ THERMAL_METHODS: tuple[str, ...] = (
 
 
 # Methods that answer None for a missing id, by API factory: inside the sandbox they raise
-# a LookupError instead (the seed's `get` did), so `None.title` is never the first clue.
+# a LookupError instead, so `None.title` is never the first clue. Not `get`: the seed's
+# `get(memory_id)` returns None for a missing id, and programs test for it.
 NOT_FOUND_METHODS: dict[str, tuple[str, ...]] = {
-    "terminai_apts.memory.api:open_for_run": ("get", "trace"),
+    "terminai_apts.memory.api:open_for_run": ("trace",),
 }
 
 

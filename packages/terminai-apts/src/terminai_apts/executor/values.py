@@ -45,11 +45,11 @@ class Record(metaclass=Sealed):
     def __getattr__(self, item: str) -> Any:
         data = object.__getattribute__(self, "_data")
         if item in data:
-            return data[item]
+            return _out(data[item])
         raise AttributeError(f"record has no field '{item}'; fields: {', '.join(data)}")
 
     def __getitem__(self, key: str) -> Any:
-        return object.__getattribute__(self, "_data")[key]
+        return _out(object.__getattribute__(self, "_data")[key])
 
     def __contains__(self, key: object) -> bool:
         return key in object.__getattribute__(self, "_data")
@@ -76,7 +76,7 @@ class Record(metaclass=Sealed):
         return list(object.__getattribute__(self, "_data"))
 
     def get(self, key: str, default: Any = None) -> Any:
-        return object.__getattribute__(self, "_data").get(key, default)
+        return _out(object.__getattribute__(self, "_data").get(key, default))
 
     def to_dict(self) -> dict[str, Any]:
         return {k: _thaw(v) for k, v in object.__getattribute__(self, "_data").items()}
@@ -167,6 +167,12 @@ class ResultList(metaclass=Sealed):
         meta = object.__getattribute__(self, "_meta")
         head = f"Results(total={meta.get('total')}, shown={len(items)}, truncated={meta.get('truncated')})"
         return "\n".join([head, *(f"  {r!r}" for r in items[:20])])
+
+
+def _out(value: Any) -> Any:
+    """A stored sequence leaves a record as a fresh list (the seed's ``tags`` is a list);
+    changing that list changes nothing inside the record."""
+    return list(value) if isinstance(value, tuple) else value
 
 
 def _freeze(value: Any) -> Any:

@@ -16,8 +16,8 @@ and pinned (:mod:`terminai_apts.memory.pinned`), so the run holds no lock agains
 writer and a change meanwhile is a clean error; the host's own reader (:func:`open_memory`)
 opens ``mode=ro`` and keeps seeing commits.
 
-Just over 400 lines: the twelve query methods are each a short plan → shards → merge
-step, and keeping them together keeps merging, ordering and de-duplication in one place.
+About 500 lines: the query methods are each a short plan → shards → merge step, and
+keeping them together keeps merging, ordering and de-duplication in one place.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from terminai_apts.errors import MemoryNotFound, MemoryQueryError
-from terminai_apts.memory import batches, fts, inputs, matching, planner, store, tiers
+from terminai_apts.memory import batches, fts, inputs, matching, planner, tiers
 from terminai_apts.memory.planner import MAX_ROWS
 from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results, digest
 from terminai_apts.memory.shard import Shard, TimeUp, decode
@@ -53,11 +53,14 @@ class ThermalMemory:
     """Read-only, budgeted queries over a memory index or a journal's tiers.
 
     ``ThermalMemory(path, immutable=False, budget_ms=2000)``: ``path`` is an index file or a
-    journal directory. Methods: ``search`` (bm25, quoted query text, AND relaxed to OR when
-    nothing matches), ``grep`` (regex: literal → trigram prefilter → RE2 verify), ``find``
-    (substring), ``filter``, ``count``, ``get``, ``summarize``, ``around``, ``trace``,
-    ``dupes``, ``facets``, ``scan``. Limits are capped at 100 rows; times accept ISO dates
-    (date-only = whole day) or ``7d``-style offsets.
+    journal directory. The seed's methods answer as seed 000 documents them: ``search`` and
+    ``count`` (the query as a case-insensitive substring of title or content, SQLite's
+    ``LIKE``), ``grep`` (regex: literal → trigram prefilter → RE2 verify), ``filter``,
+    ``get`` (None when missing), ``summarize``; newest first, inclusive dates, any of the
+    tags. Extensions: ``ranked`` (bm25, ``search(order="relevance")``), ``find``,
+    ``require``, ``around``, ``trace``, ``dupes``, ``facets``, ``scan``. Limits above
+    10,000 rows are refused; times accept ISO dates (date-only = whole day) or ``7d``-style
+    offsets.
     """
 
     __slots__ = ("_budget_ms", "_shards")
@@ -75,14 +78,100 @@ class ThermalMemory:
             shard.arm(deadline)
         return start, deadline
 
-    def _owner(self, memory_id: object) -> tuple[Shard | None, int]:
-        """The shard an id names (its id block), and the id."""
-        mid = inputs.integer(memory_id, "memory id")
-        block = mid >> store.SHARD_ID_BITS
-        return next((s for s in self._shards if s.block in (None, block)), None), mid
+    def _owner(self, memory_id: object) -> tuple[Shard | None, Memory | None]:
+        """The shard holding the record whose own id is ``memory_id``, and the record.
+
+        Ids are strings (``"m85"``); an int is looked up as the text it spells, as the
+        seed's ``WHERE id = ?`` on a TEXT column does (``85`` finds ``"85"``).
+        """
+        if isinstance(memory_id, int) and not isinstance(memory_id, bool):
+            memory_id = str(inputs.integer(memory_id, "memory id", low=-inputs.INT64_MAX - 1))
+        uid = str(inputs.text(memory_id, "memory id"))
+        self._arm(None)
+        with _budgeted("get"):
+            for shard in self._shards:
+                found = shard.find_uid(uid)
+                if found is not None:
+                    return shard, found
+        return None, None
 
     # ----------------------------------------------------------------- full text
     def search(
+        self,
+        query: str,
+        date_range: Sequence[str] | None = None,
+        tags: Sequence[str] | str | None = None,
+        limit: int = 20,
+        offset: int = 0,
+        *,
+        order: str = "newest",
+        since: str | None = None,
+        until: str | None = None,
+        raw: bool = False,
+        exhaustive: bool = True,
+        budget_ms: int | None = None,
+    ) -> Results:
+        """The seed's search: ``query`` as a case-insensitive substring of title or content.
+
+        Newest first (same date: by id, descending), within ``date_range=(start, end)``
+        (both days included) and with any of ``tags``; ``order="oldest"`` reverses it.
+        ``order="relevance"`` is the word-based extension below (:meth:`ranked`).
+        """
+        if order == "relevance" or raw:
+            return self.ranked(
+                query,
+                date_range,
+                tags,
+                limit,
+                offset,
+                order=order,
+                since=since,
+                until=until,
+                raw=raw,
+                exhaustive=exhaustive,
+                budget_ms=budget_ms,
+            )
+        plan = planner.substring(query, date_range, tags, limit, offset, order=order, since=since, until=until)
+        start, _deadline = self._arm(budget_ms)
+        one = len(self._shards) == 1
+        want, skip = (plan.limit, plan.offset) if one else (plan.offset + plan.limit, 0)
+        found: list[tuple[tuple[str, int], int, int]] = []  # ((date, id), shard, id)
+        totals: list[int] = []
+        labels: list[str] = []
+        how = f"like via trigram {plan.literal!r}" if plan.literal else "like (scan: no 3-character run to look up)"
+        # One pass reads the matches up to COUNT_CAP past the page: the page and the total
+        # (-1 beyond it; count() gives it), so a common substring costs a page, not a pass
+        # over all its matches, and a scan (no 3-character run) is made once, not twice.
+        cap = plan.offset + plan.limit + planner.COUNT_CAP
+        uncounted = False
+        for n, shard in enumerate(self._shards):
+            try:
+                rows = matching.like_page(shard, plan, cap, 0)
+                page, total = rows[skip : skip + want], len(rows)
+            except TimeUp:
+                page, total = [], -1
+            if total >= cap:
+                total, uncounted = -1, True
+            note = " (budget)" if total < 0 and not uncounted else ""
+            labels.append(shard.label(f"{how} order={plan.order}{note}"))
+            totals.append(total)
+            found += [((date, mid), n, mid) for mid, date in page]
+        if uncounted:
+            labels.append(f"total not counted past {cap} matches: count() gives it")
+        if not one:
+            found.sort(key=lambda f: f[0], reverse=plan.order == "newest")
+            found = found[plan.offset : plan.offset + plan.limit]
+        hits = self._hits([(k, n, mid, 0.0) for k, n, mid in found], ["" for _ in self._shards], totals)
+        total = -1 if any(t < 0 for t in totals) else sum(totals)
+        return Results(
+            hits=hits,
+            total=total,
+            truncated=total < 0 or plan.offset + len(hits) < total,
+            elapsed_ms=_elapsed(start),
+            plan="; ".join(labels),
+        )
+
+    def ranked(
         self,
         query: str,
         date_range: Sequence[str] | None = None,
@@ -94,18 +183,19 @@ class ThermalMemory:
         since: str | None = None,
         until: str | None = None,
         raw: bool = False,
-        exhaustive: bool = False,
+        exhaustive: bool = True,
         budget_ms: int | None = None,
     ) -> Results:
-        """Full-text search ranked by bm25 (title > tags > summary > content).
+        """Extension: word-based full-text search ranked by bm25 (title > tags > summary > content).
 
         Query text is quoted token by token (``PROJ-1234``, ``v2.1``, ``user's`` are plain
         words); all tokens must match, and if nothing does the query is relaxed to any token
         (``plan`` says so). ``raw=True`` passes FTS5 syntax (``NEAR``, ``*``, ``OR``) through.
         ``order`` is ``relevance``, ``newest`` or ``oldest``.
 
-        bm25 costs time per matching record and word (FTS5 cannot prune to the top k), so
-        unless ``exhaustive=True`` a query matching more than ``RANK_CAP`` / words records
+        Every match is scored, so the top ``limit`` are bm25's own. bm25 costs time per
+        matching record and word (FTS5 cannot prune to the top k); ``exhaustive=False``
+        trades exactness for time: a query matching more than ``RANK_CAP`` / words records
         is ranked within its newest that many matches (one cap for all shards, spent newest
         shard first), and one whose every word is in most records (bm25 cannot tell them
         apart) comes newest first; ``plan`` says which.
@@ -178,7 +268,7 @@ class ThermalMemory:
         hits: dict[tuple[int, int], Hit] = {}
         for n, page in by_shard.items():
             try:
-                hits.update(((n, h.id), h) for h in fts.hits(self._shards[n], matches[n], page))
+                hits.update(((n, h.memory.key), h) for h in fts.hits(self._shards[n], matches[n], page))
             except TimeUp:
                 totals[n] = -1
         return tuple(hits[(n, mid)] for _k, n, mid, _s in chosen if (n, mid) in hits)
@@ -192,15 +282,29 @@ class ThermalMemory:
     def count(
         self,
         query: str | None = None,
+        date_range: Sequence[str] | None = None,
+        tags: Sequence[str] | str | None = None,
         *,
         since: str | None = None,
         until: str | None = None,
-        tags: Sequence[str] | str | None = None,
+        words: bool = False,
         raw: bool = False,
         budget_ms: int | None = None,
     ) -> int:
-        """Exact number of records matching ``query`` (all tokens) or, without one, the filters (-1: budget)."""
-        plan = planner.count(query, since=since, until=until, tags=tags, raw=raw)
+        """Exact number of records :meth:`search` matches (-1: the time budget ran out).
+
+        Without a query, the records in the window with any of the tags. Extensions:
+        ``words=True`` counts records holding every word (the full-text index's notion),
+        ``raw=True`` counts an FTS5 expression.
+        """
+        if query is not None and not words and not raw:
+            like = planner.substring(query, date_range, tags, 0, since=since, until=until)
+            self._arm(budget_ms)
+            try:
+                return sum(matching.like_count(shard, like) for shard in self._shards)
+            except TimeUp:
+                return -1
+        plan = planner.count(query, date_range, tags, since=since, until=until, raw=raw)
         self._arm(budget_ms)
         try:
             return sum(fts.count(shard, plan) for shard in self._shards)
@@ -213,6 +317,7 @@ class ThermalMemory:
         pattern: str,
         limit: int = 50,
         *,
+        date_range: Sequence[str] | None = None,
         since: str | None = None,
         until: str | None = None,
         budget_ms: int | None = None,
@@ -226,7 +331,7 @@ class ThermalMemory:
         budget ran out (the hits found so far are returned). A literal of 3+ characters
         every match must contain is looked up in the trigram index first.
         """
-        return self._verify(planner.grep(pattern, limit, since=since, until=until), budget_ms)
+        return self._verify(planner.grep(pattern, limit, date_range=date_range, since=since, until=until), budget_ms)
 
     def find(
         self,
@@ -243,34 +348,35 @@ class ThermalMemory:
     # ----------------------------------------------------------------- metadata
     def filter(
         self,
-        source: str | None = None,
-        min_confidence: float | None = None,
         date_after: str | None = None,
         date_before: str | None = None,
         tags: Sequence[str] | str | None = None,
-        limit: int = 20,
+        limit: int = 50,
         *,
+        source: str | None = None,
+        min_confidence: float | None = None,
         kind: str | None = None,
         since: str | None = None,
         until: str | None = None,
         order: str = "newest",
         budget_ms: int | None = None,
     ) -> Results:
-        """Records by metadata only; ``date_after``/``date_before`` are exclusive bounds (as in the seed)."""
+        """Records by metadata only, newest first: ``date_after``/``date_before`` are inclusive
+        (the seed's ``date >= ?``/``date <= ?``), ``tags`` keeps records with any of them."""
         plan = planner.filter_(
-            source,
-            min_confidence,
             date_after,
             date_before,
             tags,
             limit,
+            source=source,
+            min_confidence=min_confidence,
             kind=kind,
             since=since,
             until=until,
             order=order,
         )
         start, _deadline = self._arm(budget_ms)
-        label = f"filter order={plan.order}" + (f" via tag {plan.tags[0]!r}" if plan.tags else "")
+        label = f"filter order={plan.order}" + (f" via tag {plan.tags[0]!r}" if len(plan.tags) == 1 else "")
         hits: list[Hit] = []
         totals: list[int] = []
         labels: list[str] = []
@@ -284,7 +390,7 @@ class ThermalMemory:
             hits.extend(Hit(memory=decode(r)) for r in rows)
             totals.append(total)
         if len(self._shards) > 1:
-            hits.sort(key=lambda h: (h.memory.date, h.id), reverse=plan.order == "newest")
+            hits.sort(key=lambda h: (h.memory.timestamp, h.memory.key), reverse=plan.order == "newest")
             hits = hits[: plan.limit]
         total = -1 if any(t < 0 for t in totals) else sum(totals)
         return Results(
@@ -295,40 +401,42 @@ class ThermalMemory:
             plan="; ".join(labels),
         )
 
-    def get(self, memory_id: int) -> Memory:
-        """One record by id; a missing id raises :class:`MemoryNotFound` (a ``LookupError``)."""
-        found = self.find_id(memory_id)
+    def get(self, memory_id: str | int) -> Memory | None:
+        """The record whose id is ``memory_id`` (``"m85"``), or None when there is none (as the seed)."""
+        return self._owner(memory_id)[1]
+
+    def find_id(self, memory_id: str | int) -> Memory | None:
+        """:meth:`get` (kept for callers of the earlier name)."""
+        return self.get(memory_id)
+
+    def require(self, memory_id: str | int) -> Memory:
+        """Extension: :meth:`get` that raises :class:`MemoryNotFound` (a ``LookupError``) instead of None."""
+        found = self.get(memory_id)
         if found is None:
-            raise MemoryNotFound(f"no memory with id {memory_id}", hint="ids come from search, grep or filter")
+            raise MemoryNotFound(f"no memory with id {memory_id!r}", hint="ids come from search, grep or filter")
         return found
 
-    def find_id(self, memory_id: int) -> Memory | None:
-        """One record by id (the id names the shard that holds it), or None."""
-        owner, mid = self._owner(memory_id)
-        self._arm(None)
-        with _budgeted("get"):
-            return owner.find_id(mid) if owner is not None else None
-
-    def around(self, memory_id: int, before: int = 3, after: int = 3) -> tuple[Memory, ...]:
+    def around(self, memory_id: str | int, before: int = 3, after: int = 3) -> tuple[Memory, ...]:
         """The record and its neighbours in event time (oldest first), within its shard."""
-        centre = self.find_id(memory_id)
-        owner, _mid = self._owner(memory_id)
+        older, newer = inputs.limit(before, MAX_ROWS), inputs.limit(after, MAX_ROWS)
+        owner, centre = self._owner(memory_id)
         if centre is None or owner is None:
             return ()
         with _budgeted("around"):
-            return owner.around(centre, inputs.limit(before, MAX_ROWS), inputs.limit(after, MAX_ROWS))
+            return owner.around(centre, older, newer)
 
-    def trace(self, memory_id: int) -> Provenance | None:
+    def trace(self, memory_id: str | int) -> Provenance | None:
         """Provenance of a record: tier, journal file:line or archive member, source, ingestion time."""
-        owner, mid = self._owner(memory_id)
-        self._arm(None)
+        owner, centre = self._owner(memory_id)
+        if owner is None or centre is None:
+            return None
         with _budgeted("trace"):
-            return owner.trace(mid) if owner is not None else None
+            return owner.trace(centre.key)
 
-    def dupes(self, memory_id: int) -> tuple[Memory, ...]:
+    def dupes(self, memory_id: str | int) -> tuple[Memory, ...]:
         """Other records, in any shard, with the same normalised title and content."""
-        centre = self.find_id(memory_id)
-        return self.dupes_of(centre.content_hash, exclude=centre.id) if centre is not None else ()
+        centre = self.get(memory_id)
+        return self.dupes_of(centre.content_hash, exclude=centre.key) if centre is not None else ()
 
     def dupes_of(self, content_digest: str, *, exclude: int = 0) -> tuple[Memory, ...]:
         """Records whose normalised title and content hash to ``content_digest`` (``content_hash``)."""
@@ -337,7 +445,7 @@ class ThermalMemory:
         self._arm(None)
         with _budgeted("dupes"):
             found = [m for shard in self._shards for m in shard.dupes_of(wanted, skip)]
-        return tuple(sorted(found, key=lambda m: m.id)[:MAX_ROWS])
+        return tuple(sorted(found, key=lambda m: m.key)[:MAX_ROWS])
 
     def facets(
         self,
@@ -364,8 +472,8 @@ class ThermalMemory:
         )
 
     def summarize(self, query: str, max_results: int = 5) -> str:
-        """A short plain-text digest of the best matches: one line per record with its id."""
-        return digest(query, self.search(query, limit=max(1, min(inputs.integer(max_results, "max_results"), 20))))
+        """The seed's digest: ``Found N memories for 'q':`` and a line per match, newest first."""
+        return digest(query, self.search(query, limit=inputs.limit(max_results, MAX_ROWS)))
 
     def scan(
         self,
@@ -390,7 +498,7 @@ class ThermalMemory:
                     rows = shard.scan_page(plan, last)
                 if not rows:
                     break
-                yield from rows
+                yield from (row[1:] for row in rows)  # the record's own id, as get() takes it
                 last = rows[-1][0]
 
     def close(self) -> None:

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 
 from terminai_apts.memory.records import Batch
 
-Row = tuple[int, str, str, str, str]  # (id, date, title, summary, content)
+Row = tuple[str, str, str, str, str]  # (id, date, title, summary, content)
 
 
 def pack(rows: Iterable[Row], chars: int, limit: int) -> Iterator[Batch]:
@@ -15,7 +15,7 @@ def pack(rows: Iterable[Row], chars: int, limit: int) -> Iterator[Batch]:
     Rows are read lazily: once ``limit`` batches are out, no further row is asked for.
     """
     count, size = 0, 0
-    ids: list[int] = []
+    ids: list[str] = []
     parts: list[str] = []
     for mid, date, title, summary, content in rows:
         line = f"[{mid}] {date[:10]} {title}: {(summary or content)}"[:chars] + "\n"

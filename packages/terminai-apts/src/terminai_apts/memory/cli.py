@@ -39,13 +39,13 @@ def import_archive(path: Path) -> list[NewMemory]:
         stamp = normalize_date(str(when), what=f"date of archive row {mid}")
         out.append(
             NewMemory(
-                uid=f"archive:{path.name}:{mid}",
+                uid=str(mid),  # the archive's own id: what `get` takes and every memory shows
                 date=stamp,
                 recorded_at=stamp,
                 title=title or "",
                 content=content or "",
                 summary=summary or "",
-                tags=split_tags(tags),
+                tags=split_tags(tags, fold=False),  # as written; the tag index folds case
                 source=source or "",
                 confidence=float(confidence if confidence is not None else 1.0),
                 kind="note",
@@ -144,7 +144,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
                 since=args.since,
                 until=args.until,
                 raw=args.raw,
-                exhaustive=args.exhaustive,
+                exhaustive=not args.capped,
             ),
         )
 
@@ -183,7 +183,7 @@ def _cmd_count(args: argparse.Namespace) -> int:
 
 def _cmd_get(args: argparse.Namespace) -> int:
     with _open(args) as mem:
-        rec = mem.get(args.id)
+        rec = mem.require(args.id)
     return _emit(args, asdict(rec), f"#{rec.id} [{rec.date}] {rec.title}\n{rec.content}")
 
 
@@ -274,14 +274,16 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--journal", help="journal root directory")
     p.add_argument("--archive", action="append", help="archive in the original schema (repeatable)")
     p.add_argument("--rebuild", action="store_true", help="rebuild from scratch instead of appending")
-    p = parser("search", _cmd_search, "full-text search ranked by bm25")
+    p = parser("search", _cmd_search, "case-insensitive substring of title or content, newest first")
     p.add_argument("query")
     p.add_argument("--tags", type=split_tags)
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--offset", type=int, default=0, help="skip this many matches (paging)")
-    p.add_argument("--order", choices=["relevance", "newest", "oldest"], default="relevance")
+    p.add_argument(
+        "--order", choices=["newest", "oldest", "relevance"], default="newest", help="relevance: bm25 over words"
+    )
     p.add_argument("--raw", action="store_true", help="pass FTS5 syntax through")
-    p.add_argument("--exhaustive", action="store_true", help="rank every match, however common the words")
+    p.add_argument("--capped", action="store_true", help="relevance: rank only the newest matches of common words")
     window(p)
     p = parser("grep", _cmd_grep, "regular-expression search")
     p.add_argument("pattern")
@@ -296,13 +298,13 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--kind")
     p.add_argument("--min-confidence", type=float)
     p.add_argument("--tags", type=split_tags)
-    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--limit", type=int, default=50)
     window(p)
     p = parser("count", _cmd_count, "exact number of matches")
     p.add_argument("query", nargs="?")
     window(p)
     p = parser("get", _cmd_get, "one record by id")
-    p.add_argument("id", type=int)
+    p.add_argument("id", help="the record's id, as search and filter show it")
     p = parser("summarize", _cmd_summarize, "short digest of the best matches")
     p.add_argument("query")
     p.add_argument("--max-results", type=int, default=5)

@@ -64,12 +64,16 @@ def hits(shard: Shard, match: str, page: Sequence[Any]) -> tuple[Hit, ...]:
         return ()
     records = {i: decode(r) for i, r in shard.records(ids).items()}
     marks = ",".join("?" * len(ids))
-    snippets = dict(
-        shard.rows(
-            "SELECT rowid, snippet(memories_fts, -1, '[', ']', '…', 12) FROM memories_fts"
-            f" WHERE memories_fts MATCH ? AND rowid IN ({marks})",
-            [match, *ids],
+    snippets = (
+        dict(
+            shard.rows(
+                "SELECT rowid, snippet(memories_fts, -1, '[', ']', '…', 12) FROM memories_fts"
+                f" WHERE memories_fts MATCH ? AND rowid IN ({marks})",
+                [match, *ids],
+            )
         )
+        if match
+        else {}  # the seed's substring match has no full-text expression to mark
     )
     return tuple(
         Hit(memory=records[i], score=float(score), snippet=snippets.get(i, "")) for i, score in page if i in records

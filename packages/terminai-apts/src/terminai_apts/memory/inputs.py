@@ -81,8 +81,13 @@ def tags(value: object) -> Sequence[str] | str | None:
 
 
 def limit(value: object, cap: int) -> int:
-    """A row limit: a non-negative integer, capped at ``cap``."""
-    return min(integer(value, "limit"), cap)
+    """A row limit: an integer from 0 to ``cap`` (a larger one is refused, never silently cut)."""
+    rows = integer(value, "limit")
+    if rows > cap:
+        raise MemoryQueryError(
+            f"limit must be at most {cap}, not {rows}", hint="page with offset, or narrow the query with dates or tags"
+        )
+    return rows
 
 
 def order(value: object, allowed: Sequence[str]) -> str:

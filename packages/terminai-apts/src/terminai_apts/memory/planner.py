@@ -19,11 +19,14 @@ from terminai_apts.memory import query as q
 from terminai_apts.memory import regex as rx
 from terminai_apts.memory.records import split_tags
 
-MAX_ROWS = 100
+# Rows one call may return. Larger limits are refused by name, never silently cut.
+MAX_ROWS = 10_000
+# Matches past its page a search counts for its ``total``; beyond, ``total`` is -1.
+COUNT_CAP = 1_000
 # Matches (times query words: each word's postings are scored) beyond which relevance
 # ranking is limited to the newest matches; about 3 ms of bm25 on the reference machine.
 RANK_CAP = 3_000
-ORDERS = ("relevance", "newest", "oldest")
+ORDERS = ("newest", "oldest", "relevance")
 FACETS = ("month", "source", "tag")
 
 
@@ -73,6 +76,28 @@ class Search:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Substring:
+    """The seed's text match: ``title LIKE '%text%' OR content LIKE '%text%'``, newest first.
+
+    ``literal`` is the longest run of the text between LIKE's wildcards (``%``, ``_``) when it
+    has at least three characters: the trigram index (which folds case at least as widely
+    as LIKE) then names the candidates, and SQLite's own LIKE decides each of them.
+    """
+
+    text: str
+    literal: str | None
+    window: Window
+    tags: tuple[str, ...]
+    order: str
+    limit: int
+    offset: int
+
+    @property
+    def pattern(self) -> str:
+        return f"%{self.text}%"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Count:
     """Exact count: of full-text matches (``match``), or of the filters alone (``match`` None)."""
 
@@ -94,8 +119,6 @@ class Filter:
     order: str
     tags: tuple[str, ...]
     window: Window
-    after: str | None
-    before: str | None
     source: str | None
     kind: str | None
     confidence: float | None
@@ -146,11 +169,54 @@ def tag_list(tags: object) -> tuple[str, ...]:
 
 
 def window(since: str | None, until: str | None, date_range: Sequence[str] | None = None) -> Window:
-    """``since``/``until`` (or a ``date_range`` pair, which wins) as a :class:`Window`."""
+    """``since``/``until`` and a ``date_range`` pair (both bounds inclusive) as one :class:`Window`.
+
+    Given both, a record must lie in both (the later start, the earlier end).
+    """
+    span = Window(q.parse_bound(since, end=False), q.parse_bound(until, end=True))
     pair = inputs.date_range(date_range)
-    if pair is not None:
-        since, until = pair
-    return Window(q.parse_bound(since, end=False), q.parse_bound(until, end=True))
+    if pair is None:
+        return span
+    start = q.parse_bound(pair[0], end=False, what="date_range start")
+    return narrow(span, Window(start, q.parse_bound(pair[1], end=True, what="date_range end")))
+
+
+def narrow(a: Window, b: Window) -> Window:
+    """The part of time in both windows."""
+    los = [x for x in (a.lo, b.lo) if x is not None]
+    his = [x for x in (a.hi, b.hi) if x is not None]
+    return Window(max(los) if los else None, min(his) if his else None)
+
+
+def like_literal(text: str) -> str | None:
+    """The longest piece of ``text`` between LIKE wildcards, if it has three or more characters."""
+    # A NUL ends a string inside FTS5's query parser, so it splits pieces like a wildcard.
+    piece = max(text.replace("_", "%").replace("\x00", "%").split("%"), key=len)
+    return piece if len(piece) >= 3 else None
+
+
+def substring(
+    query: object,
+    date_range: Sequence[str] | None = None,
+    tags: object = None,
+    limit: object = 20,
+    offset: object = 0,
+    *,
+    order: object = "newest",
+    since: str | None = None,
+    until: str | None = None,
+) -> Substring:
+    """Plan the seed's search: the query as a case-insensitive substring of title or content."""
+    text = str(inputs.text(query, "query", nul_ok=True))
+    return Substring(
+        text=text,
+        literal=like_literal(text),
+        window=window(since, until, date_range),
+        tags=tag_list(tags),
+        order=inputs.order(order, ("newest", "oldest")),
+        limit=inputs.limit(limit, MAX_ROWS),
+        offset=inputs.integer(offset, "offset"),
+    )
 
 
 def budget(value: object, default: float) -> float:
@@ -172,8 +238,9 @@ def search(
     since: str | None = None,
     until: str | None = None,
     raw: bool = False,
-    exhaustive: bool = False,
+    exhaustive: bool = True,
 ) -> Search:
+    """Plan a ranked (word-based) full-text search, the ``order="relevance"`` extension."""
     """Plan a full-text search: quoted words, all required, relaxed to any when none matches."""
     chosen = inputs.order(order, ORDERS)
     text = str(inputs.text(query, "query", nul_ok=True))
@@ -195,31 +262,37 @@ def search(
 
 
 def count(
-    query: object = None, *, since: str | None = None, until: str | None = None, tags: object = None, raw: bool = False
+    query: object = None,
+    date_range: Sequence[str] | None = None,
+    tags: object = None,
+    *,
+    since: str | None = None,
+    until: str | None = None,
+    raw: bool = False,
 ) -> Count:
-    """Plan an exact count; a missing or blank query counts the filters alone."""
+    """Plan an exact count of full-text (word) matches; a missing or blank query counts the filters alone."""
     text = inputs.text(query, "query", optional=True, nul_ok=True)
     tagged = tag_list(tags)
-    span = window(since, until)
+    span = window(since, until, date_range)
     if text is None or not text.strip():
         return Count(text="", match=None, window=span, tags=tagged, raw=bool(raw))
     return Count(text=text, match=text if raw else q.fts_and(text), window=span, tags=tagged, raw=bool(raw))
 
 
 def filter_(
-    source: object = None,
-    min_confidence: object = None,
     date_after: str | None = None,
     date_before: str | None = None,
     tags: object = None,
-    limit: object = 20,
+    limit: object = 50,
     *,
+    source: object = None,
+    min_confidence: object = None,
     kind: object = None,
     since: str | None = None,
     until: str | None = None,
     order: object = "newest",
 ) -> Filter:
-    """Plan a metadata filter; ``date_after``/``date_before`` are exclusive bounds."""
+    """Plan a metadata filter; ``date_after``/``date_before`` are inclusive (the seed's ``>=``/``<=``)."""
     chosen = inputs.order(order, ("newest", "oldest"))
     picked_source = inputs.text(source, "source", optional=True)
     picked_kind = inputs.text(kind, "kind", optional=True)
@@ -229,9 +302,13 @@ def filter_(
     return Filter(
         order=chosen,
         tags=tagged,
-        window=window(since, until),
-        after=None if date_after is None else q.normalize_date(date_after, what="date_after"),
-        before=None if date_before is None else q.normalize_date(date_before, what="date_before"),
+        window=narrow(
+            window(since, until),
+            Window(
+                q.parse_bound(inputs.text(date_after, "date_after", optional=True), end=False, what="date_after"),
+                q.parse_bound(inputs.text(date_before, "date_before", optional=True), end=True, what="date_before"),
+            ),
+        ),
         source=picked_source,
         kind=picked_kind,
         confidence=confidence,
@@ -239,13 +316,20 @@ def filter_(
     )
 
 
-def grep(pattern: object, limit: object = 50, *, since: str | None = None, until: str | None = None) -> Match:
+def grep(
+    pattern: object,
+    limit: object = 50,
+    *,
+    date_range: Sequence[str] | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> Match:
     """Plan a regex search: RE2 (or time-limited ``re``), prefiltered by a required literal."""
     matcher = rx.compile_pattern(pattern)
     rows = inputs.limit(limit, MAX_ROWS)
     literal = rx.prefilter_literal(rx.required_literal(str(pattern)), backtracking=matcher.backtracking)
     label = f"trigram-prefilter {literal!r} + {matcher.engine}" if literal else f"full-scan + {matcher.engine}"
-    return Match(matcher=matcher, literal=literal, limit=rows, window=window(since, until), label=label)
+    return Match(matcher=matcher, literal=literal, limit=rows, window=window(since, until, date_range), label=label)
 
 
 def find(substring: object, limit: object = 20, *, since: str | None = None, until: str | None = None) -> Match:

@@ -45,8 +45,14 @@ def fts_or(text: str) -> str:
 
 
 def trigram_phrase(literal: str) -> str:
-    """A trigram MATCH phrase for a substring (case-insensitive, ≥ 3 characters)."""
-    return '"' + literal.replace('"', '""') + '"'
+    """A trigram MATCH for a substring (case-insensitive, ≥ 3 characters): every trigram of it.
+
+    The trigram index keeps no positions (``detail='none'``: a seventh of the size), so
+    it names the records holding all of the literal's trigrams anywhere; each candidate
+    is then checked against the literal itself.
+    """
+    grams = dict.fromkeys(literal[i : i + 3] for i in range(len(literal) - 2))
+    return " AND ".join('"' + g.replace('"', '""') + '"' for g in grams)
 
 
 def normalize_date(text: str | None, *, what: str = "date") -> str:
@@ -65,34 +71,43 @@ def normalize_date(text: str | None, *, what: str = "date") -> str:
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).strftime(ISO)
+    return stamp(moment.astimezone(UTC))
 
 
-def parse_bound(text: str | None, *, end: bool, now: datetime | None = None) -> str | None:
+def stamp(moment: datetime) -> str:
+    """``YYYY-MM-DDTHH:MM:SSZ`` with a four-digit year: glibc's ``%Y`` writes year 999 as
+    ``999``, which sorts after ``2025`` and would put such a record outside every window."""
+    return f"{moment.year:04d}-{moment:%m-%dT%H:%M:%S}Z"
+
+
+def parse_bound(text: str | None, *, end: bool, now: datetime | None = None, what: str = "") -> str | None:
     """A ``since``/``until`` bound as a normalised timestamp; ``end`` bounds are exclusive.
 
     Date-only values are whole days (``until="2024-05-01"`` includes all of May 1st);
-    relative values (``7d``, ``12h``, ``2w``, ``3m``, ``1y``) count back from now.
+    relative values (``7d``, ``12h``, ``2w``, ``3m``, ``1y``) count back from now. An end
+    on the calendar's last day (``9999-12-31``) bounds nothing and is left open (None).
     """
     if text is None:
         return None
     value = str(text).strip()
-    what = "until" if end else "since"
+    what = what or ("until" if end else "since")
     rel = _RELATIVE.match(value)
     try:
         if rel:
             moment = (now or datetime.now(UTC)) - int(rel.group(1)) * _UNITS[rel.group(2)]
-            return moment.strftime(ISO)
-        stamp = normalize_date(value, what=what)
-        if end and len(value) == 10:
-            day = datetime.strptime(stamp, ISO).replace(tzinfo=UTC) + timedelta(days=1)
-            return day.strftime(ISO)
+            return stamp(moment)
+        normal = normalize_date(value, what=what)
         if end:
-            # An explicit instant is inclusive: move one second on so "< bound" keeps it.
-            return (datetime.strptime(stamp, ISO) + timedelta(seconds=1)).strftime(ISO)
+            # A whole day ends at the next midnight; an explicit instant is inclusive, so
+            # move one second on and "< bound" keeps it.
+            step = timedelta(days=1) if len(value) == 10 else timedelta(seconds=1)
+            try:
+                return stamp(datetime.fromisoformat(normal[:-1]) + step)
+            except OverflowError:
+                return None  # the end of the calendar's last day: no bound at all
     except OverflowError:
         raise MemoryQueryError(
             f"{what} {value!r} reaches past the calendar (years 1 to 9999)"[:200],
             hint=f"leave {what} out for no bound on that side",
         ) from None
-    return stamp
+    return normal

@@ -15,13 +15,19 @@ from dataclasses import dataclass, field
 class Memory:
     """One memory: a decision, summary or note.
 
-    ``date`` is event time and ``recorded_at`` ingestion time (ISO 8601 UTC). ``origin``
-    names where it came from (``file:line`` of a journal, or an archive member), ``tier`` is
+    The seed's fields first: ``id`` is the record's own string id (an archive's ``id``
+    column, a journal entry's hash), ``date`` its day (``YYYY-MM-DD``), then ``title``,
+    ``content``, ``summary``, ``tags``, ``source``, ``confidence``. Extensions: ``key`` is
+    the index's integer id (it follows event time), ``timestamp`` the full event time and
+    ``recorded_at`` the ingestion time (ISO 8601 UTC); ``origin`` names where it came from
+    (``file:line`` of a journal, or an archive member), ``tier`` is
     ``hot``/``warm``/``cold``/``archive``; ``superseded_by`` is the id of a newer record.
     """
 
-    id: int
+    id: str
+    key: int
     date: str
+    timestamp: str
     recorded_at: str
     title: str
     content: str
@@ -33,10 +39,10 @@ class Memory:
     tier: str
     origin: str
     content_hash: str
-    superseded_by: int | None = None
+    superseded_by: str | None = None
 
     def __repr__(self) -> str:
-        return f"Memory(id={self.id}, date={self.date[:10]}, title={self.title[:60]!r})"
+        return f"Memory(id={self.id!r}, date={self.date}, title={self.title[:60]!r})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,12 +54,12 @@ class Hit:
     snippet: str = ""
 
     @property
-    def id(self) -> int:
+    def id(self) -> str:
         return self.memory.id
 
     def __repr__(self) -> str:
         m = self.memory
-        return f"Hit({m.id} {m.date[:10]} {m.title[:50]!r} score={self.score:.2f})"
+        return f"Hit({m.id!r} {m.date} {m.title[:50]!r} score={self.score:.2f})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -82,7 +88,7 @@ class Results:
         return self.hits[index]
 
     @property
-    def ids(self) -> tuple[int, ...]:
+    def ids(self) -> tuple[str, ...]:
         return tuple(h.id for h in self.hits)
 
     def __repr__(self) -> str:
@@ -102,7 +108,7 @@ class Facet:
 class Batch:
     """A bounded slice of text from :meth:`ThermalMemory.scan`, ready for a sub-query."""
 
-    ids: tuple[int, ...]
+    ids: tuple[str, ...]
     text: str
     truncated: bool = False
 
@@ -132,11 +138,12 @@ def content_hash(title: str, content: str) -> str:
     return hashlib.sha256(norm.encode()).hexdigest()
 
 
-def split_tags(text: str | None) -> tuple[str, ...]:
-    """Tags from the seed's comma-separated column (trimmed, lower-cased, unique, ordered)."""
+def split_tags(text: str | None, *, fold: bool = True) -> tuple[str, ...]:
+    """Tags from the seed's comma-separated column (trimmed, unique, ordered; lower-cased
+    unless ``fold=False``, which keeps them as written, as a memory shows them)."""
     seen: dict[str, None] = {}
     for part in (text or "").split(","):
-        tag = part.strip().lower()
+        tag = part.strip().lower() if fold else part.strip()
         if tag:
             seen[tag] = None
     return tuple(seen)
@@ -146,8 +153,8 @@ def split_tags(text: str | None) -> tuple[str, ...]:
 class Provenance:
     """Where a record came from: tier, journal file and line (or archive member), source."""
 
-    id: int
-    uid: str
+    id: str
+    key: int
     tier: str
     origin: str
     source: str
@@ -156,11 +163,10 @@ class Provenance:
 
 
 def digest(query: str, res: Results) -> str:
-    """The text ``summarize`` returns: one line per best match, with its id."""
+    """The text ``summarize`` returns, as the seed wrote it: a header naming how many
+    memories follow, then one ``- [date] title: summary`` line each, newest first."""
     if not res.hits:
-        return f"No memories match {query!r}."
-    lines = [f"{res.total} memories match {query!r}; top {len(res.hits)}:"]
-    for hit in res.hits:
-        m = hit.memory
-        lines.append(f"- [{m.date[:10]}] {m.title} (#{m.id}): {(m.summary or m.content)[:200]}")
+        return f"No memories found for '{query}'."
+    lines = [f"Found {len(res.hits)} memories for '{query}':"]
+    lines += [f"- [{h.memory.date}] {h.memory.title}: {h.memory.summary}" for h in res.hits]
     return "\n".join(lines)

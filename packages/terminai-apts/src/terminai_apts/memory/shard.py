@@ -14,6 +14,7 @@ records. Full-text queries on a shard are in :mod:`terminai_apts.memory.fts`.
 # ruff: noqa: S608
 from __future__ import annotations
 
+import heapq
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -29,7 +30,8 @@ from terminai_apts.memory.terms import Terms
 
 COLUMNS = (
     "m.id, m.date, m.recorded_at, m.title, m.content, m.summary, m.tags, m.source,"
-    " m.confidence, m.kind, m.tier, m.origin, m.content_hash, m.superseded_by"
+    " m.confidence, m.kind, m.tier, m.origin, m.content_hash,"
+    " (SELECT s.uid FROM memories s WHERE s.id = m.superseded_by), m.uid"
 )
 _FACET_KEYS = {"month": "substr(m.date, 1, 7)", "source": "m.source", "tag": "t.tag"}
 
@@ -41,13 +43,15 @@ class TimeUp(Exception):
 def decode(row: Sequence[Any]) -> Memory:
     """A ``COLUMNS`` row as a frozen :class:`Memory`."""
     return Memory(
-        id=row[0],
-        date=row[1],
+        id=row[14],
+        key=row[0],
+        date=row[1][:10],
+        timestamp=row[1],
         recorded_at=row[2],
         title=row[3],
         content=row[4],
         summary=row[5],
-        tags=split_tags(row[6]),
+        tags=split_tags(row[6], fold=False),
         source=row[7],
         confidence=float(row[8]),
         kind=row[9],
@@ -204,9 +208,9 @@ class Shard:
             dates, values = self.dated(span, col="d")
             conds.append(f"{id_col} IN (SELECT d.id FROM memories d{where(dates)})")
             params.extend(values)
-        for tag in tags:
-            conds.append(f"{id_col} IN (SELECT id FROM memory_tags WHERE tag = ?)")
-            params.append(tag)
+        if tags:  # any of them, as the seed's OR of tag matches
+            conds.append(f"{id_col} IN (SELECT id FROM memory_tags WHERE tag IN ({','.join('?' * len(tags))}))")
+            params.extend(tags)
         return conds, params
 
     def id_bounds(self, span: planner.Window) -> tuple[int | None, int | None]:
@@ -236,9 +240,14 @@ class Shard:
         rows = self.rows(f"SELECT {COLUMNS} FROM memories m WHERE m.id = ?", [memory_id])
         return decode(rows[0]) if rows else None
 
+    def find_uid(self, uid: str) -> Memory | None:
+        """The record whose own (string) id is ``uid``, by the unique index on it."""
+        rows = self.rows(f"SELECT {COLUMNS} FROM memories m WHERE m.uid = ?", [uid])
+        return decode(rows[0]) if rows else None
+
     def around(self, centre: Memory, before: int, after: int) -> tuple[Memory, ...]:
         """``centre`` and its neighbours in event time (oldest first)."""
-        key = [centre.date, centre.id]
+        key = [centre.timestamp, centre.key]
         older = self.rows(
             f"SELECT {COLUMNS} FROM memories m WHERE (m.date, m.id) < (?, ?) ORDER BY m.date DESC, m.id DESC LIMIT ?",
             [*key, before],
@@ -256,7 +265,7 @@ class Shard:
         if not rows:
             return None
         r = rows[0]
-        return Provenance(id=r[0], uid=r[1], tier=r[2], origin=r[3], source=r[4], recorded_at=r[5], content_hash=r[6])
+        return Provenance(id=r[1], key=r[0], tier=r[2], origin=r[3], source=r[4], recorded_at=r[5], content_hash=r[6])
 
     def dupes_of(self, content_digest: str, exclude: int) -> tuple[Memory, ...]:
         rows = self.rows(
@@ -267,17 +276,20 @@ class Shard:
 
     # ----------------------------------------------------------------- plans without full text
     def filter(self, plan: planner.Filter) -> tuple[list[Any], int]:
-        """``(COLUMNS rows, total)``; a tag (or the whole table) drives the loop in id (event-time) order."""
-        drive = "memory_tags t JOIN memories m ON m.id = t.id" if plan.tags else "memories m"
-        key = "t.id" if plan.tags else "m.id"
-        conds, params = self.scope(plan.window, plan.tags[1:], key)
-        if plan.tags:
+        """``(COLUMNS rows, total)`` in id (event-time) order; one tag drives the loop, several
+        (any of them) are merged from the tag index, or one membership test when other
+        metadata needs the rows."""
+        if len(plan.tags) > 1 and self.ordered and (plan.source, plan.kind, plan.confidence) == (None, None, None):
+            return self._any_tag(plan)
+        one = len(plan.tags) == 1
+        drive = "memory_tags t JOIN memories m ON m.id = t.id" if one else "memories m"
+        key = "t.id" if one else "m.id"
+        conds, params = self.scope(plan.window, () if one else plan.tags, key)
+        if one:
             conds.insert(0, "t.tag = ?")
             params.insert(0, plan.tags[0])
         on_index = len(conds)  # conditions so far need only the driving index, not the rows
         for cond, value in (
-            ("m.date > ?", plan.after),
-            ("m.date < ?", plan.before),
             ("m.source = ?", plan.source),
             ("m.kind = ?", plan.kind),
             ("m.confidence >= ?", plan.confidence),
@@ -292,6 +304,51 @@ class Shard:
         total = int(self.rows(f"SELECT count(*) FROM {counted}{clause}", params)[0][0])
         rows = self.rows(f"SELECT {COLUMNS} FROM {drive}{clause} ORDER BY {by} LIMIT ?", [*params, plan.limit])
         return rows, total
+
+    def _any_tag(self, plan: planner.Filter) -> tuple[list[Any], int]:
+        """Records with any of several tags: each tag's first ``limit`` ids in order, merged.
+
+        Testing every record against the union (or sorting the union) costs a pass over
+        all tagged records; the merge reads ``limit`` ids per tag and the page's rows.
+        The total is counted up to ``COUNT_CAP`` past the page (-1 beyond).
+        """
+        first, last = self.id_bounds(plan.window)
+        bounds, values = [], []
+        if first is not None:
+            bounds.append("id >= ?")
+            values.append(first)
+        if last is not None:
+            bounds.append("id <= ?")
+            values.append(last)
+        newest = plan.order == "newest"
+        direction = "DESC" if newest else ""
+        lists = [
+            [
+                r[0]
+                for r in self.rows(
+                    f"SELECT id FROM memory_tags WHERE tag = ?{where(bounds, ' AND ')} ORDER BY id {direction} LIMIT ?",
+                    [tag, *values, plan.limit],
+                )
+            ]
+            for tag in plan.tags
+        ]
+        ids: list[int] = []
+        for mid in heapq.merge(*lists, reverse=newest):
+            if not ids or ids[-1] != mid:
+                ids.append(mid)
+            if len(ids) == plan.limit:
+                break
+        found = self.records(ids)
+        cap = plan.limit + planner.COUNT_CAP
+        marks = ",".join("?" * len(plan.tags))
+        total = int(
+            self.rows(
+                f"SELECT count(*) FROM (SELECT DISTINCT id FROM memory_tags WHERE tag IN ({marks})"
+                f"{where(bounds, ' AND ')} LIMIT ?)",
+                [*plan.tags, *values, cap],
+            )[0][0]
+        )
+        return [found[i] for i in ids if i in found], -1 if total >= cap else total
 
     def candidates(self, literal: str | None, span: planner.Window) -> Iterator[Sequence[Any]]:
         """``COLUMNS`` rows, newest first, in growing pages so no cursor outlives a call.
@@ -336,14 +393,15 @@ class Shard:
         )
         return [(str(k), int(c)) for k, c in rows]
 
-    def scan_page(self, plan: planner.Scan, after: int) -> list[tuple[int, str, str, str, str]]:
-        """Up to 500 ``(id, date, title, summary, content)`` rows past id ``after``, in id order."""
+    def scan_page(self, plan: planner.Scan, after: int) -> list[tuple[int, str, str, str, str, str]]:
+        """Up to 500 ``(key, id, date, title, summary, content)`` rows past key ``after``, in key order."""
         conds, params = self.dated(plan.window)
         if plan.match is not None:
             conds.append("m.id IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?)")
             params.append(plan.match)
         return self.rows(
-            f"SELECT m.id, m.date, m.title, m.summary, m.content FROM memories m{where([*conds, 'm.id > ?'])}"
+            f"SELECT m.id, m.uid, substr(m.date, 1, 10), m.title, m.summary, m.content"
+            f" FROM memories m{where([*conds, 'm.id > ?'])}"
             " ORDER BY m.id LIMIT 500",
             [*params, after],
         )

@@ -22,7 +22,7 @@ from terminai_apts.memory import termbits
 from terminai_apts.memory.records import NewMemory, content_hash
 from terminai_apts.memory.terms import TOKENIZER, Terms
 
-SCHEMA_VERSION = "3"
+SCHEMA_VERSION = "4"
 # bm25 weights for (title, summary, content, tags): a title hit counts most.
 RANK = "bm25(5.0, 2.0, 1.0, 3.0)"
 
@@ -42,7 +42,7 @@ CREATE TABLE term_bits(term TEXT PRIMARY KEY, bits BLOB NOT NULL);
 CREATE VIRTUAL TABLE memories_fts USING fts5(title, summary, content, tags,
   content='memories', content_rowid='id', tokenize='{tokenizer}');
 CREATE VIRTUAL TABLE memories_tri USING fts5(title, summary, content,
-  content='memories', content_rowid='id', tokenize='trigram');
+  content='memories', content_rowid='id', tokenize='trigram', detail='none');
 """
 
 _TRIGGERS = """
@@ -130,6 +130,7 @@ def build(
     for rec in records:
         unique.setdefault(rec.uid, rec)
     ordered = sorted(unique.values(), key=lambda r: (r.date, r.uid))
+    durable.remove_leftovers(path)  # a killed build's temp file and journal (up to a whole index)
     tmp = durable.temp_path(path)
     tmp.unlink(missing_ok=True)
     conn = sqlite3.connect(tmp)
@@ -139,7 +140,7 @@ def build(
             conn.executemany(_INSERT, (_row(i, r) for i, r in enumerate(ordered, start=first_id)))
             conn.executemany(
                 "INSERT OR IGNORE INTO memory_tags(tag, id) VALUES (?, ?)",
-                ((t, i) for i, r in enumerate(ordered, start=first_id) for t in r.tags),
+                ((t.lower(), i) for i, r in enumerate(ordered, start=first_id) for t in r.tags),
             )
             _link_superseded(conn, ordered)
         clock.lap("records")
@@ -235,7 +236,7 @@ def append(path: Path, records: Sequence[NewMemory]) -> int:
             conn.executemany(_INSERT, (_row(top + i, r) for i, r in enumerate(fresh, start=1)))
             conn.executemany(
                 "INSERT OR IGNORE INTO memory_tags(tag, id) VALUES (?, ?)",
-                ((t, top + i) for i, r in enumerate(fresh, start=1) for t in r.tags),
+                ((t.lower(), top + i) for i, r in enumerate(fresh, start=1) for t in r.tags),
             )
             _link_superseded(conn, fresh)
             _count_terms(conn, [(top + i, r) for i, r in enumerate(fresh, start=1)])
