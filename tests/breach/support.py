@@ -138,3 +138,24 @@ def kill_all(pids: list[int]) -> None:
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
+
+
+def group(pgid: int) -> dict[int, tuple[str, int]]:
+    """The host's view of process group ``pgid``: pid -> (state letter, CPU ticks used)."""
+    found = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    stat = fh.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(b")") + 2 :].split()
+            if int(fields[2]) == pgid:
+                found[int(name)] = (fields[0].decode(), int(fields[11]) + int(fields[12]))
+    return found
+
+
+def group_ticks(pgid: int) -> int:
+    """CPU ticks (user and system) used so far by the live processes of group ``pgid``."""
+    return sum(ticks for _, ticks in group(pgid).values())

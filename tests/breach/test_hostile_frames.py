@@ -26,7 +26,15 @@ for fd in range(3, 64):
             res = fd
     except OSError:
         pass
+# An escaped run can read the request it was handed (here: from the frame that holds it),
+# so its forged answers carry that cell's number ("seq": 1 below stands for it).
+seq, where = None, sys._getframe()
+while where is not None and seq is None:
+    if isinstance(where.f_locals.get("request"), dict):
+        seq = where.f_locals["request"]["seq"]
+    where = where.f_back
 def frame(payload):
+    payload = payload.replace(b'"seq": 1', b'"seq": %d' % seq)
     os.write(res, struct.pack(">I", len(payload)) + payload)
 """
 )

@@ -177,7 +177,7 @@ class ExecutorSession:
         self._zygote = (_zygote_factory or ZygoteClient)()
         self.closed = False
         self._run = RunChannel(self._zygote, self.config, _check_api(api))
-        if self._run.ready(_SETUP_TIMEOUT) is not None:
+        if self._run.ready(_SETUP_TIMEOUT, hold=True) is not None:
             self.close()
             raise ExecutorError("could not start the session's run", hint="retry")
         # The clocks start once the run is ready: a slow start must not eat the session.
