@@ -4,8 +4,8 @@ The Python layers above are defence in depth; this layer assumes arbitrary nativ
 in the run. The zygote prepares what can be prepared once (``prepare``); every run then
 takes the steps below in a process forked from it:
 
-6a  namespaces: the run's keeper unshares PID, IPC and network namespaces (and a user
-    namespace when not root) and forks the sandboxed process as PID 1 of them
+6a  namespaces: the run's keeper unshares PID, IPC, network and UTS namespaces (the
+    last named "sandbox"; and a user namespace when not root) and forks the sandboxed process as PID 1 of them
     (``namespaces.py``; unavailable in an unprivileged container, reported); with them,
     the sandboxed process gets a root of its own ("minimal-root", ``rootfs.py``): a
     mount namespace whose root holds only the read paths below, the injected API's
