@@ -18,8 +18,9 @@ takes the steps below in a process forked from it:
 6f  dies with its parent (the zygote's kill of the keeper takes the run with it);
 6g  resource limits: address space, CPU, file size, descriptors, no processes, no core,
     no locked memory, no message queues;
-6h  Landlock: reads confined to the interpreter's library directories, this package,
-    RestrictedPython, time zone data and the injected API's own paths; writes to the
+6h  Landlock: reads confined to the read set (``read_set``: the interpreter, its
+    standard library without any site-packages, this package, RestrictedPython, the
+    shared libraries, time zone data) and the injected API's own paths; writes to the
     scratch directory only; no TCP; signals and abstract unix sockets scoped to the run
     (kernel ABI permitting, reported);
 6i  seccomp: a default-deny allowlist compiled by libseccomp (``seccomp.py``).
@@ -50,7 +51,9 @@ STEPS: tuple[str, ...] = (
     "parent-death", "rlimits", "landlock", "seccomp", "orphans",
 )  # fmt: skip
 _EXTRA_READ = ("/usr/share/zoneinfo", "/etc/localtime", "/dev/urandom", "/dev/null")
-_LIBRARY_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib")
+# Other packages' homes: never part of a run's read set, even inside the stdlib's directory
+# (a base interpreter's site-packages held private keys of test suites).
+_SITE_DIRS = ("site-packages", "dist-packages")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,32 +62,82 @@ class Hardening:
 
     filters: dict[bool, bytes]  # scratch allowed? -> compiled seccomp program
     landlock_abi: int
-    read_paths: tuple[str, ...]
+    read_paths: tuple[str, ...]  # what Landlock lets a run read (directories whole)
     root: rootfs.Plan | None = None  # what each run's own root holds (step 6a)
     skip: frozenset[str] = field(default=frozenset())
 
 
 def prepare(skip: frozenset[str] = frozenset()) -> Hardening:
+    """Compile the filters and compute the read set; called once the zygote has loaded
+    everything a run may use (the read set names the shared libraries mapped by then)."""
     unknown = skip - set(STEPS)
     if unknown:
         raise ValueError(f"unknown isolation steps: {sorted(unknown)}")
     filters = {} if "seccomp" in skip else {s: seccomp.compile_filter(seccomp.rules(scratch=s)) for s in (False, True)}
     abi = 0 if "landlock" in skip else landlock.abi_version()
-    read_paths = _read_paths()
-    # The interpreter itself is bound too: /proc/self/exe then names a path of the run's root.
-    root = None if "minimal-root" in skip else rootfs.plan((*read_paths, os.path.realpath(sys.executable)))
-    return Hardening(filters=filters, landlock_abi=abi, read_paths=read_paths, root=root, skip=skip)
+    reads = read_set()
+    root = None if "minimal-root" in skip else rootfs.plan(reads.paths, hidden=reads.hidden)
+    return Hardening(filters=filters, landlock_abi=abi, read_paths=reads.expanded(), root=root, skip=skip)
 
 
-def _read_paths() -> tuple[str, ...]:
-    """The interpreter's library directories and where this package and its one
-    dependency live; never ``sys.path`` as a whole (it may hold a script's directory)."""
-    found = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
-    found.update(
-        os.path.dirname(os.path.dirname(module.__file__ or "")) for module in (terminai_apts, RestrictedPython)
+@dataclass(frozen=True, slots=True)
+class ReadSet:
+    """What a run may read (real paths), and the directories inside them that stay out."""
+
+    paths: tuple[str, ...]
+    hidden: tuple[str, ...]
+
+    def expanded(self) -> tuple[str, ...]:
+        """The same set for Landlock, which can only allow: a directory that holds a
+        hidden one is allowed entry by entry, without it."""
+        out: list[str] = []
+        for path in self.paths:
+            inside = {os.path.basename(h) for h in self.hidden if os.path.dirname(h) == path}
+            if not inside:
+                out.append(path)
+                continue
+            with os.scandir(path) as entries:
+                out += sorted(e.path for e in entries if e.name not in inside)
+        return tuple(sorted(set(out)))
+
+
+def read_set() -> ReadSet:
+    """Exactly what a run needs to read, never ``sys.path`` as a whole (it may hold a
+    script's directory) nor any site-packages: the interpreter, its standard library
+    (with its compiled modules), the directories of this package and of its one
+    dependency, the system's shared-library directory (where the C library lives: a
+    module imported late finds its libraries there) and every other shared object the
+    zygote has mapped (a ``libpython`` beside the standard library, say), time-zone
+    data and the two devices. The injected API's paths are added per run."""
+    stdlib = {os.path.realpath(d) for d in (os.path.dirname(os.__file__), sysconfig.get_config_var("DESTSHARED")) if d}
+    packages = {os.path.realpath(os.path.dirname(m.__file__ or "")) for m in (terminai_apts, RestrictedPython)}
+    mapped = _mapped_files()
+    system = {os.path.dirname(f) for f in mapped if os.path.basename(f).startswith("libc.so")}
+    found = {os.path.realpath(sys.executable), *stdlib, *packages, *system, *_EXTRA_READ}
+    found.update(f for f in mapped if not any(_within(f, d) for d in (*stdlib, *system)))
+    hidden = {os.path.join(d, name) for d in stdlib for name in _SITE_DIRS if os.path.isdir(os.path.join(d, name))}
+    return ReadSet(
+        paths=tuple(sorted(p for p in found if p and os.path.exists(p))),
+        hidden=tuple(sorted(hidden)),
     )
-    found.update(_LIBRARY_DIRS + _EXTRA_READ)
-    return tuple(sorted(p for p in found if p and os.path.exists(p)))
+
+
+def _mapped_files() -> set[str]:
+    """The real paths of the files this process has mapped (the interpreter and its
+    shared objects), from ``/proc/self/maps``."""
+    found = set()
+    with open("/proc/self/maps") as fh:
+        for line in fh:
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and fields[5].startswith("/") and not fields[5].rstrip().endswith("(deleted)"):
+                path = fields[5].rstrip("\n")
+                if os.path.isfile(path):
+                    found.add(os.path.realpath(path))
+    return found
+
+
+def _within(path: str, parent: str) -> bool:
+    return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
 @dataclass(slots=True)

@@ -26,7 +26,7 @@ from typing import Any
 
 from terminai_apts.executor import child, isolation, module_proxies
 from terminai_apts.executor.limits import become_subreaper
-from terminai_apts.executor.policy import MODES
+from terminai_apts.executor.policy import MODES, Mode
 
 MAX_MESSAGE = 4096
 MAX_GRACE = 0.5
@@ -41,12 +41,18 @@ class Zygote:
     a wake-up pipe that the kernel's SIGCHLD fills (``signal.set_wakeup_fd``), and looks
     for processes a run left re-parented to it only after a child ended."""
 
-    def __init__(self, control: socket.socket, runner: child.Runner, hardening: isolation.Hardening) -> None:
+    def __init__(
+        self,
+        control: socket.socket,
+        runner: child.Runner,
+        hardening: isolation.Hardening,
+        proxies: dict[Mode, dict[str, module_proxies.ModuleProxy]],
+    ) -> None:
         self.control = control
         self.runner = runner
         self.hardening = hardening
         self.skip = hardening.skip
-        self.proxies = {mode: module_proxies.build_proxies(mode) for mode in MODES}
+        self.proxies = proxies
         self.runs: dict[int, str] = {}  # keeper pid -> its base directory
         self.spare: list[tuple[int, int, int]] = []  # forked keepers no caller has seen
         self.cleaners: set[int] = set()  # processes removing a finished run's directory
@@ -327,7 +333,9 @@ def main(runner: child.Runner = child.run_cell, skip: frozenset[str] = frozenset
     """Serve the control socket whose descriptor number is the first argument."""
     control = socket.socket(fileno=int(sys.argv[1]))
     become_subreaper()
-    Zygote(control, runner, isolation.prepare(skip)).serve()
+    # The modules first: the read set names the shared libraries they mapped.
+    proxies = {mode: module_proxies.build_proxies(mode) for mode in MODES}
+    Zygote(control, runner, isolation.prepare(skip), proxies).serve()
 
 
 if __name__ == "__main__":
