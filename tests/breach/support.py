@@ -10,9 +10,9 @@ import platform
 import signal
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
-from terminai_apts.executor import landlock
+from terminai_apts.executor import child, landlock
 
 from tests.breach import harness
 
@@ -159,3 +159,11 @@ def group(pgid: int) -> dict[int, tuple[str, int]]:
 def group_ticks(pgid: int) -> int:
     """CPU ticks (user and system) used so far by the live processes of group ``pgid``."""
     return sum(ticks for _, ticks in group(pgid).values())
+
+
+def in_run(arg: object, *, skip: Iterable[str] = (), number: int = 0) -> str:
+    """Where a run sees the injected API's ``number``-th path argument ``arg``: a neutral
+    path in a run with a root of its own (``child.NEUTRAL_API``), else the host's path."""
+    if namespaces_available() and not {"namespaces", "minimal-root"} & set(skip):
+        return f"{child.NEUTRAL_API}/{number}/index"
+    return str(arg)

@@ -27,7 +27,8 @@ takes the steps below in a process forked from it:
 
 Steps 6b-6e, the common part of 6h's ruleset and the run's root up to the caller's paths
 are taken before the caller's setup arrives (``harden_early``, ``build_root``), the rest
-(the root entered with the caller's paths, then 6e-6i) once it has (``harden``). A step
+(the root entered with the caller's paths at neutral places, ``enter_root``; the
+injected API built; then 6e-6i) once it has (``harden``). A step
 that cannot be applied where it must be fails the run closed; optional steps (6a and its
 root, 6h) report what they could not do in ``Isolation.notes``. ``STEPS`` names each for
 the assume-breach tests, which switch them off one by one (``orphans`` is the zygote's
@@ -37,9 +38,11 @@ sweep); production never skips any.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import sysconfig
 from dataclasses import dataclass, field
+from importlib import metadata
 
 import RestrictedPython
 
@@ -104,13 +107,15 @@ class ReadSet:
 def read_set() -> ReadSet:
     """Exactly what a run needs to read, never ``sys.path`` as a whole (it may hold a
     script's directory) nor any site-packages: the interpreter, its standard library
-    (with its compiled modules), the directories of this package and of its one
-    dependency, the system's shared-library directory (where the C library lives: a
+    (with its compiled modules), the directories of this package and of the packages it
+    requires (its distribution's metadata names them: RestrictedPython, google-re2), the
+    system's shared-library directory (where the C library lives: a
     module imported late finds its libraries there) and every other shared object the
     zygote has mapped (a ``libpython`` beside the standard library, say), time-zone
     data and the two devices. The injected API's paths are added per run."""
     stdlib = {os.path.realpath(d) for d in (os.path.dirname(os.__file__), sysconfig.get_config_var("DESTSHARED")) if d}
     packages = {os.path.realpath(os.path.dirname(m.__file__ or "")) for m in (terminai_apts, RestrictedPython)}
+    packages.update(_dependency_paths())
     mapped = _mapped_files()
     system = {os.path.dirname(f) for f in mapped if os.path.basename(f).startswith("libc.so")}
     found = {os.path.realpath(sys.executable), *stdlib, *packages, *system, *_EXTRA_READ}
@@ -120,6 +125,33 @@ def read_set() -> ReadSet:
         paths=tuple(sorted(p for p in found if p and os.path.exists(p))),
         hidden=tuple(sorted(hidden)),
     )
+
+
+def _dependency_paths() -> set[str]:
+    """Where the distributions this package requires installed their top-level modules
+    (packages, single modules, bundled libraries), from their metadata; an editable or
+    metadata-less install contributes nothing here (its modules are found through
+    ``read_set``'s own list)."""
+    found: set[str] = set()
+    try:
+        requires = metadata.requires("terminai-apts") or []
+    except metadata.PackageNotFoundError:
+        return found
+    for requirement in requires:
+        name = re.match(r"[A-Za-z0-9._-]+", requirement)
+        if name is None or "extra ==" in requirement:
+            continue
+        try:
+            dist = metadata.distribution(name.group(0))
+        except metadata.PackageNotFoundError:
+            continue
+        for top in {f.parts[0] for f in dist.files or () if f.parts and f.parts[0] not in ("..", "__pycache__")}:
+            if top.endswith((".dist-info", ".data", ".pth")):
+                continue
+            path = os.path.realpath(str(dist.locate_file(top)))
+            if os.path.exists(path):
+                found.add(path)
+    return found
 
 
 def _mapped_files() -> set[str]:
@@ -211,22 +243,29 @@ def harden_early(hardening: Hardening, *, keep: set[int]) -> landlock.Ruleset | 
     return ruleset
 
 
+def enter_root(root: rootfs.RunRoot | None, isolation: Isolation, places: tuple[tuple[str, str], ...]) -> None:
+    """Step 6a's root, finished once the caller's setup is known: the injected API's files
+    bound read-only where the run will see them, then entered (raises: the run fails)."""
+    if root is None:
+        return
+    for source, inside in places:
+        root.add_at(source, inside)
+    root.enter()
+    isolation.root = True
+
+
 def harden(
     hardening: Hardening,
     isolation: Isolation,
     *,
     ruleset: landlock.Ruleset | None,
-    root: rootfs.RunRoot | None,
     config: dict[str, object],
     api_paths: tuple[str, ...],
     scratch: str | None,
 ) -> None:
-    """Steps 6e-6i once the caller's setup is known; raises (the run fails) on any error."""
+    """Steps 6e-6i once the caller's setup is known (and the run's root entered, if it
+    has one); raises (the run fails) on any error."""
     skip = hardening.skip
-    if root is not None:
-        root.add(api_paths)
-        root.enter()
-        isolation.root = True
     if scratch:
         os.chdir(scratch)
     if "privileges" not in skip:

@@ -194,8 +194,8 @@ class RunRoot:
         """Where the run's ``path`` is while the root is being built."""
         return self.top + "/" + path.lstrip("/")
 
-    def bind(self, bind: Bind) -> None:
-        target = self.inside(bind.path)
+    def bind(self, bind: Bind, where: str | None = None) -> None:
+        target = self.inside(where or bind.path)
         if not os.path.lexists(target):
             os.makedirs(os.path.dirname(target), 0o755, exist_ok=True)
             if bind.directory:
@@ -205,16 +205,11 @@ class RunRoot:
         _mount(bind.path.encode(), target, None, MS_BIND)
         _mount(None, target, None, bind.flags)
 
-    def add(self, paths: Iterable[str]) -> None:
-        """Bind the caller's paths (the injected API's files) read-only, at the same paths."""
-        links: dict[str, str] = {}
-        for path in paths:
-            real = _resolve(path, links)
-            for where, target in sorted(links.items()):
-                if not os.path.lexists(self.inside(where)):
-                    os.makedirs(self.inside(os.path.dirname(where)), 0o755, exist_ok=True)
-                    os.symlink(target, self.inside(where))
-            self.bind(_bind(real, os.stat(real)))
+    def add_at(self, source: str, inside: str) -> None:
+        """Bind the host's ``source`` (resolved) read-only at ``inside`` in the run's root:
+        the injected API's files, at a neutral path that says nothing of the host's."""
+        real = os.path.realpath(source)
+        self.bind(_bind(real, os.stat(real)), inside)
 
     def scratch(self, path: str, *, size_bytes: int, inodes: int, uid: int, gid: int) -> None:
         """The run's scratch directory: a tmpfs capped in bytes and inodes, at ``path``."""
