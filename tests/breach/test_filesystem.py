@@ -3,6 +3,7 @@ beyond what a run needs."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import site
@@ -165,15 +166,30 @@ def _foreign_files() -> list[str]:
     modules: list[str] = []
     roots = [*isolation.read_set().hidden, *site.getsitepackages(), "/usr/lib/python3/dist-packages", "/usr/local/lib"]
     for root in roots:
-        for where, dirs, files in os.walk(root):
-            dirs[:] = [d for d in dirs if d not in ("RestrictedPython", "terminai_apts")]
+        for where, _, files in os.walk(root):
+            if _ours(where):
+                continue
             keys += [os.path.join(where, f) for f in files if f.endswith((".pem", ".key"))]
             modules += [os.path.join(where, f) for f in files if f == "__init__.py"][:1]
-    found = keys[:20] + modules[:20]
-    found.append(pytest.__file__ or "")
-    if os.path.exists("/usr/lib/os-release"):
-        found.append("/usr/lib/os-release")
-    return sorted({f for f in found if os.path.isfile(f) and os.access(f, os.R_OK)})
+    found = keys[:20] + modules[:20] + [pytest.__file__ or "", "/usr/lib/os-release"]
+    return sorted({f for f in found if os.path.isfile(f) and os.access(f, os.R_OK) and not _ours(f)})
+
+
+@functools.cache
+def _read_set() -> isolation.ReadSet:
+    return isolation.read_set()
+
+
+def _ours(path: str) -> bool:
+    """In the read set: this package and what it requires are the run's to read."""
+    reads = _read_set()
+    real = os.path.realpath(path)
+
+    def within(p: str, parent: str) -> bool:
+        return p == parent or p.startswith(parent.rstrip("/") + "/")
+
+    hidden = [h for h in reads.hidden if within(real, h)]
+    return any(within(real, p) for p in reads.paths if not hidden or any(within(p, h) for h in hidden))
 
 
 @pytest.mark.parametrize(

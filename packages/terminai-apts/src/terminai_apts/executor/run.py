@@ -158,6 +158,8 @@ class ExecutorSession:
     """One long-lived run shared by several cells (state stays in the run).
 
     Each cell gets the config's wall-clock limit; CPU and memory are the run's totals.
+    Between cells the run is stopped (it gets no CPU), and the host never blocks on it:
+    each cell is written without blocking, under that cell's deadline.
     A cell that breaks a limit ends the session; so do ``idle_timeout`` seconds without a
     cell and ``max_lifetime`` seconds after opening (the next ``run`` then reports it).
     """
