@@ -69,7 +69,9 @@ class RunChannel:
                         self.setup_failure = self._hold()
         return self.setup_failure
 
-    def cell(self, code: str, timeout: float) -> dict[str, Any]:
+    def cell(self, code: str, timeout: float, *, hold: bool = True) -> dict[str, Any]:
+        """Run one cell under ``timeout``; ``hold``: stop the run once it answered (the
+        default; a caller that ends the run right after has no need to)."""
         if self.ended:
             return _failure("SessionClosed", "the run has ended", dead=True)
         if not self.awaiting_ready and select.select([self.res], [], [], 0)[0]:
@@ -102,7 +104,7 @@ class RunChannel:
             return self._failure("ProtocolError", f"the run sent a malformed result: {exc}")
         # The cell is over: from here until the next one the run gets no CPU at all
         # (an escaped run could have answered early and gone on computing).
-        failure = self._hold()
+        failure = self._hold() if hold else None
         if failure is not None:
             return failure
         return _cap(result, self.config.max_output_bytes)

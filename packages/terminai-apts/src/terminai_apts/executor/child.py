@@ -242,8 +242,8 @@ def _sandboxed(
     try:
         if "parent-death" not in hardening.skip:
             die_with_parent()
-        ruleset = isolation.harden_early(hardening, keep={cmd_fd, res_fd})
         root = isolation.build_root(hardening, report, base)
+        ruleset = isolation.harden_early(hardening, keep={cmd_fd, res_fd}, rooted=root is not None)
         _warm_up(proxies)
         frame = frames.read_frame(cmd_fd, SETUP_LIMIT)
         if frame is None:

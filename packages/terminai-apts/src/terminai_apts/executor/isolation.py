@@ -26,7 +26,7 @@ takes the steps below in a process forked from it:
 6i  seccomp: a default-deny allowlist compiled by libseccomp (``seccomp.py``).
 
 Steps 6b-6e, the common part of 6h's ruleset and the run's root up to the caller's paths
-are taken before the caller's setup arrives (``harden_early``, ``build_root``), the rest
+are taken before the caller's setup arrives (``build_root``, ``harden_early``), the rest
 (the root entered with the caller's paths at neutral places, ``enter_root``; the
 injected API built; then 6e-6i) once it has (``harden``). A step
 that cannot be applied where it must be fails the run closed; optional steps (6a and its
@@ -66,6 +66,9 @@ class Hardening:
     filters: dict[bool, bytes]  # scratch allowed? -> compiled seccomp program
     landlock_abi: int
     read_paths: tuple[str, ...]  # what Landlock lets a run read (directories whole)
+    # The same for a run inside its own root, where an empty directory already covers
+    # every hidden site-packages: the directories that hold one are allowed whole.
+    rooted_read_paths: tuple[str, ...] = ()
     root: rootfs.Plan | None = None  # what each run's own root holds (step 6a)
     skip: frozenset[str] = field(default=frozenset())
 
@@ -80,7 +83,14 @@ def prepare(skip: frozenset[str] = frozenset()) -> Hardening:
     abi = 0 if "landlock" in skip else landlock.abi_version()
     reads = read_set()
     root = None if "minimal-root" in skip else rootfs.plan(reads.paths, hidden=reads.hidden)
-    return Hardening(filters=filters, landlock_abi=abi, read_paths=reads.expanded(), root=root, skip=skip)
+    return Hardening(
+        filters=filters,
+        landlock_abi=abi,
+        read_paths=reads.expanded(),
+        rooted_read_paths=reads.paths,
+        root=root,
+        skip=skip,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,9 +234,10 @@ def build_root(hardening: Hardening, isolation: Isolation, base: str) -> rootfs.
     return None
 
 
-def harden_early(hardening: Hardening, *, keep: set[int]) -> landlock.Ruleset | None:
+def harden_early(hardening: Hardening, *, keep: set[int], rooted: bool = False) -> landlock.Ruleset | None:
     """Steps 6b-6e, and the common part of 6h's ruleset: what needs no caller setup is
-    done while the run waits for one."""
+    done while the run waits for one. ``rooted``: the run has its own root (built
+    first), so the read set's directories can be allowed whole."""
     skip = hardening.skip
     if "descriptors" not in skip:
         limits.close_inherited(keep)
@@ -239,7 +250,7 @@ def harden_early(hardening: Hardening, *, keep: set[int]) -> landlock.Ruleset | 
     if not hardening.landlock_abi:
         return None
     ruleset = landlock.Ruleset(hardening.landlock_abi)
-    ruleset.allow(hardening.read_paths)
+    ruleset.allow(hardening.rooted_read_paths if rooted and hardening.rooted_read_paths else hardening.read_paths)
     return ruleset
 
 

@@ -139,7 +139,7 @@ def _run_fresh(
     started = time.perf_counter()
     run = _open_run(zygote_factory, config, api)
     try:
-        reply = run.cell(code, config.timeout_seconds)
+        reply = run.cell(code, config.timeout_seconds, hold=False)  # ended right below
     finally:
         run.end()
     return _from_reply(reply, started, run.isolation)
