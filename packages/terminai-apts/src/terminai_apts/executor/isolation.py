@@ -119,17 +119,16 @@ def read_set() -> ReadSet:
     script's directory) nor any site-packages: the interpreter, its standard library
     (with its compiled modules), the directories of this package and of the packages it
     requires (its distribution's metadata names them: RestrictedPython, google-re2), the
-    system's shared-library directory (where the C library lives: a
-    module imported late finds its libraries there) and every other shared object the
-    zygote has mapped (a ``libpython`` beside the standard library, say), time-zone
-    data and the two devices. The injected API's paths are added per run."""
+    system's shared-library directory (where the C library lives: a module imported late
+    finds its libraries there; what the zygote mapped elsewhere, a ``libpython`` say, is
+    mapped in every run already), time-zone data and the two devices. The injected API's
+    paths are added per run."""
     stdlib = {os.path.realpath(d) for d in (os.path.dirname(os.__file__), sysconfig.get_config_var("DESTSHARED")) if d}
     packages = {os.path.realpath(os.path.dirname(m.__file__ or "")) for m in (terminai_apts, RestrictedPython)}
     packages.update(_dependency_paths())
     mapped = _mapped_files()
     system = {os.path.dirname(f) for f in mapped if os.path.basename(f).startswith("libc.so")}
     found = {os.path.realpath(sys.executable), *stdlib, *packages, *system, *_EXTRA_READ}
-    found.update(f for f in mapped if not any(_within(f, d) for d in (*stdlib, *system)))
     hidden = {os.path.join(d, name) for d in stdlib for name in _SITE_DIRS if os.path.isdir(os.path.join(d, name))}
     return ReadSet(
         paths=tuple(sorted(p for p in found if p and os.path.exists(p))),
@@ -176,10 +175,6 @@ def _mapped_files() -> set[str]:
                 if os.path.isfile(path):
                     found.add(os.path.realpath(path))
     return found
-
-
-def _within(path: str, parent: str) -> bool:
-    return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
 @dataclass(slots=True)
