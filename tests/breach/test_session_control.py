@@ -137,3 +137,17 @@ def test_an_executor_session_ends_when_its_run_misbehaves(monkeypatch: pytest.Mo
         second = s.run(BIG_CELL)
         assert second.timed_out and s.closed and time.monotonic() - started < 2.5, second
         assert s.run("print(1)").session_ended
+
+
+def test_a_run_that_ends_between_cells_is_reported_as_it_ended() -> None:
+    # It answers, then exits at once: the stop may catch its keeper before the keeper
+    # reaps it. The next cell still reports the run's own end, not a kill for memory.
+    for _ in range(3):
+        ch = channel.RunChannel(harness.zygote(), harness.DEFAULT, None)
+        try:
+            assert ch.cell(FORGE + frame_of() + "os._exit(3)\n", 10)["success"]
+            time.sleep(0.05)
+            after = ch.cell("print(2)", 5)
+            assert after["error_type"] == "ChildCrashed" and after["session_ended"], after
+        finally:
+            ch.end()

@@ -202,6 +202,11 @@ class RunChannel:
         for fd in (self.cmd, self.res):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        if ended and self.paused:
+            # A run that ended by itself between cells left its keeper stopped: it must
+            # go on to report the run's status, not be killed as if the run hung.
+            with contextlib.suppress(OSError):
+                os.killpg(self.pid, signal.SIGCONT)
         return self.zygote.end(self.pid, ended=ended, wait=self.config.scratch)
 
 
