@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -107,3 +109,24 @@ def test_the_read_set_holds_no_site_packages() -> None:
     reads = isolation.read_set()
     assert not [p for p in reads.paths if os.path.basename(p) in ("site-packages", "dist-packages")]
     assert not [p for p in reads.expanded() if os.path.basename(p) in ("site-packages", "dist-packages")]
+
+
+_NOT_MODULES = (".dist-info", ".data")
+
+
+def test_the_read_set_names_every_package_this_one_requires() -> None:
+    # The distribution's metadata (what pip installs next to it) against the executor's list.
+    requires = metadata.requires("terminai-apts") or []
+    names = {re.match(r"[A-Za-z0-9._-]+", r).group(0) for r in requires if "extra ==" not in r}  # type: ignore[union-attr]
+    tops = set()
+    for name in names:
+        files = metadata.distribution(name).files or []
+        tops |= {
+            f.parts[0].removesuffix(".py")
+            for f in files
+            if f.parts and not f.parts[0].endswith((".dist-info", ".data"))
+        }
+    tops -= {"..", "__pycache__"}
+    assert tops == set(isolation.DEPENDENCIES)
+    paths = isolation.read_set().paths
+    assert all(any(p.endswith("/" + top) for p in paths) for top in tops), paths

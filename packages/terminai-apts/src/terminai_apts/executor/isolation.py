@@ -37,12 +37,11 @@ sweep); production never skips any.
 
 from __future__ import annotations
 
+import importlib.util
 import os
-import re
 import sys
 import sysconfig
 from dataclasses import dataclass, field
-from importlib import metadata
 
 import RestrictedPython
 
@@ -118,7 +117,7 @@ def read_set() -> ReadSet:
     """Exactly what a run needs to read, never ``sys.path`` as a whole (it may hold a
     script's directory) nor any site-packages: the interpreter, its standard library
     (with its compiled modules), the directories of this package and of the packages it
-    requires (its distribution's metadata names them: RestrictedPython, google-re2), the
+    requires (``DEPENDENCIES``: RestrictedPython, google-re2's ``re2``), the
     system's shared-library directory (where the C library lives: a module imported late
     finds its libraries there; what the zygote mapped elsewhere, a ``libpython`` say, is
     mapped in every run already), time-zone data and the two devices. The injected API's
@@ -136,30 +135,21 @@ def read_set() -> ReadSet:
     )
 
 
+# What this package requires (its pyproject's dependencies), by import name; a unit test
+# holds this to the installed distribution's metadata (read here, importlib.metadata would
+# cost the zygote's start-up about 10 ms).
+DEPENDENCIES = ("RestrictedPython", "re2")
+
+
 def _dependency_paths() -> set[str]:
-    """Where the distributions this package requires installed their top-level modules
-    (packages, single modules, bundled libraries), from their metadata; an editable or
-    metadata-less install contributes nothing here (its modules are found through
-    ``read_set``'s own list)."""
+    """Where the packages this one requires live (their package directories)."""
     found: set[str] = set()
-    try:
-        requires = metadata.requires("terminai-apts") or []
-    except metadata.PackageNotFoundError:
-        return found
-    for requirement in requires:
-        name = re.match(r"[A-Za-z0-9._-]+", requirement)
-        if name is None or "extra ==" in requirement:
+    for name in DEPENDENCIES:
+        spec = importlib.util.find_spec(name)
+        if spec is None:
             continue
-        try:
-            dist = metadata.distribution(name.group(0))
-        except metadata.PackageNotFoundError:
-            continue
-        for top in {f.parts[0] for f in dist.files or () if f.parts and f.parts[0] not in ("..", "__pycache__")}:
-            if top.endswith((".dist-info", ".data", ".pth")):
-                continue
-            path = os.path.realpath(str(dist.locate_file(top)))
-            if os.path.exists(path):
-                found.add(path)
+        for location in spec.submodule_search_locations or ([spec.origin] if spec.origin else []):
+            found.add(os.path.realpath(location))
     return found
 
 
