@@ -39,3 +39,10 @@ def report(code: str, **kwargs: object) -> dict[str, object]:
     assert result.success, f"{result.error_type}: {result.error}"
     data: dict[str, object] = json.loads(result.stdout.splitlines()[-1])
     return data
+
+
+def close_all() -> None:
+    """End every harness zygote (each test module's own are ended after it)."""
+    while _ZYGOTES:
+        _, client = _ZYGOTES.popitem()
+        client.close()

@@ -10,9 +10,9 @@ import platform
 import signal
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
-from terminai_apts.executor import landlock
+from terminai_apts.executor import child, landlock
 
 from tests.breach import harness
 
@@ -138,3 +138,32 @@ def kill_all(pids: list[int]) -> None:
     for pid in pids:
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
+
+
+def group(pgid: int) -> dict[int, tuple[str, int]]:
+    """The host's view of process group ``pgid``: pid -> (state letter, CPU ticks used)."""
+    found = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    stat = fh.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(b")") + 2 :].split()
+            if int(fields[2]) == pgid:
+                found[int(name)] = (fields[0].decode(), int(fields[11]) + int(fields[12]))
+    return found
+
+
+def group_ticks(pgid: int) -> int:
+    """CPU ticks (user and system) used so far by the live processes of group ``pgid``."""
+    return sum(ticks for _, ticks in group(pgid).values())
+
+
+def in_run(arg: object, *, skip: Iterable[str] = (), number: int = 0) -> str:
+    """Where a run sees the injected API's ``number``-th path argument ``arg``: a neutral
+    path in a run with a root of its own (``child.NEUTRAL_API``), else the host's path."""
+    if namespaces_available() and not {"namespaces", "minimal-root"} & set(skip):
+        return f"{child.NEUTRAL_API}/{number}/index"
+    return str(arg)

@@ -3,18 +3,20 @@ beyond what a run needs."""
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
+import site
 import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_apts.executor import SandboxConfig
+from terminai_apts.executor import SandboxConfig, isolation
 
 from tests.breach.harness import DEFAULT
-from tests.breach.support import EVERYTHING_OFF, attack, landlock_abi
+from tests.breach.support import EVERYTHING_OFF, attack, container, landlock_abi, namespaces_available
 
 WRITES = """
 import stat
@@ -124,7 +126,7 @@ READS = """
 for path in ["/etc/passwd", "/etc/shadow", "/proc/1/environ", "/proc/1/cmdline", "/proc/self/environ",
              "/proc/self/status", "/root/.bashrc", "/home", "{secret}", "/var/run/docker.sock"]:
     out[path] = attempt(lambda: os.listdir(path) if os.path.isdir(path) else open(path, "rb").read(1))
-out["library"] = attempt(lambda: open("/usr/lib/os-release").read(10))
+out["library"] = attempt(lambda: open(os.__file__).read(10))  # the stdlib stays readable
 """
 
 
@@ -133,7 +135,7 @@ def test_reads_are_confined_to_what_a_run_needs(tmp_path: Path) -> None:
     secret.write_text("host secret")
     secret.chmod(0o644)
     out = attack(READS.format(secret=secret))
-    assert out.pop("library") == "ok"  # under a read-allowed library directory
+    assert out.pop("library") == "ok"  # in the read set
     if landlock_abi():
         assert {k: v for k, v in out.items() if v == "ok"} == {}, out
     else:  # documented: without Landlock, reads rest on file permissions and the container
@@ -147,3 +149,64 @@ def test_the_reads_succeed_when_landlock_is_off(tmp_path: Path) -> None:
     # The run's own root holds neither file: off too.
     out = attack(READS.format(secret=secret), skip=("landlock", "minimal-root"), config=DEFAULT)
     assert out["/etc/passwd"] == "ok" and out[str(secret)] == "ok", out
+
+
+FOREIGN = """
+for path in {targets!r}:
+    out[path] = attempt(lambda: open(path, "rb").read(1))
+out["stdlib"] = attempt(lambda: open(os.__file__, "rb").read(1))
+"""
+
+
+def _foreign_files() -> list[str]:
+    """Files of other packages on this machine: in every site-packages the interpreter
+    knows (the base interpreter's included, hidden inside its stdlib), Debian's
+    dist-packages and a file beside the shared libraries that is not one."""
+    keys: list[str] = []
+    modules: list[str] = []
+    roots = [*isolation.read_set().hidden, *site.getsitepackages(), "/usr/lib/python3/dist-packages", "/usr/local/lib"]
+    for root in roots:
+        for where, _, files in os.walk(root):
+            if _ours(where):
+                continue
+            keys += [os.path.join(where, f) for f in files if f.endswith((".pem", ".key"))]
+            modules += [os.path.join(where, f) for f in files if f == "__init__.py"][:1]
+    found = keys[:20] + modules[:20] + [pytest.__file__ or "", "/usr/lib/os-release"]
+    return sorted({f for f in found if os.path.isfile(f) and os.access(f, os.R_OK) and not _ours(f)})
+
+
+@functools.cache
+def _read_set() -> isolation.ReadSet:
+    return isolation.read_set()
+
+
+def _ours(path: str) -> bool:
+    """In the read set: this package and what it requires are the run's to read."""
+    reads = _read_set()
+    real = os.path.realpath(path)
+
+    def within(p: str, parent: str) -> bool:
+        return p == parent or p.startswith(parent.rstrip("/") + "/")
+
+    hidden = [h for h in reads.hidden if within(real, h)]
+    return any(within(real, p) for p in reads.paths if not hidden or any(within(p, h) for h in hidden))
+
+
+@pytest.mark.parametrize(
+    "skip", [(), ("namespaces", "minimal-root", "privileges")], ids=["all-layers", "landlock-without-root-or-uid"]
+)
+def test_no_other_package_is_readable(skip: tuple[str, ...]) -> None:
+    targets = _foreign_files()
+    assert len(targets) >= 2, targets  # the test has something to prove
+    out = attack(FOREIGN.format(targets=targets), skip=skip)
+    assert out.pop("stdlib") == "ok"
+    if landlock_abi() or (namespaces_available() and not skip):
+        assert {k: v for k, v in out.items() if v == "ok"} == {}, out
+    else:  # documented: without Landlock and namespaces, reads rest on file permissions
+        assert container() is not None
+
+
+def test_other_packages_are_readable_without_landlock_and_the_root() -> None:
+    targets = _foreign_files()
+    out = attack(FOREIGN.format(targets=targets), skip=("landlock", "minimal-root", "namespaces", "privileges"))
+    assert all(v == "ok" for v in out.values()), out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sqlite3
 import tempfile
@@ -23,7 +24,7 @@ from terminai_apts.memory.records import NewMemory
 
 from tests.breach import harness
 from tests.breach.harness import DEFAULT
-from tests.breach.support import EMIT, PRELUDE, attack
+from tests.breach.support import EMIT, PRELUDE, attack, in_run
 
 SCRATCH = SandboxConfig(timeout_seconds=10, security_mode="standard", scratch=True)
 
@@ -110,7 +111,8 @@ out["write-lock"] = attempt(fcntl.lockf, db, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
 def test_the_database_descriptor_and_path_stay_read_only(database: Path) -> None:
     before = _digest(database)
-    body = DESCRIPTOR.format(path=database, folder=database.parent)
+    seen = in_run(database)
+    body = DESCRIPTOR.format(path=seen, folder=os.path.dirname(seen))
     for config in (DEFAULT, SCRATCH):
         out = attack(body, config=config, api=thermal_spec(str(database)))
         assert out.pop("access-mode") == 0, out  # O_RDONLY
@@ -119,9 +121,11 @@ def test_the_database_descriptor_and_path_stay_read_only(database: Path) -> None
 
 
 def test_the_database_is_writable_when_the_layers_are_off(database: Path) -> None:
-    body = DESCRIPTOR.format(path=database, folder=database.parent).replace('"{path}.moved"', '"/dev/null/x"')
+    skip = ("landlock", "seccomp", "minimal-root")
+    seen = in_run(database, skip=skip)
+    body = DESCRIPTOR.format(path=seen, folder=os.path.dirname(seen)).replace('"{path}.moved"', '"/dev/null/x"')
     # The run's own root binds the database read-only: off too.
-    out = attack(body, api=thermal_spec(str(database)), skip=("landlock", "seccomp", "minimal-root"))
+    out = attack(body, api=thermal_spec(str(database)), skip=skip)
     assert out["open-rw"] == "ok" and out["sibling"] == "ok", out  # only the sandbox stood in the way
 
 
@@ -152,7 +156,7 @@ def _hold(database: Path, skip: frozenset[str] = frozenset()) -> tuple[dict[str,
     host meanwhile; the run's report and what the write did."""
     session = channel.RunChannel(harness.zygote(skip), DEFAULT, thermal_spec(str(database)).to_json())
     try:
-        held = session.cell(PRELUDE + HOLD_LOCK.format(path=database) + EMIT, 10)
+        held = session.cell(PRELUDE + HOLD_LOCK.format(path=in_run(database, skip=skip)) + EMIT, 10)
         assert held["success"], held
         out: dict[str, object] = json.loads(held["stdout"])
         writer = sqlite3.connect(database, timeout=0.5)

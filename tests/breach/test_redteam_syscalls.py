@@ -128,6 +128,7 @@ def test_some_of_them_work_without_the_filter() -> None:
     assert set(out.values()) == {"ok"}, out
 
 
+@pytest.mark.slow
 def test_cpu_spent_in_the_kernel_counts_too() -> None:
     # Many cheap system calls (system time, not user time) still hit the CPU limit.
     code = PRELUDE + "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\nwhile True:\n    libc.getppid()\n"

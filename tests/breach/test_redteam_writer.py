@@ -33,7 +33,7 @@ from terminai_apts.memory.tiers import LIVE_INDEX
 
 from tests.breach import harness
 from tests.breach.harness import DEFAULT
-from tests.breach.support import EMIT, PRELUDE
+from tests.breach.support import EMIT, PRELUDE, in_run
 
 
 @pytest.fixture
@@ -115,7 +115,9 @@ def _hold(root: Path, skip: frozenset[str] = frozenset()) -> tuple[dict[str, obj
     index, lock = root / LIVE_INDEX, root / ".lock"
     session = channel.RunChannel(harness.zygote(skip), DEFAULT, thermal_spec(str(root)).to_json())
     try:
-        held = session.cell(PRELUDE + HOLD.format(index=index, lock=lock, root=root) + EMIT, 10)
+        seen = in_run(root, skip=skip)  # where the run sees the journal directory
+        body = HOLD.format(index=f"{seen}/{LIVE_INDEX}", lock=f"{seen}/.lock", root=seen)
+        held = session.cell(PRELUDE + body + EMIT, 10)
         assert held["success"], held
         out: dict[str, object] = json.loads(held["stdout"])
         return out, _write(index, lock)

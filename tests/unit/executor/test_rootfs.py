@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -81,3 +83,50 @@ def test_a_root_that_cannot_be_built_is_reported_and_leaves_the_base_as_it_was(t
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_a_hidden_directory_keeps_a_bind_inside_it_and_nothing_else(tmp_path: Path) -> None:
+    # The base interpreter's site-packages lies inside its stdlib: it is covered by an
+    # empty directory, and a package of ours that lives there is bound on top.
+    stdlib = tmp_path / "lib/python3"
+    (stdlib / "site-packages/ours").mkdir(parents=True)
+    (stdlib / "site-packages/theirs").mkdir()
+    plan = rootfs.plan((str(stdlib), str(stdlib / "site-packages/ours")), hidden=(str(stdlib / "site-packages"),))
+    assert [b.path for b in plan.binds] == [str(stdlib), str(stdlib / "site-packages/ours")]
+    assert plan.hidden == (str(stdlib / "site-packages"),)
+
+
+def test_the_landlock_read_set_leaves_the_hidden_directory_out(tmp_path: Path) -> None:
+    stdlib = tmp_path / "lib/python3"
+    (stdlib / "site-packages").mkdir(parents=True)
+    (stdlib / "os.py").write_text("")
+    (stdlib / "lib-dynload").mkdir()
+    reads = isolation.ReadSet(paths=(str(stdlib),), hidden=(str(stdlib / "site-packages"),))
+    assert reads.expanded() == (str(stdlib / "lib-dynload"), str(stdlib / "os.py"))
+
+
+def test_the_read_set_holds_no_site_packages() -> None:
+    reads = isolation.read_set()
+    assert not [p for p in reads.paths if os.path.basename(p) in ("site-packages", "dist-packages")]
+    assert not [p for p in reads.expanded() if os.path.basename(p) in ("site-packages", "dist-packages")]
+
+
+_NOT_MODULES = (".dist-info", ".data")
+
+
+def test_the_read_set_names_every_package_this_one_requires() -> None:
+    # The distribution's metadata (what pip installs next to it) against the executor's list.
+    requires = metadata.requires("terminai-apts") or []
+    names = {re.match(r"[A-Za-z0-9._-]+", r).group(0) for r in requires if "extra ==" not in r}  # type: ignore[union-attr]
+    tops = set()
+    for name in names:
+        files = metadata.distribution(name).files or []
+        tops |= {
+            f.parts[0].removesuffix(".py")
+            for f in files
+            if f.parts and not f.parts[0].endswith((".dist-info", ".data"))
+        }
+    tops -= {"..", "__pycache__"}
+    assert tops == set(isolation.DEPENDENCIES)
+    paths = isolation.read_set().paths
+    assert all(any(p.endswith("/" + top) for p in paths) for top in tops), paths

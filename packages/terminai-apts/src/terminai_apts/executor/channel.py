@@ -34,7 +34,11 @@ class RunChannel:
         self.zygote = zygote
         self.config = config
         self.pid, self.cmd, self.res = zygote.spawn()
+        # Never block on the run: a run that stops reading must not hold the host past a
+        # deadline (a cell larger than the pipe's buffer would, with a blocking write).
+        os.set_blocking(self.cmd, False)
         self.ended = False
+        self.paused = False
         self.isolation: tuple[str, ...] = ()
         self.notes: tuple[str, ...] = ()
         self.started = time.monotonic()
@@ -42,16 +46,17 @@ class RunChannel:
         self.setup_failure: dict[str, Any] | None = None
         self.awaiting_ready = True
         self.reader = frames.FrameReader()
-        try:
-            frames.write_frame(self.cmd, json.dumps({"config": config.to_json(), "api": api}).encode())
-        except OSError:
+        self.pending = bytearray(frames.encode(json.dumps({"config": config.to_json(), "api": api}).encode()))
+        if not self._flush(time.monotonic()):
             self.setup_failure = self._failure("ChildCrashed", "the run ended before it read its setup")
 
-    def ready(self, timeout: float) -> dict[str, Any] | None:
-        """Read the run's "ready" frame once (a failure result when it is not ready)."""
+    def ready(self, timeout: float, *, hold: bool = False) -> dict[str, Any] | None:
+        """Read the run's "ready" frame once (a failure result when it is not ready).
+        ``hold``: no cell follows yet, so the run is stopped until the next one."""
         if self.awaiting_ready and self.setup_failure is None:
             self.awaiting_ready = False
-            reply = self._read(time.monotonic() + timeout, timeout, _READY_LIMIT)
+            deadline = time.monotonic() + timeout
+            reply = self._write_by(deadline, timeout) or self._read(deadline, timeout, _READY_LIMIT)
             if "frame" not in reply:
                 self.setup_failure = reply
             else:
@@ -59,9 +64,14 @@ class RunChannel:
                     self.isolation, self.notes = _parse_ready(reply["frame"])
                 except frames.FrameError as exc:
                     self.setup_failure = self._failure("ProtocolError", f"the run sent a malformed ready frame: {exc}")
+                else:
+                    if hold:
+                        self.setup_failure = self._hold()
         return self.setup_failure
 
-    def cell(self, code: str, timeout: float) -> dict[str, Any]:
+    def cell(self, code: str, timeout: float, *, hold: bool = True) -> dict[str, Any]:
+        """Run one cell under ``timeout``; ``hold``: stop the run once it answered (the
+        default; a caller that ends the run right after has no need to)."""
         if self.ended:
             return _failure("SessionClosed", "the run has ended", dead=True)
         if not self.awaiting_ready and select.select([self.res], [], [], 0)[0]:
@@ -70,13 +80,17 @@ class RunChannel:
                 return self._died()
             return self._failure("ProtocolError", "the run sent data nobody asked for")
         deadline = time.monotonic() + timeout
-        try:
-            self.seq += 1
-            frames.write_frame(self.cmd, json.dumps({"code": code, "seq": self.seq}).encode())
-        except OSError:
-            return self._failure("ChildCrashed", "the run ended before it read its input")
-        # Written before the ready frame is read: setup and code travel in one round trip.
-        failure = self.ready(timeout)
+        if self.paused:
+            failure = self._signal(signal.SIGCONT, "continue")
+            if failure is not None:
+                return failure
+            self.paused = False
+        # Each cell's answer must echo a number the run learns only by reading that cell:
+        # an answer written ahead (or a spare one kept for later) cannot match it.
+        self.seq = int.from_bytes(os.urandom(8), "big") >> 11
+        self.pending += frames.encode(json.dumps({"code": code, "seq": self.seq}).encode())
+        # Setup and code travel in one round trip: the ready frame is read after both.
+        failure = self._write_by(deadline, timeout) or self.ready(timeout)
         if failure is not None:
             return failure
         reply = self._read(deadline, timeout, 6 * self.config.max_output_bytes + frames.FRAME_OVERHEAD)
@@ -88,7 +102,54 @@ class RunChannel:
             result = frames.parse_result(reply["frame"], self.seq)
         except frames.FrameError as exc:
             return self._failure("ProtocolError", f"the run sent a malformed result: {exc}")
+        # The cell is over: from here until the next one the run gets no CPU at all
+        # (an escaped run could have answered early and gone on computing).
+        failure = self._hold() if hold else None
+        if failure is not None:
+            return failure
         return _cap(result, self.config.max_output_bytes)
+
+    def _hold(self) -> dict[str, Any] | None:
+        """Stop every process of the run (SIGSTOP to its process group, which the run
+        cannot leave: seccomp refuses setsid and setpgid; a run's PID-namespace init
+        cannot ignore a stop sent from outside it). The group id is the keeper's pid,
+        which the zygote does not release before ``end``."""
+        failure = self._signal(signal.SIGSTOP, "stop")
+        self.paused = failure is None
+        return failure
+
+    def _signal(self, sig: int, what: str) -> dict[str, Any] | None:
+        try:
+            os.killpg(self.pid, sig)
+        except ProcessLookupError:
+            return None  # nothing of the run is left: the next read says how it ended
+        except OSError as exc:
+            return self._failure("ChildCrashed", f"the host could not {what} the run ({os.strerror(exc.errno or 0)})")
+        return None
+
+    def _flush(self, deadline: float) -> bool:
+        """Write what is pending without blocking, waiting at most until ``deadline``;
+        False when the run closed its end."""
+        while self.pending:
+            try:
+                del self.pending[: os.write(self.cmd, self.pending)]
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return True
+                select.select([], [self.cmd], [], left)
+            except OSError:
+                return False
+        return True
+
+    def _write_by(self, deadline: float, timeout: float) -> dict[str, Any] | None:
+        """Everything pending written by ``deadline``, else the run's end as a failure."""
+        if not self._flush(deadline):
+            return self._failure("ChildCrashed", "the run ended before it read its input")
+        if self.pending:
+            self.end()
+            return _failure("TimeoutError", f"wall-clock limit of {timeout:g}s exceeded", timed_out=True, dead=True)
+        return None
 
     def _read(self, deadline: float, timeout: float, limit: int) -> dict[str, Any]:
         """One frame from the run by ``deadline`` and within ``limit`` bytes."""
@@ -141,6 +202,11 @@ class RunChannel:
         for fd in (self.cmd, self.res):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        if ended and self.paused:
+            # A run that ended by itself between cells left its keeper stopped: it must
+            # go on to report the run's status, not be killed as if the run hung.
+            with contextlib.suppress(OSError):
+                os.killpg(self.pid, signal.SIGCONT)
         return self.zygote.end(self.pid, ended=ended, wait=self.config.scratch)
 
 

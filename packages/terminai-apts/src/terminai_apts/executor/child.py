@@ -9,6 +9,7 @@ one result frame per cell.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 import json
 import os
@@ -108,21 +109,48 @@ def _describe(exc: BaseException) -> str:
     return f"{name}: {text}" if isinstance(text, str) else name
 
 
-def _build_api(spec_json: dict[str, object] | None) -> tuple[dict[str, object], tuple[str, ...]]:
-    """The injected API (built before hardening) and the paths Landlock must leave readable."""
+# Where the injected API's files appear in a run that has a root of its own: the host's
+# path of an index names its user and project, so the run sees a neutral one instead.
+NEUTRAL_API = "/run/api"
+
+
+def _api_places(
+    spec_json: dict[str, object] | None, *, neutral: bool
+) -> tuple[ApiSpec | None, tuple[tuple[str, str], ...]]:
+    """The injected API's spec with its path arguments as the run will see them, and its
+    files as (path on the host, path in the run) pairs: ``NEUTRAL_API/N/index`` for the
+    N-th argument (its ``-wal``, ``-shm`` and ``-journal`` siblings beside it) when
+    ``neutral``, else the host's own path."""
     if not spec_json:
-        return {}, ()
+        return None, ()
     spec = ApiSpec.from_json(spec_json)
+    args: list[str] = []
+    places: list[tuple[str, str]] = []
+    for number, arg in enumerate(spec.args):
+        if not os.path.isabs(arg):
+            args.append(arg)
+            continue
+        target = f"{NEUTRAL_API}/{number}/index" if neutral else arg
+        places += [(arg + s, target + s) for s in ("", "-wal", "-shm", "-journal") if os.path.exists(arg + s)]
+        args.append(target)
+    return dataclasses.replace(spec, args=tuple(args)), tuple(places)
+
+
+def _factory(spec: ApiSpec | None) -> Callable[..., object] | None:
+    """The injected API's factory, imported from where the host names it (before the run
+    enters its root: the factory's own module may live outside the read set)."""
+    if spec is None:
+        return None
     module_name, _, attr = spec.factory.partition(":")
-    factory = getattr(importlib.import_module(module_name), attr)
-    paths = tuple(
-        candidate
-        for arg in spec.args
-        if os.path.isabs(arg)
-        for candidate in (arg, f"{arg}-wal", f"{arg}-shm", f"{arg}-journal")
-        if os.path.exists(candidate)
-    )
-    return {spec.name: api_object.wrap_api(spec, factory(*spec.args))}, paths
+    factory: Callable[..., object] = getattr(importlib.import_module(module_name), attr)
+    return factory
+
+
+def _build_api(spec: ApiSpec | None, factory: Callable[..., object] | None) -> dict[str, object]:
+    """The injected API, built before hardening (from the paths the run sees)."""
+    if spec is None or factory is None:
+        return {}
+    return {spec.name: api_object.wrap_api(spec, factory(*spec.args))}
 
 
 Runner = Callable[[str, dict[str, Any], output.OutputBuffer], dict[str, Any]]
@@ -214,8 +242,8 @@ def _sandboxed(
     try:
         if "parent-death" not in hardening.skip:
             die_with_parent()
-        ruleset = isolation.harden_early(hardening, keep={cmd_fd, res_fd})
         root = isolation.build_root(hardening, report, base)
+        ruleset = isolation.harden_early(hardening, keep={cmd_fd, res_fd}, rooted=root is not None)
         _warm_up(proxies)
         frame = frames.read_frame(cmd_fd, SETUP_LIMIT)
         if frame is None:
@@ -223,16 +251,23 @@ def _sandboxed(
         setup = json.loads(frame)
         config: dict[str, Any] = setup["config"]
         scratch = _make_scratch(base, config, report, root) if config.get("scratch") else None
+        spec, places = _api_places(setup.get("api"), neutral=root is not None)
         try:
-            injected, api_paths = _build_api(setup.get("api"))
+            factory = _factory(spec)
+        except Exception:
+            factory = None
+        isolation.enter_root(root, report, places)
+        try:
+            if spec is not None and factory is None:
+                raise ImportError(spec.factory)
+            injected = _build_api(spec, factory)
         except Exception as exc:
-            injected, api_paths = {}, ()
+            injected = {}
             setup_error: str | None = f"injected API unavailable ({type(exc).__name__})"
         else:
             setup_error = None
-        isolation.harden(
-            hardening, report, ruleset=ruleset, root=root, config=config, api_paths=api_paths, scratch=scratch
-        )
+        api_paths = tuple(inside for _, inside in places)
+        isolation.harden(hardening, report, ruleset=ruleset, config=config, api_paths=api_paths, scratch=scratch)
         # Sent before any user code runs, so the host may trust this one frame.
         ready = {"isolation": report.layers(), "notes": report.notes}
         frames.write_frame(res_fd, json.dumps(ready).encode())

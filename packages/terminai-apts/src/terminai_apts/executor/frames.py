@@ -107,8 +107,10 @@ def _is_text(value: str) -> bool:
 
 
 def parse_result(payload: bytes, seq: int) -> dict[str, Any]:
-    """The child's answer to cell ``seq``, checked field by field (``FrameError`` if not):
-    a stale or early answer to another cell has another ``seq``."""
+    """The child's answer to the cell whose request carried ``seq`` (a random number the
+    run learns only by reading that request), checked field by field (``FrameError`` if
+    not): an answer written before the request was read, or kept from another cell,
+    has another ``seq``."""
     try:
         data = json.loads(payload)
     except (ValueError, RecursionError) as exc:
@@ -124,7 +126,7 @@ def parse_result(payload: bytes, seq: int) -> dict[str, Any]:
     if data["violations"] or not 0 <= data["line"] < 1 << 31:
         raise FrameError("result frame carries impossible values")
     if data["seq"] != seq:
-        raise FrameError(f"result frame answers cell {data['seq']}, not cell {seq}")
+        raise FrameError("result frame answers another cell than the one asked")
     del data["seq"]
     for name in ("error_type", "refused_by"):
         if data[name] is not None and len(data[name]) > _MAX_NAME:

@@ -4,8 +4,8 @@ The Python layers above are defence in depth; this layer assumes arbitrary nativ
 in the run. The zygote prepares what can be prepared once (``prepare``); every run then
 takes the steps below in a process forked from it:
 
-6a  namespaces: the run's keeper unshares PID, IPC and network namespaces (and a user
-    namespace when not root) and forks the sandboxed process as PID 1 of them
+6a  namespaces: the run's keeper unshares PID, IPC, network and UTS namespaces (the
+    last named "sandbox"; and a user namespace when not root) and forks the sandboxed process as PID 1 of them
     (``namespaces.py``; unavailable in an unprivileged container, reported); with them,
     the sandboxed process gets a root of its own ("minimal-root", ``rootfs.py``): a
     mount namespace whose root holds only the read paths below, the injected API's
@@ -18,15 +18,17 @@ takes the steps below in a process forked from it:
 6f  dies with its parent (the zygote's kill of the keeper takes the run with it);
 6g  resource limits: address space, CPU, file size, descriptors, no processes, no core,
     no locked memory, no message queues;
-6h  Landlock: reads confined to the interpreter's library directories, this package,
-    RestrictedPython, time zone data and the injected API's own paths; writes to the
+6h  Landlock: reads confined to the read set (``read_set``: the interpreter, its
+    standard library without any site-packages, this package, RestrictedPython, the
+    shared libraries, time zone data) and the injected API's own paths; writes to the
     scratch directory only; no TCP; signals and abstract unix sockets scoped to the run
     (kernel ABI permitting, reported);
 6i  seccomp: a default-deny allowlist compiled by libseccomp (``seccomp.py``).
 
 Steps 6b-6e, the common part of 6h's ruleset and the run's root up to the caller's paths
-are taken before the caller's setup arrives (``harden_early``, ``build_root``), the rest
-(the root entered with the caller's paths, then 6e-6i) once it has (``harden``). A step
+are taken before the caller's setup arrives (``build_root``, ``harden_early``), the rest
+(the root entered with the caller's paths at neutral places, ``enter_root``; the
+injected API built; then 6e-6i) once it has (``harden``). A step
 that cannot be applied where it must be fails the run closed; optional steps (6a and its
 root, 6h) report what they could not do in ``Isolation.notes``. ``STEPS`` names each for
 the assume-breach tests, which switch them off one by one (``orphans`` is the zygote's
@@ -35,6 +37,7 @@ sweep); production never skips any.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 import sysconfig
@@ -50,7 +53,9 @@ STEPS: tuple[str, ...] = (
     "parent-death", "rlimits", "landlock", "seccomp", "orphans",
 )  # fmt: skip
 _EXTRA_READ = ("/usr/share/zoneinfo", "/etc/localtime", "/dev/urandom", "/dev/null")
-_LIBRARY_DIRS = ("/lib", "/lib64", "/usr/lib", "/usr/lib64", "/usr/local/lib")
+# Other packages' homes: never part of a run's read set, even inside the stdlib's directory
+# (a base interpreter's site-packages held private keys of test suites).
+_SITE_DIRS = ("site-packages", "dist-packages")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -59,32 +64,107 @@ class Hardening:
 
     filters: dict[bool, bytes]  # scratch allowed? -> compiled seccomp program
     landlock_abi: int
-    read_paths: tuple[str, ...]
+    read_paths: tuple[str, ...]  # what Landlock lets a run read (directories whole)
+    # The same for a run inside its own root, where an empty directory already covers
+    # every hidden site-packages: the directories that hold one are allowed whole.
+    rooted_read_paths: tuple[str, ...] = ()
     root: rootfs.Plan | None = None  # what each run's own root holds (step 6a)
     skip: frozenset[str] = field(default=frozenset())
 
 
 def prepare(skip: frozenset[str] = frozenset()) -> Hardening:
+    """Compile the filters and compute the read set; called once the zygote has loaded
+    everything a run may use (the read set names the shared libraries mapped by then)."""
     unknown = skip - set(STEPS)
     if unknown:
         raise ValueError(f"unknown isolation steps: {sorted(unknown)}")
     filters = {} if "seccomp" in skip else {s: seccomp.compile_filter(seccomp.rules(scratch=s)) for s in (False, True)}
     abi = 0 if "landlock" in skip else landlock.abi_version()
-    read_paths = _read_paths()
-    # The interpreter itself is bound too: /proc/self/exe then names a path of the run's root.
-    root = None if "minimal-root" in skip else rootfs.plan((*read_paths, os.path.realpath(sys.executable)))
-    return Hardening(filters=filters, landlock_abi=abi, read_paths=read_paths, root=root, skip=skip)
-
-
-def _read_paths() -> tuple[str, ...]:
-    """The interpreter's library directories and where this package and its one
-    dependency live; never ``sys.path`` as a whole (it may hold a script's directory)."""
-    found = {sysconfig.get_path(name) for name in ("stdlib", "platstdlib", "purelib", "platlib")}
-    found.update(
-        os.path.dirname(os.path.dirname(module.__file__ or "")) for module in (terminai_apts, RestrictedPython)
+    reads = read_set()
+    root = None if "minimal-root" in skip else rootfs.plan(reads.paths, hidden=reads.hidden)
+    return Hardening(
+        filters=filters,
+        landlock_abi=abi,
+        read_paths=reads.expanded(),
+        rooted_read_paths=reads.paths,
+        root=root,
+        skip=skip,
     )
-    found.update(_LIBRARY_DIRS + _EXTRA_READ)
-    return tuple(sorted(p for p in found if p and os.path.exists(p)))
+
+
+@dataclass(frozen=True, slots=True)
+class ReadSet:
+    """What a run may read (real paths), and the directories inside them that stay out."""
+
+    paths: tuple[str, ...]
+    hidden: tuple[str, ...]
+
+    def expanded(self) -> tuple[str, ...]:
+        """The same set for Landlock, which can only allow: a directory that holds a
+        hidden one is allowed entry by entry, without it."""
+        out: list[str] = []
+        for path in self.paths:
+            inside = {os.path.basename(h) for h in self.hidden if os.path.dirname(h) == path}
+            if not inside:
+                out.append(path)
+                continue
+            with os.scandir(path) as entries:
+                out += sorted(e.path for e in entries if e.name not in inside)
+        return tuple(sorted(set(out)))
+
+
+def read_set() -> ReadSet:
+    """Exactly what a run needs to read, never ``sys.path`` as a whole (it may hold a
+    script's directory) nor any site-packages: the interpreter, its standard library
+    (with its compiled modules), the directories of this package and of the packages it
+    requires (``DEPENDENCIES``: RestrictedPython, google-re2's ``re2``), the
+    system's shared-library directory (where the C library lives: a module imported late
+    finds its libraries there; what the zygote mapped elsewhere, a ``libpython`` say, is
+    mapped in every run already), time-zone data and the two devices. The injected API's
+    paths are added per run."""
+    stdlib = {os.path.realpath(d) for d in (os.path.dirname(os.__file__), sysconfig.get_config_var("DESTSHARED")) if d}
+    packages = {os.path.realpath(os.path.dirname(m.__file__ or "")) for m in (terminai_apts, RestrictedPython)}
+    packages.update(_dependency_paths())
+    mapped = _mapped_files()
+    system = {os.path.dirname(f) for f in mapped if os.path.basename(f).startswith("libc.so")}
+    found = {os.path.realpath(sys.executable), *stdlib, *packages, *system, *_EXTRA_READ}
+    hidden = {os.path.join(d, name) for d in stdlib for name in _SITE_DIRS if os.path.isdir(os.path.join(d, name))}
+    return ReadSet(
+        paths=tuple(sorted(p for p in found if p and os.path.exists(p))),
+        hidden=tuple(sorted(hidden)),
+    )
+
+
+# What this package requires (its pyproject's dependencies), by import name; a unit test
+# holds this to the installed distribution's metadata (read here, importlib.metadata would
+# cost the zygote's start-up about 10 ms).
+DEPENDENCIES = ("RestrictedPython", "re2")
+
+
+def _dependency_paths() -> set[str]:
+    """Where the packages this one requires live (their package directories)."""
+    found: set[str] = set()
+    for name in DEPENDENCIES:
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            continue
+        for location in spec.submodule_search_locations or ([spec.origin] if spec.origin else []):
+            found.add(os.path.realpath(location))
+    return found
+
+
+def _mapped_files() -> set[str]:
+    """The real paths of the files this process has mapped (the interpreter and its
+    shared objects), from ``/proc/self/maps``."""
+    found = set()
+    with open("/proc/self/maps") as fh:
+        for line in fh:
+            fields = line.split(maxsplit=5)
+            if len(fields) == 6 and fields[5].startswith("/") and not fields[5].rstrip().endswith("(deleted)"):
+                path = fields[5].rstrip("\n")
+                if os.path.isfile(path):
+                    found.add(os.path.realpath(path))
+    return found
 
 
 @dataclass(slots=True)
@@ -139,9 +219,10 @@ def build_root(hardening: Hardening, isolation: Isolation, base: str) -> rootfs.
     return None
 
 
-def harden_early(hardening: Hardening, *, keep: set[int]) -> landlock.Ruleset | None:
+def harden_early(hardening: Hardening, *, keep: set[int], rooted: bool = False) -> landlock.Ruleset | None:
     """Steps 6b-6e, and the common part of 6h's ruleset: what needs no caller setup is
-    done while the run waits for one."""
+    done while the run waits for one. ``rooted``: the run has its own root (built
+    first), so the read set's directories can be allowed whole."""
     skip = hardening.skip
     if "descriptors" not in skip:
         limits.close_inherited(keep)
@@ -154,8 +235,19 @@ def harden_early(hardening: Hardening, *, keep: set[int]) -> landlock.Ruleset | 
     if not hardening.landlock_abi:
         return None
     ruleset = landlock.Ruleset(hardening.landlock_abi)
-    ruleset.allow(hardening.read_paths)
+    ruleset.allow(hardening.rooted_read_paths if rooted and hardening.rooted_read_paths else hardening.read_paths)
     return ruleset
+
+
+def enter_root(root: rootfs.RunRoot | None, isolation: Isolation, places: tuple[tuple[str, str], ...]) -> None:
+    """Step 6a's root, finished once the caller's setup is known: the injected API's files
+    bound read-only where the run will see them, then entered (raises: the run fails)."""
+    if root is None:
+        return
+    for source, inside in places:
+        root.add_at(source, inside)
+    root.enter()
+    isolation.root = True
 
 
 def harden(
@@ -163,17 +255,13 @@ def harden(
     isolation: Isolation,
     *,
     ruleset: landlock.Ruleset | None,
-    root: rootfs.RunRoot | None,
     config: dict[str, object],
     api_paths: tuple[str, ...],
     scratch: str | None,
 ) -> None:
-    """Steps 6e-6i once the caller's setup is known; raises (the run fails) on any error."""
+    """Steps 6e-6i once the caller's setup is known (and the run's root entered, if it
+    has one); raises (the run fails) on any error."""
     skip = hardening.skip
-    if root is not None:
-        root.add(api_paths)
-        root.enter()
-        isolation.root = True
     if scratch:
         os.chdir(scratch)
     if "privileges" not in skip:

@@ -1,4 +1,4 @@
-"""Per-run namespaces: PID, IPC and network (with a user namespace when not root).
+"""Per-run namespaces: PID, IPC, network and UTS (with a user namespace when not root).
 
 Called in the run's first process (the "keeper"): it unshares, then forks the sandboxed
 process, which is PID 1 of a fresh PID namespace. When that process ends, the kernel
@@ -17,11 +17,14 @@ import ctypes
 import os
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWUTS = 0x04000000
 CLONE_NEWIPC = 0x08000000
 CLONE_NEWUSER = 0x10000000
 CLONE_NEWPID = 0x20000000
 CLONE_NEWNET = 0x40000000
-RUN_NAMESPACES = CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET
+RUN_NAMESPACES = CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS
+# What a run's uname() names as its host and domain (never the machine's own names).
+HOST_NAME = b"sandbox"
 
 
 def enter_run_namespaces() -> bool:
@@ -36,6 +39,9 @@ def enter_run_namespaces() -> bool:
         _write("/proc/self/setgroups", "deny")
         _write("/proc/self/uid_map", f"{uid} {uid} 1")
         _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    for call in (libc.sethostname, libc.setdomainname):
+        if call(HOST_NAME, len(HOST_NAME)) != 0:
+            raise OSError(ctypes.get_errno(), "naming the run's UTS namespace failed")
     return True
 
 

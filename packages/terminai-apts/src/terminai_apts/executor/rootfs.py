@@ -8,9 +8,10 @@ the layers above changes):
 
 - a small tmpfs, mounted over the run's base directory in a mount namespace of the run's
   own whose mounts are all private (nothing propagates back to the host's mount table);
-- read-only, nosuid bind mounts of the read paths (the interpreter, its library
-  directories, this package and its one dependency, time-zone data, ``/dev/null``,
-  ``/dev/urandom``), the symbolic links met on the way to them (``/lib -> usr/lib``), a
+- read-only, nosuid bind mounts of the read set (``isolation.read_set``: the interpreter,
+  its standard library, this package and its one dependency, the shared libraries,
+  time-zone data, ``/dev/null``, ``/dev/urandom``), with an empty read-only directory
+  over every site-packages inside them, the symbolic links met on the way to them (``/lib -> usr/lib``), a
   fresh ``/proc`` of the run's own PID namespace (only its own pids), then, once the
   caller's setup is known, the injected API's paths and the scratch tmpfs;
 - ``pivot_root`` into it and a lazy unmount of the old root, so no path leads back.
@@ -50,6 +51,7 @@ _KEPT_FLAGS = (
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 _MAX_LINKS = 40  # as the kernel's own path walk (ELOOP beyond)
 PROC_OPTIONS = (b"hidepid=invisible,subset=pid", None)  # newest kernels first
+_EMPTY = b"size=64k,nr_inodes=64,mode=0755"  # over a hidden directory (room for mount points)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,22 +69,30 @@ class Plan:
 
     binds: tuple[Bind, ...]
     links: tuple[tuple[str, str], ...]  # (where, target) exactly as on the host
+    hidden: tuple[str, ...] = ()  # directories inside a bind covered by an empty one
 
 
-def plan(paths: Iterable[str]) -> Plan:
+def plan(paths: Iterable[str], *, hidden: Iterable[str] = ()) -> Plan:
     """The binds and symbolic links that make each of ``paths`` resolve in the run's root
     as it does on the host. Paths that do not exist are left out (the run could not
     reach them anyway); a path inside another bound one on the same file system is
-    covered by it."""
+    covered by it, unless a ``hidden`` directory (one that stays out: an empty, read-only
+    directory is mounted over it) lies between them."""
     links: dict[str, str] = {}
     real = sorted({_resolve(path, links) for path in paths if os.path.exists(path)})
+    hide = tuple(sorted({os.path.realpath(h) for h in hidden if os.path.isdir(h)}))
     binds: list[Bind] = []
     for path in real:
         info = os.stat(path)
-        if any(_within(path, b.path) and os.stat(b.path).st_dev == info.st_dev for b in binds):
+        if any(
+            _within(path, b.path)
+            and os.stat(b.path).st_dev == info.st_dev
+            and not any(_within(path, h) and _within(h, b.path) for h in hide)
+            for b in binds
+        ):
             continue
         binds.append(_bind(path, info))
-    return Plan(binds=tuple(binds), links=tuple(sorted(links.items())))
+    return Plan(binds=tuple(binds), links=tuple(sorted(links.items())), hidden=hide)
 
 
 def _bind(path: str, info: os.stat_result) -> Bind:
@@ -158,8 +168,20 @@ class RunRoot:
             for where, target in layout.links:
                 os.makedirs(root.inside(os.path.dirname(where)), 0o755, exist_ok=True)
                 os.symlink(target, root.inside(where))
+            # Outer binds first, then the empty directories over the hidden ones, then
+            # the binds inside those (a package that lives in a hidden site-packages).
+            inner = [b for b in layout.binds if any(_within(b.path, h) for h in layout.hidden)]
             for bind in layout.binds:
+                if bind not in inner:
+                    root.bind(bind)
+            for hidden in layout.hidden:
+                if os.path.isdir(root.inside(hidden)):
+                    _mount(b"tmpfs", root.inside(hidden), b"tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, _EMPTY)
+            for bind in inner:
                 root.bind(bind)
+            for hidden in layout.hidden:
+                if os.path.isdir(root.inside(hidden)):
+                    _mount(None, root.inside(hidden), None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
             root._proc()
         except OSError:
             # Leave the base directory as it was (the run may go on without a root of
@@ -172,8 +194,8 @@ class RunRoot:
         """Where the run's ``path`` is while the root is being built."""
         return self.top + "/" + path.lstrip("/")
 
-    def bind(self, bind: Bind) -> None:
-        target = self.inside(bind.path)
+    def bind(self, bind: Bind, where: str | None = None) -> None:
+        target = self.inside(where or bind.path)
         if not os.path.lexists(target):
             os.makedirs(os.path.dirname(target), 0o755, exist_ok=True)
             if bind.directory:
@@ -183,16 +205,11 @@ class RunRoot:
         _mount(bind.path.encode(), target, None, MS_BIND)
         _mount(None, target, None, bind.flags)
 
-    def add(self, paths: Iterable[str]) -> None:
-        """Bind the caller's paths (the injected API's files) read-only, at the same paths."""
-        links: dict[str, str] = {}
-        for path in paths:
-            real = _resolve(path, links)
-            for where, target in sorted(links.items()):
-                if not os.path.lexists(self.inside(where)):
-                    os.makedirs(self.inside(os.path.dirname(where)), 0o755, exist_ok=True)
-                    os.symlink(target, self.inside(where))
-            self.bind(_bind(real, os.stat(real)))
+    def add_at(self, source: str, inside: str) -> None:
+        """Bind the host's ``source`` (resolved) read-only at ``inside`` in the run's root:
+        the injected API's files, at a neutral path that says nothing of the host's."""
+        real = os.path.realpath(source)
+        self.bind(_bind(real, os.stat(real)), inside)
 
     def scratch(self, path: str, *, size_bytes: int, inodes: int, uid: int, gid: int) -> None:
         """The run's scratch directory: a tmpfs capped in bytes and inodes, at ``path``."""

@@ -139,7 +139,7 @@ def _run_fresh(
     started = time.perf_counter()
     run = _open_run(zygote_factory, config, api)
     try:
-        reply = run.cell(code, config.timeout_seconds)
+        reply = run.cell(code, config.timeout_seconds, hold=False)  # ended right below
     finally:
         run.end()
     return _from_reply(reply, started, run.isolation)
@@ -158,6 +158,8 @@ class ExecutorSession:
     """One long-lived run shared by several cells (state stays in the run).
 
     Each cell gets the config's wall-clock limit; CPU and memory are the run's totals.
+    Between cells the run is stopped (it gets no CPU), and the host never blocks on it:
+    each cell is written without blocking, under that cell's deadline.
     A cell that breaks a limit ends the session; so do ``idle_timeout`` seconds without a
     cell and ``max_lifetime`` seconds after opening (the next ``run`` then reports it).
     """
@@ -177,7 +179,7 @@ class ExecutorSession:
         self._zygote = (_zygote_factory or ZygoteClient)()
         self.closed = False
         self._run = RunChannel(self._zygote, self.config, _check_api(api))
-        if self._run.ready(_SETUP_TIMEOUT) is not None:
+        if self._run.ready(_SETUP_TIMEOUT, hold=True) is not None:
             self.close()
             raise ExecutorError("could not start the session's run", hint="retry")
         # The clocks start once the run is ready: a slow start must not eat the session.

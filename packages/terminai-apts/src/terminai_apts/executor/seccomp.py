@@ -43,12 +43,12 @@ ALLOWED: tuple[str, ...] = (
     # descriptors already open (the two pipes, the database, files opened read-only)
     "read", "pread64", "readv", "preadv", "preadv2", "write", "pwrite64", "writev",
     "lseek", "close", "close_range", "dup", "dup3", "fadvise64",
-    "fstat", "newfstatat", "statx", "stat", "lstat", "fstatfs", "statfs",
+    "fstat", "newfstatat", "statx", "stat", "lstat",
     "access", "faccessat", "faccessat2", "readlink", "readlinkat", "getdents64",
     "getcwd", "poll", "ppoll", "select", "pselect6",
     # time, randomness, identity, resource reads
     "clock_gettime", "clock_getres", "clock_nanosleep", "nanosleep", "gettimeofday",
-    "time", "getrandom", "uname", "sysinfo", "getrusage", "times",
+    "time", "getrandom", "uname", "getrusage", "times",
     # an interval timer signals only its own process (the memory API's regex deadline)
     "setitimer", "getitimer", "alarm",
     "getpid", "gettid", "getppid", "getuid", "geteuid", "getgid", "getegid",
@@ -82,13 +82,15 @@ NAMED_DENIALS: tuple[str, ...] = (
     "setrlimit", "prlimit64", "openat2", "creat", "symlink", "link", "chmod",
     "chown", "setuid", "setgid", "personality", "seccomp", "landlock_create_ruleset",
     "flock",
+    # the host's process count, memory, load and uptime; its file systems' size and use
+    "sysinfo", "statfs", "fstatfs",
 )  # fmt: skip
 
 # Open flags that write, create or truncate: refused on open/openat without scratch.
 _O_WRITE_MASK = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _CLONE_THREAD = 0x00010000
 _CLONE_NAMESPACES = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000
-_PR_SET_NAME, _PR_GET_NAME = 15, 16
+_PR_GET_NAME = 16
 # ioctl requests a file object may issue on its own descriptors (isatty, non-blocking).
 _IOCTLS = (0x5401, 0x541B, 0x5421, 0x5451)  # TCGETS, FIONREAD, FIONBIO, FIOCLEX
 # fcntl commands on the run's own descriptors: duplicate, flags, asking about locks.
@@ -136,7 +138,9 @@ def rules(*, scratch: bool) -> tuple[Rule, ...]:
     out += [Rule(name="ioctl", compare=((1, _CMP_EQ, request, 0),)) for request in _IOCTLS]
     out += [Rule(name="fcntl", compare=((1, _CMP_EQ, command, 0),)) for command in _FCNTLS]
     out.append(Rule(name="fcntl", compare=((1, _CMP_EQ, _F_SETFL, 0), (2, _CMP_MASKED_EQ, os.O_ASYNC, 0))))
-    out += [Rule(name="prctl", compare=((0, _CMP_EQ, option, 0),)) for option in (_PR_SET_NAME, _PR_GET_NAME)]
+    # Reading its name only: PR_SET_NAME would let a run pass for another process (a
+    # kernel thread, say) in the host's process list.
+    out.append(Rule(name="prctl", compare=((0, _CMP_EQ, _PR_GET_NAME, 0),)))
     # Threads only: a new process, or any namespace flag, is refused.
     out.append(Rule(name="clone", compare=((0, _CMP_MASKED_EQ, _CLONE_THREAD | _CLONE_NAMESPACES, _CLONE_THREAD),)))
     # glibc falls back from clone3 to clone on ENOSYS, where the flags can be checked.

@@ -26,27 +26,49 @@ from typing import Any
 
 from terminai_apts.executor import child, isolation, module_proxies
 from terminai_apts.executor.limits import become_subreaper
-from terminai_apts.executor.policy import MODES
+from terminai_apts.executor.policy import MODES, Mode
 
 MAX_MESSAGE = 4096
 MAX_GRACE = 0.5
-SWEEP_IDLE = 0.05
-SWEEP_EVERY = 1.0
+SWEEP_IDLE = 0.05  # a due sweep waits for this much quiet on the control socket...
+SWEEP_EVERY = 1.0  # ...but never longer than this once something has ended
 CLEAN_INLINE = 0.1  # seconds of a finished run's clean-up done before answering
+MAX_ROUNDS = 64  # sweep rounds: each may orphan the next generation
 
 
 class Zygote:
-    def __init__(self, control: socket.socket, runner: child.Runner, hardening: isolation.Hardening) -> None:
+    """The fork server. It uses no CPU while idle: it blocks on the control socket and on
+    a wake-up pipe that the kernel's SIGCHLD fills (``signal.set_wakeup_fd``), and looks
+    for processes a run left re-parented to it only after a child ended."""
+
+    def __init__(
+        self,
+        control: socket.socket,
+        runner: child.Runner,
+        hardening: isolation.Hardening,
+        proxies: dict[Mode, dict[str, module_proxies.ModuleProxy]],
+    ) -> None:
         self.control = control
         self.runner = runner
         self.hardening = hardening
         self.skip = hardening.skip
-        self.proxies = {mode: module_proxies.build_proxies(mode) for mode in MODES}
+        self.proxies = proxies
         self.runs: dict[int, str] = {}  # keeper pid -> its base directory
         self.spare: list[tuple[int, int, int]] = []  # forked keepers no caller has seen
-        self.exited: dict[int, int] = {}  # keepers reaped before their end()
         self.cleaners: set[int] = set()  # processes removing a finished run's directory
-        self.swept = time.monotonic()
+        self.due: float | None = None  # since when a sweep is due (None: nothing ended)
+        self.wake, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.own_fds = (self.wake, wake_w)
+        signal.signal(signal.SIGCHLD, _ignore)
+        signal.set_wakeup_fd(wake_w, warn_on_full_buffer=False)
+
+    def _forked(self) -> None:
+        """In a new child: nothing of the zygote's control or wake-up machinery stays."""
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        self.control.close()
+        for fd in (*self.own_fds, *(fd for spare in self.spare for fd in spare[1:])):
+            os.close(fd)
 
     def _fork(self) -> tuple[int, int, int]:
         """A keeper waiting for a caller: its pid, command-write and result-read ends."""
@@ -57,9 +79,9 @@ class Zygote:
         os.chmod(base, 0o711)  # noqa: S103 - traverse only: the run's uid enters its own subdirectory
         pid = os.fork()
         if pid == 0:
-            self.control.close()
-            for fd in (cmd_w, res_r, *(fd for spare in self.spare for fd in spare[1:])):
-                os.close(fd)
+            self._forked()
+            os.close(cmd_w)
+            os.close(res_r)
             os.setpgid(0, 0)
             child.keeper(cmd_r, res_w, self.hardening, base, self.proxies, self.runner)
         with contextlib.suppress(OSError):  # the keeper may already have done it
@@ -87,11 +109,15 @@ class Zygote:
         kill, and the answer waits for the reap and the removal. Otherwise the answer goes
         out right after the SIGKILL (from then on nothing of the run executes) and the
         reaping follows.
+
+        A keeper is reaped here and nowhere else: until then its pid, which is also the
+        run's process-group id, cannot be reused, so the host may stop and continue the
+        group by that id for as long as it has not asked for the end.
         """
         if pid not in self.runs:
             self._answer(None)
             return
-        status = self.exited.pop(pid, None)
+        status = None
         deadline = time.monotonic() + (grace if report else 0)
         while status is None and time.monotonic() < deadline:
             done, found = os.waitpid(pid, os.WNOHANG)
@@ -114,7 +140,7 @@ class Zygote:
         self.discard(self.runs.pop(pid))
         if report:
             self._answer(status)
-        self.reap_orphans()
+        self._sweep_due()
 
     def _answer(self, status: int | None) -> None:
         with contextlib.suppress(OSError):  # a host that went away learns nothing more
@@ -129,52 +155,72 @@ class Zygote:
         pid = os.fork()
         if pid == 0:
             try:
-                self.control.close()
-                for fd in (fd for spare in self.spare for fd in spare[1:]):
-                    os.close(fd)
+                self._forked()
                 remove_tree(base)
             finally:
                 os._exit(0)
         self.cleaners.add(pid)
 
-    def reap_orphans(self) -> None:
-        """Reap what ended, remembering the status of a keeper that ended by itself."""
-        while True:
-            try:
-                pid, status = os.waitpid(-1, os.WNOHANG)
-            except ChildProcessError:
-                return
-            if pid == 0:
-                return
-            if pid in self.runs:
-                self.exited[pid] = status
-            self.cleaners.discard(pid)
+    def _sweep_due(self) -> None:
+        if self.due is None:
+            self.due = time.monotonic()
+
+    def child_event(self) -> None:
+        """SIGCHLD arrived: reap finished clean-up processes; if any other child ended
+        (a stopped or continued keeper also signals), a sweep is due."""
+        with contextlib.suppress(OSError):
+            while os.read(self.wake, 4096):
+                pass
+        for pid in list(self.cleaners):
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0]:
+                    self.cleaners.discard(pid)
+        try:
+            ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            ended = None
+        if ended is not None:
+            self._sweep_due()
 
     def sweep(self) -> None:
-        """Kill whatever a run left re-parented to this subreaper: a process that escaped
-        its group and outlived its parents (possible only if seccomp and the process
-        limit both failed, and no PID namespace was available)."""
-        self.swept = time.monotonic()
-        if "orphans" in self.skip:
-            return
-        for _ in range(64):  # each round may orphan the next generation
-            strays = [pid for pid in _children() if pid not in self.runs and pid not in self.cleaners]
+        """Reap and kill whatever a run left re-parented to this subreaper: a process that
+        escaped its group and outlived its parents (possible only if seccomp and the
+        process limit both failed, and no PID namespace was available). Keepers are left
+        to ``end``."""
+        self.due = None
+        for _ in range(MAX_ROUNDS):  # each round may orphan the next generation
+            strays = [pid for pid in _children() if pid not in self.runs]
+            left = False
             for pid in strays:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            self.reap_orphans()
-            if not strays:
+                if pid not in self.cleaners and "orphans" not in self.skip:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
+                try:
+                    done = os.waitpid(pid, os.WNOHANG)[0]
+                except ChildProcessError:
+                    done = pid
+                if done:
+                    self.cleaners.discard(pid)
+                elif pid not in self.cleaners and "orphans" not in self.skip:
+                    left = True  # killed, not yet dead: look again
+            if not left:
                 return
+            time.sleep(0.001)
 
     def serve(self) -> None:
         while True:
-            # The sweep reads all of /proc (a few ms): done when idle, and at least
-            # once a second when busy, never on a caller's path.
-            idle, _, _ = select.select([self.control], [], [], SWEEP_IDLE)
-            if not idle or time.monotonic() - self.swept > SWEEP_EVERY:
+            # Idle, this blocks with no timeout. A sweep reads all of /proc (about a
+            # millisecond): done once the control socket has been quiet for SWEEP_IDLE
+            # after a child ended, and at least every SWEEP_EVERY while busy; never on a
+            # caller's path.
+            timeout = None if self.due is None else SWEEP_IDLE
+            ready, _, _ = select.select([self.control.fileno(), self.wake], [], [], timeout)
+            if self.wake in ready:
+                self.child_event()
+            if self.due is not None and (not ready or time.monotonic() - self.due > SWEEP_EVERY):
                 self.sweep()
-                if not idle:
-                    continue
+            if self.control.fileno() not in ready:
+                continue
             message = self.control.recv(MAX_MESSAGE)
             if not message:
                 break
@@ -189,6 +235,10 @@ class Zygote:
         for pid in list(self.runs):
             self.end(pid, 0, report=False)
         self.sweep()
+
+
+def _ignore(signum: int, frame: object) -> None:
+    """SIGCHLD's handler: the wake-up pipe carries the news; nothing to do here."""
 
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -283,7 +333,9 @@ def main(runner: child.Runner = child.run_cell, skip: frozenset[str] = frozenset
     """Serve the control socket whose descriptor number is the first argument."""
     control = socket.socket(fileno=int(sys.argv[1]))
     become_subreaper()
-    Zygote(control, runner, isolation.prepare(skip)).serve()
+    # The modules first: the read set names the shared libraries they mapped.
+    proxies = {mode: module_proxies.build_proxies(mode) for mode in MODES}
+    Zygote(control, runner, isolation.prepare(skip), proxies).serve()
 
 
 if __name__ == "__main__":
