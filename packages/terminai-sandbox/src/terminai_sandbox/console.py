@@ -14,6 +14,7 @@ No path prints a traceback unless asked: an exception that is not a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -32,14 +33,18 @@ def main() -> None:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code & 0xFF)
+    if sys.stdin is None:
+        # A closed stdin (``<&-``): reading it is then an ordinary end of input, not a crash.
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115  (lives as long as the process)
     try:
         from terminai_sandbox.cli import main as cli  # noqa: PLC0415
 
-        cli.main(prog_name="terminai-sandbox")
+        cli.main(prog_name="terminai-sandbox", obj={"debug": debug})
     except SystemExit:
         raise
-    except Exception as exc:  # the one place unforeseen failures of a click command become a message
-        from terminai_sandbox.launch.entry import unexpected  # noqa: PLC0415
+    except (Exception, KeyboardInterrupt) as exc:  # a failure outside any command (loading one, Ctrl-C early)
+        from terminai_sandbox.cli import fail  # noqa: PLC0415
 
-        sys.stdout.flush()
-        sys.exit(unexpected(exc, debug))
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        sys.exit(fail(exc, debug=debug))

@@ -7,14 +7,16 @@ they never decide exit codes themselves.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import json
 import sys
 from typing import Any
 
 import click
 
 from terminai_sandbox._version import __version__
-from terminai_sandbox.errors import Interrupted, SandboxError
+from terminai_sandbox.errors import SandboxError, as_sandbox_error
 
 # Modules that attach commands to ``main``; each exposes ``register(group)``. They are
 # imported only when one of their commands runs (the SBOM stack alone takes ~1 s to
@@ -29,18 +31,19 @@ _COMMAND_MODULES = {
 }
 
 EXIT_CODES_HELP = """\b
-Exit codes:
+Exit codes (shared with terminai-apts; docs/EXIT_CODES.md):
   0   success
   1   unexpected failure
   2   usage error (bad command line)
-  3   configuration error (environment variable, flag, file)
+  3   configuration error (environment variable, flag, file; a path missing, read-only, full)
   4   container engine unavailable
   5   image build failed          6  lock mismatch      7  build not reproducible
   8   contract not satisfied      9  registry error    10  signing failed
   11  verification failed        12  SBOM error        13  launch refused
   14  in-image health check failed  15  audit ledger broken  16  release failed
   130 interrupted
-An unexpected failure prints one line and a hint (exit 1); --debug adds the traceback.
+Every failure prints one 'error:' line and a hint ('--json': also a JSON object on stdout);
+--debug adds the traceback of an unexpected failure.
 """
 
 
@@ -68,12 +71,35 @@ class _Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except SandboxError as exc:
-            click.echo(exc.render(), err=True)
-            sys.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo(Interrupted("interrupted").render(), err=True)
-            sys.exit(Interrupted.exit_code)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise  # click's own: --help, usage errors (exit 2)
+        except (Exception, KeyboardInterrupt) as exc:  # the one place failures of a command become a message
+            sys.exit(fail(exc, debug=bool(ctx.obj and ctx.obj.get("debug"))))
+
+
+def fail(exc: BaseException, *, debug: bool) -> int:
+    """Report ``exc`` as one error line and its hint; the exit code to end with.
+
+    Temporary files not yet renamed into place are removed first (a failed or interrupted
+    write leaves nothing behind). Under ``--json`` the error is also one JSON object on
+    stdout, so a script parsing stdout sees why there is no result.
+    """
+    from terminai_apts import durable  # noqa: PLC0415
+
+    durable.discard_pending()
+    err = as_sandbox_error(exc)
+    if debug and not isinstance(exc, (SandboxError, KeyboardInterrupt)):
+        import traceback  # noqa: PLC0415  (only when asked for)
+
+        traceback.print_exception(exc, file=sys.stderr)
+    argv = sys.argv[1:]
+    if "--json" in argv[: argv.index("--") if "--" in argv else len(argv)]:
+        body = {"ok": False, "error": {"message": err.message, "hint": err.hint, "exit_code": err.exit_code}}
+        with contextlib.suppress(OSError, ValueError):
+            click.echo(json.dumps(body, ensure_ascii=True))
+    with contextlib.suppress(OSError, ValueError):
+        click.echo(err.render(), err=True)
+    return err.exit_code
 
 
 @click.group(cls=_Group, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})

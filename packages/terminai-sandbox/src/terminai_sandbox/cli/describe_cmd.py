@@ -5,18 +5,24 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from terminai_sandbox import provenance, resources, sbom
+from terminai_sandbox import outputs, resources
 from terminai_sandbox._version import __version__
-from terminai_sandbox.artifacts.image_locks import ImageLocks
-from terminai_sandbox.artifacts.oci_layout import OciLayout
-from terminai_sandbox.assemble import BuildOptions, plan_for
 from terminai_sandbox.errors import ArtifactError, SbomError
+
+if TYPE_CHECKING:
+    from terminai_sandbox.artifacts.oci_layout import OciLayout
+
+# The SBOM stack (CycloneDX and its JSON-schema validator) and the build planner take
+# seconds to import; they load when a command runs, so that '--help' answers at once.
 
 
 def _open(layout: Path) -> OciLayout:
+    from terminai_sandbox.artifacts.oci_layout import OciLayout  # noqa: PLC0415
+
     # An image these commands cannot read is an SBOM failure (exit 12), whatever is wrong with it.
     try:
         return OciLayout.open(layout)
@@ -26,7 +32,9 @@ def _open(layout: Path) -> OciLayout:
 
 @click.command("sbom")
 @click.argument("layout", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the SBOM")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the SBOM (- for stdout)"
+)
 @click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name in the SBOM")
 @click.option("--version", "image_version", default=__version__, show_default=True)
 @click.option(
@@ -47,6 +55,9 @@ def sbom_cmd(
     image_dir: Path | None,
 ) -> None:
     """Write the CycloneDX 1.6 SBOM of the image in OCI layout LAYOUT (validated, deterministic)."""
+    from terminai_sandbox import sbom  # noqa: PLC0415
+    from terminai_sandbox.artifacts.image_locks import ImageLocks  # noqa: PLC0415
+
     text = sbom.generate(
         sbom.SbomOptions(
             layout=_open(layout),
@@ -56,13 +67,16 @@ def sbom_cmd(
             locks=ImageLocks.read(image_dir or resources.image_locks()),
         )
     )
-    output.write_text(text)
-    click.echo(f"wrote {output} ({len(json.loads(text).get('components', []))} components)")
+    outputs.write(output, text, what="the SBOM")
+    note = f"wrote {'the SBOM to stdout' if outputs.is_stdout(output) else output}"
+    click.echo(f"{note} ({len(json.loads(text).get('components', []))} components)", err=outputs.is_stdout(output))
 
 
 @click.command("provenance")
 @click.argument("layout", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the predicate")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the predicate (- for stdout)"
+)
 @click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name")
 @click.option("--version", "image_version", default=__version__, show_default=True)
 @click.option("--image-dir", type=click.Path(path_type=Path), default=Path("images/sandbox"), show_default=True)
@@ -70,7 +84,7 @@ def sbom_cmd(
 @click.option(
     "--builder-id",
     default=None,
-    help=f"who built it (default: the GitHub Actions workflow when run there, else {provenance.LOCAL_BUILDER})",
+    help="who built it (default: the GitHub Actions workflow when run there, else urn:terminai-sandbox:builder:local)",
 )
 def provenance_cmd(
     layout: Path,
@@ -85,6 +99,9 @@ def provenance_cmd(
 
     Attest it with 'attest REF --predicate FILE --type slsaprovenance1'.
     """
+    from terminai_sandbox import provenance  # noqa: PLC0415
+    from terminai_sandbox.assemble import BuildOptions, plan_for  # noqa: PLC0415
+
     env = os.environ
     invocation = None
     if env.get("GITHUB_ACTIONS") == "true" and env.get("GITHUB_WORKFLOW_REF"):
@@ -111,9 +128,13 @@ def provenance_cmd(
             sbom=sbom_path,
         )
     )
-    output.write_text(provenance.dumps(predicate))
+    outputs.write(output, provenance.dumps(predicate), what="the provenance predicate")
     facts = provenance.summary(predicate)
-    click.echo(f"wrote {output} (builder {facts['builder']}, {facts['resolvedDependencies']} pinned inputs)")
+    note = f"wrote {'the predicate to stdout' if outputs.is_stdout(output) else output}"
+    click.echo(
+        f"{note} (builder {facts['builder']}, {facts['resolvedDependencies']} pinned inputs)",
+        err=outputs.is_stdout(output),
+    )
 
 
 def register(group: click.Group) -> None:

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 
 import click
+from cryptography.hazmat.primitives.asymmetric import ec
 
-from terminai_sandbox import provenance
+from terminai_sandbox import outputs, provenance
 from terminai_sandbox._version import __version__
 from terminai_sandbox.artifacts.contract import Contract
 from terminai_sandbox.artifacts.oci_layout import OciLayout
@@ -37,13 +38,26 @@ _INSECURE = click.option("--insecure-registry", is_flag=True, help="allow plain 
 
 def _password(confirm: bool) -> Secret[bytes]:
     if "COSIGN_PASSWORD" in os.environ:
-        return Secret(os.environ["COSIGN_PASSWORD"].encode())
-    if not sys.stdin.isatty():
+        return Secret(os.environb[b"COSIGN_PASSWORD"])  # the bytes as set, whatever their encoding
+    if sys.stdin is None or not sys.stdin.isatty():
         raise SigningError("no password: set COSIGN_PASSWORD (stdin is not a terminal)")
     first = getpass.getpass("Password for the private key: ")
     if confirm and getpass.getpass("Again: ") != first:
         raise SigningError("the passwords differ")
     return Secret(first.encode())
+
+
+def _private_key(path: Path) -> ec.EllipticCurvePrivateKey:
+    """The private key in ``path``; a file that is no key is named (exit 3), a wrong password stays exit 10."""
+    pem = path.read_bytes()
+    try:
+        return keys.load_private(pem, _password(confirm=False))
+    except SigningError as exc:
+        if "password" in exc.message:
+            raise SigningError(f"{path}: {exc.message}", hint=exc.hint) from None
+        raise ConfigError(
+            f"private key {str(path)!r}: {exc.message}", hint="pass the cosign.key file keygen wrote"
+        ) from None
 
 
 def _client(ref: ImageRef, insecure: bool) -> RegistryClient:
@@ -74,15 +88,23 @@ def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool) -> None:
         if Path(f"{output_prefix}.key").exists():
             click.echo(f"development key already present: {output_prefix}.key")
             return
+    if not output_prefix or output_prefix.endswith(("/", os.sep)) or Path(output_prefix).is_dir():
+        raise ConfigError(
+            f"--output-prefix {output_prefix!r} names no file",
+            hint="pass a path prefix such as 'cosign' or 'keys/release' (writes PREFIX.key and PREFIX.pub)",
+        )
     key_path, pub_path = Path(f"{output_prefix}.key"), Path(f"{output_prefix}.pub")
     if key_path.exists() or pub_path.exists():
         raise ConfigError(f"{key_path} or {pub_path} already exists; refusing to overwrite a key")
     key = keys.load_private(import_path.read_bytes(), Secret(b"")) if import_path else keys.generate()
     encrypted = keys.encrypt_private(key, _password(confirm=True))
-    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(encrypted)
-    pub_path.write_bytes(keys.public_pem(key))
+    # Both files appear whole or not at all: a full disk or Ctrl-C leaves no empty key behind.
+    outputs.create(key_path, encrypted, what="a private key", mode=0o600)
+    try:
+        outputs.create(pub_path, keys.public_pem(key), what="a public key")
+    except BaseException:
+        key_path.unlink(missing_ok=True)
+        raise
     click.echo(f"private key {key_path} (encrypted), public key {pub_path}, key id {keys.key_id(key.public_key())}")
 
 
@@ -137,7 +159,7 @@ def sign_cmd(
         click.echo(f"{'added' if added else 'already present:'} keyless signature in {where} (cosign .sig layout)")
         return
     assert key_path is not None
-    key = keys.load_private(key_path.read_bytes(), _password(confirm=False))
+    key = _private_key(key_path)
     _, _, added = sign.sign(client, ref.repository, digest, key, docker_reference=ref.name)
     click.echo(f"{'signed' if added else 'already signed by this key:'} {ref.name}@{digest}")
     if bundle_format:
@@ -242,7 +264,7 @@ def attest_cmd(
         click.echo(f"attested {ref.name}@{digest} ({uri}) keyless (bundle referrer {artifact})")
         return
     assert key_path is not None
-    key = keys.load_private(key_path.read_bytes(), _password(confirm=False))
+    key = _private_key(key_path)
     _, added = sign.attest(
         client, ref.repository, digest, key, subject_name=ref.name, predicate_uri=uri, predicate=body
     )
@@ -261,7 +283,7 @@ def release_cmd(repository: str, key_path: Path, dist: Path, insecure_registry: 
     from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
     from terminai_sandbox.engine import Engine  # noqa: PLC0415
 
-    key = keys.load_private(key_path.read_bytes(), _password(confirm=False))
+    key = _private_key(key_path)
     target = dist / __version__
 
     def contracts(image: release_mod.BuiltImage) -> release_mod.ContractOutcome:

@@ -1,0 +1,134 @@
+"""The error boundary of the toolset's command lines: every failure becomes one error line.
+
+``terminai-apts`` and ``python -m terminai_apts.action.cleanup`` run their command through
+:func:`guarded`. Whatever happens below (a deliberate :class:`AptsError`, a file that is a
+directory or read-only, a full disk, bytes that are not UTF-8, a corrupt SQLite file, a
+closed stdin, Ctrl-C, a bug) the process prints one ``error:`` line and a ``hint:`` on
+stderr (and, under ``--json``, one JSON object on stdout), removes the temporary files it
+had not renamed into place yet, and exits with the documented code (docs/EXIT_CODES.md).
+Nothing here prints a traceback unless ``TERMINAI_DEBUG=1`` asks for it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import io
+import json
+import os
+import sys
+from collections.abc import Callable
+from typing import NoReturn
+
+from terminai_apts import durable
+from terminai_apts.errors import AptsError, MemoryStoreError, PathError, UsageError
+
+INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away (``| head``)
+
+_HINTS = {
+    errno.ENOENT: "check the path; the parent directory must exist",
+    errno.EISDIR: "pass a file, not a directory",
+    errno.ENOTDIR: "a component of the path is a file, not a directory",
+    errno.EACCES: "choose a location you may read and write",
+    errno.EPERM: "choose a location you may read and write",
+    errno.EROFS: "the file system is read-only; choose a writable location",
+    errno.ENOSPC: "the device is full; free space or choose another location",
+    errno.EDQUOT: "the disk quota is exhausted; free space or choose another location",
+    errno.EEXIST: "remove it first or choose another name",
+}
+
+
+def path_error(exc: OSError) -> PathError:
+    """The one-line error for a failed file operation: what, which path, why, what to do."""
+    where = exc.filename if exc.filename is not None else "a file"
+    if isinstance(where, bytes):
+        where = os.fsdecode(where)
+    reason = exc.strerror or type(exc).__name__
+    return PathError(f"{where}: {reason}", hint=_HINTS.get(exc.errno or 0, "check the path and its permissions"))
+
+
+class _ClosedStdin(io.TextIOBase):
+    """Stands in for a closed standard input: reading it is a usage error, not a crash."""
+
+    def _refuse(self) -> NoReturn:
+        raise UsageError(
+            "standard input is closed",
+            hint="pipe the input in (for example: echo 'print(1)' | terminai-apts exec) or pass a file",
+        )
+
+    def read(self, size: int | None = -1, /) -> str:
+        self._refuse()
+
+    def readline(self, size: int | None = -1, /) -> str:  # type: ignore[override]
+        self._refuse()
+
+    def isatty(self) -> bool:
+        return False
+
+    def readable(self) -> bool:
+        return True
+
+
+def _classify(exc: BaseException) -> AptsError:
+    if isinstance(exc, AptsError):
+        return exc
+    if isinstance(exc, OSError):
+        return path_error(exc)
+    if isinstance(exc, UnicodeError):
+        return PathError(
+            f"the input is not valid UTF-8 text ({exc})",
+            hint="pass UTF-8 text (convert it with iconv first)",
+        )
+    if type(exc).__module__ == "sqlite3":
+        # The module is named, not imported: this boundary must stay cheap to import.
+        return MemoryStoreError(
+            f"the database cannot be read: {exc}",
+            hint="it is not a memory index or it is damaged; rebuild it with 'terminai-apts memory index'",
+        )
+    if isinstance(exc, (OverflowError, RecursionError, MemoryError)):
+        return UsageError(f"an input is too large to handle ({type(exc).__name__}: {exc})", hint="use smaller values")
+    text = str(exc).strip().splitlines()
+    detail = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    return AptsError(
+        f"unexpected failure: {detail}",
+        hint="rerun with TERMINAI_DEBUG=1 to see the traceback, and report it if it is a bug",
+    )
+
+
+def report(err: AptsError, *, as_json: bool) -> None:
+    """Print ``err``: one error line and its hint on stderr; under ``as_json`` also a JSON object on stdout."""
+    if as_json:
+        body = {"ok": False, "error": {"message": err.message, "hint": err.hint, "exit_code": err.exit_code}}
+        with contextlib.suppress(OSError, ValueError):  # stdout is gone; stderr still gets the line
+            print(json.dumps(body, ensure_ascii=True), flush=True)
+    with contextlib.suppress(OSError, ValueError):
+        print(err.render(), file=sys.stderr, flush=True)
+
+
+def guarded(body: Callable[[], int], *, as_json: Callable[[], bool] = lambda: False) -> int:
+    """Run ``body`` and return its exit code, or report its failure and return that code."""
+    if sys.stdin is None:
+        sys.stdin = _ClosedStdin()
+    try:
+        return body()
+    except BrokenPipeError:
+        # Nothing can be said on a closed stdout; point it at /dev/null so the interpreter's
+        # final flush does not fail again.
+        durable.discard_pending()
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return BROKEN_PIPE
+    except KeyboardInterrupt:
+        durable.discard_pending()
+        report(AptsError("interrupted", hint="nothing was left half-written"), as_json=as_json())
+        return INTERRUPTED
+    except Exception as exc:  # the one place unforeseen failures become a message
+        durable.discard_pending()
+        if os.environ.get("TERMINAI_DEBUG") == "1":
+            import traceback  # noqa: PLC0415  (only when asked for)
+
+            traceback.print_exception(exc, file=sys.stderr)
+        err = _classify(exc)
+        report(err, as_json=as_json())
+        return err.exit_code
