@@ -18,7 +18,7 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import NoReturn
+from typing import BinaryIO, NoReturn
 
 from terminai_apts import durable
 from terminai_apts.errors import AptsError, MemoryStoreError, PathError, UsageError
@@ -39,9 +39,9 @@ _HINTS = {
 }
 
 
-def path_error(exc: OSError) -> PathError:
+def path_error(exc: OSError, subject: str | None = None) -> PathError:
     """The one-line error for a failed file operation: what, which path, why, what to do."""
-    where = exc.filename if exc.filename is not None else "a file"
+    where = exc.filename if exc.filename is not None else (subject or "a file")
     if isinstance(where, bytes):
         where = os.fsdecode(where)
     reason = exc.strerror or type(exc).__name__
@@ -70,11 +70,56 @@ class _ClosedStdin(io.TextIOBase):
         return True
 
 
-def _classify(exc: BaseException) -> AptsError:
+class _StrictStdin(io.TextIOBase):
+    """Standard input decoded strictly: bytes that are not UTF-8 are a named error, not
+    surrogates that fail later with a misleading message."""
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._text = io.TextIOWrapper(raw, encoding="utf-8", errors="strict")
+
+    def _guard(self, read: Callable[[], str]) -> str:
+        try:
+            return read()
+        except UnicodeDecodeError as exc:
+            raise PathError(
+                f"standard input is not UTF-8 text (byte {exc.object[exc.start]:#04x} at offset {exc.start})",
+                hint="pipe UTF-8 text in (convert it with iconv -t UTF-8)",
+            ) from None
+
+    def read(self, size: int | None = -1, /) -> str:
+        return self._guard(lambda: self._text.read(size))
+
+    def readline(self, size: int | None = -1, /) -> str:  # type: ignore[override]
+        return self._guard(lambda: self._text.readline(-1 if size is None else size))
+
+    def isatty(self) -> bool:
+        return self._text.isatty()
+
+    def readable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._text.fileno()
+
+    @property
+    def buffer(self) -> BinaryIO:
+        return self._text.buffer
+
+
+# SQLite's messages for a file it could not write, and what they mean for the user.
+_SQLITE_WRITE = {
+    "database or disk is full": "the device is full; free space or choose another location",
+    "unable to open database file": "check the path; the parent directory must exist and be writable",
+    "attempt to write a readonly database": "the location is read-only; choose a writable one",
+    "disk I/O error": "the device failed or is full; choose another location",
+}
+
+
+def _classify(exc: BaseException, subject: str | None) -> AptsError:
     if isinstance(exc, AptsError):
         return exc
     if isinstance(exc, OSError):
-        return path_error(exc)
+        return path_error(exc, subject)
     if isinstance(exc, UnicodeError):
         return PathError(
             f"the input is not valid UTF-8 text ({exc})",
@@ -82,14 +127,18 @@ def _classify(exc: BaseException) -> AptsError:
         )
     if type(exc).__module__ == "sqlite3":
         # The module is named, not imported: this boundary must stay cheap to import.
+        where = f"{subject}: " if subject else ""
+        for text, hint in _SQLITE_WRITE.items():
+            if text in str(exc):
+                return PathError(f"{where}{exc}", hint=hint)
         return MemoryStoreError(
-            f"the database cannot be read: {exc}",
+            f"{where}the database cannot be read: {exc}",
             hint="it is not a memory index or it is damaged; rebuild it with 'terminai-apts memory index'",
         )
     if isinstance(exc, (OverflowError, RecursionError, MemoryError)):
         return UsageError(f"an input is too large to handle ({type(exc).__name__}: {exc})", hint="use smaller values")
-    text = str(exc).strip().splitlines()
-    detail = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+    lines = str(exc).strip().splitlines()
+    detail = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
     return AptsError(
         f"unexpected failure: {detail}",
         hint="rerun with TERMINAI_DEBUG=1 to see the traceback, and report it if it is a bug",
@@ -106,10 +155,21 @@ def report(err: AptsError, *, as_json: bool) -> None:
         print(err.render(), file=sys.stderr, flush=True)
 
 
-def guarded(body: Callable[[], int], *, as_json: Callable[[], bool] = lambda: False) -> int:
-    """Run ``body`` and return its exit code, or report its failure and return that code."""
+def guarded(
+    body: Callable[[], int],
+    *,
+    as_json: Callable[[], bool] = lambda: False,
+    subject: Callable[[], str | None] = lambda: None,
+) -> int:
+    """Run ``body`` and return its exit code, or report its failure and return that code.
+
+    ``subject`` names the file a command works on (its database, say), for errors that
+    do not name one themselves.
+    """
     if sys.stdin is None:
         sys.stdin = _ClosedStdin()
+    elif not sys.stdin.isatty() and hasattr(sys.stdin, "buffer"):
+        sys.stdin = _StrictStdin(sys.stdin.buffer)
     try:
         return body()
     except BrokenPipeError:
@@ -129,6 +189,6 @@ def guarded(body: Callable[[], int], *, as_json: Callable[[], bool] = lambda: Fa
             import traceback  # noqa: PLC0415  (only when asked for)
 
             traceback.print_exception(exc, file=sys.stderr)
-        err = _classify(exc)
+        err = _classify(exc, subject())
         report(err, as_json=as_json())
         return err.exit_code

@@ -14,10 +14,14 @@ and option values that start with a dash (``--since -5d``).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import math
+import os
+import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any, TextIO
 
 from terminai_apts import boundary
@@ -230,6 +234,28 @@ def _join_dash_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[
     return out
 
 
+def _outputs(args: argparse.Namespace) -> list[Path]:
+    """Files and directories the command may create: removed again if it fails (a failed
+    command leaves nothing behind; an existing file is never removed)."""
+    paths: list[Path] = []
+    if getattr(args, "audit", None):
+        paths += [Path(args.audit), Path(f"{args.audit}.lock")]
+    if getattr(args, "memory_command", None) == "index" and not Path(args.db).is_dir():
+        paths += [Path(args.db), Path(f"{args.db}.lock")]
+    if getattr(args, "evolve_command", None) == "propose":
+        paths.append(Path(args.store))
+    return paths
+
+
+def _remove(paths: Sequence[Path]) -> None:
+    for path in paths:
+        with contextlib.suppress(OSError):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+
+
 class _QuietStderr:
     """Under ``-q``: stderr passes errors, hints and warnings, and drops chatter."""
 
@@ -261,8 +287,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(words)
         state["args"] = args
         if args.verbose:
-            import os  # noqa: PLC0415
-
             os.environ["TERMINAI_DEBUG"] = "1"
         if args.quiet:
             sys.stderr = _QuietStderr(sys.stderr)
@@ -270,9 +294,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if func is None:
             parser.print_help(sys.stderr)
             return 2
-        return int(func(args))
+        fresh = [path for path in _outputs(args) if not os.path.lexists(path)]
+        try:
+            return int(func(args))
+        except BaseException:
+            _remove(fresh)
+            raise
 
-    return boundary.guarded(body, as_json=lambda: bool(getattr(state.get("args"), "json", False)))
+    def subject() -> str | None:
+        args = state.get("args")
+        return next((str(getattr(args, n)) for n in ("audit", "db", "store", "path") if getattr(args, n, None)), None)
+
+    return boundary.guarded(body, as_json=lambda: bool(getattr(state.get("args"), "json", False)), subject=subject)
 
 
 if __name__ == "__main__":

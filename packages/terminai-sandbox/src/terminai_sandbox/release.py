@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from cryptography.hazmat.primitives.asymmetric import ec
+from terminai_apts import durable
 
 from terminai_sandbox import provenance
 from terminai_sandbox.artifacts.oci_layout import OciLayout
@@ -117,7 +118,7 @@ def release(
         ),
     )
     sbom_path = target / "sbom.cdx.json"
-    sbom_path.write_text(sbom_text)
+    durable.write(sbom_path, sbom_text.encode())
     predicate = _step(
         "provenance",
         lambda: provenance.generate(
@@ -132,7 +133,7 @@ def release(
         ),
     )
     provenance_path = target / "provenance.slsa.json"
-    provenance_path.write_text(provenance.dumps(predicate))
+    durable.write(provenance_path, provenance.dumps(predicate).encode())
     client = client or RegistryClient(ref.registry, insecure=options.insecure)
     pushed = _step("push", lambda: client.push_layout(layout, ref.repository))  # by digest, no tag yet
     if pushed.digest != image.manifest_digest:
@@ -169,9 +170,9 @@ def release(
         shutil.rmtree(target / "oci", ignore_errors=True)
         shutil.copytree(layout.root, target / "oci")
     _step("export", lambda: export_offline(RegistryStore(client, ref.repository), pushed.digest, target))
-    (target / "cosign.pub").write_bytes(public)
-    (target / "payload.json").write_bytes(payload)
-    (target / "payload.sig").write_bytes(signature)
+    durable.write(target / "cosign.pub", public)
+    durable.write(target / "payload.json", payload)
+    durable.write(target / "payload.sig", signature)
     manifest = {
         "version": options.version,
         "tag": f"{ref.name}:{options.version}",
@@ -189,5 +190,5 @@ def release(
         },
         "contracts": {"version": outcome.version, "ok": outcome.ok, "summary": outcome.summary},
     }
-    (target / "release.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    durable.write(target / "release.json", (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode())
     return manifest

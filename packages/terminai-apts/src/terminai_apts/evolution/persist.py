@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from terminai_apts import durable
-from terminai_apts.errors import EvolutionError
+from terminai_apts.errors import EvolutionError, PathError
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -16,8 +16,8 @@ def write_json_atomic(path: Path, data: Any) -> None:
     try:
         durable.write(path, payload, mode=0o600)
     except OSError as exc:
-        raise EvolutionError(
-            f"could not persist {path.name}: {exc.strerror or exc}",
+        raise PathError(  # a location that cannot be written is exit 3, as for every command
+            f"could not write {path}: {exc.strerror or exc}",
             hint=f"check that {path.parent} is writable and has free space",
         ) from exc
 

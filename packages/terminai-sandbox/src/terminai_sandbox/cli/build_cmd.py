@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -147,7 +150,17 @@ def engine_group() -> None:
 
 @engine_group.command("status")
 def engine_status() -> None:
-    """Say which engine answers, or why none does."""
+    """Say which engine answers, or why none does (TERMINAI_SANDBOX is honoured as by 'run')."""
+    from terminai_sandbox.launch.config import ENGINES, parse_engine  # noqa: PLC0415
+
+    for variable in ("TERMINAI_SANDBOX", "GEMINI_SANDBOX"):
+        if variable in os.environ:
+            available = [name for name in ENGINES if shutil.which(name)]
+            chosen = parse_engine(os.environ[variable], variable, available=available, platform=sys.platform)
+            if chosen is None:
+                click.echo(f"no engine: {variable}={os.environ[variable]} turns the sandbox off")
+                return
+            break
     found = engine_mod.Engine.connect()
     click.echo(f"{found.info.name} {found.info.version} (API {found.info.api_version}) at {found.info.host}")
 

@@ -38,7 +38,10 @@ def _open(layout: Path) -> OciLayout:
 @click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name in the SBOM")
 @click.option("--version", "image_version", default=__version__, show_default=True)
 @click.option(
-    "--source-date-epoch", type=int, default=None, help="timestamp in seconds (default: the image's created time)"
+    "--source-date-epoch",
+    type=click.IntRange(0, 253402300799),
+    default=None,
+    help="timestamp in seconds (default: the image's created time)",
 )
 @click.option(
     "--image-dir",

@@ -111,7 +111,12 @@ def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool) -> None:
 @click.command("push")
 @click.argument("layout", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.argument("reference")
-@click.option("--chunk-size", type=int, default=None, help="upload blobs in chunks of this many bytes")
+@click.option(
+    "--chunk-size",
+    type=click.IntRange(1024, 1 << 30),
+    default=None,
+    help="upload blobs in chunks of this many bytes (1 KiB to 1 GiB; default: whole blobs)",
+)
 @_INSECURE
 def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_registry: bool) -> None:
     """Push an OCI image layout to REFERENCE (repo[:tag]) blob by blob; prints the manifest digest."""
@@ -258,6 +263,7 @@ def attest_cmd(
     except ValueError as exc:
         raise ConfigError(f"predicate {predicate} is not JSON: {exc}") from None
     uri = dsse.predicate_type(kind)
+    _check_predicate_kind(predicate, body, kind)
     if keyless_:
         bundle = keyless.sign_keyless(ref.name, digest, predicate_type=uri, predicate=body)
         artifact = sign.attach_bundle(client, ref.repository, digest, bundle)
@@ -269,6 +275,22 @@ def attest_cmd(
         client, ref.repository, digest, key, subject_name=ref.name, predicate_uri=uri, predicate=body
     )
     click.echo(f"{'attested' if added else 'already attested by this key:'} {ref.name}@{digest} ({uri})")
+
+
+# What each well-known predicate document says it is; attesting one under another type would
+# sign a claim the document does not make.
+_DOCUMENT_KINDS = {"cyclonedx": "bomFormat", "slsaprovenance1": "buildDefinition", "spdxjson": "spdxVersion"}
+
+
+def _check_predicate_kind(path: Path, body: object, kind: str) -> None:
+    if not isinstance(body, dict):
+        return
+    for name, marker in _DOCUMENT_KINDS.items():
+        if marker in body and kind != name and kind in _DOCUMENT_KINDS:
+            raise ConfigError(
+                f"predicate {path} is a {name} document, not {kind}",
+                hint=f"pass --type {name}, or the {kind} document",
+            )
 
 
 @click.command("release")
@@ -296,20 +318,28 @@ def release_cmd(repository: str, key_path: Path, dist: Path, insecure_registry: 
             summary=f"{len(report.passed)} passed, {len(report.failed)} failed",
         )
 
-    manifest = release_mod.release(
-        release_mod.ReleaseOptions(
-            repository=repository,
-            version=__version__,
-            dist_root=dist,
-            image_dir=Path("images/sandbox"),
-            insecure=insecure_registry,
-        ),
-        # The release carries the suite's pinned test wheels: `contracts --wheels` then
-        # needs no package index to check this image again.
-        build=lambda: build_image(BuildOptions(output_dir=target, contract_wheels=target / "contract-wheels")),
-        contracts=contracts,
-        key=key,
-    )
+    # A release that fails before writing anything leaves no empty dist/X.Y.Z behind.
+    fresh = [path for path in (dist, target) if not path.exists()]
+    try:
+        manifest = release_mod.release(
+            release_mod.ReleaseOptions(
+                repository=repository,
+                version=__version__,
+                dist_root=dist,
+                image_dir=Path("images/sandbox"),
+                insecure=insecure_registry,
+            ),
+            # The release carries the suite's pinned test wheels: `contracts --wheels` then
+            # needs no package index to check this image again.
+            build=lambda: build_image(BuildOptions(output_dir=target, contract_wheels=target / "contract-wheels")),
+            contracts=contracts,
+            key=key,
+        )
+    except BaseException:
+        for path in reversed(fresh):
+            if path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
+        raise
     click.echo(f"released {manifest['tag']} = {manifest['reference']} ({target / 'release.json'})")
 
 

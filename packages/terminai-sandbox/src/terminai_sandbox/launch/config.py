@@ -251,7 +251,7 @@ def parse_ports(value: str) -> tuple[Port, ...]:
         if not item:
             continue
         parts = item.split(":")
-        if len(parts) > 2 or not all(p.isdigit() and 1 <= int(p) <= 65535 for p in parts):
+        if len(parts) > 2 or not all(p.isascii() and p.isdigit() and 1 <= int(p) <= 65535 for p in parts):
             raise ConfigError(
                 f"SANDBOX_PORTS item {item!r} is not a port",
                 hint="use PORT or HOST_PORT:CONTAINER_PORT (1-65535), comma-separated",
