@@ -10,13 +10,18 @@ from terminai_apts import durable
 from terminai_apts.errors import EvolutionError, PathError
 
 
+class PersistError(PathError, EvolutionError):
+    """The store could not be written (read-only, full): exit 3 like any unusable location,
+    and still an :class:`EvolutionError`, which the store catches to undo its in-memory change."""
+
+
 def write_json_atomic(path: Path, data: Any) -> None:
     """Replace ``path`` with ``data`` so a crash leaves either the old or the new file whole."""
     payload = json.dumps(data, indent=2, sort_keys=True).encode("utf-8")
     try:
         durable.write(path, payload, mode=0o600)
     except OSError as exc:
-        raise PathError(  # a location that cannot be written is exit 3, as for every command
+        raise PersistError(
             f"could not write {path}: {exc.strerror or exc}",
             hint=f"check that {path.parent} is writable and has free space",
         ) from exc
