@@ -92,10 +92,30 @@ def _parsers(parser: argparse.ArgumentParser) -> Iterator[tuple[list[str], argpa
                 todo += [([*path, name], sub) for name, sub in action.choices.items()]
 
 
+# Help for the arguments the sub-command modules leave undocumented, by destination.
+_DEFAULT_HELP = {
+    "json": "print one JSON object",
+    "path": "the file to read",
+    "query": "words to search for",
+    "pattern": "regular expression (RE2 syntax)",
+    "substring": "text to find, case-insensitive",
+    "tags": "comma-separated tags that must all be present",
+    "limit": "at most this many results",
+    "order": "result order",
+    "source": "only records from this source",
+    "kind": "only records of this kind",
+    "min_confidence": "only records with at least this confidence (0 to 1)",
+    "id": "the record id",
+    "max_results": "at most this many matches in the digest",
+}
+
+
 def _harden(parser: argparse.ArgumentParser) -> None:
-    """Bound every numeric option of every sub-command (see ``_FLOAT_BOUNDS``)."""
+    """Bound every numeric option of every sub-command (see ``_FLOAT_BOUNDS``); fill missing help."""
     for _, current in _parsers(parser):
         for action in current._actions:
+            if not action.help and action.dest in _DEFAULT_HELP:
+                action.help = _DEFAULT_HELP[action.dest]
             if action.type in (float, int):
                 action.type = _bounded(action.type, action.dest)
 

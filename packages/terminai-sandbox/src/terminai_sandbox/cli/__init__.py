@@ -109,8 +109,56 @@ def fail(exc: BaseException, *, debug: bool) -> int:
     is_flag=True,
     help="print the traceback of an unexpected failure (must come first: terminai-sandbox --debug COMMAND ...)",
 )
-def main(debug: bool) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="print only results and errors (no progress lines)")
+@click.option("-v", "--verbose", is_flag=True, help="also print the traceback of an unexpected failure")
+@click.pass_context
+def main(ctx: click.Context, debug: bool, quiet: bool, verbose: bool) -> None:
     """Build, prove, sign, verify and launch the Sovereign Sandbox image."""
     # The console script reads --debug before click does (terminai_sandbox.console); it is
     # declared here so that --help documents it.
     del debug
+    from terminai_sandbox.cli import progress  # noqa: PLC0415
+
+    progress.set_quiet(quiet)
+    if verbose and isinstance(ctx.obj, dict):
+        ctx.obj["debug"] = True
+
+
+@main.command("version")
+def version_cmd() -> None:
+    """Print the version."""
+    click.echo(f"terminai-sandbox {__version__}")
+
+
+@main.command("help")
+@click.argument("topic", nargs=-1)
+@click.pass_context
+def help_cmd(ctx: click.Context, topic: tuple[str, ...]) -> None:
+    """Show the help of terminai-sandbox or of one command (help COMMAND [SUBCOMMAND])."""
+    group = ctx.parent.command if ctx.parent else main
+    parent = ctx.parent or ctx
+    command: click.Command = group
+    for word in topic:
+        sub = command.get_command(parent, word) if isinstance(command, click.Group) else None
+        if sub is None:
+            raise click.UsageError(f"no command {' '.join(topic)!r}", ctx=ctx)
+        parent = click.Context(sub, info_name=word, parent=parent)
+        command = sub
+    click.echo(parent.get_help())
+
+
+@main.command("completion")
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]))
+def completion_cmd(shell: str) -> None:
+    """Print the shell completion script for SHELL.
+
+    \b
+    bash: source <(terminai-sandbox completion bash)
+    zsh:  source <(terminai-sandbox completion zsh)
+    fish: terminai-sandbox completion fish | source
+    """
+    from click.shell_completion import get_completion_class  # noqa: PLC0415
+
+    completion = get_completion_class(shell)
+    assert completion is not None  # the Choice above admits only the shells click knows
+    click.echo(completion(main, {}, "terminai-sandbox", "_TERMINAI_SANDBOX_COMPLETE").source())

@@ -14,12 +14,13 @@ import click
 from terminai_sandbox import engine as engine_mod
 from terminai_sandbox.assemble import BuildOptions, build_image, check_reproducible, debian, repo_root
 from terminai_sandbox.assemble.spec import load_spec
+from terminai_sandbox.cli import progress
 from terminai_sandbox.contracts import run_contracts
 from terminai_sandbox.errors import LockError
 
 
 def _progress(message: str) -> None:
-    click.echo(f"  · {message}", err=True)
+    progress.line(message)
 
 
 def _spec_option(func: click.decorators.FC) -> click.decorators.FC:
@@ -76,10 +77,12 @@ def build_cmd(
         revision=revision,
     )
     if reproducible:
-        result, second = check_reproducible(opts)
+        with progress.step("two independent builds"):
+            result, second = check_reproducible(opts)
         click.echo(f"reproducible: both builds gave {second.manifest_digest}", err=True)
     else:
-        result = build_image(opts)
+        with progress.step("build"):
+            result = build_image(opts)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
         return
@@ -133,7 +136,8 @@ def lock_cmd(spec_path: Path | None, check: bool) -> None:
 def contracts_cmd(image: str, output: Path | None, wheels: Path | None, as_json: bool) -> None:
     """Run the T-APTS contract suite inside IMAGE (non-root, read-only, --network none)."""
     engine = engine_mod.Engine.connect()
-    report = run_contracts(engine, image, wheelhouse=wheels, output_dir=output or repo_root() / "dist")
+    with progress.step("contract suite"):
+        report = run_contracts(engine, image, wheelhouse=wheels, output_dir=output or repo_root() / "dist")
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True))
     else:

@@ -36,7 +36,7 @@ def _open(layout: Path) -> OciLayout:
     "-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the SBOM (- for stdout)"
 )
 @click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name in the SBOM")
-@click.option("--version", "image_version", default=__version__, show_default=True)
+@click.option("--version", "image_version", default=__version__, show_default=True, help="image version in the SBOM")
 @click.option(
     "--source-date-epoch",
     type=click.IntRange(0, 253402300799),
@@ -81,9 +81,21 @@ def sbom_cmd(
     "-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the predicate (- for stdout)"
 )
 @click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name")
-@click.option("--version", "image_version", default=__version__, show_default=True)
-@click.option("--image-dir", type=click.Path(path_type=Path), default=Path("images/sandbox"), show_default=True)
-@click.option("--sbom", "sbom_path", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None)
+@click.option("--version", "image_version", default=__version__, show_default=True, help="image version")
+@click.option(
+    "--image-dir",
+    type=click.Path(path_type=Path),
+    default=Path("images/sandbox"),
+    show_default=True,
+    help="the checkout's image directory (image.toml and its locks) the image was built from",
+)
+@click.option(
+    "--sbom",
+    "sbom_path",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    default=None,
+    help="the image's SBOM, recorded (by digest) as a resolved dependency",
+)
 @click.option(
     "--builder-id",
     default=None,

@@ -18,6 +18,7 @@ from terminai_sandbox import outputs, provenance
 from terminai_sandbox._version import __version__
 from terminai_sandbox.artifacts.contract import Contract
 from terminai_sandbox.artifacts.oci_layout import OciLayout
+from terminai_sandbox.cli import progress
 from terminai_sandbox.cli.trust_options import trust_options
 from terminai_sandbox.errors import ConfigError, ReleaseError, SigningError
 from terminai_sandbox.launch.reference import ImageRef
@@ -122,13 +123,20 @@ def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_regi
     """Push an OCI image layout to REFERENCE (repo[:tag]) blob by blob; prints the manifest digest."""
     ref = ImageRef.parse(reference)
     opened = OciLayout.open(layout)
-    result = _client(ref, insecure_registry).push_layout(opened, ref.repository, tag=ref.tag, chunk_size=chunk_size)
+    with progress.step(f"push to {ref.name}"):
+        result = _client(ref, insecure_registry).push_layout(opened, ref.repository, tag=ref.tag, chunk_size=chunk_size)
     click.echo(f"{ref.name}@{result.digest} ({result.blobs_sent} blobs sent, {result.blobs_skipped} already there)")
 
 
 @click.command("sign")
 @click.argument("reference")
-@click.option("--key", "key_path", type=click.Path(path_type=Path, exists=True), default=None)
+@click.option(
+    "--key",
+    "key_path",
+    type=click.Path(path_type=Path, exists=True),
+    default=None,
+    help="cosign private key (password: COSIGN_PASSWORD or prompt)",
+)
 @click.option(
     "--keyless", "keyless_", is_flag=True, help="CI only: Fulcio certificate for the ambient OIDC identity, Rekor log"
 )
@@ -181,7 +189,7 @@ def sign_cmd(
     multiple=True,
     help="also require a verified attestation of this type (cyclonedx, slsaprovenance1); repeatable",
 )
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="print the result (or the error) as JSON")
 @_INSECURE
 def verify_cmd(
     reference: str,
@@ -234,7 +242,12 @@ def verify_cmd(
 
 @click.command("attest")
 @click.argument("reference")
-@click.option("--predicate", type=click.Path(path_type=Path, exists=True), required=True)
+@click.option(
+    "--predicate",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    required=True,
+    help="the predicate document (JSON) to attest",
+)
 @click.option(
     "--type",
     "kind",
@@ -242,7 +255,13 @@ def verify_cmd(
     show_default=True,
     help="cyclonedx, slsaprovenance1, spdxjson, custom or a URI",
 )
-@click.option("--key", "key_path", type=click.Path(path_type=Path, exists=True), default=None)
+@click.option(
+    "--key",
+    "key_path",
+    type=click.Path(path_type=Path, exists=True),
+    default=None,
+    help="cosign private key (password: COSIGN_PASSWORD or prompt)",
+)
 @click.option("--keyless", "keyless_", is_flag=True, help="CI only: sign with the ambient OIDC identity (bundle)")
 @_INSECURE
 def attest_cmd(
@@ -295,8 +314,20 @@ def _check_predicate_kind(path: Path, body: object, kind: str) -> None:
 
 @click.command("release")
 @click.option("--push", "repository", required=True, help="REGISTRY/REPO to publish to")
-@click.option("--key", "key_path", type=click.Path(path_type=Path, exists=True), required=True)
-@click.option("--dist", type=click.Path(path_type=Path), default=Path("dist"), show_default=True)
+@click.option(
+    "--key",
+    "key_path",
+    type=click.Path(path_type=Path, exists=True),
+    required=True,
+    help="cosign private key to sign the release with (password: COSIGN_PASSWORD or prompt)",
+)
+@click.option(
+    "--dist",
+    type=click.Path(path_type=Path),
+    default=Path("dist"),
+    show_default=True,
+    help="where the release directory X.Y.Z is written",
+)
 @_INSECURE
 def release_cmd(repository: str, key_path: Path, dist: Path, insecure_registry: bool) -> None:
     """Build → contracts → SBOM → push by digest → sign → attest → verify → dist/X.Y.Z/release.json."""
@@ -321,20 +352,21 @@ def release_cmd(repository: str, key_path: Path, dist: Path, insecure_registry: 
     # A release that fails before writing anything leaves no empty dist/X.Y.Z behind.
     fresh = [path for path in (dist, target) if not path.exists()]
     try:
-        manifest = release_mod.release(
-            release_mod.ReleaseOptions(
-                repository=repository,
-                version=__version__,
-                dist_root=dist,
-                image_dir=Path("images/sandbox"),
-                insecure=insecure_registry,
-            ),
-            # The release carries the suite's pinned test wheels: `contracts --wheels` then
-            # needs no package index to check this image again.
-            build=lambda: build_image(BuildOptions(output_dir=target, contract_wheels=target / "contract-wheels")),
-            contracts=contracts,
-            key=key,
-        )
+        with progress.step("release"):
+            manifest = release_mod.release(
+                release_mod.ReleaseOptions(
+                    repository=repository,
+                    version=__version__,
+                    dist_root=dist,
+                    image_dir=Path("images/sandbox"),
+                    insecure=insecure_registry,
+                ),
+                # The release carries the suite's pinned test wheels: `contracts --wheels` then
+                # needs no package index to check this image again.
+                build=lambda: build_image(BuildOptions(output_dir=target, contract_wheels=target / "contract-wheels")),
+                contracts=contracts,
+                key=key,
+            )
     except BaseException:
         for path in reversed(fresh):
             if path.is_dir() and not any(path.iterdir()):
