@@ -70,7 +70,11 @@ def _modules_after(argv: list[str], roots: set[str]) -> set[str]:
 HEAVY = {"cyclonedx", "jsonschema", "rfc3987_syntax", "sigstore", "docker"}
 
 
-@pytest.mark.parametrize("argv", [["sbom", "--help"], ["provenance", "--help"], ["version"], ["completion", "bash"]])
+@pytest.mark.parametrize(
+    "argv",
+    [[name, "--help"] for name in ("sbom", "provenance", "kube", "build", "keygen", "push", "sign", "verify", "attest")]
+    + [["version"], ["--help"]],
+)
 def test_help_loads_no_heavy_library(argv: list[str]) -> None:
     assert _modules_after(argv, HEAVY) == set()
 
@@ -109,7 +113,9 @@ def test_apts_bash_completion_completes_commands_and_options(tmp_path: Path) -> 
     [("terminai-sandbox", ["sbom"]), ("terminai-sandbox", ["nope"]), ("terminai-apts", ["exec", "--timeout", "x"])],
 )
 def test_a_bad_command_line_is_exit_2_with_one_error_line(tool: str, argv: list[str]) -> None:
-    done = subprocess.run([str(BIN / tool), *argv], capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False)
+    done = subprocess.run(
+        [str(BIN / tool), *argv], capture_output=True, text=True, stdin=subprocess.DEVNULL, check=False
+    )
     assert done.returncode == 2
     errors = [line for line in done.stderr.splitlines() if line.startswith("error") or ": error:" in line]
     assert len(errors) == 1 and "Traceback" not in done.stderr, done.stderr
@@ -133,3 +139,20 @@ def test_json_errors_are_one_json_object_on_stdout(tmp_path: Path) -> None:
         check=False,
     )
     assert json.loads(sandbox.stdout)["error"]["exit_code"] == sandbox.returncode == 3
+
+
+def test_the_static_command_list_matches_the_commands() -> None:
+    from terminai_sandbox.cli import SUMMARIES
+
+    ctx = click.Context(sandbox_main)
+    real = {
+        name: command.get_short_help_str(200)
+        for name in sandbox_main.list_commands(ctx)
+        if (command := sandbox_main.get_command(ctx, name)) is not None
+        and name not in ("completion", "help", "version")
+    }
+    assert real == SUMMARIES
+
+
+def test_group_help_loads_no_command_module() -> None:
+    assert _modules_after(["--help"], HEAVY | {"yaml", "cryptography", "requests"}) == set()

@@ -179,7 +179,7 @@ def _input_rows() -> Iterator[tuple[str, Case]]:
             "attest --predicate",
             SANDBOX,
             ("attest", REF, "--predicate", "{in}", "--key", "cosign.key"),
-            {"*": 3, "missing": 2},
+            {"*": 3, "missing": 2, "directory": 2},
             b"",
         ),
         ("verify --key", SANDBOX, ("verify", REF, "--key", "{in}"), {"*": 3}, b""),

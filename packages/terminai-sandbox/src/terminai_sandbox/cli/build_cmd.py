@@ -11,12 +11,10 @@ from pathlib import Path
 
 import click
 
-from terminai_sandbox import engine as engine_mod
-from terminai_sandbox.assemble import BuildOptions, build_image, check_reproducible, debian, repo_root
-from terminai_sandbox.assemble.spec import load_spec
 from terminai_sandbox.cli import progress
-from terminai_sandbox.contracts import run_contracts
 from terminai_sandbox.errors import LockError
+
+# The build stack and the Docker SDK load when a command runs, so that '--help' answers at once.
 
 
 def _progress(message: str) -> None:
@@ -64,6 +62,9 @@ def build_cmd(
     as_json: bool,
 ) -> None:
     """Build the sandbox image from pinned inputs into dist/X.Y.Z and load it."""
+    from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
+    from terminai_sandbox.assemble import BuildOptions, build_image, check_reproducible  # noqa: PLC0415
+
     if not no_load:
         engine_mod.Engine.connect()  # fail before minutes of building, not after them
     opts = BuildOptions(
@@ -98,6 +99,9 @@ def build_cmd(
 @click.option("--check", is_flag=True, help="report drift (newer versions, locked versions gone) instead of relocking")
 def lock_cmd(spec_path: Path | None, check: bool) -> None:
     """Resolve the Debian package set and write images/sandbox/debian.lock (or check it)."""
+    from terminai_sandbox.assemble import debian, repo_root  # noqa: PLC0415
+    from terminai_sandbox.assemble.spec import load_spec  # noqa: PLC0415
+
     spec = load_spec(spec_path or repo_root() / "images" / "sandbox" / "image.toml")
     if check:
         lock = debian.read_lock(spec.debian_lock)
@@ -135,6 +139,10 @@ def lock_cmd(spec_path: Path | None, check: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 def contracts_cmd(image: str, output: Path | None, wheels: Path | None, as_json: bool) -> None:
     """Run the T-APTS contract suite inside IMAGE (non-root, read-only, --network none)."""
+    from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
+    from terminai_sandbox.assemble import repo_root  # noqa: PLC0415
+    from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
+
     engine = engine_mod.Engine.connect()
     with progress.step("contract suite"):
         report = run_contracts(engine, image, wheelhouse=wheels, output_dir=output or repo_root() / "dist")
@@ -155,6 +163,7 @@ def engine_group() -> None:
 @engine_group.command("status")
 def engine_status() -> None:
     """Say which engine answers, or why none does (TERMINAI_SANDBOX is honoured as by 'run')."""
+    from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
     from terminai_sandbox.launch.config import ENGINES, parse_engine  # noqa: PLC0415
 
     for variable in ("TERMINAI_SANDBOX", "GEMINI_SANDBOX"):

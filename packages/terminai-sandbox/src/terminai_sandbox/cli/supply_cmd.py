@@ -10,27 +10,25 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
-from cryptography.hazmat.primitives.asymmetric import ec
 
-from terminai_sandbox import outputs, provenance
+from terminai_sandbox import outputs
 from terminai_sandbox._version import __version__
-from terminai_sandbox.artifacts.contract import Contract
-from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.cli import progress
 from terminai_sandbox.cli.trust_options import trust_options
 from terminai_sandbox.errors import ConfigError, ReleaseError, SigningError
 from terminai_sandbox.launch.reference import ImageRef
-from terminai_sandbox.launch.registry_auth import docker_config_credentials
-from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.secret import Secret
-from terminai_sandbox.signing import keyless, sign
-from terminai_sandbox.signing.formats import dsse, keys
-from terminai_sandbox.signing.formats import sig as sig_format
-from terminai_sandbox.signing.formats.bundle import key_bundle
-from terminai_sandbox.signing.verify.image import verify_image
-from terminai_sandbox.signing.verify.trust import policy_from_options
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from terminai_sandbox.registry import RegistryClient
+
+# The signing, registry and provenance stacks load inside the commands that use them, so
+# that '--help' answers at once.
 
 DEV_DIR = Path(".sandbox-dev")
 DEV_PASSWORD = "development-only"  # noqa: S105 (a public, documented password for the local demo key)
@@ -50,6 +48,8 @@ def _password(confirm: bool) -> Secret[bytes]:
 
 def _private_key(path: Path) -> ec.EllipticCurvePrivateKey:
     """The private key in ``path``; a file that is no key is named (exit 3), a wrong password stays exit 10."""
+    from terminai_sandbox.signing.formats import keys  # noqa: PLC0415
+
     pem = path.read_bytes()
     try:
         return keys.load_private(pem, _password(confirm=False))
@@ -62,6 +62,9 @@ def _private_key(path: Path) -> ec.EllipticCurvePrivateKey:
 
 
 def _client(ref: ImageRef, insecure: bool) -> RegistryClient:
+    from terminai_sandbox.launch.registry_auth import docker_config_credentials  # noqa: PLC0415
+    from terminai_sandbox.registry import RegistryClient  # noqa: PLC0415
+
     return RegistryClient(ref.registry, insecure=insecure, credentials=docker_config_credentials(ref.registry))
 
 
@@ -77,6 +80,8 @@ def _client(ref: ImageRef, insecure: bool) -> RegistryClient:
 @click.option("--dev", is_flag=True, help=f"write the local DEVELOPMENT key pair under {DEV_DIR}/ (for make demo)")
 def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool) -> None:
     """Write an ECDSA P-256 key pair in cosign's formats (password: COSIGN_PASSWORD or prompt)."""
+    from terminai_sandbox.signing.formats import keys  # noqa: PLC0415
+
     if dev:
         # A development key is for local demos only: its password is public, it is never a release key.
         DEV_DIR.mkdir(exist_ok=True)
@@ -121,6 +126,8 @@ def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool) -> None:
 @_INSECURE
 def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_registry: bool) -> None:
     """Push an OCI image layout to REFERENCE (repo[:tag]) blob by blob; prints the manifest digest."""
+    from terminai_sandbox.artifacts.oci_layout import OciLayout  # noqa: PLC0415
+
     ref = ImageRef.parse(reference)
     opened = OciLayout.open(layout)
     with progress.step(f"push to {ref.name}"):
@@ -152,6 +159,10 @@ def sign_cmd(
     With --keyless (CI): a Sigstore bundle referrer and a .sig layer carrying the Fulcio
     certificate, its chain and the Rekor entry, both from one ephemeral certificate.
     """
+    from terminai_sandbox.signing import keyless, sign  # noqa: PLC0415
+    from terminai_sandbox.signing.formats import sig as sig_format  # noqa: PLC0415
+    from terminai_sandbox.signing.formats.bundle import key_bundle  # noqa: PLC0415
+
     if bool(key_path) == keyless_:
         raise ConfigError("pass exactly one of --key or --keyless")
     ref = ImageRef.parse(reference)
@@ -208,6 +219,11 @@ def verify_cmd(
     With --offline DIR (a release directory such as dist/X.Y.Z) no registry is contacted;
     REFERENCE must then carry the digest (or DIR's image is used).
     """
+    from terminai_sandbox import provenance  # noqa: PLC0415
+    from terminai_sandbox.artifacts.oci_layout import OciLayout  # noqa: PLC0415
+    from terminai_sandbox.signing.verify.image import verify_image  # noqa: PLC0415
+    from terminai_sandbox.signing.verify.trust import policy_from_options  # noqa: PLC0415
+
     policy = policy_from_options(
         key=key_path, identity=certificate_identity, issuer=certificate_oidc_issuer, policy_file=policy_path
     )
@@ -272,6 +288,9 @@ def attest_cmd(
     With --key: DSSE in cosign's .att layout. With --keyless: a Sigstore bundle attached as
     an OCI 1.1 referrer.
     """
+    from terminai_sandbox.signing import keyless, sign  # noqa: PLC0415
+    from terminai_sandbox.signing.formats import dsse  # noqa: PLC0415
+
     if bool(key_path) == keyless_:
         raise ConfigError("pass exactly one of --key or --keyless")
     ref = ImageRef.parse(reference)
@@ -332,6 +351,7 @@ def _check_predicate_kind(path: Path, body: object, kind: str) -> None:
 def release_cmd(repository: str, key_path: Path, dist: Path, insecure_registry: bool) -> None:
     """Build → contracts → SBOM → push by digest → sign → attest → verify → dist/X.Y.Z/release.json."""
     from terminai_sandbox import release as release_mod  # noqa: PLC0415 (pulls in the build stack)
+    from terminai_sandbox.artifacts.contract import Contract  # noqa: PLC0415
     from terminai_sandbox.assemble import BuildOptions, BuildResult, build_image  # noqa: PLC0415
     from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
     from terminai_sandbox.engine import Engine  # noqa: PLC0415
