@@ -236,7 +236,10 @@ def verify_cmd(
         client = _client(ref, insecure_registry)
         if ref.digest is None:
             if ref.tag is None:
-                raise ConfigError(f"{reference} has neither tag nor digest")
+                raise ConfigError(
+                    f"{reference} has neither tag nor digest",
+                    hint=f"name the release: {reference}:X.Y.Z (e.g. :{__version__}) or {reference}@sha256:...",
+                )
             ref = ref.with_digest(client.resolve(ref.repository, ref.tag))
     result = verify_image(
         ref, policy, client=client, offline_dir=offline_dir, attestations=attestations, trusted_root=trusted_root
