@@ -332,6 +332,12 @@ def _named_rows() -> Iterator[tuple[str, Case]]:
             3,
             "slsaprovenance1",
         ),
+        "evolve propose --store a file": Case(APTS, ("evolve", "propose", "code.py", "--store", "binary"), 3, "binary"),
+        "build --spec, non-UTF-8": Case(SANDBOX, ("build", "--spec", "latin1", "--no-load"), 3, "latin1 is not UTF-8"),
+        "lock --spec, non-UTF-8": Case(SANDBOX, ("lock", "--spec", "latin1", "--check"), 3, "latin1 is not UTF-8"),
+        "verify, overlong reference": Case(
+            SANDBOX, ("verify", "a" * 300 + ":1", "--key", "cosign.pub"), 3, "repository name of 300 characters"
+        ),
         # interrupts
         "exec, Ctrl-C while the code runs": Case(
             APTS, ("exec", "--timeout", "60"), 130, "interrupted", stdin=b"while True:\n    pass\n", interrupt_after=3.0

@@ -44,7 +44,7 @@ def _read(path: str, what: str) -> str:
 def _orchestrator(args: argparse.Namespace, config: EvolutionConfig | None = None) -> EvolutionOrchestrator:
     store = Path(args.store)
     # Only a proposal creates a store; inspecting one that is not there must not make it.
-    if config is None and not store.is_dir():
+    if (config is None or store.exists()) and not store.is_dir():
         what = "does not exist" if not store.exists() else "is not a directory"
         raise PathError(f"evolution store {store} {what}", hint="pass the --store of an earlier 'evolve propose'")
     key = load_hmac_key(Path(args.hmac_key_file) if args.hmac_key_file else None)

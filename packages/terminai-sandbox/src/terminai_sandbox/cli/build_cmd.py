@@ -12,13 +12,30 @@ from pathlib import Path
 import click
 
 from terminai_sandbox.cli import progress
-from terminai_sandbox.errors import LockError
+from terminai_sandbox.errors import ConfigError, LockError
 
 # The build stack and the Docker SDK load when a command runs, so that '--help' answers at once.
 
 
 def _progress(message: str) -> None:
     progress.line(message)
+
+
+def _writable(directory: Path) -> None:
+    """Refuse a directory the command could not write its output into (made if missing)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(dir=directory):
+        pass
+
+
+def _readable_spec(path: Path | None) -> None:
+    """A spec that is not UTF-8 text is named here (the TOML reader would not name it)."""
+    if path is None or not path.is_file():
+        return
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text (byte at offset {exc.start})", hint="save it as UTF-8") from None
 
 
 def _spec_option(func: click.decorators.FC) -> click.decorators.FC:
@@ -65,6 +82,7 @@ def build_cmd(
     from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
     from terminai_sandbox.assemble import BuildOptions, build_image, check_reproducible  # noqa: PLC0415
 
+    _readable_spec(spec_path)
     if not no_load:
         engine_mod.Engine.connect()  # fail before minutes of building, not after them
     opts = BuildOptions(
@@ -102,6 +120,7 @@ def lock_cmd(spec_path: Path | None, check: bool) -> None:
     from terminai_sandbox.assemble import debian, repo_root  # noqa: PLC0415
     from terminai_sandbox.assemble.spec import load_spec  # noqa: PLC0415
 
+    _readable_spec(spec_path)
     spec = load_spec(spec_path or repo_root() / "images" / "sandbox" / "image.toml")
     if check:
         lock = debian.read_lock(spec.debian_lock)
@@ -143,6 +162,8 @@ def contracts_cmd(image: str, output: Path | None, wheels: Path | None, as_json:
     from terminai_sandbox.assemble import repo_root  # noqa: PLC0415
     from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
 
+    where = output or repo_root() / "dist"
+    _writable(where)  # a report location that cannot be written fails now, not after the suite
     engine = engine_mod.Engine.connect()
     with progress.step("contract suite"):
         report = run_contracts(engine, image, wheelhouse=wheels, output_dir=output or repo_root() / "dist")
