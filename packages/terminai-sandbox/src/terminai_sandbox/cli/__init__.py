@@ -123,7 +123,9 @@ def fail(exc: BaseException, *, debug: bool) -> int:
 
         traceback.print_exception(exc, file=sys.stderr)
     argv = sys.argv[1:]
-    if "--json" in argv[: argv.index("--") if "--" in argv else len(argv)]:
+    options = argv[: argv.index("--") if "--" in argv else len(argv)]
+    # kube's stdout is objects for 'kubectl apply -f -': an error never goes there.
+    if "--json" in options and "kube" not in options[:1]:
         body = {"ok": False, "error": {"message": err.message, "hint": err.hint, "exit_code": err.exit_code}}
         with contextlib.suppress(OSError, ValueError):
             click.echo(json.dumps(body, ensure_ascii=True))
