@@ -56,6 +56,11 @@ def _closed_port() -> int:
 
 
 CLOSED = f"127.0.0.1:{_closed_port()}"
+# A port that accepts connections (the kernel's backlog) and never answers: a registry that hangs.
+_SILENT = socket.socket()
+_SILENT.bind(("127.0.0.1", 0))
+_SILENT.listen(16)
+SILENT = f"127.0.0.1:{_SILENT.getsockname()[1]}"
 REF = f"{CLOSED}/terminai/sandbox@{DIGEST}"
 
 
@@ -350,6 +355,16 @@ def _named_rows() -> Iterator[tuple[str, Case]]:
             stdin=b"while True:\n    pass\n",
             interrupt_after=3.0,
         ),
+        "memory index, Ctrl-C while building": Case(
+            APTS,
+            ("memory", "index", "out/idx.sqlite", "--archive", "big.sqlite"),
+            130,
+            "interrupted",
+            interrupt_after=1.0,
+        ),
+        "push to a registry that never answers, Ctrl-C": Case(
+            SANDBOX, ("push", "layout", f"{SILENT}/terminai/sandbox:1"), 130, "interrupted", interrupt_after=2.0
+        ),
         "cleanup --apply, Ctrl-C": Case(
             APTS,
             ("cleanup", "big", "--apply", "--approved-by", "t", "--now", "2030-01-01T00:00:00Z"),
@@ -454,6 +469,16 @@ def _prepare(work: Path, name: str, case: Case) -> None:
         for i in range(3000):
             (big / f"installer-{i}.tmp").write_bytes(b"x")
             os.utime(big / f"installer-{i}.tmp", (0, 0))
+    if "Ctrl-C while building" in name:
+        conn = sqlite3.connect(work / "big.sqlite")
+        conn.execute(
+            "CREATE TABLE memories(id INTEGER PRIMARY KEY, date TEXT, title TEXT, content TEXT,"
+            " summary TEXT, tags TEXT, source TEXT, confidence REAL)"
+        )
+        rows = ((i, "2024-01-01", f"note {i}", f"lorem ipsum {i} " * 40, "", "a", "t", 1.0) for i in range(1, 40001))
+        conn.executemany("INSERT INTO memories VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.commit()
+        conn.close()
     if "CycloneDX" in name:
         (work / "cyclonedx.json").write_text(json.dumps({"bomFormat": "CycloneDX", "specVersion": "1.6"}))
 
