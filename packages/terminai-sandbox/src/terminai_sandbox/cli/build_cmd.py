@@ -12,7 +12,7 @@ from pathlib import Path
 import click
 
 from terminai_sandbox.cli import progress
-from terminai_sandbox.errors import ConfigError, LockError
+from terminai_sandbox.errors import ConfigError, ContractError, EngineError, LockError, SandboxError
 
 # The build stack and the Docker SDK load when a command runs, so that '--help' answers at once.
 
@@ -36,6 +36,18 @@ def _readable_spec(path: Path | None) -> None:
         path.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{path} is not UTF-8 text (byte at offset {exc.start})", hint="save it as UTF-8") from None
+
+
+def _suite_refused(image: str, exc: Exception) -> SandboxError:
+    """The engine would not run the suite in ``image``: an image that cannot hold the
+    contract (no python3) fails the contract; anything else is the engine's refusal."""
+    text = str(getattr(exc, "explanation", None) or exc)
+    if "executable file not found" in text:
+        return ContractError(
+            f"{image} cannot run the contract suite: the image has no python3",
+            hint="contracts test a T-APTS sandbox image (terminai-sandbox build)",
+        )
+    return EngineError(f"the engine refused to run the contract suite in {image}: {text}")
 
 
 def _spec_option(func: click.decorators.FC) -> click.decorators.FC:
@@ -158,6 +170,8 @@ def lock_cmd(spec_path: Path | None, check: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 def contracts_cmd(image: str, output: Path | None, wheels: Path | None, as_json: bool) -> None:
     """Run the T-APTS contract suite inside IMAGE (non-root, read-only, --network none)."""
+    import docker.errors  # noqa: PLC0415
+
     from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
     from terminai_sandbox.assemble import repo_root  # noqa: PLC0415
     from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
@@ -166,7 +180,10 @@ def contracts_cmd(image: str, output: Path | None, wheels: Path | None, as_json:
     _writable(where)  # a report location that cannot be written fails now, not after the suite
     engine = engine_mod.Engine.connect()
     with progress.step("contract suite"):
-        report = run_contracts(engine, image, wheelhouse=wheels, output_dir=output or repo_root() / "dist")
+        try:
+            report = run_contracts(engine, image, wheelhouse=wheels, output_dir=where)
+        except docker.errors.APIError as exc:
+            raise _suite_refused(image, exc) from None
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True))
     else:
