@@ -337,6 +337,9 @@ def _named_rows() -> Iterator[tuple[str, Case]]:
             3,
             "slsaprovenance1",
         ),
+        "provenance outside a checkout": Case(
+            SANDBOX, ("provenance", "layout", "-o", "out/p.json"), 3, "provenance describes the checkout"
+        ),
         "evolve propose --store a file": Case(APTS, ("evolve", "propose", "code.py", "--store", "binary"), 3, "binary"),
         "build --spec, non-UTF-8": Case(SANDBOX, ("build", "--spec", "latin1", "--no-load"), 3, "latin1 is not UTF-8"),
         "lock --spec, non-UTF-8": Case(SANDBOX, ("lock", "--spec", "latin1", "--check"), 3, "latin1 is not UTF-8"),

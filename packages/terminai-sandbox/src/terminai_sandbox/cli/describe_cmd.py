@@ -11,7 +11,7 @@ import click
 
 from terminai_sandbox import outputs, resources
 from terminai_sandbox._version import __version__
-from terminai_sandbox.errors import ArtifactError, SbomError
+from terminai_sandbox.errors import ArtifactError, ConfigError, SbomError
 
 if TYPE_CHECKING:
     from terminai_sandbox.artifacts.oci_layout import OciLayout
@@ -129,6 +129,11 @@ def provenance_cmd(
                 f"{server}/{env.get('GITHUB_REPOSITORY')}/actions/runs/{env['GITHUB_RUN_ID']}/attempts/{attempt}"
             )
     image = _open(layout)  # a layout that is none fails before the checkout is read
+    if not (image_dir / "image.toml").is_file():
+        raise ConfigError(
+            f"{image_dir / 'image.toml'} does not exist: provenance describes the checkout the image was built from",
+            hint="run it in that checkout, or pass --image-dir CHECKOUT/images/sandbox",
+        )
     # The plan is made from this checkout, not built: provenance refuses it unless the
     # image's labels (commit, assembler format, contract version) agree with it.
     planned = plan_for(BuildOptions(spec_path=image_dir / "image.toml"))
