@@ -423,6 +423,21 @@ def _command(case: Case) -> list[str]:
     return [case.tool, *case.args]
 
 
+def _alive_in_group(pgid: int) -> list[int]:
+    """Processes of group ``pgid`` that still run (zombies waiting for a reaper do not count)."""
+    alive = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            alive.append(int(entry.name))
+    return alive
+
+
 def _run(work: Path, case: Case) -> tuple[subprocess.CompletedProcess[bytes], float]:
     env = {"PATH": os.environ["PATH"], "HOME": str(work), "COSIGN_PASSWORD": PASSWORD, "LC_ALL": "C.UTF-8"}
     for name, value in case.env.items():
@@ -444,6 +459,7 @@ def _run(work: Path, case: Case) -> tuple[subprocess.CompletedProcess[bytes], fl
         stderr=subprocess.PIPE,
         # a closed stdin: the child's descriptor 0 is closed before it starts
         preexec_fn=(lambda: os.close(0)) if case.stdin is None else None,  # noqa: PLW1509
+        start_new_session=True,  # its own process group: what it started can be found afterwards
     )
     if case.interrupt_after is not None:
         time.sleep(case.interrupt_after)
@@ -456,6 +472,12 @@ def _run(work: Path, case: Case) -> tuple[subprocess.CompletedProcess[bytes], fl
         raise AssertionError(
             f"hung for more than {TIME_BOUND} s; stderr: {err.decode(errors='replace')[-600:]}"
         ) from None
+    if case.interrupt_after is not None:
+        # Ctrl-C ends the whole command: the run it was waiting on too (within a moment).
+        settle = time.monotonic() + 5
+        while _alive_in_group(proc.pid) and time.monotonic() < settle:
+            time.sleep(0.05)
+        assert not _alive_in_group(proc.pid), f"left running after Ctrl-C: {_alive_in_group(proc.pid)}"
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), time.monotonic() - started
 
 

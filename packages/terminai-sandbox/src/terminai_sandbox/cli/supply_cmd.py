@@ -47,18 +47,16 @@ def _password(confirm: bool) -> Secret[bytes]:
 
 
 def _private_key(path: Path) -> ec.EllipticCurvePrivateKey:
-    """The private key in ``path``; a file that is no key is named (exit 3), a wrong password stays exit 10."""
+    """The private key in ``path``; a file that is no PEM is exit 3, a wrong password stays exit 10; both name it."""
     from terminai_sandbox.signing.formats import keys  # noqa: PLC0415
 
     pem = path.read_bytes()
+    if not pem.lstrip().startswith(b"-----BEGIN "):  # not a PEM file at all: a wrong path, not a signing failure
+        raise ConfigError(f"private key {str(path)!r} is not a PEM file", hint="pass the cosign.key file keygen wrote")
     try:
         return keys.load_private(pem, _password(confirm=False))
     except SigningError as exc:
-        if "password" in exc.message:
-            raise SigningError(f"{path}: {exc.message}", hint=exc.hint) from None
-        raise ConfigError(
-            f"private key {str(path)!r}: {exc.message}", hint="pass the cosign.key file keygen wrote"
-        ) from None
+        raise SigningError(f"{path}: {exc.message}", hint=exc.hint) from None
 
 
 def _client(ref: ImageRef, insecure: bool) -> RegistryClient:
