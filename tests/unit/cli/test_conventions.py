@@ -156,3 +156,23 @@ def test_the_static_command_list_matches_the_commands() -> None:
 
 def test_group_help_loads_no_command_module() -> None:
     assert _modules_after(["--help"], HEAVY | {"yaml", "cryptography", "requests"}) == set()
+
+
+def test_quiet_drops_chatter_but_keeps_errors() -> None:
+    apts = str(BIN / "terminai-apts")
+    loud = subprocess.run([apts, "repl"], input="print(1)\n\n", capture_output=True, text=True, check=False)
+    quiet = subprocess.run([apts, "-q", "repl"], input="print(1)\n\n", capture_output=True, text=True, check=False)
+    assert "end a cell" in loud.stderr and "end a cell" not in quiet.stderr
+    assert "1" in quiet.stdout
+    failed = subprocess.run(
+        [apts, "-q", "memory", "count", "/nonexistent.db"], capture_output=True, text=True, check=False
+    )
+    assert failed.returncode == 24 and failed.stderr.startswith("error:") and "hint:" in failed.stderr
+
+
+def test_progress_is_silent_off_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
+    from terminai_sandbox.cli import progress
+
+    with progress.step("a step"):
+        progress.line("a stage")
+    assert capsys.readouterr().err == ""

@@ -287,7 +287,7 @@ class _QuietStderr:
         self._line += text
         while "\n" in self._line:
             line, self._line = self._line.split("\n", 1)
-            if line.lstrip().startswith(("error", "hint:", "warning", "usage:", "terminai-apts")):
+            if line.lstrip().startswith(("error", "hint:", "warning", "usage:")) or ": error:" in line:
                 self._inner.write(line + "\n")
         return len(text)
 
