@@ -176,3 +176,44 @@ def test_progress_is_silent_off_a_terminal(capsys: pytest.CaptureFixture[str]) -
     with progress.step("a step"):
         progress.line("a stage")
     assert capsys.readouterr().err == ""
+
+
+def test_progress_on_a_terminal_stamps_elapsed_time(tmp_path: Path) -> None:
+    """A push to a registry that never answers: on a terminal the step says it is still running."""
+    import os
+    import pty
+    import socket
+    import time
+
+    from tests.fixtures.oci import write_layout
+
+    write_layout(tmp_path / "layout", config=b"{}", layers=[b"layer"])
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(4)
+    main_fd, child_fd = pty.openpty()
+    proc = subprocess.Popen(
+        [str(BIN / "terminai-sandbox"), "push", "layout", f"127.0.0.1:{silent.getsockname()[1]}/t/s:1"],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=child_fd,
+    )
+    os.close(child_fd)
+    time.sleep(4.5)
+    proc.kill()
+    proc.wait()
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(main_fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(main_fd)
+    silent.close()
+    text = seen.decode(errors="replace")
+    assert "pushing 2 blobs" in text and "push to 127.0.0.1" in text, text
+    assert "[" in text and " s] " in text  # every line carries the time since the command started
