@@ -217,3 +217,19 @@ def test_progress_on_a_terminal_stamps_elapsed_time(tmp_path: Path) -> None:
     text = seen.decode(errors="replace")
     assert "pushing 2 blobs" in text and "push to 127.0.0.1" in text, text
     assert "[" in text and " s] " in text  # every line carries the time since the command started
+
+
+def test_exec_json_error_keeps_the_result_shape() -> None:
+    """An exec that never ran still answers with exec's result object (DESIGN §4), plus the error's code."""
+    import json
+
+    done = subprocess.run(
+        [str(BIN / "terminai-apts"), "exec", "--json", "--db", "/nonexistent.db"],
+        input="print(1)\n",
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    body = json.loads(done.stdout)
+    assert body["success"] is False and body["error_type"] == "UsageError" and body["violations"] == []
+    assert body["exit_code"] == done.returncode == 2 and "not found" in body["error"]

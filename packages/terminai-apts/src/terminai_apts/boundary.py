@@ -145,10 +145,26 @@ def _classify(exc: BaseException, subject: str | None) -> AptsError:
     )
 
 
-def report(err: AptsError, *, as_json: bool) -> None:
+# The result object of `exec --json` (DESIGN §4), for a run that never started: agents
+# parse one shape whatever happened.
+_EXEC_SHAPE = {
+    "success": False,
+    "stdout": "",
+    "timed_out": False,
+    "memory_exceeded": False,
+    "output_truncated": False,
+    "duration_ms": 0,
+    "violations": [],
+}
+
+
+def report(err: AptsError, *, as_json: bool, exec_shape: bool = False) -> None:
     """Print ``err``: one error line and its hint on stderr; under ``as_json`` also a JSON object on stdout."""
     if as_json:
-        body = {"ok": False, "error": {"message": err.message, "hint": err.hint, "exit_code": err.exit_code}}
+        error = {"message": err.message, "hint": err.hint, "exit_code": err.exit_code}
+        body: dict[str, object] = {"ok": False, "error": error}
+        if exec_shape:
+            body = {**_EXEC_SHAPE, "ok": False, "error": err.message, "error_type": type(err).__name__, **error}
         with contextlib.suppress(OSError, ValueError):  # stdout is gone; stderr still gets the line
             print(json.dumps(body, ensure_ascii=True), flush=True)
     with contextlib.suppress(OSError, ValueError):
@@ -160,6 +176,7 @@ def guarded(
     *,
     as_json: Callable[[], bool] = lambda: False,
     subject: Callable[[], str | None] = lambda: None,
+    exec_shape: Callable[[], bool] = lambda: False,
 ) -> int:
     """Run ``body`` and return its exit code, or report its failure and return that code.
 
@@ -181,7 +198,9 @@ def guarded(
         return BROKEN_PIPE
     except KeyboardInterrupt:
         durable.discard_pending()
-        report(AptsError("interrupted", hint="nothing was left half-written"), as_json=as_json())
+        report(
+            AptsError("interrupted", hint="nothing was left half-written"), as_json=as_json(), exec_shape=exec_shape()
+        )
         return INTERRUPTED
     except Exception as exc:  # the one place unforeseen failures become a message
         durable.discard_pending()
@@ -190,5 +209,5 @@ def guarded(
 
             traceback.print_exception(exc, file=sys.stderr)
         err = _classify(exc, subject())
-        report(err, as_json=as_json())
+        report(err, as_json=as_json(), exec_shape=exec_shape())
         return err.exit_code

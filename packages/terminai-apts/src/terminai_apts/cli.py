@@ -325,7 +325,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = state.get("args")
         return next((str(getattr(args, n)) for n in ("audit", "db", "store", "path") if getattr(args, n, None)), None)
 
-    return boundary.guarded(body, as_json=lambda: bool(getattr(state.get("args"), "json", False)), subject=subject)
+    return boundary.guarded(
+        body,
+        as_json=lambda: bool(getattr(state.get("args"), "json", False)),
+        subject=subject,
+        exec_shape=lambda: getattr(state.get("args"), "command", None) in ("exec", "repl"),
+    )
 
 
 if __name__ == "__main__":
