@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from terminai_apts import durable
-from terminai_apts.errors import EvolutionError, IntegrityError
+from terminai_apts.errors import EvolutionError, IntegrityError, PathError
 from terminai_apts.evolution.snapshots import HMAC_ENV, RollbackManager, load_hmac_key
 
 KEY = b"k" * 32
@@ -102,7 +102,7 @@ def test_crash_during_persist_keeps_old_store(tmp_path: Path, monkeypatch: pytes
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(durable.os, "replace", crash)  # the rename of the one atomic writer
-    with pytest.raises(EvolutionError, match="could not persist"):
+    with pytest.raises(PathError, match="could not write"):
         mgr.deploy("x = 3\n", approver="carol")
     monkeypatch.undo()
     assert (tmp_path / "snapshots.json").read_bytes() == before

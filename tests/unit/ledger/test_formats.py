@@ -145,7 +145,7 @@ def test_tampered_executor_log_fails_with_the_same_messages(copies: Path) -> Non
         tamper()
         with pytest.raises(IntegrityError, match=message) as caught:
             executor_audit.verify(path)
-        assert caught.value.exit_code == 6
+        assert caught.value.exit_code == 23  # IntegrityError (docs/EXIT_CODES.md)
 
 
 def test_tampered_journal_fails_with_the_same_messages(copies: Path) -> None:

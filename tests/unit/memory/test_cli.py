@@ -50,7 +50,7 @@ def test_cli_round_trip(tmp_path: Path, seed_archive: Path, capsys: pytest.Captu
 
 def test_cli_errors(tmp_path: Path, seed_archive: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = _run(capsys, "memory", "search", str(tmp_path / "none.db"), "x")
-    assert code == 7
+    assert code == 24  # MemoryStoreError (docs/EXIT_CODES.md)
     assert "does not exist" in err
     code, _, err = _run(capsys, "memory", "search", str(seed_archive), "x")
     assert code != 0 and "original schema" in err and "hint" in err
@@ -68,7 +68,7 @@ def test_cli_errors(tmp_path: Path, seed_archive: Path, capsys: pytest.CaptureFi
     path = j.root / DECISIONS
     path.write_text(path.read_text().replace('"a"', '"A"'))
     code, out, err = _run(capsys, "memory", "verify", str(j.root))
-    assert code == 6 and ":1: entry edited" in out and "chain broken" in err
+    assert code == 23 and ":1: entry edited" in out and "chain broken" in err
 
 
 def test_cli_on_a_journal_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -71,7 +71,7 @@ def test_hostile_arguments_give_a_clear_error(db: Path, argv: tuple[str | bytes,
 
 def test_a_missing_id_is_named(db: Path) -> None:
     proc = _run("memory", "get", str(db), "999")
-    assert proc.returncode == 7 and "no memory with id '999'" in proc.stderr
+    assert proc.returncode == 24 and "no memory with id '999'" in proc.stderr
 
 
 def test_grep_and_find_cross_field_boundaries(db: Path) -> None:
@@ -99,7 +99,7 @@ def test_rebuild_without_a_source_keeps_the_index(db: Path, tmp_path: Path) -> N
     proc = _run("memory", "index", str(db), "--rebuild", "--journal", str(empty))
     assert proc.returncode == 2 and "would drop all 5" in proc.stderr
     proc = _run("memory", "index", str(db), "--rebuild", "--journal", str(tmp_path / "typo-in-path"))
-    assert proc.returncode == 5 and "does not exist" in proc.stderr
+    assert proc.returncode == 22 and "does not exist" in proc.stderr
     assert db.read_bytes() == before
     with ThermalMemory(db) as mem:
         assert mem.count() == 5
@@ -109,17 +109,17 @@ def test_rebuild_without_a_source_keeps_the_index(db: Path, tmp_path: Path) -> N
 def test_verify_and_compact_need_a_journal_directory(db: Path, tmp_path: Path, action: str) -> None:
     missing = tmp_path / "no-such-journal"
     proc = _run("memory", action, str(missing))
-    assert proc.returncode == 5 and "does not exist" in proc.stderr
+    assert proc.returncode == 22 and "does not exist" in proc.stderr
     assert "intact" not in proc.stdout and not missing.exists()
     proc = _run("memory", action, str(db))
-    assert proc.returncode == 5 and "is a memory index file, not a journal directory" in proc.stderr
+    assert proc.returncode == 22 and "is a memory index file, not a journal directory" in proc.stderr
     assert "intact" not in proc.stdout
 
 
 def test_exec_on_a_legacy_archive_says_how_to_import_it(seed_archive: Path) -> None:
     program = "print(thermal.count())"
     proc = _run("exec", "--db", str(seed_archive), stdin=program)
-    assert proc.returncode == 7 and "Traceback" not in proc.stderr
+    assert proc.returncode == 24 and "Traceback" not in proc.stderr
     assert "archive in the original schema" in proc.stderr and "injected API unavailable" not in proc.stderr
     hint = proc.stderr.split("hint: ", 1)[1].strip()
     importing, running = hint.split("import it once, then pass the index: ", 1)[1].split(" && ")

@@ -2,18 +2,30 @@
 
 Sub-commands are contributed by the parts that own them; each module listed in
 ``_COMMAND_MODULES`` exposes ``register(subparsers)`` and sets ``func`` on its parsers.
-``func(args) -> int`` returns the exit code. Errors become exit codes only here.
+``func(args) -> int`` returns the exit code. Errors become exit codes only here, through
+:func:`terminai_apts.boundary.guarded` (docs/EXIT_CODES.md lists them).
+
+This module also holds the conventions every command shares: ``help``, ``version`` and
+``completion`` sub-commands, ``-q``/``-v``, ``cleanup`` (the governed cleanup tool, also
+``python -m terminai_apts.action.cleanup``), numbers checked before any command sees them,
+and option values that start with a dash (``--since -5d``).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import math
+import os
+import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any, TextIO
 
+from terminai_apts import boundary
 from terminai_apts._version import __version__
-from terminai_apts.errors import AptsError
 
 _COMMAND_MODULES = (
     "terminai_apts.executor.cli",
@@ -21,34 +33,304 @@ _COMMAND_MODULES = (
     "terminai_apts.evolution.cli",
 )
 
+EXIT_CODES_EPILOG = """\
+exit codes (shared with terminai-sandbox, docs/EXIT_CODES.md):
+  0 success   1 failed (code refused or failed, proposal rejected, check failed)
+  2 usage error   3 a file or directory cannot be used (missing, directory, read-only, full, not UTF-8)
+  20 cleanup refused   21 approval required   22 journal unreadable   23 integrity broken
+  24 memory store error   25 read-only violation   26 executor unavailable
+  27 evolution refused   28 contract violated   130 interrupted   141 stdout closed
+"""
+
+# Bounds of the numeric options, by destination: (smallest, largest). A value outside is a
+# usage error before any command runs (nan, inf, 1e308 and negative counts never reach one).
+_FLOAT_BOUNDS: dict[str, tuple[float, float]] = {
+    "timeout": (0.001, 1e6),
+    "min_confidence": (0.0, 1.0),
+}
+_INT_BOUNDS: dict[str, tuple[int, int]] = {
+    "limit": (1, 10**9),
+    "max_results": (1, 10**9),
+    "memory_mb": (1, 10**7),
+    "max_output": (1, 2**40),
+    "scan_limit": (1, 10**9),
+    "offset": (0, 2**62),
+    "id": (0, 2**62),
+    "version": (0, 2**62),
+}
+_DEFAULT_FLOAT = (0.0, 1e9)
+_DEFAULT_INT = (0, 2**62)
+
+
+def _bounded(kind: type, name: str) -> Callable[[str], Any]:
+    low, high = _FLOAT_BOUNDS.get(name, _DEFAULT_FLOAT) if kind is float else _INT_BOUNDS.get(name, _DEFAULT_INT)
+
+    def parse(text: str) -> Any:
+        try:
+            value = kind(text)
+        except (ValueError, OverflowError):
+            what = "number" if kind is float else "whole number"
+            raise argparse.ArgumentTypeError(f"{text!r} is not a {what}") from None
+        if kind is float and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{text} is out of range ({low} to {high})")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its "invalid ... value" message
+    return parse
+
+
+def _parsers(parser: argparse.ArgumentParser) -> Iterator[tuple[list[str], argparse.ArgumentParser]]:
+    """Every parser in the tree with its command path (the root's is [])."""
+    todo: list[tuple[list[str], argparse.ArgumentParser]] = [([], parser)]
+    while todo:
+        path, current = todo.pop(0)
+        yield path, current
+        for action in current._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                todo += [([*path, name], sub) for name, sub in action.choices.items()]
+
+
+# Help for the arguments the sub-command modules leave undocumented, by destination.
+_DEFAULT_HELP = {
+    "json": "print one JSON object",
+    "path": "the file to read",
+    "query": "words to search for",
+    "pattern": "regular expression (RE2 syntax)",
+    "substring": "text to find, case-insensitive",
+    "tags": "comma-separated tags that must all be present",
+    "limit": "at most this many results",
+    "order": "result order",
+    "source": "only records from this source",
+    "kind": "only records of this kind",
+    "min_confidence": "only records with at least this confidence (0 to 1)",
+    "id": "the record id",
+    "max_results": "at most this many matches in the digest",
+}
+
+
+def _harden(parser: argparse.ArgumentParser) -> None:
+    """Bound every numeric option of every sub-command (see ``_FLOAT_BOUNDS``); fill missing help."""
+    for _, current in _parsers(parser):
+        for action in current._actions:
+            if not action.help and action.dest in _DEFAULT_HELP:
+                action.help = _DEFAULT_HELP[action.dest]
+            if action.type in (float, int):
+                action.type = _bounded(action.type, action.dest)
+
+
+def _completion(args: argparse.Namespace) -> int:
+    print(completion_script(build_parser(), args.shell))
+    return 0
+
+
+def completion_script(parser: argparse.ArgumentParser, shell: str) -> str:
+    """A static completion script for ``shell`` (bash, zsh or fish): commands and options."""
+    table: dict[str, list[str]] = {}
+    for steps, current in _parsers(parser):
+        words = [s for a in current._actions for s in a.option_strings]
+        for action in current._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                words += list(action.choices)
+        table[" ".join(steps)] = sorted(set(words))
+    if shell == "fish":
+        lines = ["# terminai-apts completion for fish: terminai-apts completion fish | source"]
+        for path, words in table.items():
+            test = f"__fish_seen_subcommand_from {path.split()[-1]}" if path else "__fish_use_subcommand"
+            for word in words:
+                if word.startswith("--"):
+                    lines.append(f"complete -c terminai-apts -n '{test}' -l {word[2:]}")
+                elif word.startswith("-"):
+                    lines.append(f"complete -c terminai-apts -n '{test}' -s {word[1:]}")
+                else:
+                    lines.append(f"complete -c terminai-apts -n '{test}' -f -a {word}")
+        return "\n".join(lines)
+    cases = "\n".join(f'        "{path}") words="{" ".join(words)}" ;;' for path, words in table.items())
+    body = f"""_terminai_apts() {{
+    local cur path="" words="" w
+    cur="${{COMP_WORDS[COMP_CWORD]}}"
+    for w in "${{COMP_WORDS[@]:1:COMP_CWORD-1}}"; do
+        case "$w" in -*) ;; *) [[ -n "$path" ]] && path="$path $w" || path="$w" ;; esac
+    done
+    while :; do
+        case "$path" in
+{cases}
+        *) if [[ "$path" == *" "* ]]; then path="${{path% *}}"; elif [[ -n "$path" ]]; then path=""; else break; fi
+           continue ;;
+        esac
+        break
+    done
+    COMPREPLY=( $(compgen -W "$words" -- "$cur") )
+}}
+complete -o default -F _terminai_apts terminai-apts"""
+    if shell == "zsh":
+        return "# terminai-apts completion for zsh: source <(terminai-apts completion zsh)\n" + (
+            "autoload -U +X bashcompinit && bashcompinit\n" + body
+        )
+    return "# terminai-apts completion for bash: source <(terminai-apts completion bash)\n" + body
+
+
+def _version(args: argparse.Namespace) -> int:
+    print(f"terminai-apts {__version__}")
+    return 0
+
+
+def _cleanup(args: argparse.Namespace) -> int:
+    from terminai_apts.action import cleanup  # noqa: PLC0415  (its own parser, its own help)
+
+    return cleanup.run(args.cleanup_args, prog="terminai-apts cleanup")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="terminai-apts",
-        description="T-APTS: the sandbox toolset (restricted executor, memory, evolution).",
+        description="T-APTS: the sandbox toolset (restricted executor, memory, evolution, cleanup).",
+        epilog=EXIT_CODES_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"terminai-apts {__version__}")
+    noise = parser.add_mutually_exclusive_group()
+    noise.add_argument("-q", "--quiet", action="store_true", help="print only results and errors")
+    noise.add_argument("-v", "--verbose", action="store_true", help="also print the traceback of an unexpected failure")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in _COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    clean = subparsers.add_parser(
+        "cleanup",
+        help="plan (and with an approver apply) a cleanup of a downloads folder",
+        add_help=False,
+        prefix_chars="\0",  # every argument, --help included, goes to the cleanup tool's own parser
+    )
+    clean.add_argument(
+        "cleanup_args", nargs=argparse.REMAINDER, help="arguments of the cleanup tool (see cleanup --help)"
+    )
+    clean.set_defaults(func=_cleanup)
+    helper = subparsers.add_parser("help", help="show the help of terminai-apts or of one command")
+    helper.add_argument("topic", nargs="*", help="the command (and sub-command) to explain")
+    helper.set_defaults(func=lambda args: _help(parser, args.topic))
+    version = subparsers.add_parser("version", help="print the version")
+    version.set_defaults(func=_version)
+    complete = subparsers.add_parser("completion", help="print a shell completion script")
+    complete.add_argument("shell", choices=["bash", "zsh", "fish"], help="the shell to complete in")
+    complete.set_defaults(func=_completion)
+    _harden(parser)
     return parser
+
+
+def _help(parser: argparse.ArgumentParser, topic: Sequence[str]) -> int:
+    for path, current in _parsers(parser):
+        if path == list(topic):
+            current.print_help()
+            return 0
+    print(f"error: no command {' '.join(topic)!r}", file=sys.stderr)
+    print("  hint: run 'terminai-apts help' for the list of commands", file=sys.stderr)
+    return 2
+
+
+def _join_dash_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """``--since -5d`` → ``--since=-5d``: an option that takes a value takes the next word,
+    even when it starts with a dash (as click and getopt do), unless it is an option itself."""
+    takes_value: set[str] = set()
+    known: set[str] = set()
+    for _, current in _parsers(parser):
+        for action in current._actions:
+            known.update(action.option_strings)
+            if action.option_strings and action.nargs is None and action.const is None and not action.choices:
+                takes_value.update(s for s in action.option_strings if s.startswith("--"))
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        word = argv[i]
+        if word == "--" or (out and out[0] == "cleanup"):
+            return out + argv[i:]
+        nxt = argv[i + 1] if i + 1 < len(argv) else None
+        if word in takes_value and nxt is not None and nxt.startswith("-") and nxt not in known and nxt != "-":
+            out.append(f"{word}={nxt}")
+            i += 2
+            continue
+        out.append(word)
+        i += 1
+    return out
+
+
+def _outputs(args: argparse.Namespace) -> list[Path]:
+    """Files and directories the command may create: removed again if it fails (a failed
+    command leaves nothing behind; an existing file is never removed)."""
+    paths: list[Path] = []
+    if getattr(args, "audit", None):
+        paths += [Path(args.audit), Path(f"{args.audit}.lock")]
+    if getattr(args, "memory_command", None) == "index" and not Path(args.db).is_dir():
+        paths += [Path(args.db), Path(f"{args.db}.lock")]
+    if getattr(args, "evolve_command", None) == "propose":
+        paths.append(Path(args.store))
+    return paths
+
+
+def _remove(paths: Sequence[Path]) -> None:
+    for path in paths:
+        with contextlib.suppress(OSError):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink(missing_ok=True)
+
+
+class _QuietStderr:
+    """Under ``-q``: stderr passes errors, hints and warnings, and drops chatter."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self._inner = inner
+        self._line = ""
+
+    def write(self, text: str) -> int:
+        self._line += text
+        while "\n" in self._line:
+            line, self._line = self._line.split("\n", 1)
+            if line.lstrip().startswith(("error", "hint:", "warning", "usage:")) or ": error:" in line:
+                self._inner.write(line + "\n")
+        return len(text)
+
+    def flush(self) -> None:
+        self._inner.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
-    func = getattr(args, "func", None)
-    if func is None:
-        parser.print_help(sys.stderr)
-        return 2
-    try:
-        return int(func(args))
-    except AptsError as exc:
-        print(exc.render(), file=sys.stderr)
-        return exc.exit_code
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        return 130
+    words = _join_dash_values(parser, list(sys.argv[1:] if argv is None else argv))
+    state: dict[str, argparse.Namespace] = {}
+
+    def body() -> int:
+        args = parser.parse_args(words)
+        state["args"] = args
+        if args.verbose:
+            os.environ["TERMINAI_DEBUG"] = "1"
+        if args.quiet:
+            sys.stderr = _QuietStderr(sys.stderr)
+        func = getattr(args, "func", None)
+        if func is None:
+            parser.print_help(sys.stderr)
+            return 2
+        fresh = [path for path in _outputs(args) if not os.path.lexists(path)]
+        try:
+            return int(func(args))
+        except BaseException:
+            _remove(fresh)
+            raise
+
+    def subject() -> str | None:
+        args = state.get("args")
+        return next((str(getattr(args, n)) for n in ("audit", "db", "store", "path") if getattr(args, n, None)), None)
+
+    return boundary.guarded(
+        body,
+        as_json=lambda: bool(getattr(state.get("args"), "json", False)),
+        subject=subject,
+        exec_shape=lambda: getattr(state.get("args"), "command", None) in ("exec", "repl"),
+    )
 
 
 if __name__ == "__main__":

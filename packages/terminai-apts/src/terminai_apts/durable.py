@@ -8,8 +8,14 @@ the memory journal, the SQLite index builder, the evolution store and the cleanu
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
+
+# Temporary files handed out by temp_path and not yet renamed into place. A command-line
+# boundary removes what is left here when a command fails or is interrupted (a writer that
+# dies between temp_path and replace would otherwise leave a hidden sibling behind).
+_pending: set[Path] = set()
 
 
 def fsync_dir(path: str | bytes | os.PathLike[str]) -> None:
@@ -23,7 +29,18 @@ def fsync_dir(path: str | bytes | os.PathLike[str]) -> None:
 
 def temp_path(path: Path) -> Path:
     """The hidden sibling a writer of ``path`` prepares its new content in."""
-    return path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    _pending.add(tmp)
+    return tmp
+
+
+def discard_pending() -> None:
+    """Remove every temporary file (and SQLite's sidecars of it) not renamed into place yet."""
+    while _pending:
+        tmp = _pending.pop()
+        for leftover in (tmp, *(tmp.with_name(tmp.name + s) for s in ("-journal", "-wal", "-shm"))):
+            with contextlib.suppress(OSError):  # a read-only or vanished directory: nothing was written there
+                leftover.unlink(missing_ok=True)
 
 
 def remove_leftovers(path: Path) -> list[Path]:
@@ -72,6 +89,7 @@ def replace(tmp: Path, path: Path) -> None:
     finally:
         os.close(fd)
     os.replace(tmp, path)
+    _pending.discard(tmp)
     fsync_dir(path.parent)
 
 

@@ -3,6 +3,10 @@
 Every deliberate failure is an :class:`AptsError` with a message, an optional hint and a
 stable exit code. Library code raises; only ``terminai_apts.cli`` and the ``python -m``
 entry points print errors (to stderr) and turn them into exit codes.
+
+The codes are disjoint from ``terminai-sandbox``'s (docs/EXIT_CODES.md): 0, 1, 2, 3 and 130
+mean the same in both tools; the toolset's own failure families are 20-28. Never renumber
+one, only add.
 """
 
 from __future__ import annotations
@@ -34,34 +38,43 @@ class UsageError(AptsError):
     exit_code = 2
 
 
+class PathError(AptsError):
+    """A file or directory named on the command line cannot be used: missing, a directory
+    where a file is expected (or the reverse), unreadable, read-only, full, not UTF-8.
+
+    Exit code 3, as in ``terminai-sandbox`` (a refused input or output location)."""
+
+    exit_code = 3
+
+
 class CleanupError(AptsError):
     """The cleanup planner or its governed apply refused or failed."""
 
-    exit_code = 3
+    exit_code = 20
 
 
 class ApprovalRequired(CleanupError):
     """A governed action was attempted without an explicit approver."""
 
-    exit_code = 4
+    exit_code = 21
 
 
 class JournalError(AptsError):
     """A journal (cleanup write-ahead log, memory journal) is unreadable or inconsistent."""
 
-    exit_code = 5
+    exit_code = 22
 
 
 class IntegrityError(AptsError):
     """A hash chain, snapshot hash or HMAC does not match: something was tampered with."""
 
-    exit_code = 6
+    exit_code = 23
 
 
 class MemoryStoreError(AptsError):
     """The memory archive is missing, of the wrong schema, or a query is malformed."""
 
-    exit_code = 7
+    exit_code = 24
 
 
 class MemoryQueryError(UsageError):
@@ -79,22 +92,22 @@ class MemoryNotFound(MemoryStoreError, LookupError):
 class ReadOnlyViolation(MemoryStoreError):
     """Something tried to write through the read-only memory API."""
 
-    exit_code = 8
+    exit_code = 25
 
 
 class ExecutorError(AptsError):
     """The restricted executor could not run (not: the user's code failed)."""
 
-    exit_code = 9
+    exit_code = 26
 
 
 class EvolutionError(AptsError):
     """A governed-evolution step was refused or is illegal in the current state."""
 
-    exit_code = 10
+    exit_code = 27
 
 
 class ContractViolation(AptsError):
     """The installed toolset does not satisfy its contract manifest."""
 
-    exit_code = 11
+    exit_code = 28

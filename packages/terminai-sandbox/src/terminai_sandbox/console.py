@@ -14,6 +14,7 @@ No path prints a traceback unless asked: an exception that is not a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -32,14 +33,43 @@ def main() -> None:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code & 0xFF)
+    if sys.stdin is None:
+        # A closed stdin (``<&-``): reading it is then an ordinary end of input, not a crash.
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115  (lives as long as the process)
     try:
         from terminai_sandbox.cli import main as cli  # noqa: PLC0415
 
-        cli.main(prog_name="terminai-sandbox")
+        code = cli.main(prog_name="terminai-sandbox", obj={"debug": debug}, standalone_mode=False)
     except SystemExit:
         raise
-    except Exception as exc:  # the one place unforeseen failures of a click command become a message
-        from terminai_sandbox.launch.entry import unexpected  # noqa: PLC0415
+    except click_usage_errors() as exc:  # a bad command line: the same one error line and a hint (exit 2)
+        sys.exit(usage_error(exc))
+    except (Exception, KeyboardInterrupt) as exc:  # a failure outside any command (loading one, Ctrl-C early)
+        from terminai_sandbox.cli import fail  # noqa: PLC0415
 
-        sys.stdout.flush()
-        sys.exit(unexpected(exc, debug))
+        with contextlib.suppress(OSError, ValueError):
+            sys.stdout.flush()
+        sys.exit(fail(exc, debug=debug))
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def click_usage_errors() -> tuple[type[BaseException], ...]:
+    import click  # noqa: PLC0415  (already loaded by the group)
+
+    return (click.ClickException,)
+
+
+def usage_error(exc: BaseException) -> int:
+    """Print click's usage error as ``error:`` and a hint naming the command's help; its exit code."""
+    import click  # noqa: PLC0415
+
+    assert isinstance(exc, click.ClickException)
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else "terminai-sandbox"
+    if type(exc).__name__ == "NoArgsIsHelpError":  # a bare command name: its help, as click shows it
+        click.echo(exc.format_message(), err=True)
+        return exc.exit_code
+    with contextlib.suppress(OSError, ValueError):
+        click.echo(f"error: {exc.format_message()}", err=True)
+        click.echo(f"  hint: see '{where} --help'", err=True)
+    return exc.exit_code

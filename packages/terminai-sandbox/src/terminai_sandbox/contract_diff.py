@@ -64,7 +64,7 @@ class ContractDiff:
 
 def _semver(text: str, which: str) -> tuple[int, int, int]:
     parts = text.split(".")
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+    if len(parts) != 3 or not all(p.isascii() and p.isdigit() for p in parts):
         raise ConfigError(f"{which} manifest has contract_version {text!r}, not MAJOR.MINOR.PATCH")
     return int(parts[0]), int(parts[1]), int(parts[2])
 

@@ -56,6 +56,35 @@ class ArtifactCorrupted(ArtifactError):
     default_hint = "the file changed after it was written; rebuild it (never edit a layout by hand)"
 
 
+class PathError(ConfigError):
+    """A file or directory cannot be used: missing, a directory where a file is expected,
+    unreadable, read-only, on a full device, or not UTF-8 text. Exit code 3, as a refused
+    input is; the message names the path."""
+
+    default_hint = "check the path and its permissions"
+
+    # errno → remedy; numbers (Linux and the BSDs agree on these) keep this module import-free.
+    _HINTS: dict[int, str] = {  # noqa: RUF012  (read-only; ClassVar would need typing)
+        2: "check the path; the parent directory must exist",  # ENOENT
+        21: "pass a file, not a directory",  # EISDIR
+        20: "a component of the path is a file, not a directory",  # ENOTDIR
+        13: "choose a location you may read and write",  # EACCES
+        1: "choose a location you may read and write",  # EPERM
+        30: "the file system is read-only; choose a writable location",  # EROFS
+        28: "the device is full; free space or choose another location",  # ENOSPC
+        17: "remove it first or choose another name",  # EEXIST
+    }
+
+    @classmethod
+    def from_os(cls, exc: OSError) -> PathError:
+        """The error for a failed file operation: which path, why, what to do."""
+        where = exc.filename if exc.filename is not None else "a file"
+        if isinstance(where, bytes):
+            where = where.decode("utf-8", "backslashreplace")
+        reason = exc.strerror or type(exc).__name__
+        return cls(f"{where}: {reason}", hint=cls._HINTS.get(exc.errno or 0))
+
+
 class EngineError(SandboxError):
     """No usable container engine: not installed, daemon down, socket not permitted."""
 
@@ -185,3 +214,17 @@ class Interrupted(SandboxError):
     """The user interrupted the command."""
 
     exit_code = 130
+
+
+def as_sandbox_error(exc: BaseException) -> SandboxError:
+    """``exc`` as the error a user sees: itself when it is one, a :class:`PathError` for a
+    file that cannot be used, :class:`Interrupted` for Ctrl-C, else :class:`UnexpectedError`."""
+    if isinstance(exc, SandboxError):
+        return exc
+    if isinstance(exc, KeyboardInterrupt):
+        return Interrupted("interrupted", hint="nothing was left half-written; run the command again")
+    if isinstance(exc, OSError) and (exc.filename is not None or exc.errno in PathError._HINTS):
+        return PathError.from_os(exc)
+    if isinstance(exc, UnicodeError):
+        return ConfigError(f"an input is not valid UTF-8 text ({exc})", hint="pass UTF-8 text")
+    return UnexpectedError.wrapping(exc)

@@ -40,6 +40,7 @@ from cyclonedx.model.license import DisjunctiveLicense, LicenseExpression
 from cyclonedx.output import make_outputter
 from cyclonedx.schema import OutputFormat, SchemaVersion
 from cyclonedx.validation.json import JsonStrictValidator
+from debian.deb822 import Deb822
 from packageurl import PackageURL
 
 from terminai_sandbox import licenses
@@ -185,15 +186,8 @@ def os_release_distro(text: str) -> str:
 def parse_dpkg_status(text: str, copyrights: dict[str, str] | None = None) -> dict[str, DebPackage]:
     """Installed packages from a dpkg status file (stanzas whose Status ends 'installed')."""
     out: dict[str, DebPackage] = {}
-    for stanza in text.split("\n\n"):
-        fields: dict[str, str] = {}
-        last = ""
-        for line in stanza.splitlines():
-            if line[:1] in (" ", "\t") and last:
-                fields[last] += "\n" + line
-            elif ":" in line:
-                last, _, value = line.partition(":")
-                fields[last] = value.strip()
+    for paragraph in Deb822.iter_paragraphs(text.splitlines(keepends=True), use_apt_pkg=False):
+        fields = {key: value.strip() for key, value in paragraph.items()}
         if "Package" not in fields or not fields.get("Status", "").endswith(" installed"):
             continue
         deps: list[str] = []

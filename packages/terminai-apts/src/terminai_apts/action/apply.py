@@ -114,6 +114,9 @@ def _destination(plan: CleanupPlan, entry: CleanupEntry, pid: str) -> bytes:
 
 def _recheck(root_fd: int, entry: CleanupEntry) -> str | None:
     """Why the file may no longer be moved, or None when it is exactly as planned."""
+    parts = entry.raw_path.split(b"/")
+    if not entry.raw_path or entry.raw_path.startswith(b"/") or b".." in parts:
+        return "outside the planned folder (a plan names paths relative to its root, without '..')"
     try:
         st = os.stat(entry.raw_path, dir_fd=root_fd, follow_symlinks=False)
     except FileNotFoundError:

@@ -26,7 +26,8 @@ from pathlib import Path
 from terminai_apts.action import rules
 from terminai_apts.action.apply import ApplyReport, apply_plan, undo
 from terminai_apts.action.scan import ChangedError, Found, sha256_of, walk
-from terminai_apts.errors import ApprovalRequired, AptsError, CleanupError, UsageError
+from terminai_apts.boundary import guarded
+from terminai_apts.errors import ApprovalRequired, CleanupError, UsageError
 from terminai_apts.model import CleanupEntry, CleanupPlan, CleanupPolicy, ObjectTableLabels
 
 __all__ = ["ApplyReport", "apply_plan", "cleanup_downloads", "default_downloads_dir", "main", "undo"]
@@ -243,15 +244,18 @@ def _load_plan(path: str) -> CleanupPlan:
         raise UsageError(f"--plan {path!r} is not a readable cleanup plan: {exc}") from None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(prog: str = "python -m terminai_apts.action.cleanup") -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m terminai_apts.action.cleanup",
+        prog=prog,
         description="Plan (and, with an approver, apply) a cleanup of a downloads folder. "
         "The plan is printed as JSON on stdout; diagnostics go to stderr.",
+        epilog="exit codes: 0 done, 1 some moves failed (see the journal), 2 usage, 3 unusable path, "
+        "20 cleanup refused, 21 approval required, 22 journal unreadable, 130 interrupted "
+        "(an interrupted apply is resumed or undone from its journal)",
     )
     parser.add_argument("directory", metavar="DIR", help="the folder to plan")
     parser.add_argument("--now", help="reference time, ISO 8601 (default: now); makes plans reproducible")
-    parser.add_argument("--scan-limit", type=int, default=10000, help="stop after this many objects")
+    parser.add_argument("--scan-limit", type=_positive, default=10000, help="stop after this many objects")
     parser.add_argument("--apply", action="store_true", help="apply the plan (needs --approved-by)")
     parser.add_argument("--approved-by", metavar="NAME", help="who approved applying the plan")
     parser.add_argument("--plan", metavar="FILE", help="with --apply: apply this reviewed plan instead of a fresh one")
@@ -259,32 +263,52 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+def _positive(text: str) -> int:
     try:
-        if args.undo:
-            report = undo(Path(args.undo))
-            print(report.summary(), file=sys.stderr)
-            return 0 if report.ok else 1
-        if args.apply and not (args.approved_by and args.approved_by.strip()):
-            raise ApprovalRequired("--apply needs --approved-by NAME", hint="name who approved this cleanup")
-        now = parse_now(args.now) if args.now else None
-        if args.plan:
-            plan = _load_plan(args.plan)
-        else:
-            plan = cleanup_downloads(args.directory, dry_run=True, scan_limit=args.scan_limit, now=now)
-        sys.stdout.write(plan.to_json() + "\n")
-        sys.stdout.flush()
-        if plan.limit_hit:
-            print(f"warning: scan stopped at --scan-limit {plan.scan_limit}; the plan is partial", file=sys.stderr)
-        if args.apply:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= 10**9:
+        raise argparse.ArgumentTypeError(f"{text} is out of range (1 to 1000000000)")
+    return value
+
+
+def run(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
+    """The command line's work; failures propagate to the caller's error boundary."""
+    args = (build_parser(prog) if prog else build_parser()).parse_args(argv)
+    if args.undo:
+        report = undo(Path(args.undo))
+        print(report.summary(), file=sys.stderr)
+        return 0 if report.ok else 1
+    if args.apply and not (args.approved_by and args.approved_by.strip()):
+        raise ApprovalRequired("--apply needs --approved-by NAME", hint="name who approved this cleanup")
+    now = parse_now(args.now) if args.now else None
+    if args.plan:
+        plan = _load_plan(args.plan)
+    else:
+        plan = cleanup_downloads(args.directory, dry_run=True, scan_limit=args.scan_limit, now=now)
+    sys.stdout.write(plan.to_json() + "\n")
+    sys.stdout.flush()
+    if plan.limit_hit:
+        print(f"warning: scan stopped at --scan-limit {plan.scan_limit}; the plan is partial", file=sys.stderr)
+    if args.apply:
+        try:
             outcome = apply_plan(plan, approved_by=args.approved_by)
-            print(outcome.summary(), file=sys.stderr)
-            return 0 if outcome.ok else 1
-        return 0
-    except AptsError as exc:
-        print(exc.render(), file=sys.stderr)
-        return exc.exit_code
+        except KeyboardInterrupt:
+            # Every move is journalled before it happens: the apply can be finished or undone.
+            print(
+                "warning: apply interrupted; the journal under the folder's workspace records every move made "
+                "(undo them with --undo JOURNAL)",
+                file=sys.stderr,
+            )
+            raise
+        print(outcome.summary(), file=sys.stderr)
+        return 0 if outcome.ok else 1
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return guarded(lambda: run(argv))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from terminai_apts.errors import IntegrityError, UsageError
+from terminai_apts.boundary import path_error
+from terminai_apts.errors import IntegrityError, PathError, UsageError
 from terminai_apts.evolution.orchestrator import EvolutionConfig, EvolutionOrchestrator
 from terminai_apts.evolution.snapshots import RollbackManager, load_hmac_key
 
@@ -17,17 +18,35 @@ def _emit(args: argparse.Namespace, value: object, text: str) -> None:
     print(json.dumps(value, default=str) if args.json else text)
 
 
-def _read(path: str) -> str:
-    if path == "-":
-        return sys.stdin.read()
+def _read(path: str, what: str) -> str:
+    """The text of ``path`` (``-``: stdin); a path that is no readable UTF-8 file is a PathError (exit 3)."""
+    name = "standard input" if path == "-" else path
     try:
-        return Path(path).read_text(encoding="utf-8")
+        if path == "-":
+            data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode()
+        else:
+            if Path(path).exists() and not Path(path).is_file():
+                raise PathError(f"{what} {path} is not a regular file", hint="pass a file, or '-' for stdin")
+            data = Path(path).read_bytes()
+        text = data.decode("utf-8")
     except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}", hint="pass an existing file or '-' for stdin") from exc
+        raise path_error(exc) from None
+    except UnicodeDecodeError as exc:
+        raise PathError(
+            f"{what} {name} is not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start})",
+            hint="save it as UTF-8 (iconv -t UTF-8)",
+        ) from None
+    if what == "proposal" and not text.strip():
+        raise UsageError(f"the proposal {name} is empty", hint="pass the code to propose")
+    return text
 
 
 def _orchestrator(args: argparse.Namespace, config: EvolutionConfig | None = None) -> EvolutionOrchestrator:
     store = Path(args.store)
+    # Only a proposal creates a store; inspecting one that is not there must not make it.
+    if (config is None or store.exists()) and not store.is_dir():
+        what = "does not exist" if not store.exists() else "is not a directory"
+        raise PathError(f"evolution store {store} {what}", hint="pass the --store of an earlier 'evolve propose'")
     key = load_hmac_key(Path(args.hmac_key_file) if args.hmac_key_file else None)
     return EvolutionOrchestrator(store, config, rollback=RollbackManager(store, hmac_key=key))
 
@@ -38,11 +57,15 @@ def _propose(args: argparse.Namespace) -> int:
         timeout_seconds=args.timeout,
         require_human_approval=not args.no_approval,
     )
+    code = _read(args.code, "proposal")  # read first: a bad input leaves no store behind
+    tests = _read(args.tests, "tests") if args.tests else None
     orch = _orchestrator(args, config)
-    tests = _read(args.tests) if args.tests else None
-    attempt = orch.evolve(_read(args.code), tests=tests)
+    attempt = orch.evolve(code, tests=tests)
     _emit(args, attempt.to_json(), f"{attempt.attempt_id} {attempt.state.value} {attempt.reason}".rstrip())
-    return 0 if attempt.state.value in ("PENDING_APPROVAL", "DEPLOYED") else 1
+    if attempt.state.value in ("PENDING_APPROVAL", "DEPLOYED"):
+        return 0
+    print(f"error: proposal {attempt.attempt_id} {attempt.state.value.lower()}: {attempt.reason}", file=sys.stderr)
+    return 1
 
 
 def _approve(args: argparse.Namespace) -> int:
@@ -114,18 +137,18 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p = add("propose", _propose, "validate, test and evaluate a proposal")
     p.add_argument("code", help="file with the proposed code, or '-' for stdin")
     p.add_argument("--tests", help="file with test code run after the proposal")
-    p.add_argument("--mode", default="high", choices=["standard", "high", "strict"])
+    p.add_argument("--mode", default="high", choices=["standard", "high", "strict"], help="executor security mode")
     p.add_argument("--timeout", type=float, default=10.0, help="sandbox wall clock, seconds")
     p.add_argument("--no-approval", action="store_true", help="deploy without a human approval")
     for name, func in (("approve", _approve), ("reject", _reject)):
         p = add(name, func, f"{name} a pending attempt")
-        p.add_argument("attempt_id")
-        p.add_argument("--approver", required=True)
+        p.add_argument("attempt_id", help="the attempt id 'evolve propose' printed")
+        p.add_argument("--approver", required=True, help="who decides (recorded in the store)")
         if name == "reject":
-            p.add_argument("--reason", default="rejected by approver")
+            p.add_argument("--reason", default="rejected by approver", help="why (recorded in the store)")
     add("status", _status, "attempts and the current version")
     add("history", _history, "every deployed version")
     p = add("rollback", _rollback, "restore a verified earlier version")
-    p.add_argument("version", type=int)
-    p.add_argument("--actor", default="cli")
+    p.add_argument("version", type=int, help="the deployed version to restore")
+    p.add_argument("--actor", default="cli", help="who rolls back (recorded in the store)")
     add("verify", _verify, "check every snapshot's hash (and HMAC)")

@@ -7,7 +7,12 @@ from pathlib import Path
 from typing import Any
 
 from terminai_apts import durable
-from terminai_apts.errors import EvolutionError
+from terminai_apts.errors import EvolutionError, PathError
+
+
+class PersistError(PathError, EvolutionError):
+    """The store could not be written (read-only, full): exit 3 like any unusable location,
+    and still an :class:`EvolutionError`, which the store catches to undo its in-memory change."""
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -16,8 +21,8 @@ def write_json_atomic(path: Path, data: Any) -> None:
     try:
         durable.write(path, payload, mode=0o600)
     except OSError as exc:
-        raise EvolutionError(
-            f"could not persist {path.name}: {exc.strerror or exc}",
+        raise PersistError(
+            f"could not write {path}: {exc.strerror or exc}",
             hint=f"check that {path.parent} is writable and has free space",
         ) from exc
 

@@ -129,7 +129,9 @@ def _repl(args: argparse.Namespace) -> int:
                     if not lines[-1].strip():
                         break
             except EOFError:
-                return 0
+                if not any(line.strip() for line in lines):
+                    return 0
+                lines.append("")  # the input ended inside a cell: run it, then stop at the next prompt
             result = session.run("\n".join(lines))
             _human(result)
             if session.closed:

@@ -6,6 +6,7 @@ on one source of truth.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -90,7 +91,7 @@ def thermal_spec(db_path: str) -> ApiSpec:
     return ApiSpec(
         name="thermal",
         factory="terminai_apts.memory.api:open_for_run",
-        args=(db_path,),
+        args=(os.path.abspath(db_path),),  # the child runs elsewhere: a relative path would miss
         methods=THERMAL_METHODS,
     )
 

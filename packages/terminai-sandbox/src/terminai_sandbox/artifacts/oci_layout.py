@@ -150,6 +150,8 @@ class OciLayout:
 
 def _read_json(root: Path, name: str) -> object:
     path = root / name
+    if path.exists() and not path.is_file():  # a FIFO or device would block or never end
+        raise ArtifactError(f"{root} is not an OCI image layout: {name} is not a regular file", hint=_HINT)
     try:
         return json.loads(path.read_bytes())
     except FileNotFoundError:
@@ -166,6 +168,8 @@ def _blob(root: Path, digest: str, *, what: str) -> bytes:
         raise ArtifactError(f"{digest!r} is not a sha256 digest", hint=_HINT)
     path = root / "blobs" / "sha256" / digest.removeprefix("sha256:")
     try:
+        if not path.is_file():  # missing, or a FIFO or device that would block
+            raise FileNotFoundError(path)
         data = path.read_bytes()
     except OSError:
         raise ArtifactError(f"{root}: {what} ({digest}) is missing from blobs/sha256", hint=_HINT) from None

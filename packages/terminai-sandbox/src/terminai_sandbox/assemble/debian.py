@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from debian.deb822 import Deb822
 from debian.debian_support import Version
 
 from terminai_sandbox.artifacts.debian_lock import DebianLock, DebianPackage
@@ -30,14 +31,10 @@ MERGED_USR_HOOKS = Path("/usr/share/mmdebstrap/hooks/merged-usr")
 
 
 def paragraphs(text: str) -> Iterator[dict[str, str]]:
-    """Parse deb822 text (dpkg status, Packages) into dicts of the single-line fields."""
-    for block in text.split("\n\n"):
-        fields: dict[str, str] = {}
-        for line in block.splitlines():
-            if not line or line[0] in " \t#":
-                continue
-            key, _, value = line.partition(":")
-            fields[key] = value.strip()
+    """The paragraphs of deb822 text (dpkg status, Packages, a signed or plain Release), parsed
+    by python-debian, as dicts of each field's first line (every field read here is one line)."""
+    for paragraph in Deb822.iter_paragraphs(text.splitlines(keepends=True), use_apt_pkg=False):
+        fields = {key: value.split("\n", 1)[0].strip() for key, value in paragraph.items()}
         if fields:
             yield fields
 

@@ -7,14 +7,16 @@ they never decide exit codes themselves.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import json
 import sys
 from typing import Any
 
 import click
 
 from terminai_sandbox._version import __version__
-from terminai_sandbox.errors import Interrupted, SandboxError
+from terminai_sandbox.errors import SandboxError, as_sandbox_error
 
 # Modules that attach commands to ``main``; each exposes ``register(group)``. They are
 # imported only when one of their commands runs (the SBOM stack alone takes ~1 s to
@@ -29,19 +31,42 @@ _COMMAND_MODULES = {
     "terminai_sandbox.cli.kube_cmd": ("kube",),
 }
 
+# What 'terminai-sandbox --help' lists, so that listing loads no command module (all of them
+# take ~0.5 s to import). Each is the command's own short help; a unit test keeps them equal.
+SUMMARIES = {
+    "attest": "Attach a signed in-toto attestation to REFERENCE by digest.",
+    "audit": "Inspect the launcher's hash-chained audit ledger.",
+    "build": "Build the sandbox image from pinned inputs into dist/X.Y.Z and load it.",
+    "contract": "Inspect and compare T-APTS contract manifests.",
+    "contracts": "Run the T-APTS contract suite inside IMAGE (non-root, read-only, --network none).",
+    "engine": "Check the container engine (scripts/ensure-engine installs and starts one).",
+    "keygen": "Write an ECDSA P-256 key pair in cosign's formats (password: COSIGN_PASSWORD or prompt).",
+    "kube": "Verify REFERENCE like 'verify', then print its session as Kubernetes objects.",
+    "lock": "Resolve the Debian package set and write images/sandbox/debian.lock (or check it).",
+    "preflight": "Run preflight steps 0-6 and report each one.",
+    "provenance": "Write the SLSA v1 provenance predicate of the image in OCI layout LAYOUT.",
+    "push": "Push an OCI image layout to REFERENCE (repo[:tag]) blob by blob; prints the manifest digest.",
+    "release": "Build → contracts → SBOM → push by digest → sign → attest → verify → dist/X.Y.Z/release.json.",
+    "run": "Preflight, then COMMAND in a hardened container of the verified image (by digest).",
+    "sbom": "Write the CycloneDX 1.6 SBOM of the image in OCI layout LAYOUT (validated, deterministic).",
+    "sign": "Sign REFERENCE by digest (a tag is resolved once) in cosign's .sig layout.",
+    "verify": "Verify REFERENCE's signatures (the tag is resolved once; verification is by digest).",
+}
+
 EXIT_CODES_HELP = """\b
-Exit codes:
+Exit codes (shared with terminai-apts; docs/EXIT_CODES.md):
   0   success
   1   unexpected failure
   2   usage error (bad command line)
-  3   configuration error (environment variable, flag, file)
+  3   configuration error (environment variable, flag, file; a path missing, read-only, full)
   4   container engine unavailable
   5   image build failed          6  lock mismatch      7  build not reproducible
   8   contract not satisfied      9  registry error    10  signing failed
   11  verification failed        12  SBOM error        13  launch refused
   14  in-image health check failed  15  audit ledger broken  16  release failed
   130 interrupted
-An unexpected failure prints one line and a hint (exit 1); --debug adds the traceback.
+Every failure prints one 'error:' line and a hint ('--json': also a JSON object on stdout);
+--debug adds the traceback of an unexpected failure.
 """
 
 
@@ -66,15 +91,48 @@ class _Group(click.Group):
             self._load(module_name)
         return sorted(self.commands)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list from :data:`SUMMARIES` and the commands defined here, loading no module."""
+        rows = {**SUMMARIES, **{name: c.get_short_help_str(200) for name, c in self.commands.items()}}
+        limit = formatter.width - 6 - max(len(name) for name in rows)
+        shortened = [(name, click.Command(name, help=text).get_short_help_str(limit)) for name, text in rows.items()]
+        with formatter.section("Commands"):
+            formatter.write_dl(sorted(shortened))
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except SandboxError as exc:
-            click.echo(exc.render(), err=True)
-            sys.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo(Interrupted("interrupted").render(), err=True)
-            sys.exit(Interrupted.exit_code)
+        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
+            raise  # click's own: --help, usage errors (exit 2)
+        except (Exception, KeyboardInterrupt) as exc:  # the one place failures of a command become a message
+            sys.exit(fail(exc, debug=bool(ctx.obj and ctx.obj.get("debug"))))
+
+
+def fail(exc: BaseException, *, debug: bool) -> int:
+    """Report ``exc`` as one error line and its hint; the exit code to end with.
+
+    Temporary files not yet renamed into place are removed first (a failed or interrupted
+    write leaves nothing behind). Under ``--json`` the error is also one JSON object on
+    stdout, so a script parsing stdout sees why there is no result.
+    """
+    from terminai_apts import durable  # noqa: PLC0415
+
+    durable.discard_pending()
+    err = as_sandbox_error(exc)
+    if debug and not isinstance(exc, (SandboxError, KeyboardInterrupt)):
+        import traceback  # noqa: PLC0415  (only when asked for)
+
+        traceback.print_exception(exc, file=sys.stderr)
+    argv = sys.argv[1:]
+    options = argv[: argv.index("--") if "--" in argv else len(argv)]
+    # kube's stdout is objects for 'kubectl apply -f -': an error never goes there.
+    if "--json" in options and "kube" not in options[:1]:
+        body = {"ok": False, "error": {"message": err.message, "hint": err.hint, "exit_code": err.exit_code}}
+        with contextlib.suppress(OSError, ValueError):
+            click.echo(json.dumps(body, ensure_ascii=True))
+    with contextlib.suppress(OSError, ValueError):
+        click.echo(err.render(), err=True)
+    return err.exit_code
 
 
 @click.group(cls=_Group, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
@@ -84,8 +142,56 @@ class _Group(click.Group):
     is_flag=True,
     help="print the traceback of an unexpected failure (must come first: terminai-sandbox --debug COMMAND ...)",
 )
-def main(debug: bool) -> None:
+@click.option("-q", "--quiet", is_flag=True, help="print only results and errors (no progress lines)")
+@click.option("-v", "--verbose", is_flag=True, help="also print the traceback of an unexpected failure")
+@click.pass_context
+def main(ctx: click.Context, debug: bool, quiet: bool, verbose: bool) -> None:
     """Build, prove, sign, verify and launch the Sovereign Sandbox image."""
     # The console script reads --debug before click does (terminai_sandbox.console); it is
     # declared here so that --help documents it.
     del debug
+    from terminai_sandbox.cli import progress  # noqa: PLC0415
+
+    progress.set_quiet(quiet)
+    if verbose and isinstance(ctx.obj, dict):
+        ctx.obj["debug"] = True
+
+
+@main.command("version")
+def version_cmd() -> None:
+    """Print the version."""
+    click.echo(f"terminai-sandbox {__version__}")
+
+
+@main.command("help")
+@click.argument("topic", nargs=-1)
+@click.pass_context
+def help_cmd(ctx: click.Context, topic: tuple[str, ...]) -> None:
+    """Show the help of terminai-sandbox or of one command (help COMMAND [SUBCOMMAND])."""
+    group = ctx.parent.command if ctx.parent else main
+    parent = ctx.parent or ctx
+    command: click.Command = group
+    for word in topic:
+        sub = command.get_command(parent, word) if isinstance(command, click.Group) else None
+        if sub is None:
+            raise click.UsageError(f"no command {' '.join(topic)!r}", ctx=ctx)
+        parent = click.Context(sub, info_name=word, parent=parent)
+        command = sub
+    click.echo(parent.get_help())
+
+
+@main.command("completion")
+@click.argument("shell", type=click.Choice(["bash", "zsh", "fish"]), metavar="SHELL")
+def completion_cmd(shell: str) -> None:
+    """Print the shell completion script for SHELL.
+
+    \b
+    bash: source <(terminai-sandbox completion bash)
+    zsh:  source <(terminai-sandbox completion zsh)
+    fish: terminai-sandbox completion fish | source
+    """
+    from click.shell_completion import get_completion_class  # noqa: PLC0415
+
+    completion = get_completion_class(shell)
+    assert completion is not None  # the Choice above admits only the shells click knows
+    click.echo(completion(main, {}, "terminai-sandbox", "_TERMINAI_SANDBOX_COMPLETE").source())

@@ -3,20 +3,51 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import sys
 import tempfile
 from pathlib import Path
 
 import click
 
-from terminai_sandbox import engine as engine_mod
-from terminai_sandbox.assemble import BuildOptions, build_image, check_reproducible, debian, repo_root
-from terminai_sandbox.assemble.spec import load_spec
-from terminai_sandbox.contracts import run_contracts
-from terminai_sandbox.errors import LockError
+from terminai_sandbox.cli import progress
+from terminai_sandbox.errors import ConfigError, ContractError, EngineError, LockError, SandboxError
+
+# The build stack and the Docker SDK load when a command runs, so that '--help' answers at once.
 
 
 def _progress(message: str) -> None:
-    click.echo(f"  · {message}", err=True)
+    progress.line(message)
+
+
+def _writable(directory: Path) -> None:
+    """Refuse a directory the command could not write its output into (made if missing)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(dir=directory):
+        pass
+
+
+def _readable_spec(path: Path | None) -> None:
+    """A spec that is not UTF-8 text is named here (the TOML reader would not name it)."""
+    if path is None or not path.is_file():
+        return
+    try:
+        path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path} is not UTF-8 text (byte at offset {exc.start})", hint="save it as UTF-8") from None
+
+
+def _suite_refused(image: str, exc: Exception) -> SandboxError:
+    """The engine would not run the suite in ``image``: an image that cannot hold the
+    contract (no python3) fails the contract; anything else is the engine's refusal."""
+    text = str(getattr(exc, "explanation", None) or exc)
+    if "executable file not found" in text:
+        return ContractError(
+            f"{image} cannot run the contract suite: the image has no python3",
+            hint="contracts test a T-APTS sandbox image (terminai-sandbox build)",
+        )
+    return EngineError(f"the engine refused to run the contract suite in {image}: {text}")
 
 
 def _spec_option(func: click.decorators.FC) -> click.decorators.FC:
@@ -60,6 +91,10 @@ def build_cmd(
     as_json: bool,
 ) -> None:
     """Build the sandbox image from pinned inputs into dist/X.Y.Z and load it."""
+    from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
+    from terminai_sandbox.assemble import BuildOptions, build_image, check_reproducible  # noqa: PLC0415
+
+    _readable_spec(spec_path)
     if not no_load:
         engine_mod.Engine.connect()  # fail before minutes of building, not after them
     opts = BuildOptions(
@@ -73,10 +108,12 @@ def build_cmd(
         revision=revision,
     )
     if reproducible:
-        result, second = check_reproducible(opts)
+        with progress.step("two independent builds"):
+            result, second = check_reproducible(opts)
         click.echo(f"reproducible: both builds gave {second.manifest_digest}", err=True)
     else:
-        result = build_image(opts)
+        with progress.step("build"):
+            result = build_image(opts)
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
         return
@@ -92,6 +129,10 @@ def build_cmd(
 @click.option("--check", is_flag=True, help="report drift (newer versions, locked versions gone) instead of relocking")
 def lock_cmd(spec_path: Path | None, check: bool) -> None:
     """Resolve the Debian package set and write images/sandbox/debian.lock (or check it)."""
+    from terminai_sandbox.assemble import debian, repo_root  # noqa: PLC0415
+    from terminai_sandbox.assemble.spec import load_spec  # noqa: PLC0415
+
+    _readable_spec(spec_path)
     spec = load_spec(spec_path or repo_root() / "images" / "sandbox" / "image.toml")
     if check:
         lock = debian.read_lock(spec.debian_lock)
@@ -129,8 +170,20 @@ def lock_cmd(spec_path: Path | None, check: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 def contracts_cmd(image: str, output: Path | None, wheels: Path | None, as_json: bool) -> None:
     """Run the T-APTS contract suite inside IMAGE (non-root, read-only, --network none)."""
+    import docker.errors  # noqa: PLC0415
+
+    from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
+    from terminai_sandbox.assemble import repo_root  # noqa: PLC0415
+    from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
+
+    where = output or repo_root() / "dist"
+    _writable(where)  # a report location that cannot be written fails now, not after the suite
     engine = engine_mod.Engine.connect()
-    report = run_contracts(engine, image, wheelhouse=wheels, output_dir=output or repo_root() / "dist")
+    with progress.step("contract suite"):
+        try:
+            report = run_contracts(engine, image, wheelhouse=wheels, output_dir=where)
+        except docker.errors.APIError as exc:
+            raise _suite_refused(image, exc) from None
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True))
     else:
@@ -147,7 +200,18 @@ def engine_group() -> None:
 
 @engine_group.command("status")
 def engine_status() -> None:
-    """Say which engine answers, or why none does."""
+    """Say which engine answers, or why none does (TERMINAI_SANDBOX is honoured as by 'run')."""
+    from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
+    from terminai_sandbox.launch.config import ENGINES, parse_engine  # noqa: PLC0415
+
+    for variable in ("TERMINAI_SANDBOX", "GEMINI_SANDBOX"):
+        if variable in os.environ:
+            available = [name for name in ENGINES if shutil.which(name)]
+            chosen = parse_engine(os.environ[variable], variable, available=available, platform=sys.platform)
+            if chosen is None:
+                click.echo(f"no engine: {variable}={os.environ[variable]} turns the sandbox off")
+                return
+            break
     found = engine_mod.Engine.connect()
     click.echo(f"{found.info.name} {found.info.version} (API {found.info.api_version}) at {found.info.host}")
 

@@ -5,18 +5,24 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from terminai_sandbox import provenance, resources, sbom
+from terminai_sandbox import outputs, resources
 from terminai_sandbox._version import __version__
-from terminai_sandbox.artifacts.image_locks import ImageLocks
-from terminai_sandbox.artifacts.oci_layout import OciLayout
-from terminai_sandbox.assemble import BuildOptions, plan_for
-from terminai_sandbox.errors import ArtifactError, SbomError
+from terminai_sandbox.errors import ArtifactError, ConfigError, SbomError
+
+if TYPE_CHECKING:
+    from terminai_sandbox.artifacts.oci_layout import OciLayout
+
+# The SBOM stack (CycloneDX and its JSON-schema validator) and the build planner take
+# seconds to import; they load when a command runs, so that '--help' answers at once.
 
 
 def _open(layout: Path) -> OciLayout:
+    from terminai_sandbox.artifacts.oci_layout import OciLayout  # noqa: PLC0415
+
     # An image these commands cannot read is an SBOM failure (exit 12), whatever is wrong with it.
     try:
         return OciLayout.open(layout)
@@ -26,11 +32,16 @@ def _open(layout: Path) -> OciLayout:
 
 @click.command("sbom")
 @click.argument("layout", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the SBOM")
-@click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name in the SBOM")
-@click.option("--version", "image_version", default=__version__, show_default=True)
 @click.option(
-    "--source-date-epoch", type=int, default=None, help="timestamp in seconds (default: the image's created time)"
+    "-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the SBOM (- for stdout)"
+)
+@click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name in the SBOM")
+@click.option("--version", "image_version", default=__version__, show_default=True, help="image version in the SBOM")
+@click.option(
+    "--source-date-epoch",
+    type=click.IntRange(0, 253402300799),
+    default=None,
+    help="timestamp in seconds (default: the image's created time)",
 )
 @click.option(
     "--image-dir",
@@ -47,6 +58,9 @@ def sbom_cmd(
     image_dir: Path | None,
 ) -> None:
     """Write the CycloneDX 1.6 SBOM of the image in OCI layout LAYOUT (validated, deterministic)."""
+    from terminai_sandbox import sbom  # noqa: PLC0415
+    from terminai_sandbox.artifacts.image_locks import ImageLocks  # noqa: PLC0415
+
     text = sbom.generate(
         sbom.SbomOptions(
             layout=_open(layout),
@@ -56,21 +70,36 @@ def sbom_cmd(
             locks=ImageLocks.read(image_dir or resources.image_locks()),
         )
     )
-    output.write_text(text)
-    click.echo(f"wrote {output} ({len(json.loads(text).get('components', []))} components)")
+    outputs.write(output, text, what="the SBOM")
+    note = f"wrote {'the SBOM to stdout' if outputs.is_stdout(output) else output}"
+    click.echo(f"{note} ({len(json.loads(text).get('components', []))} components)", err=outputs.is_stdout(output))
 
 
 @click.command("provenance")
 @click.argument("layout", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the predicate")
+@click.option(
+    "-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the predicate (- for stdout)"
+)
 @click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name")
-@click.option("--version", "image_version", default=__version__, show_default=True)
-@click.option("--image-dir", type=click.Path(path_type=Path), default=Path("images/sandbox"), show_default=True)
-@click.option("--sbom", "sbom_path", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None)
+@click.option("--version", "image_version", default=__version__, show_default=True, help="image version")
+@click.option(
+    "--image-dir",
+    type=click.Path(path_type=Path),
+    default=Path("images/sandbox"),
+    show_default=True,
+    help="the checkout's image directory (image.toml and its locks) the image was built from",
+)
+@click.option(
+    "--sbom",
+    "sbom_path",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    default=None,
+    help="the image's SBOM, recorded (by digest) as a resolved dependency",
+)
 @click.option(
     "--builder-id",
     default=None,
-    help=f"who built it (default: the GitHub Actions workflow when run there, else {provenance.LOCAL_BUILDER})",
+    help="who built it (default: the GitHub Actions workflow when run there, else urn:terminai-sandbox:builder:local)",
 )
 def provenance_cmd(
     layout: Path,
@@ -85,8 +114,16 @@ def provenance_cmd(
 
     Attest it with 'attest REF --predicate FILE --type slsaprovenance1'.
     """
+    from terminai_sandbox import provenance  # noqa: PLC0415
+    from terminai_sandbox.assemble import BuildOptions, plan_for  # noqa: PLC0415
+
     builder, invocation = provenance.builder_from_env(os.environ, builder_id)
     image = _open(layout)  # a layout that is none fails before the checkout is read
+    if not (image_dir / "image.toml").is_file():
+        raise ConfigError(
+            f"{image_dir / 'image.toml'} does not exist: provenance describes the checkout the image was built from",
+            hint="run it in that checkout, or pass --image-dir CHECKOUT/images/sandbox",
+        )
     # The plan is made from this checkout, not built: provenance refuses it unless the
     # image's labels (commit, assembler format, contract version) agree with it.
     planned = plan_for(BuildOptions(spec_path=image_dir / "image.toml"))
@@ -101,9 +138,13 @@ def provenance_cmd(
             sbom=sbom_path,
         )
     )
-    output.write_text(provenance.dumps(predicate))
+    outputs.write(output, provenance.dumps(predicate), what="the provenance predicate")
     facts = provenance.summary(predicate)
-    click.echo(f"wrote {output} (builder {facts['builder']}, {facts['resolvedDependencies']} pinned inputs)")
+    note = f"wrote {'the predicate to stdout' if outputs.is_stdout(output) else output}"
+    click.echo(
+        f"{note} (builder {facts['builder']}, {facts['resolvedDependencies']} pinned inputs)",
+        err=outputs.is_stdout(output),
+    )
 
 
 def register(group: click.Group) -> None:

@@ -7,11 +7,8 @@ from pathlib import Path
 import click
 
 from terminai_sandbox.cli.trust_options import trust_options
-from terminai_sandbox.kube.hardening import SessionShape
-from terminai_sandbox.kube.manifests import check_names, manifests
-from terminai_sandbox.kube.render import to_json, to_yaml, write_dir
-from terminai_sandbox.kube.source import verified_source
-from terminai_sandbox.signing.verify.trust import policy_from_options
+
+# The verifier and the manifest builders load when the command runs ('--help' answers at once).
 
 _OUT = click.Path(path_type=Path, file_okay=False)
 
@@ -56,6 +53,12 @@ def kube_cmd(
     hardening of 'run'. COMMAND (after --) is the session's command (default: sleep
     infinity, for 'kubectl exec').
     """
+    from terminai_sandbox.kube.hardening import SessionShape  # noqa: PLC0415
+    from terminai_sandbox.kube.manifests import check_names, manifests  # noqa: PLC0415
+    from terminai_sandbox.kube.render import to_json, to_yaml, write_dir  # noqa: PLC0415
+    from terminai_sandbox.kube.source import verified_source  # noqa: PLC0415
+    from terminai_sandbox.signing.verify.trust import policy_from_options  # noqa: PLC0415
+
     shape = SessionShape(name=name, runtime_class=runtime_class or None)
     if command:
         shape = SessionShape(name=name, runtime_class=runtime_class or None, command=command)

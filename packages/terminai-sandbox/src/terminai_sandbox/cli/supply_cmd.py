@@ -11,23 +11,25 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
-from terminai_sandbox import provenance
-from terminai_sandbox.artifacts.oci_layout import OciLayout
+from terminai_sandbox import outputs
+from terminai_sandbox._version import __version__
+from terminai_sandbox.cli import progress
 from terminai_sandbox.cli.trust_options import trust_options
 from terminai_sandbox.errors import ConfigError, SigningError
 from terminai_sandbox.launch.reference import ImageRef
-from terminai_sandbox.launch.registry_auth import docker_config_credentials
-from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.secret import Secret
-from terminai_sandbox.signing import keyless, sign
-from terminai_sandbox.signing.formats import dsse, keys
-from terminai_sandbox.signing.formats import sig as sig_format
-from terminai_sandbox.signing.formats.bundle import envelope_bundle, key_bundle
-from terminai_sandbox.signing.verify.image import verify_image
-from terminai_sandbox.signing.verify.trust import policy_from_options
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric import ec
+
+    from terminai_sandbox.registry import RegistryClient
+
+# The signing, registry and provenance stacks load inside the commands that use them, so
+# that '--help' answers at once.
 
 DEV_DIR = Path(".sandbox-dev")
 DEV_PASSWORD = "development-only"  # noqa: S105 (a public, documented password for the local demo key)
@@ -36,8 +38,8 @@ _INSECURE = click.option("--insecure-registry", is_flag=True, help="allow plain 
 
 def _password(confirm: bool) -> Secret[bytes]:
     if "COSIGN_PASSWORD" in os.environ:
-        return Secret(os.environ["COSIGN_PASSWORD"].encode())
-    if not sys.stdin.isatty():
+        return Secret(os.environb[b"COSIGN_PASSWORD"])  # the bytes as set, whatever their encoding
+    if sys.stdin is None or not sys.stdin.isatty():
         raise SigningError("no password: set COSIGN_PASSWORD (stdin is not a terminal)")
     first = getpass.getpass("Password for the private key: ")
     if confirm and getpass.getpass("Again: ") != first:
@@ -45,7 +47,35 @@ def _password(confirm: bool) -> Secret[bytes]:
     return Secret(first.encode())
 
 
+def _private_key(path: Path) -> ec.EllipticCurvePrivateKey:
+    """The private key in ``path``; a file that is no PEM is exit 3, a wrong password stays exit 10; both name it."""
+    from terminai_sandbox.signing.formats import keys  # noqa: PLC0415
+
+    pem = path.read_bytes()
+    if not pem.lstrip().startswith(b"-----BEGIN "):  # not a PEM file at all: a wrong path, not a signing failure
+        raise ConfigError(f"private key {str(path)!r} is not a PEM file", hint="pass the cosign.key file keygen wrote")
+    try:
+        return keys.load_private(pem, _password(confirm=False))
+    except SigningError as exc:
+        raise SigningError(f"{path}: {exc.message}", hint=exc.hint) from None
+
+
+def _digest_of(ref: ImageRef, client: RegistryClient, reference: str) -> str:
+    """The digest to sign: REFERENCE's own, or its tag's now (read once). Never an implied
+    ``latest``: the launcher refuses floating references, so nothing signs one."""
+    if ref.digest:
+        return ref.digest
+    if ref.tag is None:
+        raise ConfigError(
+            f"{reference} has neither tag nor digest", hint=f"sign {reference}@sha256:… or {reference}:X.Y.Z"
+        )
+    return client.resolve(ref.repository, ref.tag)
+
+
 def _client(ref: ImageRef, insecure: bool) -> RegistryClient:
+    from terminai_sandbox.launch.registry_auth import docker_config_credentials  # noqa: PLC0415
+    from terminai_sandbox.registry import RegistryClient  # noqa: PLC0415
+
     return RegistryClient(ref.registry, insecure=insecure, credentials=docker_config_credentials(ref.registry))
 
 
@@ -61,6 +91,8 @@ def _client(ref: ImageRef, insecure: bool) -> RegistryClient:
 @click.option("--dev", is_flag=True, help=f"write the local DEVELOPMENT key pair under {DEV_DIR}/ (for make demo)")
 def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool) -> None:
     """Write an ECDSA P-256 key pair in cosign's formats (password: COSIGN_PASSWORD or prompt)."""
+    from terminai_sandbox.signing.formats import keys  # noqa: PLC0415
+
     if dev:
         # A development key is for local demos only: its password is public, it is never a release key.
         DEV_DIR.mkdir(exist_ok=True)
@@ -73,39 +105,63 @@ def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool) -> None:
         if Path(f"{output_prefix}.key").exists():
             click.echo(f"development key already present: {output_prefix}.key")
             return
+    if not output_prefix or output_prefix.endswith(("/", os.sep)) or Path(output_prefix).is_dir():
+        raise ConfigError(
+            f"--output-prefix {output_prefix!r} names no file",
+            hint="pass a path prefix such as 'cosign' or 'keys/release' (writes PREFIX.key and PREFIX.pub)",
+        )
     key_path, pub_path = Path(f"{output_prefix}.key"), Path(f"{output_prefix}.pub")
     if key_path.exists() or pub_path.exists():
         raise ConfigError(f"{key_path} or {pub_path} already exists; refusing to overwrite a key")
     key = keys.load_private(import_path.read_bytes(), Secret(b"")) if import_path else keys.generate()
     encrypted = keys.encrypt_private(key, _password(confirm=True))
-    fd = os.open(key_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(encrypted)
-    pub_path.write_bytes(keys.public_pem(key))
+    # Both files appear whole or not at all: a full disk or Ctrl-C leaves no empty key behind.
+    outputs.create(key_path, encrypted, what="a private key", mode=0o600)
+    try:
+        outputs.create(pub_path, keys.public_pem(key), what="a public key")
+    except BaseException:
+        key_path.unlink(missing_ok=True)
+        raise
     click.echo(f"private key {key_path} (encrypted), public key {pub_path}, key id {keys.key_id(key.public_key())}")
 
 
 @click.command("push")
 @click.argument("layout", type=click.Path(path_type=Path, exists=True, file_okay=False))
 @click.argument("reference")
-@click.option("--chunk-size", type=int, default=None, help="upload blobs in chunks of this many bytes")
+@click.option(
+    "--chunk-size",
+    type=click.IntRange(1024, 1 << 30),
+    default=None,
+    help="upload blobs in chunks of this many bytes (1 KiB to 1 GiB; default: whole blobs)",
+)
 @_INSECURE
 def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_registry: bool) -> None:
     """Push an OCI image layout to REFERENCE (repo[:tag][@digest]) blob by blob; prints the manifest digest.
 
     A digest in REFERENCE must be the layout's: a mismatch is refused before anything is sent.
     """
+    from terminai_sandbox.artifacts.oci_layout import OciLayout  # noqa: PLC0415
+
     ref = ImageRef.parse(reference)
     opened = OciLayout.open(layout)
-    result = _client(ref, insecure_registry).push_layout(
-        opened, ref.repository, tag=ref.tag, chunk_size=chunk_size, digest=ref.digest
-    )
+    total = sum(item.size for item in (opened.config, *opened.layers))
+    progress.line(f"pushing {1 + len(opened.layers)} blobs, {total / 1e6:.1f} MB, to {ref.name}")
+    with progress.step(f"push to {ref.name}"):
+        result = _client(ref, insecure_registry).push_layout(
+            opened, ref.repository, tag=ref.tag, chunk_size=chunk_size, digest=ref.digest
+        )
     click.echo(f"{ref.name}@{result.digest} ({result.blobs_sent} blobs sent, {result.blobs_skipped} already there)")
 
 
 @click.command("sign")
 @click.argument("reference")
-@click.option("--key", "key_path", type=click.Path(path_type=Path, exists=True), default=None)
+@click.option(
+    "--key",
+    "key_path",
+    type=click.Path(path_type=Path, exists=True),
+    default=None,
+    help="cosign private key (password: COSIGN_PASSWORD or prompt)",
+)
 @click.option(
     "--keyless", "keyless_", is_flag=True, help="CI only: Fulcio certificate for the ambient OIDC identity, Rekor log"
 )
@@ -121,11 +177,15 @@ def sign_cmd(
     With --keyless (CI): a Sigstore bundle referrer and a .sig layer carrying the Fulcio
     certificate, its chain and the Rekor entry, both from one ephemeral certificate.
     """
+    from terminai_sandbox.signing import keyless, sign  # noqa: PLC0415
+    from terminai_sandbox.signing.formats import sig as sig_format  # noqa: PLC0415
+    from terminai_sandbox.signing.formats.bundle import key_bundle  # noqa: PLC0415
+
     if bool(key_path) == keyless_:
         raise ConfigError("pass exactly one of --key or --keyless")
     ref = ImageRef.parse(reference)
     client = _client(ref, insecure_registry)
-    digest = ref.digest or client.resolve(ref.repository, ref.tag or "latest")
+    digest = _digest_of(ref, client, reference)
     if keyless_:
         # One session, one certificate: the bundle referrer (cosign v3) and the legacy .sig
         # layer (cosign v2, podman/skopeo) are two stores of the same signing event.
@@ -141,7 +201,7 @@ def sign_cmd(
         click.echo(f"{'added' if added else 'already present:'} keyless signature in {where} (cosign .sig layout)")
         return
     assert key_path is not None
-    key = keys.load_private(key_path.read_bytes(), _password(confirm=False))
+    key = _private_key(key_path)
     _, _, added = sign.sign(client, ref.repository, digest, key, docker_reference=ref.name)
     click.echo(f"{'signed' if added else 'already signed by this key:'} {ref.name}@{digest}")
     if bundle_format:
@@ -158,7 +218,7 @@ def sign_cmd(
     multiple=True,
     help="also require a verified attestation of this type (cyclonedx, slsaprovenance1); repeatable",
 )
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="print the result (or the error) as JSON")
 @_INSECURE
 def verify_cmd(
     reference: str,
@@ -177,6 +237,11 @@ def verify_cmd(
     With --offline DIR (a release directory such as dist/X.Y.Z) no registry is contacted;
     REFERENCE must then carry the digest (or DIR's image is used).
     """
+    from terminai_sandbox import provenance  # noqa: PLC0415
+    from terminai_sandbox.artifacts.oci_layout import OciLayout  # noqa: PLC0415
+    from terminai_sandbox.signing.verify.image import verify_image  # noqa: PLC0415
+    from terminai_sandbox.signing.verify.trust import policy_from_options  # noqa: PLC0415
+
     policy = policy_from_options(
         key=key_path, identity=certificate_identity, issuer=certificate_oidc_issuer, policy_file=policy_path
     )
@@ -189,7 +254,10 @@ def verify_cmd(
         client = _client(ref, insecure_registry)
         if ref.digest is None:
             if ref.tag is None:
-                raise ConfigError(f"{reference} has neither tag nor digest")
+                raise ConfigError(
+                    f"{reference} has neither tag nor digest",
+                    hint=f"name the release: {reference}:X.Y.Z (e.g. :{__version__}) or {reference}@sha256:...",
+                )
             ref = ref.with_digest(client.resolve(ref.repository, ref.tag))
     result = verify_image(
         ref, policy, client=client, offline_dir=offline_dir, attestations=attestations, trusted_root=trusted_root
@@ -211,7 +279,12 @@ def verify_cmd(
 
 @click.command("attest")
 @click.argument("reference")
-@click.option("--predicate", type=click.Path(path_type=Path, exists=True), required=True)
+@click.option(
+    "--predicate",
+    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    required=True,
+    help="the predicate document (JSON) to attest",
+)
 @click.option(
     "--type",
     "kind",
@@ -219,7 +292,13 @@ def verify_cmd(
     show_default=True,
     help="cyclonedx, slsaprovenance1, spdxjson, custom or a URI",
 )
-@click.option("--key", "key_path", type=click.Path(path_type=Path, exists=True), default=None)
+@click.option(
+    "--key",
+    "key_path",
+    type=click.Path(path_type=Path, exists=True),
+    default=None,
+    help="cosign private key (password: COSIGN_PASSWORD or prompt)",
+)
 @click.option("--keyless", "keyless_", is_flag=True, help="CI only: sign with the ambient OIDC identity (bundle)")
 @click.option(
     "--bundle-format",
@@ -242,23 +321,28 @@ def attest_cmd(
     in a Sigstore bundle referrer: cosign 3 reads only bundles once an image has any).
     With --keyless: a Sigstore bundle attached as an OCI 1.1 referrer.
     """
+    from terminai_sandbox.signing import keyless, sign  # noqa: PLC0415
+    from terminai_sandbox.signing.formats import dsse  # noqa: PLC0415
+    from terminai_sandbox.signing.formats.bundle import envelope_bundle  # noqa: PLC0415
+
     if bool(key_path) == keyless_:
         raise ConfigError("pass exactly one of --key or --keyless")
     ref = ImageRef.parse(reference)
     client = _client(ref, insecure_registry)
-    digest = ref.digest or client.resolve(ref.repository, ref.tag or "latest")
+    digest = _digest_of(ref, client, reference)
     try:
         body = json.loads(predicate.read_text())
     except ValueError as exc:
         raise ConfigError(f"predicate {predicate} is not JSON: {exc}") from None
     uri = dsse.predicate_type(kind)
+    _check_predicate_kind(predicate, body, kind)
     if keyless_:
         bundle = keyless.sign_keyless(ref.name, digest, predicate_type=uri, predicate=body)
         artifact = sign.attach_bundle(client, ref.repository, digest, bundle)
         click.echo(f"attested {ref.name}@{digest} ({uri}) keyless (bundle referrer {artifact})")
         return
     assert key_path is not None
-    key = keys.load_private(key_path.read_bytes(), _password(confirm=False))
+    key = _private_key(key_path)
     envelope, added = sign.attest(
         client, ref.repository, digest, key, subject_name=ref.name, predicate_uri=uri, predicate=body
     )
@@ -266,6 +350,22 @@ def attest_cmd(
     if bundle_format:
         artifact = sign.attach_bundle(client, ref.repository, digest, envelope_bundle(envelope, key))
         click.echo(f"attached Sigstore bundle referrer {artifact}")
+
+
+# What each well-known predicate document says it is; attesting one under another type would
+# sign a claim the document does not make.
+_DOCUMENT_KINDS = {"cyclonedx": "bomFormat", "slsaprovenance1": "buildDefinition", "spdxjson": "spdxVersion"}
+
+
+def _check_predicate_kind(path: Path, body: object, kind: str) -> None:
+    if not isinstance(body, dict):
+        return
+    for name, marker in _DOCUMENT_KINDS.items():
+        if marker in body and kind != name and kind in _DOCUMENT_KINDS:
+            raise ConfigError(
+                f"predicate {path} is a {name} document, not {kind}",
+                hint=f"pass --type {name}, or the {kind} document",
+            )
 
 
 def register(group: click.Group) -> None:

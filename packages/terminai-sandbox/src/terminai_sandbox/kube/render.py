@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from terminai_apts import durable
 
 from terminai_sandbox.errors import ConfigError
 
@@ -53,11 +54,17 @@ def write_dir(objects: Sequence[dict[str, Any]], out: Path, *, as_json: bool) ->
     existing = [p for p in paths if p.exists()]
     if existing:
         raise ConfigError(f"{existing[0]} already exists", hint="choose an empty --out directory")
+    written: list[Path] = []
     try:
         out.mkdir(parents=True, exist_ok=True)
         for path, obj in zip(paths, objects, strict=True):
             text = json.dumps(obj, indent=2, sort_keys=True) + "\n" if as_json else to_yaml([obj])
-            path.write_text(text)
+            durable.write(path, text.encode())  # whole or not at all; lone surrogates are refused
+            written.append(path)
     except OSError as exc:
         raise ConfigError(f"cannot write into {out}: {exc.strerror}") from None
+    finally:
+        if len(written) < len(paths):  # a failure or Ctrl-C: no partial set of objects stays behind
+            for path in written:
+                path.unlink(missing_ok=True)
     return paths

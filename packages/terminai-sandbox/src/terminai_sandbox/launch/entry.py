@@ -18,7 +18,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from terminai_sandbox.errors import Interrupted, SandboxError, UnexpectedError
+from terminai_sandbox.errors import Interrupted, SandboxError, as_sandbox_error
 from terminai_sandbox.launch import session
 from terminai_sandbox.launch.options import limits_from, parse_run, request_from
 
@@ -33,8 +33,9 @@ def unexpected(exc: BaseException, debug: bool) -> int:
         import traceback  # noqa: PLC0415  (only when asked for)
 
         traceback.print_exception(exc, file=sys.stderr)
-    say(UnexpectedError.wrapping(exc).render())
-    return UnexpectedError.exit_code
+    err = as_sandbox_error(exc)  # a file that cannot be used is named, not "unexpected"
+    say(err.render())
+    return err.exit_code
 
 
 def launch(args: Sequence[str], *, debug: bool = False) -> int | None:

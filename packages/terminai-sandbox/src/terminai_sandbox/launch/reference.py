@@ -78,6 +78,11 @@ class ImageRef:
                 f"{what} {text!r} has a malformed repository name {rest!r}",
                 hint="repository names are lowercase components separated by '/'",
             )
+        if len(first if registry != DEFAULT_REGISTRY else "") + len(rest) >= 255:  # distribution's reference grammar
+            raise ConfigError(
+                f"{what} {text[:60]!r}... has a repository name of {len(rest)} characters",
+                hint="a name (registry and repository) must be shorter than 256 characters",
+            )
         if registry == DEFAULT_REGISTRY and "/" not in rest:
             rest = f"library/{rest}"
         return cls(registry=registry, repository=rest, tag=tag, digest=digest)

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from terminai_apts import durable
+
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.errors import (
     ArtifactCorrupted,
@@ -205,6 +207,8 @@ class OfflineStore:
             return {}
         except ValueError:
             raise VerificationError(f"{self.root / OFFLINE_FILE} is not valid JSON") from None
+        if not isinstance(data, dict):
+            raise VerificationError(f"{self.root / OFFLINE_FILE} is not a JSON object (as 'release' writes it)")
         if data.get("digest") != digest:
             raise VerificationError(f"{self.root / OFFLINE_FILE} is for {data.get('digest')}, not {digest}")
         return data
@@ -248,5 +252,5 @@ def export_offline(source: SignatureSource, digest: str, target: Path) -> Path:
         "bundles": bundles,
     }
     path = target / OFFLINE_FILE
-    path.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n")
+    durable.write(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())  # whole or not at all
     return path

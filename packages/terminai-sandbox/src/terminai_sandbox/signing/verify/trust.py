@@ -33,7 +33,7 @@ from typing import Literal
 
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from terminai_sandbox.errors import ConfigError
+from terminai_sandbox.errors import ConfigError, VerificationError
 from terminai_sandbox.signing.formats.keys import key_id, load_public
 
 
@@ -129,7 +129,10 @@ def _read_key(path: Path) -> TrustedKey:
         pem = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"cannot read public key {str(path)!r}: {exc.strerror}") from None
-    load_public(pem)
+    try:
+        load_public(pem)
+    except VerificationError as exc:  # a bad key file is a refused input (3), not a failed verification
+        raise ConfigError(f"public key {str(path)!r}: {exc.message}", hint="pass the cosign.pub PEM file") from None
     return TrustedKey(pem=pem, source=str(path))
 
 
