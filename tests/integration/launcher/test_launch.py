@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from terminai_sandbox.artifacts.contract import Contract
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.assemble import BuildOptions, BuildResult, build_image, repo_root
 from terminai_sandbox.engine import Engine
@@ -24,6 +25,9 @@ from tests.fixtures.image import tapts_without_transit
 from tests.fixtures.launcher import InstalledLauncher
 from tests.fixtures.registry import RegistryServer
 from tests.unit.launcher.test_kernel_seal import forbidden, importtime_modules, outside_the_seal
+
+# A contract major this launcher cannot serve (the next one).
+FUTURE = f"{int(Contract.shipped().version.split('.')[0]) + 1}.0.0"
 
 ROOT = repo_root()
 CLI = str(Path(sys.executable).with_name("terminai-sandbox"))
@@ -161,9 +165,9 @@ def test_refusal_matrix(site: Site, built_image: BuildResult, tmp_path: Path) ->
     moved = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true")
     assert moved.returncode == 11 and "no signature found" in moved.stderr
     # A signed image whose contract label this launcher cannot serve.
-    future = _relabel(built_image.oci_layout.root, tmp_path / "future", {"dev.terminai.contract.version": "2.0.0"})
-    site.push(future, "2.0.0-future")
-    refused = site.cli("run", "--image", site.ref("2.0.0-future"), "--key", str(site.pub), "--", "true")
+    future = _relabel(built_image.oci_layout.root, tmp_path / "future", {"dev.terminai.contract.version": FUTURE})
+    site.push(future, f"{FUTURE}-future")
+    refused = site.cli("run", "--image", site.ref(f"{FUTURE}-future"), "--key", str(site.pub), "--", "true")
     assert refused.returncode == 13 and "major differs" in refused.stderr
 
 

@@ -20,12 +20,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from terminai_sandbox.artifacts.contract import Contract
 from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.launch.engines import cgroups_v2
 
 from tests.fixtures.launcher import InstalledLauncher
 from tests.fixtures.registry import RegistryServer
 from tests.integration.launcher.test_launch import Site, _relabel
+
+# A contract major this launcher cannot serve (the next one).
+FUTURE = f"{int(Contract.shipped().version.split('.')[0]) + 1}.0.0"
 
 PODMAN = {"TERMINAI_SANDBOX": "podman"}
 
@@ -135,9 +139,9 @@ def test_podman_refuses_what_docker_refuses(podman_site: Site, built_image: Buil
     )
     assert unsigned.returncode == 11 and "no signature found" in unsigned.stderr
     assert "COMMAND-RAN" not in unsigned.stdout
-    future = _relabel(built_image.oci_layout.root, tmp_path / "future", {"dev.terminai.contract.version": "2.0.0"})
-    site.push(future, "2.0.0-future")
-    refused = site.cli("run", "--image", site.ref("2.0.0-future"), "--key", str(site.pub), "--", "true", env=PODMAN)
+    future = _relabel(built_image.oci_layout.root, tmp_path / "future", {"dev.terminai.contract.version": FUTURE})
+    site.push(future, f"{FUTURE}-future")
+    refused = site.cli("run", "--image", site.ref(f"{FUTURE}-future"), "--key", str(site.pub), "--", "true", env=PODMAN)
     assert refused.returncode == 13 and "major differs" in refused.stderr
     site.push(built_image.oci_layout.root, "0.1.0")
     deep = site.cli("preflight", "--deep", "--image", site.ref("0.1.0"), "--key", str(site.pub), env=PODMAN)

@@ -54,5 +54,5 @@ def test_an_image_cosign_signed_is_launched(
     assert refused.returncode == VerificationError.exit_code, refused.stdout + refused.stderr
     done = run("cosign.pub")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "4. signature: signed by sha256:" in done.stdout + done.stderr
-    assert "preflight step 4 (signature) refused" in refused.stderr
+    assert "3. signature: signed by sha256:" in done.stdout + done.stderr
+    assert "preflight step 3 (signature) refused" in refused.stderr

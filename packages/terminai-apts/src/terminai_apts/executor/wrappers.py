@@ -12,6 +12,7 @@ neither has a public attribute.
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any
 
@@ -132,6 +133,10 @@ def is_sandbox_class(cls: type) -> bool:
 def is_descriptor(value: object) -> bool:
     """property, classmethod, staticmethod, slot/getset descriptors and the like."""
     if isinstance(value, (type, types.FunctionType, types.MethodType, *_C_ROUTINES)):
+        return False
+    if type(value) is functools.partial:
+        # Python 3.13 gave partial a __get__ (it binds like a function from 3.14 on); what
+        # it leads to (func, args) passes the same checks when read, as on 3.11 and 3.12.
         return False
     return hasattr(type(value), "__get__")
 
