@@ -4,10 +4,10 @@
 own objects. Each has attack tests (refusal and reason asserted) and, where the real
 builtin would escape, a companion running the attack with the real builtin installed.
 
-They run in this process with the executor's real globals and compile policy: the
-validator still refuses these builtin names and dunder attribute syntax (its allowlist is
-kept in ``policy.FORBIDDEN_NAMES`` and the compile policy), so end to end they are
-reachable only once that list admits them; the runtime guard is ready for it.
+They run in this process with the executor's real globals and compile policy; end to
+end (validation admits the names and the ``__class__``/``__name__`` read syntax, which the
+compile policy routes through ``_getattr_``) they are attacked in
+``test_python_layer_attacks.test_type_and_special_reads_end_in_stand_ins``.
 """
 
 from __future__ import annotations
