@@ -6,7 +6,9 @@ Everything RestrictedPython checks is still checked; on top of it this policy
     ``counts[k] += 1``) into the guarded read, ``_inplacevar_`` and a guarded write;
   * drops type annotations (they are never evaluated, so they cannot run code);
   * lets ``super().<special method>`` through (the runtime guard accepts such a name only
-    on the sandbox's own ``super`` proxy);
+    on the sandbox's own ``super`` proxy), and compiles the reads ``x.__class__`` and
+    ``x.__name__`` to ``_getattr_(x, '__class__')`` (the guard answers a sandbox-safe
+    value; a store or delete of either is still refused);
   * walks ``if/elif`` chains iteratively (a 500-branch chain is not 500 nested calls);
   * keeps annotations of class bodies as plain strings (``x: 'int' = 0``: what
     ``from __future__ import annotations`` does), so ``@dataclass`` sees its fields;
