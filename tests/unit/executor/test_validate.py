@@ -67,6 +67,13 @@ def test_special_writes_and_other_dunders_stay_refused(code: str) -> None:
     assert {v.rule for v in report.violations} == {"L2-forbidden-attribute"}, report.summary()
 
 
+def test_the_admitted_reads_are_the_ones_the_guard_answers() -> None:
+    from terminai_apts.executor import guards, policy
+
+    assert set(guards._SAFE_SPECIALS) == set(policy.SAFE_SPECIAL_READS) == {"__class__", "__name__"}
+    assert not policy.SAFE_SPECIAL_READS & policy.FORBIDDEN_NAMES
+
+
 def test_special_reads_compile_to_the_attribute_guard() -> None:
     """`x.__class__` and `f.__name__` become `_getattr_(x, '__class__')` (the guard answers
     a sandbox-safe value); nothing reads them directly."""
