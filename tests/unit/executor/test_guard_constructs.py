@@ -95,6 +95,8 @@ def test_type_of_a_host_object_is_a_view(thermal: object) -> None:
 ATTACKS = [
     ("result = type('X', (), {})", "type() with three arguments is not allowed"),
     ("result = getattr(type(thermal), '_cls')", "attribute '_cls' is not allowed"),
+    ("result = getattr(type, '_fn')", "attribute '_fn' is not allowed"),
+    ("result = getattr(type(type), '_cls')", "attribute '_cls' is not allowed"),
     ("result = getattr(getattr(1, '__class__'), '__base__')", "attribute '__base__' is not allowed"),
     ("result = getattr(type(thermal), '__base__')", "attribute '__base__' is not allowed"),
     ("setattr(type(thermal), 'search', len)", "cannot modify objects of type 'TypeView'"),
@@ -117,7 +119,7 @@ ATTACKS = [
     ("import json\nsetattr(json, 'dumps', str)", "cannot modify objects of type 'ModuleProxy'"),
     ("setattr(len, 'x', 1)", "cannot modify objects of type 'builtin_function_or_method'"),
     ("setattr(getattr, 'x', 1)", "cannot modify objects of type 'SandboxGetattr'"),
-    ("setattr(type, 'x', 1)", "cannot modify objects of type 'StandIn'"),
+    ("setattr(type, 'x', 1)", "cannot modify objects of type 'TypeStandIn'"),
     ("result = staticmethod(len)", "staticmethod() accepts only functions defined in the program"),
     ("result = classmethod(print)", "classmethod() accepts only functions defined in the program"),
     ("def f(c):\n    return c\nresult = getattr(classmethod(f), '_fn')", "attribute '_fn' is not allowed"),

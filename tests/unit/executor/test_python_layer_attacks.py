@@ -466,6 +466,8 @@ def test_type_and_special_reads_end_in_stand_ins(mode: Mode) -> None:
                 "attribute '__set_name__' is not allowed",
             ),
             A("print('ESCAPED', type(type(1))('X', (), {}))", "TypeError", "'TypeView' object is not callable"),
+            A("print('ESCAPED', type(type)('X', (), {}))", "TypeError", "'TypeView' object is not callable"),
+            N("t = type(type)\nprint(type(t).__name__, t, t == type)", "TypeView <class 'type'> True\n"),
             A("print('ESCAPED', getattr(type, '__call__'))", "L4-runtime-guard", "attribute '__call__' is not allowed"),
             A("print('ESCAPED', type.__call__)", "L2-validate", "attribute '__call__' is not allowed"),
             A(
@@ -621,6 +623,14 @@ def test_type_and_special_reads_end_in_stand_ins(mode: Mode) -> None:
         "print(t.label, t.note, hasattr(z, 'v'), type(t).__name__, t.__class__ is Temp, err)\n",
         mode,
         "21.5C ok False Temp True ZeroDivisionError\n",
+    )
+    # `type` where code tests for a class: bools, as in CPython
+    run_benign(
+        "class C:\n    pass\n"
+        "print(isinstance(C, type), isinstance(C(), type), isinstance(int, type), type(C) == type,"
+        " type.__name__, hasattr.__name__, type(type) == type)\n",
+        mode,
+        "True False True True type hasattr True\n",
     )
 
 
