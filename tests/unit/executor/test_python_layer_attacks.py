@@ -1010,6 +1010,30 @@ def test_module_proxy_mutation(mode: Mode) -> None:
         A("from math import _attrs", "L2-validate", "name '_attrs' may not be bound"),
         A("import math\nprint('ESCAPED', math.__dict__)", "L2-validate", "attribute '__dict__' is not allowed"),
         A("import re\nre.compile.flags = 1", "L4-runtime-guard", "cannot modify objects of type 'SafeCallable'"),
+        # setattr/delattr follow the same rules as the statements above
+        A("import math\nsetattr(math, 'pi', 3)", "L4-runtime-guard", proxy),
+        A("import math\ndelattr(math, 'sqrt')", "L4-runtime-guard", proxy),
+        A(
+            "import json\nsetattr(json, '__getattr__', str)",
+            "L4-runtime-guard",
+            "attribute '__getattr__' is not allowed",
+        ),
+        A(
+            "import collections\nsetattr(collections.Counter, 'most_common', len)",
+            "L4-runtime-guard",
+            "cannot modify objects of type 'ClassFactory'",
+        ),
+        A(
+            "import collections\nsetattr(type(collections.Counter()), 'most_common', len)",
+            "L4-runtime-guard",
+            "cannot modify objects of type 'TypeView'",
+        ),
+        A(
+            "import json\nsetattr(json.dumps, 'x', 1)",
+            "L4-runtime-guard",
+            "cannot modify objects of type 'SafeCallable'",
+        ),
+        A("import json\nprint(type(json).__name__, json.__name__, json.__class__.dumps)", "AttributeError", "TypeView"),
     ]
     with ExecutorSession(cfg(mode)) as session:
         for attack in attacks:
