@@ -28,7 +28,7 @@ class Circle(Shape):
 
     @property
     def area(self):
-        return math.pi * self.r ** 2
+        return math.pi * self.r**2
 
 
 @Shape.register

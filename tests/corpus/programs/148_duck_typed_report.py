@@ -1,8 +1,20 @@
 from collections import Counter, OrderedDict
 from datetime import date
 
-values = [42, 3.14159, "text", [1, 2, 3], {"a": 1, "b": 2}, (4, 5), {7, 8}, None, True,
-          Counter("hello"), date(2025, 3, 1), OrderedDict(x=1)]
+values = [
+    42,
+    3.14159,
+    "text",
+    [1, 2, 3],
+    {"a": 1, "b": 2},
+    (4, 5),
+    {7, 8},
+    None,
+    True,
+    Counter("hello"),
+    date(2025, 3, 1),
+    OrderedDict(x=1),
+]
 
 
 def describe(v):
