@@ -17,7 +17,10 @@ prefix, one that spoofs hash and equality once, classes, a method that reads thr
 * the json encoder and decoder hooks (``default=``, ``object_hook=``), which hand values to
   the program's callbacks;
 * ``str.format`` with the name as a field (``'{0.<name>!r}'``) and a nested format spec;
-* ``type(x)`` and attributes of what it answers, ``setattr`` with any name form.
+* ``type(x)`` and attributes of what it answers, ``setattr`` with any name form;
+* the special reads in attribute syntax (``x.__class__``, ``x.__name__``,
+  ``type(x).__name__``, ``x.__class__.<name>``), ``hasattr`` and ``delattr`` with any name
+  form, ``staticmethod``/``classmethod`` around the value (alone and in a class body).
 
 Every value a statement binds is classified; a format field that reads a refused name and
 succeeds counts too. Run it as a module (``--seed``, ``--seconds``, ``--mode``,
@@ -93,7 +96,7 @@ ROOTS_ALL = (
     "Box", "Box(1)", "Sub", "Sub(1)", "gen()", "gen", "Err('x')", "Err", "deco", "keep", "caught",
     "Liar('x')", "lambda: 0", "range(3)", "zip([1], [2])", "map(len, ['a'])", "property", "super",
     "ValueError('v')", "KeyError", "enumerate([1])", "str", "int", "list", "dict", "tuple",
-    "type", "hasattr", "setattr", "staticmethod", "classmethod", "type(len)", "type(Box)",
+    "type", "hasattr", "setattr", "delattr", "staticmethod", "classmethod", "type(len)", "type(Box)",
 )  # fmt: skip
 
 NAMES = (
@@ -173,7 +176,7 @@ def generate(rng: random.Random, mode: Mode, steps: int, thermal: bool = False) 
         x = pick()
         var = f"v{i}"
         name, spell = _name_text(rng)
-        move = rng.randrange(15)
+        move = rng.randrange(16)
         if move <= 3:
             body = f"{var} = getattr({x}, {_name_form(rng, spell, spoof)})"
         elif move == 4:
@@ -222,6 +225,26 @@ def generate(rng: random.Random, mode: Mode, steps: int, thermal: bool = False) 
                 program.format_checks[var] = name
             field_ = f"{{0.{name}!r}}" if rng.random() < 0.7 else f"{{1:{{0.{name}}}}}"
             body = f"{var} = '{field_}'.format({x}, 's')"
+        elif move == 15:
+            form = _name_form(rng, spell, spoof)
+            body = rng.choice(
+                [
+                    f"{var} = ({x}).__class__",
+                    f"{var} = ({x}).__name__",
+                    f"{var} = type({x}).__name__",
+                    f"{var} = ({x}).__class__.{public}"
+                    if not _forbidden(public := rng.choice(PLAIN))
+                    else f"{var} = getattr(({x}).__class__, '{public}')",
+                    f"{var} = getattr(({x}).__class__, {form})",
+                    f"{var} = hasattr({x}, {form})",
+                    f"delattr({x}, {form})\n{var} = {x}",
+                    f"{var} = staticmethod({x})",
+                    f"{var} = classmethod({x})",
+                    f"class K{i}:\n    m = staticmethod({x})\n{var} = K{i}.m",
+                    f"class K{i}:\n    m = classmethod({x})\n{var} = K{i}().m",
+                    f"class K{i}:\n    m = property({x})\n{var} = K{i}().m",
+                ]
+            )
         else:
             body = rng.choice(
                 [

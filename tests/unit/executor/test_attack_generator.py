@@ -76,7 +76,8 @@ def test_every_move_is_generated() -> None:
     for move in (
         "getattr(", "Liar(", "Spoof(", "bytes(", "bytearray(", "Sub(", "next(iter(", "*rest", "star",
         "class C", "@", "raise ", "except Exception as e", "json.dumps(", "object_hook=", ".format(",
-        "{1:{0.", "key=lambda", "type(", "setattr(", "thermal.search(",
+        "{1:{0.", "key=lambda", "type(", "setattr(", "thermal.search(", ".__class__", ".__name__",
+        "hasattr(", "delattr(", "staticmethod(", "classmethod(", "property(",
     ):  # fmt: skip
         assert move in text, move
     strict = attack_generator.generate(random.Random(1), "strict", 3).source

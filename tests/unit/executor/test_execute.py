@@ -105,11 +105,12 @@ def test_attack_format_strings() -> None:
             "L4-runtime-guard",
             "attribute '__init__' is not allowed",
         ),
-        ("print(f'{(1).__class__}')", "L2-validate", "attribute '__class__' is not allowed"),
+        ("print(f'{(1).__class__.__base__}')", "L2-validate", "attribute '__base__' is not allowed"),
     ):
         result = execute(code, FAST)
         assert (result.success, result.refused_by) == (False, refused_by) and reason in (result.error or ""), code
     assert execute("print('{0.__class__.__name__}'.format(1))", FAST).stdout == "int\n"
+    assert execute("print(f'{(1).__class__.__name__} {(1).__class__}')", FAST).stdout == "int <class 'int'>\n"
 
 
 def test_attack_module_attribute_reach() -> None:
@@ -135,7 +136,7 @@ def test_attack_annotations() -> None:
     ):
         result = execute(code, FAST)
         assert result.success and result.stdout == "2\n", (code, result.error)
-    for code in ("def f(x: ().__class__): pass", "x: __import__('os') = 1", "y: int = (1).__class__"):
+    for code in ("def f(x: ().__class__.__base__): pass", "x: __import__('os') = 1", "y: int = (1).__class__.__mro__"):
         assert not execute(code, FAST).success, code
 
 

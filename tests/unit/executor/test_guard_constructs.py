@@ -4,10 +4,10 @@
 own objects. Each has attack tests (refusal and reason asserted) and, where the real
 builtin would escape, a companion running the attack with the real builtin installed.
 
-They run in this process with the executor's real globals and compile policy: the
-validator still refuses these builtin names and dunder attribute syntax (its allowlist is
-kept in ``policy.FORBIDDEN_NAMES`` and the compile policy), so end to end they are
-reachable only once that list admits them; the runtime guard is ready for it.
+They run in this process with the executor's real globals and compile policy; end to
+end (validation admits the names and the ``__class__``/``__name__`` read syntax, which the
+compile policy routes through ``_getattr_``) they are attacked in
+``test_python_layer_attacks.test_type_and_special_reads_end_in_stand_ins``.
 """
 
 from __future__ import annotations
@@ -95,6 +95,8 @@ def test_type_of_a_host_object_is_a_view(thermal: object) -> None:
 ATTACKS = [
     ("result = type('X', (), {})", "type() with three arguments is not allowed"),
     ("result = getattr(type(thermal), '_cls')", "attribute '_cls' is not allowed"),
+    ("result = getattr(type, '_fn')", "attribute '_fn' is not allowed"),
+    ("result = getattr(type(type), '_cls')", "attribute '_cls' is not allowed"),
     ("result = getattr(getattr(1, '__class__'), '__base__')", "attribute '__base__' is not allowed"),
     ("result = getattr(type(thermal), '__base__')", "attribute '__base__' is not allowed"),
     ("setattr(type(thermal), 'search', len)", "cannot modify objects of type 'TypeView'"),
@@ -117,7 +119,7 @@ ATTACKS = [
     ("import json\nsetattr(json, 'dumps', str)", "cannot modify objects of type 'ModuleProxy'"),
     ("setattr(len, 'x', 1)", "cannot modify objects of type 'builtin_function_or_method'"),
     ("setattr(getattr, 'x', 1)", "cannot modify objects of type 'SandboxGetattr'"),
-    ("setattr(type, 'x', 1)", "cannot modify objects of type 'StandIn'"),
+    ("setattr(type, 'x', 1)", "cannot modify objects of type 'TypeStandIn'"),
     ("result = staticmethod(len)", "staticmethod() accepts only functions defined in the program"),
     ("result = classmethod(print)", "classmethod() accepts only functions defined in the program"),
     ("def f(c):\n    return c\nresult = getattr(classmethod(f), '_fn')", "attribute '_fn' is not allowed"),

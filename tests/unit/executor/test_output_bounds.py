@@ -36,7 +36,7 @@ def _many_violations(size: int) -> str:
     lines = []
     i = 0
     while sum(len(x) + 1 for x in lines) < size:
-        lines.append(f"import os{i}; x{i} = eval('1').__class__")
+        lines.append(f"import os{i}; x{i} = eval('1').__class__.__base__")
         i += 1
     return "\n".join(lines)
 

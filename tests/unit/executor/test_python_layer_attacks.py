@@ -60,19 +60,46 @@ def A(code: str, layer: str, reason: str) -> Attack:
     return Attack(code, layer, reason)
 
 
+@dataclass(frozen=True, slots=True)
+class Neutralised:
+    """A snippet that reads a special attribute (``x.__class__``, ``type(x)``, ``f.__name__``)
+    and prints what it got: it must run and print exactly ``stdout`` (the sandbox-safe value:
+    a ``TypeView`` stand-in, a plain name, a class the program may hold), where plain CPython
+    prints something else (the real object)."""
+
+    code: str
+    stdout: str
+
+
+def N(code: str, stdout: str) -> Neutralised:
+    return Neutralised(code, stdout)
+
+
 def refused(result: ExecutionResult, layer: str, reason: str) -> bool:
     """Refused by ``layer`` for ``reason``, and never reached the line that proves an escape."""
     got = result.refused_by or result.error_type
     return not result.success and "ESCAPED" not in result.stdout and got == layer and reason in (result.error or "")
 
 
-def run_attacks(attacks: list[Attack], mode: Mode, api: ApiSpec | None = None) -> None:
+def run_attacks(attacks: list[Attack | Neutralised], mode: Mode, api: ApiSpec | None = None) -> None:
+    """Every attack of the list is run; the failure lists each one not refused (or not
+    neutralised) as expected."""
+    wrong: list[str] = []
     for attack in attacks:
         result = execute(attack.code, cfg(mode), api=api)
-        assert refused(result, attack.layer, attack.reason), (
-            f"{mode}: not refused as expected ({attack.layer}: {attack.reason}):\n{attack.code}\n"
-            f"-> {result.refused_by} {result.error_type} {result.stdout!r} {result.error!r}"
-        )
+        if isinstance(attack, Neutralised):
+            if not (result.success and result.stdout == attack.stdout):
+                wrong.append(
+                    f"{mode}: not neutralised as expected ({attack.stdout!r}):\n{attack.code}\n"
+                    f"-> {result.refused_by} {result.error_type} {result.stdout!r} {result.error!r}"
+                )
+            continue
+        if not refused(result, attack.layer, attack.reason):
+            wrong.append(
+                f"{mode}: not refused as expected ({attack.layer}: {attack.reason}):\n{attack.code}\n"
+                f"-> {result.refused_by} {result.error_type} {result.stdout!r} {result.error!r}"
+            )
+    assert not wrong, "\n\n".join(wrong)
 
 
 def run_benign(code: str, mode: Mode, expected: str, api: ApiSpec | None = None) -> None:
@@ -381,15 +408,22 @@ def test_index_and_len_dunders_cannot_be_defined(mode: Mode) -> None:
                 "L2-validate",
                 "attribute '__len__' is not allowed",
             ),
+            # `type` and `setattr` are the sandbox's own: no class from a dict, no special
+            # method added after the class statement
             A(
                 "X = type('X', (), {'__index__': lambda s: 0})\nprint('ESCAPED')",
-                "L2-validate",
-                "name 'type' is not allowed",
+                "L4-runtime-guard",
+                "type() with three arguments is not allowed; use a class statement",
             ),
             A(
                 "class I:\n    pass\nsetattr(I, '__index__', len)\nprint('ESCAPED')",
-                "L2-validate",
-                "name 'setattr' is not allowed",
+                "L4-runtime-guard",
+                "attribute '__index__' is not allowed",
+            ),
+            A(
+                "class L:\n    pass\nsetattr(L(), '__len__', lambda: 0)\nprint('ESCAPED')",
+                "L4-runtime-guard",
+                "attribute '__len__' is not allowed",
             ),
         ],
         mode,
@@ -405,6 +439,201 @@ def test_index_and_len_dunders_cannot_be_defined(mode: Mode) -> None:
         run_benign("b = bytearray(4)\nb[1] = 7\nb[2:3] = b'x'\nprint(list(b))\n", mode, "[0, 7, 120, 0]\n")
 
 
+# 5b -- type(), x.__class__/__name__, staticmethod/classmethod, hasattr, setattr/delattr:
+# the sandbox's own versions (``guards``, ``sandbox_builtins``). What a program obtains is
+# a class it may hold or a stand-in with a name; every step past it is refused.
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_type_and_special_reads_end_in_stand_ins(mode: Mode) -> None:
+    run_attacks(
+        [
+            # type(): one argument only, and the class of a class is a stand-in
+            A("print('ESCAPED', type('X', (), {}))", "L4-runtime-guard", "type() with three arguments is not allowed"),
+            A(
+                "X = type('X', (), {'__init_subclass__': classmethod(lambda c: print('ESCAPED'))})\n"
+                "class Y(X):\n    pass",
+                "L4-runtime-guard",
+                "type() with three arguments is not allowed",
+            ),
+            A(
+                "X = type('X', (), {'mro': lambda c: [int]})\nprint('ESCAPED', X)",
+                "L4-runtime-guard",
+                "type() with three arguments is not allowed",
+            ),
+            A(
+                "class D:\n    pass\n"
+                "setattr(D, '__set_name__', lambda s, o, n: print('ESCAPED'))\nclass E:\n    d = D()",
+                "L4-runtime-guard",
+                "attribute '__set_name__' is not allowed",
+            ),
+            A("print('ESCAPED', type(type(1))('X', (), {}))", "TypeError", "'TypeView' object is not callable"),
+            A("print('ESCAPED', type(type)('X', (), {}))", "TypeError", "'TypeView' object is not callable"),
+            N("t = type(type)\nprint(type(t).__name__, t, t == type)", "TypeView <class 'type'> True\n"),
+            A("print('ESCAPED', getattr(type, '__call__'))", "L4-runtime-guard", "attribute '__call__' is not allowed"),
+            A("print('ESCAPED', type.__call__)", "L2-validate", "attribute '__call__' is not allowed"),
+            A(
+                "class C:\n    pass\nprint('ESCAPED', getattr(type(C), '__subclasses__'))",
+                "L4-runtime-guard",
+                "attribute '__subclasses__' is not allowed",
+            ),
+            A(
+                "print('ESCAPED', (1).__class__.__base__.__subclasses__())",
+                "L2-validate",
+                "attribute '__base__' is not allowed",
+            ),
+            A(
+                "print('ESCAPED', getattr(getattr((1).__class__, '__base__'), '__subclasses__')())",
+                "L4-runtime-guard",
+                "attribute '__base__' is not allowed",
+            ),
+            # a function's class: a stand-in, so no function from a code object and globals
+            A(
+                "def f():\n    pass\nF = type(f)\nprint('ESCAPED', F(getattr(f, '__code__'), {}))",
+                "L4-runtime-guard",
+                "attribute '__code__' is not allowed",
+            ),
+            N(
+                "def f():\n    pass\nF = type(f)\nprint(type(F).__name__, F.__name__, F)",
+                "TypeView function <class 'function'>\n",
+            ),
+            N("t = type(type(1))\nprint(type(t).__name__, t.__name__, t)", "TypeView type <class 'type'>\n"),
+            N(
+                "print(type(len).__name__, type(type(len)).__name__, len.__name__)",
+                "builtin_function_or_method TypeView len\n",
+            ),
+            N(
+                "class C:\n    pass\nT = type(C)\n"
+                "print(type(T).__name__, T.__name__, T is type(int), C.__class__ == T)",
+                "TypeView type True True\n",
+            ),
+            # the special reads are reads: never a write or a delete
+            A(
+                "class C:\n    pass\nclass D:\n    pass\nc = C()\nc.__class__ = D\nprint('ESCAPED')",
+                "L2-validate",
+                "attribute '__class__' may be read, never set or deleted",
+            ),
+            A(
+                "class C:\n    pass\nclass D:\n    pass\nc = C()\nsetattr(c, '__class__', D)\nprint('ESCAPED')",
+                "L4-runtime-guard",
+                "attribute '__class__' is not allowed",
+            ),
+            A(
+                "def f():\n    pass\nf.__name__ = 'g'\nprint('ESCAPED')",
+                "L2-validate",
+                "attribute '__name__' may be read, never set or deleted",
+            ),
+            A(
+                "class C:\n    pass\nsetattr(C, '__name__', 'D')\nprint('ESCAPED', C.__name__)",
+                "L4-runtime-guard",
+                "attribute '__name__' is not allowed",
+            ),
+            A(
+                "class C:\n    pass\nC.__name__ += 'x'\nprint('ESCAPED')",
+                "L2-validate",
+                "attribute '__name__' may be read, never set or deleted",
+            ),
+            # setattr/delattr: the program's own objects, public names only
+            A(
+                "class C:\n    pass\nsetattr(C, '__getattribute__', lambda s, n: 0)\nprint('ESCAPED')",
+                "L4-runtime-guard",
+                "attribute '__getattribute__' is not allowed",
+            ),
+            A(
+                "class S(str):\n    pass\nclass C:\n    pass\n"
+                "setattr(C, S('__getattribute__'), lambda s, n: 0)\nprint('ESCAPED')",
+                "L4-runtime-guard",
+                "attribute '__getattribute__' is not allowed",
+            ),
+            A(
+                "e = ValueError()\nsetattr(e, 'x', 1)\nprint('ESCAPED')",
+                "L4-runtime-guard",
+                "cannot modify objects of type 'ValueError'",
+            ),
+            A(
+                "def f():\n    pass\nsetattr(f, 'x', 1)\nprint('ESCAPED')",
+                "L4-runtime-guard",
+                "cannot modify objects of type 'function'",
+            ),
+            A(
+                "class C:\n    def __init__(self):\n        self.n = 1\ndelattr(C, '__init__')\nprint('ESCAPED')",
+                "L4-runtime-guard",
+                "attribute '__init__' is not allowed",
+            ),
+            # staticmethod/classmethod: only the program's own functions, never the descriptor
+            A(
+                "s = staticmethod(len)\nprint('ESCAPED', s)",
+                "L4-runtime-guard",
+                "staticmethod() accepts only functions defined in the program",
+            ),
+            A(
+                "c = classmethod(getattr)\nprint('ESCAPED', c)",
+                "L4-runtime-guard",
+                "classmethod() accepts only functions defined in the program",
+            ),
+            A(
+                "def f(c):\n    return c\nprint('ESCAPED', classmethod(f).__func__)",
+                "L2-validate",
+                "attribute '__func__' is not allowed",
+            ),
+            A(
+                "def f(c):\n    return c\nprint('ESCAPED', getattr(classmethod(f), '__func__'))",
+                "L4-runtime-guard",
+                "attribute '__func__' is not allowed",
+            ),
+            A(
+                "class C:\n    @classmethod\n    def m(cls):\n"
+                "        return cls\nprint('ESCAPED', getattr(C.m, '__func__'))",
+                "L4-runtime-guard",
+                "attribute '__func__' is not allowed",
+            ),
+            A(
+                "class C:\n    @staticmethod\n    def m():\n        return 1\n"
+                "print('ESCAPED', getattr(C, '__dict__')['m'])",
+                "L4-runtime-guard",
+                "attribute '__dict__' is not allowed",
+            ),
+            A(
+                "def f(c):\n    return c\nclass C:\n    pass\nC.m = classmethod(f)\n"
+                "print('ESCAPED', getattr(C.m(), '__subclasses__'))",
+                "L4-runtime-guard",
+                "attribute '__subclasses__' is not allowed",
+            ),
+            # hasattr asks the guard: a getter's refusal is not swallowed into False, and a
+            # property read on its class answers False instead of the descriptor
+            A(
+                "class P:\n    @property\n    def x(self):\n        return getattr(self, '__dict__')\n"
+                "print('ESCAPED', hasattr(P(), 'x'))",
+                "L4-runtime-guard",
+                "attribute '__dict__' is not allowed",
+            ),
+            N(
+                "class P:\n    @property\n    def x(self):\n"
+                "        return 1\nprint(hasattr(P, 'x'), hasattr(P(), 'x'))",
+                "False True\n",
+            ),
+        ],
+        mode,
+    )
+    run_benign(
+        "class Temp:\n    unit = 'C'\n    def __init__(self, v):\n        self.v = v\n"
+        "    @staticmethod\n    def parse(s):\n        return Temp(float(s))\n"
+        "    @classmethod\n    def zero(cls):\n        return cls(0.0)\n"
+        "    @property\n    def label(self):\n        return f'{self.v}{self.unit}'\n"
+        "t = Temp.parse('21.5')\nsetattr(t, 'note', 'ok')\nz = Temp.zero()\ndelattr(z, 'v')\n"
+        "try:\n    1 / 0\nexcept Exception as e:\n    err = type(e).__name__\n"
+        "print(t.label, t.note, hasattr(z, 'v'), type(t).__name__, t.__class__ is Temp, err)\n",
+        mode,
+        "21.5C ok False Temp True ZeroDivisionError\n",
+    )
+    # `type` where code tests for a class: bools, as in CPython
+    run_benign(
+        "class C:\n    pass\n"
+        "print(isinstance(C, type), isinstance(C(), type), isinstance(int, type), type(C) == type,"
+        " type.__name__, hasattr.__name__, type(type) == type)\n",
+        mode,
+        "True False True True type hasattr True\n",
+    )
+
+
 # 6 -- getattr-style tricks: names as runtime strings, attribute helpers, dunders.
 @pytest.mark.parametrize("mode", ALL_MODES)
 def test_getattr_tricks(mode: Mode) -> None:
@@ -415,16 +644,29 @@ def test_getattr_tricks(mode: Mode) -> None:
                 "L4-runtime-guard",
                 "attribute '__base__' is not allowed",
             ),
-            A("print('ESCAPED', hasattr(1, 'real'))", "L2-validate", "name 'hasattr' is not allowed"),
+            # hasattr is the attribute guard's answer: a refused name raises, never False
+            A(
+                "def f():\n    pass\nprint('ESCAPED', hasattr(f, '__globals__'))",
+                "L4-runtime-guard",
+                "attribute '__globals__' is not allowed",
+            ),
+            A("print('ESCAPED', hasattr(len, '__self__'))", "L4-runtime-guard", "attribute '__self__' is not allowed"),
             A("print('ESCAPED', vars())", "L2-validate", "name 'vars' is not allowed"),
             A("print('ESCAPED', dir())", "L2-validate", "name 'dir' is not allowed"),
-            A("print('ESCAPED', (1).__class__)", "L2-validate", "attribute '__class__' is not allowed"),
+            # `x.__class__` is read through the guard; what comes after it is refused
+            A("print('ESCAPED', (1).__class__.__base__)", "L2-validate", "attribute '__base__' is not allowed"),
+            A(
+                "print('ESCAPED', getattr((1).__class__, '__subclasses__')())",
+                "L4-runtime-guard",
+                "attribute '__subclasses__' is not allowed",
+            ),
             A(
                 "print('ESCAPED', (1).__getattribute__('real'))",
                 "L2-validate",
                 "attribute '__getattribute__' is not allowed",
             ),
-            A("print('ESCAPED', type(1))", "L2-validate", "name 'type' is not allowed"),
+            A("print('ESCAPED', type(1).mro())", "L2-validate", "attribute 'mro' is not allowed"),
+            A("print('ESCAPED', getattr(type(1), 'mro')())", "L4-runtime-guard", "attribute 'mro' is not allowed"),
             A("print('ESCAPED', object.__subclasses__())", "L2-validate", "attribute '__subclasses__' is not allowed"),
             A("print('ESCAPED', globals())", "L2-validate", "name 'globals' is not allowed"),
             A("print('ESCAPED', __builtins__)", "L2-validate", "name '__builtins__' is not allowed"),
@@ -434,6 +676,12 @@ def test_getattr_tricks(mode: Mode) -> None:
         mode,
     )
     run_benign("x = [3, 1, 2]\nprint(len(x), sorted(x), (7).real, 'ab'.upper())\n", mode, "3 [1, 2, 3] 7 AB\n")
+    run_benign(
+        "print(hasattr(1, 'real'), hasattr(1, 'nope'), hasattr([], '__iter__'), type(1) is int,"
+        " (1).__class__.__name__)\n",
+        mode,
+        "True False True True int\n",
+    )
     if mode != "strict":
         run_attacks(
             [
@@ -525,8 +773,17 @@ def test_format_string_field_access(mode: Mode) -> None:
                 "L4-runtime-guard",
                 "attribute 'format' is allowed only on a string",
             ),
-            A("print(f'{(1).__class__}', 'ESCAPED')", "L2-validate", "attribute '__class__' is not allowed"),
-            A("x = 1\nprint(f'{x.__class__!r}', 'ESCAPED')", "L2-validate", "attribute '__class__' is not allowed"),
+            # an f-string's expressions are compiled like any other: the guard reads `__class__`
+            A("print(f'{(1).__class__.__base__}', 'ESCAPED')", "L2-validate", "attribute '__base__' is not allowed"),
+            A(
+                "x = 1\nprint(f'{getattr(x.__class__, \"__base__\")!r}', 'ESCAPED')",
+                "L4-runtime-guard",
+                "attribute '__base__' is not allowed",
+            ),
+            N(
+                "def f():\n    pass\nprint(f'{f.__class__!r} {type(f.__class__).__name__}')",
+                "<class 'function'> TypeView\n",
+            ),
         ],
         mode,
     )
@@ -608,9 +865,19 @@ def test_exception_traceback_and_context_walking(mode: Mode) -> None:
                 "attribute '__traceback__' is not allowed",
             ),
             A(
-                "try:\n    len(1)\nexcept TypeError as e:\n    print('ESCAPED', e.args.__class__)",
+                "try:\n    len(1)\nexcept TypeError as e:\n    print('ESCAPED', getattr(e.args.__class__, '__base__'))",
+                "L4-runtime-guard",
+                "attribute '__base__' is not allowed",
+            ),
+            A(
+                "try:\n    len(1)\nexcept TypeError as e:\n    print('ESCAPED', e.__class__.__init__)",
                 "L2-validate",
-                "attribute '__class__' is not allowed",
+                "attribute '__init__' is not allowed",
+            ),
+            A(
+                "try:\n    len(1)\nexcept TypeError as e:\n    print('ESCAPED', getattr(type(e), '__init__'))",
+                "L4-runtime-guard",
+                "attribute '__init__' is not allowed",
             ),
         ],
         mode,
@@ -668,7 +935,13 @@ def test_thermal_cannot_be_mutated_across_cells(mode: Mode, memory_api: ApiSpec)
         A("del thermal.search", "L4-runtime-guard", "cannot modify objects of type 'ApiObject'"),
         A("thermal.extra = 1", "L4-runtime-guard", "cannot modify objects of type 'ApiObject'"),
         A("thermal.search.cache = 1", "L4-runtime-guard", "cannot modify objects of type 'ApiMethod'"),
-        A("print(thermal.__class__)", "L2-validate", "attribute '__class__' is not allowed"),
+        A("thermal.__class__ = int", "L2-validate", "attribute '__class__' may be read, never set or deleted"),
+        A("setattr(thermal, '__class__', int)", "L4-runtime-guard", "attribute '__class__' is not allowed"),
+        A("setattr(thermal, 'search', len)", "L4-runtime-guard", "cannot modify objects of type 'ApiObject'"),
+        A("thermal.__class__.search = len", "L4-runtime-guard", "cannot modify objects of type 'TypeView'"),
+        A("setattr(type(thermal), 'search', len)", "L4-runtime-guard", "cannot modify objects of type 'TypeView'"),
+        A("delattr(thermal.search, 'x')", "L4-runtime-guard", "cannot modify objects of type 'ApiMethod'"),
+        A("print(thermal.__class__.search)", "AttributeError", "'TypeView' object has no attribute 'search'"),
         A("print(thermal.search.__call__)", "L2-validate", "attribute '__call__' is not allowed"),
         A("thermal.search.__self__", "L2-validate", "attribute '__self__' is not allowed"),
         A(
@@ -704,6 +977,9 @@ def test_thermal_cannot_be_mutated_across_cells(mode: Mode, memory_api: ApiSpec)
         for attack in attacks:
             result = session.run(attack.code)
             assert refused(result, attack.layer, attack.reason), f"{mode}: {attack} -> {result.error}"
+        # its class reads as a stand-in (a name, nothing to call, read or modify)
+        view = session.run("print(type(thermal.__class__).__name__, thermal.__class__.__name__, type(thermal))")
+        assert view.success and view.stdout == "TypeView ApiObject <class 'ApiObject'>\n", view
         # a copy is the caller's own: changing it leaves the API and its records alone
         copy = session.run(
             "d = base.to_dict()\nd['total'] = 0\nd['hits'].clear()\nprint(d['total'], base.total, len(base.hits))"
@@ -737,6 +1013,30 @@ def test_module_proxy_mutation(mode: Mode) -> None:
         A("from math import _attrs", "L2-validate", "name '_attrs' may not be bound"),
         A("import math\nprint('ESCAPED', math.__dict__)", "L2-validate", "attribute '__dict__' is not allowed"),
         A("import re\nre.compile.flags = 1", "L4-runtime-guard", "cannot modify objects of type 'SafeCallable'"),
+        # setattr/delattr follow the same rules as the statements above
+        A("import math\nsetattr(math, 'pi', 3)", "L4-runtime-guard", proxy),
+        A("import math\ndelattr(math, 'sqrt')", "L4-runtime-guard", proxy),
+        A(
+            "import json\nsetattr(json, '__getattr__', str)",
+            "L4-runtime-guard",
+            "attribute '__getattr__' is not allowed",
+        ),
+        A(
+            "import collections\nsetattr(collections.Counter, 'most_common', len)",
+            "L4-runtime-guard",
+            "cannot modify objects of type 'ClassFactory'",
+        ),
+        A(
+            "import collections\nsetattr(type(collections.Counter()), 'most_common', len)",
+            "L4-runtime-guard",
+            "cannot modify objects of type 'TypeView'",
+        ),
+        A(
+            "import json\nsetattr(json.dumps, 'x', 1)",
+            "L4-runtime-guard",
+            "cannot modify objects of type 'SafeCallable'",
+        ),
+        A("import json\nprint(type(json).__name__, json.__name__, json.__class__.dumps)", "AttributeError", "TypeView"),
     ]
     with ExecutorSession(cfg(mode)) as session:
         for attack in attacks:
@@ -800,9 +1100,11 @@ def test_json_object_hooks(mode: Mode) -> None:
     run_attacks(
         [
             A(
-                "import json\njson.loads('{\"a\": 1}', object_hook=lambda d: print('ESCAPED', d.__class__))",
-                "L2-validate",
-                "attribute '__class__' is not allowed",
+                "import json\n"
+                "json.loads('{\"a\": 1}',"
+                " object_hook=lambda d: print('ESCAPED', getattr(d.__class__, '__init_subclass__')))",
+                "L4-runtime-guard",
+                "attribute '__init_subclass__' is not allowed",
             ),
             A(
                 "import json\ncls = json.JSONDecodeError\nprint('ESCAPED', cls.__init__)",
@@ -825,10 +1127,11 @@ def test_json_object_hooks(mode: Mode) -> None:
                 "name 'object' is not allowed",
             ),
             A(
-                "import json\nseen = []\njson.loads('[1]', parse_int=lambda s: seen.append(s.__class__))\n"
+                "import json\nseen = []\n"
+                "json.loads('[1]', parse_int=lambda s: seen.append(getattr(s.__class__, '__base__')))\n"
                 "print('ESCAPED')",
-                "L2-validate",
-                "attribute '__class__' is not allowed",
+                "L4-runtime-guard",
+                "attribute '__base__' is not allowed",
             ),
         ],
         mode,
@@ -851,21 +1154,25 @@ def test_json_object_hooks(mode: Mode) -> None:
 def test_re_callbacks(mode: Mode) -> None:
     run_attacks(
         [
-            A(
-                "import re\nre.sub('a', lambda m: print('ESCAPED', m.__class__) or '', 'a')",
-                "L2-validate",
-                "attribute '__class__' is not allowed",
+            # the classes of re's objects are host classes: the program gets a stand-in
+            N(
+                "import re\nre.sub('a', lambda m: print(type(m.__class__).__name__, m.__class__.__name__) or '', 'a')",
+                "TypeView Match\n",
             ),
             A(
-                "import re\nre.sub('a', lambda m: print('ESCAPED', m.re.__class__) or '', 'a')",
-                "L2-validate",
-                "attribute '__class__' is not allowed",
+                "import re\nre.sub('a', lambda m: print('ESCAPED', getattr(m.re.__class__, 'mro')()) or '', 'a')",
+                "L4-runtime-guard",
+                "attribute 'mro' is not allowed",
+            ),
+            A(
+                "import re\nprint('ESCAPED', type(re.compile('a')).search)",
+                "AttributeError",
+                "'TypeView' object has no attribute 'search'",
             ),
             A("import re\nprint('ESCAPED', re._compile)", "L2-validate", "attribute '_compile' is not allowed"),
-            A(
-                "import re\nprint('ESCAPED', re.compile('a').scanner('a').__class__)",
-                "L2-validate",
-                "attribute '__class__' is not allowed",
+            N(
+                "import re\nc = re.compile('a').scanner('a').__class__\nprint(type(c).__name__, c)",
+                "TypeView <class 'SRE_Scanner'>\n",
             ),
         ],
         mode,
@@ -886,9 +1193,9 @@ def test_sorted_key_callbacks(mode: Mode, memory_api: ApiSpec) -> None:
     run_attacks(
         [
             A(
-                "sorted([1, 2], key=lambda x: print('ESCAPED', x.__class__))",
-                "L2-validate",
-                "attribute '__class__' is not allowed",
+                "sorted([1, 2], key=lambda x: print('ESCAPED', getattr(x.__class__, '__subclasses__')))",
+                "L4-runtime-guard",
+                "attribute '__subclasses__' is not allowed",
             ),
             A(
                 "def k(x):\n    raise ValueError(x)\ntry:\n    sorted([1, 2], key=k)\nexcept ValueError as e:\n"
@@ -901,11 +1208,16 @@ def test_sorted_key_callbacks(mode: Mode, memory_api: ApiSpec) -> None:
                 "L2-validate",
                 "attribute '__reduce__' is not allowed",
             ),
+            # a record's class is a host class: its name, and nothing to call or read
+            N(
+                "r = thermal.search('deploy')\nnames = sorted({h.memory.__class__.__name__ for h in r.hits})\n"
+                "print(names, type(r.hits[0].memory.__class__).__name__)",
+                "['Record'] TypeView\n",
+            ),
             A(
-                "r = thermal.search('deploy')\nsorted(r.hits, key=lambda h: h.memory.__class__.__name__)\n"
-                "print('ESCAPED')",
-                "L2-validate",
-                "attribute '__name__' is not allowed",
+                "print('ESCAPED', thermal.__class__.search)",
+                "AttributeError",
+                "'TypeView' object has no attribute 'search'",
             ),
             A(
                 "r = thermal.search('deploy')\nsorted(r.hits, key=lambda h: str(h.__reduce_ex__(2)))\nprint('ESCAPED')",
@@ -1036,19 +1348,24 @@ def test_build_class_refuses_a_leaked_metaclass() -> None:
 # The oracle itself: every snippet above and in test_relaxation_attacks reaches its
 # ESCAPED line under plain CPython (real builtins and modules, no validation, no
 # compile_restricted, no runtime guards), so each refusal asserted above is the Python
-# layer's doing and a snippet that can never fail cannot hide in the lists.
-def _listed_attacks() -> list[tuple[str, str]]:
+# layer's doing and a snippet that can never fail cannot hide in the lists. A neutralised
+# snippet (``N``) prints something else under plain CPython than its safe value (the real
+# object), so the stand-in it asserts is the Python layer's doing too.
+def _listed_attacks() -> list[tuple[str, str, str | None]]:
+    """(where, code, the neutralised stdout or None for a refusal)."""
     import ast
 
-    found: list[tuple[str, str]] = []
+    found: list[tuple[str, str, str | None]] = []
     for name in ("test_python_layer_attacks.py", "test_relaxation_attacks.py"):
         tree = ast.parse((Path(__file__).parent / name).read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "run_attacks":
                 for element in node.args[0].elts:  # type: ignore[attr-defined]
                     assert isinstance(element, ast.Call) and isinstance(element.func, ast.Name), ast.dump(element)
-                    assert element.func.id == "A", f"{name}:{element.lineno}: an attack without its refusal"
-                    found.append((f"{name}:{element.lineno}", ast.literal_eval(element.args[0])))
+                    kind = element.func.id
+                    assert kind in ("A", "N"), f"{name}:{element.lineno}: an attack without its refusal"
+                    stdout = ast.literal_eval(element.args[1]) if kind == "N" else None
+                    found.append((f"{name}:{element.lineno}", ast.literal_eval(element.args[0]), stdout))
     return found
 
 
@@ -1059,9 +1376,10 @@ def test_attacks_escape_unguarded(memory_api: ApiSpec) -> None:
 
     attacks = _listed_attacks()
     assert len(attacks) > 120
+    assert sum(stdout is not None for _, _, stdout in attacks) >= 10
     done = subprocess.run(
         [sys.executable, "-m", "tests.unit.executor.unguarded", memory_api.args[0]],
-        input=json.dumps([{"code": code, "thermal": "thermal" in code} for _, code in attacks]),
+        input=json.dumps([{"code": code, "thermal": "thermal" in code} for _, code, _ in attacks]),
         capture_output=True,
         text=True,
         timeout=300,
@@ -1069,9 +1387,13 @@ def test_attacks_escape_unguarded(memory_api: ApiSpec) -> None:
         cwd=Path(__file__).resolve().parents[3],
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    escaped = json.loads(done.stdout.splitlines()[-1])
-    dead = [f"{where}: {code!r}" for (where, code), ok in zip(attacks, escaped, strict=True) if not ok]
-    assert not dead, "refused by CPython itself, so the assertion cannot fail:\n" + "\n".join(dead)
+    outputs = json.loads(done.stdout.splitlines()[-1])
+    dead = [
+        f"{where}: {code!r} -> {out[:200]!r}"
+        for (where, code, stdout), (escaped, out) in zip(attacks, outputs, strict=True)
+        if (not escaped if stdout is None else out == stdout)
+    ]
+    assert not dead, "refused (or neutralised) by CPython itself, so the assertion cannot fail:\n" + "\n".join(dead)
 
 
 def test_the_unguarded_check_can_fail() -> None:
@@ -1095,4 +1417,6 @@ def test_the_unguarded_check_can_fail() -> None:
         check=True,
         cwd=Path(__file__).resolve().parents[3],
     )
-    assert json.loads(done.stdout.splitlines()[-1]) == [False, False, False, True]
+    outputs = json.loads(done.stdout.splitlines()[-1])
+    assert [escaped for escaped, _ in outputs] == [False, False, False, True]
+    assert outputs[3][1] == "ESCAPED <class 'int'>\n"

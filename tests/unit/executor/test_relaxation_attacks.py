@@ -13,7 +13,7 @@ import pytest
 from terminai_apts.executor import execute
 from terminai_apts.executor.policy import Mode
 
-from tests.unit.executor.test_python_layer_attacks import ALL_MODES, A, cfg, run_attacks, run_benign
+from tests.unit.executor.test_python_layer_attacks import ALL_MODES, A, N, cfg, run_attacks, run_benign
 
 
 @pytest.mark.parametrize("mode", ALL_MODES)
@@ -124,10 +124,15 @@ def test_getattr_with_a_default(mode: Mode) -> None:
 def test_super_reaches_only_the_base_methods(mode: Mode) -> None:
     run_attacks(
         [
+            N(
+                "class A:\n    def f(self):\n        return super().__class__\nc = A().f()\nprint(type(c).__name__, c)",
+                "TypeView <class 'SuperProxy'>\n",
+            ),
             A(
-                "class A:\n    def f(self):\n        return super().__class__\nprint(A().f(), 'ESCAPED')",
-                "L2-validate",
-                "attribute '__class__' is not allowed",
+                "class A:\n    def f(self):\n"
+                "        return getattr(super().__class__, '__init__')\nprint(A().f(), 'ESCAPED')",
+                "L4-runtime-guard",
+                "attribute '__init__' is not allowed",
             ),
             A(
                 "class A:\n    def f(self):\n        return super().__self__\nprint(A().f(), 'ESCAPED')",
@@ -172,9 +177,10 @@ def test_super_reaches_only_the_base_methods(mode: Mode) -> None:
                 "attribute '__thisclass__' is not allowed",
             ),
             A(
-                "class A:\n    def f(self):\n        super = 3\n        return super.__class__\nprint('ESCAPED')",
+                "class A:\n    def f(self):\n        super = 3\n"
+                "        return super.__init__\nprint(A().f(), 'ESCAPED')",
                 "L2-validate",
-                "attribute '__class__' is not allowed",
+                "attribute '__init__' is not allowed",
             ),
         ],
         mode,

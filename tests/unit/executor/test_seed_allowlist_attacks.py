@@ -74,7 +74,11 @@ ATTACKS: dict[str, list[str]] = {
         "import dataclasses, enum\nprint('ESCAPED', dataclasses.dataclass(enum.Enum))",
         "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\nprint('ESCAPED', getattr(R, '__init__'))",
         "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\n"
-        "print('ESCAPED', dataclasses.fields(R)[0].type.__class__)",
+        "print('ESCAPED', getattr(dataclasses.fields(R)[0].type.__class__, '__base__'))",
+        "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\n"
+        "print('ESCAPED', type(dataclasses.fields(R)[0])('x'))",
+        "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\n"
+        "print('ESCAPED', dataclasses.fields(R)[0].__class__.__init__)",
         "import dataclasses\nprint('ESCAPED', dataclasses.MISSING)",
         "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\nprint('ESCAPED', R.__dataclass_fields__)",
     ],
@@ -140,10 +144,17 @@ ATTACKS: dict[str, list[str]] = {
     ],
     "hashlib": [
         "import hashlib\nprint('ESCAPED', hashlib.new)",
-        "import hashlib\nprint('ESCAPED', hashlib.sha256(b'x').__class__)",
+        # the hash object's class is a stand-in: a name, nothing to call or read
+        "import hashlib\nprint('ESCAPED', hashlib.sha256(b'x').__class__.copy)",
+        "import hashlib\nprint('ESCAPED', type(hashlib.sha256(b'x'))(b'y'))",
+        "import hashlib\nprint('ESCAPED', getattr(type(hashlib.sha256(b'x')), '__subclasses__'))",
     ],
     "time": ["import time\nprint('ESCAPED', time.get_clock_info)"],
-    "calendar": ["import calendar\nprint('ESCAPED', calendar.month_name.__class__)"],
+    "calendar": [
+        "import calendar\nprint('ESCAPED', calendar.month_name.__class__('%B'))",
+        "import calendar\nprint('ESCAPED', type(calendar.month_name).__getitem__)",
+        "import calendar\nprint('ESCAPED', calendar.month_name.__class__.__dict__)",
+    ],
 }
 
 

@@ -17,7 +17,7 @@ def test_plain_code_is_ok() -> None:
 
 @pytest.mark.parametrize(
     "name",
-    ["eval", "exec", "open", "compile", "hasattr", "type", "globals", "vars", "__import__", "breakpoint", "object"],
+    ["eval", "exec", "open", "compile", "globals", "vars", "__import__", "breakpoint", "object", "dir", "id"],
 )
 def test_blocked_builtins(name: str) -> None:
     report = validate_code(f"{name}('1')")
@@ -25,8 +25,74 @@ def test_blocked_builtins(name: str) -> None:
     assert report.violations[0].line == 1
 
 
+@pytest.mark.parametrize("mode", ["standard", "high", "strict"])
+@pytest.mark.parametrize("name", ["type", "hasattr", "setattr", "delattr", "staticmethod", "classmethod"])
+def test_the_sandbox_own_builtins_pass(name: str, mode: str) -> None:
+    """The sandbox holds its own versions of these (``sandbox_builtins``, ``guards``):
+    validation and the compile admit the names in every mode; the runtime guard decides."""
+    assert validate_code(f"x = {name}\nprint({name}.__name__)", mode=mode).ok  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mode", ["standard", "high", "strict"])
+def test_class_and_name_are_read_only(mode: str) -> None:
+    code = "class C:\n    pass\nc = C()\nprint(c.__class__.__name__, type(c).__name__, C.__name__)"
+    assert validate_code(code, mode=mode).ok  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "c.__class__ = D",
+        "del c.__class__",
+        "f.__name__ = 'g'",
+        "del f.__name__",
+        "C.__name__ += 'x'",
+        "c.__class__, y = D, 1",
+        "for c.__class__ in [D]:\n    pass",
+        "with a as c.__class__:\n    pass",
+        "setattr(c, 'n', 1)\nc.__class__.__base__",
+        "c.__qualname__",
+        "c.__module__",
+        "c.__dict__",
+        "c.__class__.__dict__",
+        "type(c).__subclasses__()",
+        "c.__class__.mro()",
+        "match c:\n    case C(__class__=k):\n        pass",
+        "match c:\n    case C(__name__=n):\n        pass",
+    ],
+)
+def test_special_writes_and_other_dunders_stay_refused(code: str) -> None:
+    report = validate_code(code)
+    assert not report.ok, code
+    assert {v.rule for v in report.violations} == {"L2-forbidden-attribute"}, report.summary()
+
+
+def test_the_admitted_reads_are_the_ones_the_guard_answers() -> None:
+    from terminai_apts.executor import guards, policy
+
+    assert set(guards._SAFE_SPECIALS) == set(policy.SAFE_SPECIAL_READS) == {"__class__", "__name__"}
+    assert not policy.SAFE_SPECIAL_READS & policy.FORBIDDEN_NAMES
+
+
+def test_special_reads_compile_to_the_attribute_guard() -> None:
+    """`x.__class__` and `f.__name__` become `_getattr_(x, '__class__')` (the guard answers
+    a sandbox-safe value); nothing reads them directly."""
+    import ast
+
+    from terminai_apts.executor.transform import SandboxTransformer
+
+    tree = ast.parse("k = c.__class__.__name__\nn = type(e).__name__\nm = super().__init__")
+    errors: list[str] = []
+    out = ast.unparse(SandboxTransformer(errors, [], {}).visit(tree))
+    assert errors == []
+    assert "_getattr_(_getattr_(c, '__class__'), '__name__')" in out
+    assert "_getattr_(_call_(type(e)), '__name__')" in out
+    assert "_getattr_(_call_(super()), '__init__')" in out
+    assert ".__class__" not in out and ".__name__" not in out and ".__init__" not in out
+
+
 def test_every_violation_with_lines() -> None:
-    report = validate_code("import os\nx = 1\ny = ().__class__\neval('1')")
+    report = validate_code("import os\nx = 1\ny = ().__class__.__base__\neval('1')")
     assert [v.line for v in report.violations] == [1, 3, 4]
 
 
@@ -55,11 +121,11 @@ def test_subclasses_escape_refused() -> None:
         "try:\n    1/0\nexcept Exception as e:\n    e.tb_frame",
         "f = lambda: 0\nf.co_code",
         "int.mro()",
-        "def f(a: ().__class__): pass",
+        "def f(a: ().__class__.__base__): pass",
         "def f() -> __import__('os'): pass",
         "class C:\n    def __index__(self):\n        return 0",
         "class C:\n    def __getattr__(self, n):\n        return 0",
-        "super().__class__",
+        "super().__class__.__base__",
         "super().__dict__",
         "x.__init__()",
         "async def f(): pass",

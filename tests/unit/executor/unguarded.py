@@ -4,7 +4,8 @@ guards), each in a forked process of its own. A snippet that does not reach its
 ``ESCAPED`` line even here tests nothing about the layer (CPython itself refuses it).
 
 Run as a module: reads a JSON list of ``{"code": ..., "thermal": bool}`` on stdin, the
-memory database path as the first argument, and prints one JSON list of booleans.
+memory database path as the first argument, and prints one JSON list: for each snippet,
+whether it printed ``ESCAPED`` and what it printed (its first ``MAX_OUTPUT`` characters).
 """
 
 from __future__ import annotations
@@ -18,8 +19,10 @@ import signal
 import sys
 from typing import Any
 
+MAX_OUTPUT = 4000
 
-def _run_one(code: str, thermal: object | None) -> bool:
+
+def _run_one(code: str, thermal: object | None) -> tuple[bool, str]:
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
@@ -33,13 +36,15 @@ def _run_one(code: str, thermal: object | None) -> bool:
             scope["thermal"] = thermal
         with contextlib.suppress(BaseException), contextlib.redirect_stdout(out):
             exec(compile(code, "<attack>", "exec"), scope)
-        os.write(write, b"1" if "ESCAPED" in out.getvalue() else b"0")
+        text = out.getvalue()
+        head = b"1" if "ESCAPED" in text else b"0"
+        os.write(write, head + text[:MAX_OUTPUT].encode("utf-8", "backslashreplace"))
         os._exit(0)
     os.close(write)
     with os.fdopen(read, "rb") as pipe:
         answer = pipe.read()
     os.waitpid(pid, 0)
-    return answer == b"1"
+    return answer[:1] == b"1", answer[1:].decode("utf-8", "replace")
 
 
 def main() -> int:

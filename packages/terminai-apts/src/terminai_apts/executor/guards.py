@@ -36,8 +36,10 @@ from terminai_apts.executor.sandbox_builtins import (
     SandboxClassMethod,
     SandboxProperty,
     SandboxStaticMethod,
+    StandIn,
     StrFormat,
     SuperProxy,
+    TypeStandIn,
     TypeView,
 )
 from terminai_apts.executor.transform import SUPER_METHODS
@@ -125,6 +127,8 @@ def sandbox_type(obj: object, *rest: object) -> Any:
     if rest:
         raise SandboxViolation("type() with three arguments is not allowed; use a class statement")
     cls = type(obj)
+    if cls is TypeStandIn:  # type(type): the view of `type`, as in CPython
+        cls = type
     if refusal(cls, SAFE_CLASSES) is None:
         return cls
     view = _VIEWS.get(cls)
@@ -138,6 +142,8 @@ def safe_name(obj: object) -> str:
     functions of the program, C functions and module proxies; an instance has none."""
     if type(obj) is TypeView:
         name: object = object.__getattribute__(obj, "_cls").__name__
+    elif type(obj) is StandIn or type(obj) is TypeStandIn:  # type.__name__, hasattr.__name__
+        name = object.__getattribute__(obj, "_label")
     elif type(obj) is ClassFactory or type(obj) is SafeCallable or type(obj) is ModuleProxy:
         label = object.__getattribute__(obj, "_label" if type(obj) is not ModuleProxy else "_name")
         name = label.rsplit(".", 1)[-1] if type(obj) is not ModuleProxy else label
@@ -153,6 +159,8 @@ def safe_name(obj: object) -> str:
 
 
 # Special attributes a program may read; each answers a sandbox-safe value of its own.
+# The compile policy routes exactly these reads here (``policy.SAFE_SPECIAL_READS``; a test
+# keeps the two equal).
 _SAFE_SPECIALS: dict[str, Callable[[object], Any]] = {"__class__": sandbox_type, "__name__": safe_name}
 
 

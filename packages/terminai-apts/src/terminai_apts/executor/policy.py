@@ -179,17 +179,23 @@ class SandboxConfig:
 
 
 # Names sandboxed code may never mention (layer 2) and never receives (layer 4).
-# `getattr`, `super` and `property` are not here: the sandbox holds its own versions of
-# them (``executor.sandbox_builtins``), never the real ones.
+# `getattr`, `super`, `property`, `type`, `hasattr`, `setattr`, `delattr`, `staticmethod`
+# and `classmethod` are not here: the sandbox holds its own versions of them
+# (``executor.sandbox_builtins``, ``executor.guards``), never the real ones, in every mode.
 FORBIDDEN_NAMES: frozenset[str] = frozenset(
     {
-        "eval", "exec", "compile", "open", "__import__", "setattr", "delattr",
-        "hasattr", "globals", "locals", "vars", "dir", "type", "object",
-        "breakpoint", "help", "input", "memoryview", "id", "exit", "quit", "copyright",
-        "credits", "license", "__builtins__", "__loader__", "__spec__", "classmethod",
-        "staticmethod",
+        "eval", "exec", "compile", "open", "__import__", "globals", "locals", "vars",
+        "dir", "object", "breakpoint", "help", "input", "memoryview", "id", "exit", "quit",
+        "copyright", "credits", "license", "__builtins__", "__loader__", "__spec__",
     }
 )  # fmt: skip
+
+# Special attributes a program may READ with attribute syntax (`type(e).__name__`,
+# `obj.__class__.__name__`): the compile policy routes the read through `_getattr_`, whose
+# answer is a sandbox-safe value (the class only when the program may hold it, otherwise
+# a view with its name; a plain str). Writing or deleting them stays refused, and so does
+# every other special attribute.
+SAFE_SPECIAL_READS: frozenset[str] = frozenset({"__class__", "__name__"})
 
 # Attribute names refused by name, and refused prefixes (frame/code/traceback/generator
 # internals) — both at validation time and again by the runtime attribute guard.

@@ -268,6 +268,8 @@ class TypeView(metaclass=Sealed):
         mine = object.__getattribute__(self, "_cls")
         if type(other) is TypeView:
             return bool(mine is object.__getattribute__(other, "_cls"))
+        if type(other) is TypeStandIn:  # type(C) == type
+            return bool(mine is type)
         if type(other) is ClassFactory:  # type(Counter()) == collections.Counter
             return bool(mine is object.__getattribute__(other, "_cls"))
         return NotImplemented
@@ -361,6 +363,28 @@ class StandIn(metaclass=Sealed):
 
     def __repr__(self) -> str:
         return f"<built-in function {object.__getattribute__(self, '_label')}>"
+
+
+class TypeStandIn(StandIn):
+    """The ``type`` name: :func:`guards.sandbox_type` when called, and usable where code
+    tests for a class (``isinstance(x, type)``, ``type(C) == type``), which answer bools
+    only; the real ``type`` is never reachable."""
+
+    __slots__ = ()
+
+    def __instancecheck__(self, obj: object) -> bool:
+        return isinstance(obj, type) or type(obj) is TypeView or type(obj) is TypeStandIn
+
+    def __subclasscheck__(self, cls: object) -> bool:
+        return isinstance(cls, type) and issubclass(cls, type)
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is TypeView:
+            return bool(object.__getattribute__(other, "_cls") is type)
+        return other is self
+
+    def __hash__(self) -> int:
+        return hash(type)  # equal to the view of `type`, so it hashes alike
 
 
 STATICMETHOD = StandIn(SandboxStaticMethod, "staticmethod")

@@ -32,6 +32,7 @@ from terminai_apts.executor.sandbox_builtins import (
     SandboxGetattr,
     SandboxSuper,
     StandIn,
+    TypeStandIn,
 )
 from terminai_apts.executor.wrappers import SANDBOX_MODULE
 
@@ -43,7 +44,7 @@ _SANDBOX_OWN: dict[str, Any] = {
     "property": PropertyFactory(),
     "staticmethod": STATICMETHOD,
     "classmethod": CLASSMETHOD,
-    "type": StandIn(sandbox_type, "type"),
+    "type": TypeStandIn(sandbox_type, "type"),
     "hasattr": StandIn(guarded_hasattr, "hasattr"),
     "setattr": StandIn(guarded_setattr, "setattr"),
     "delattr": StandIn(guarded_delattr, "delattr"),

@@ -6,7 +6,9 @@ Everything RestrictedPython checks is still checked; on top of it this policy
     ``counts[k] += 1``) into the guarded read, ``_inplacevar_`` and a guarded write;
   * drops type annotations (they are never evaluated, so they cannot run code);
   * lets ``super().<special method>`` through (the runtime guard accepts such a name only
-    on the sandbox's own ``super`` proxy);
+    on the sandbox's own ``super`` proxy), and compiles the reads ``x.__class__`` and
+    ``x.__name__`` to ``_getattr_(x, '__class__')`` (the guard answers a sandbox-safe
+    value; a store or delete of either is still refused);
   * walks ``if/elif`` chains iteratively (a 500-branch chain is not 500 nested calls);
   * keeps annotations of class bodies as plain strings (``x: 'int' = 0``: what
     ``from __future__ import annotations`` does), so ``@dataclass`` sees its fields;
@@ -24,6 +26,7 @@ from typing import Any
 from RestrictedPython.transformer import IOPERATOR_TO_STR, RestrictingNodeTransformer
 
 from terminai_apts.executor.call_guard import CallGuardMixin
+from terminai_apts.executor.policy import SAFE_SPECIAL_READS
 
 # Special methods a class body may define. Each is called by C code only in ways Python
 # code could call it too (comparisons, len(), iter(), str(), repr(), `in`); what they return
@@ -239,9 +242,13 @@ class SandboxTransformer(CallGuardMixin, RestrictingNodeTransformer):
         self.error(node, f"match: {type(node).__name__} patterns are not allowed")
         return node
 
-    # -- super().__init__() ---------------------------------------------------------------
+    # -- super().__init__(), x.__class__, f.__name__ ---------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> Any:  # noqa: N802 - NodeTransformer naming
-        if node.attr in SUPER_METHODS and isinstance(node.ctx, ast.Load) and is_super_call(node.value):
+        reads_special = node.attr in SAFE_SPECIAL_READS or (node.attr in SUPER_METHODS and is_super_call(node.value))
+        if reads_special and isinstance(node.ctx, ast.Load):
+            # through the attribute guard, which answers a sandbox-safe value for these
+            # names (``guards._SAFE_SPECIALS``) and only the proxy's reads after super();
+            # stores and deletes fall through to RestrictedPython, which refuses them
             value = self.visit(node.value)
             call = ast.Call(func=_name("_getattr_", ast.Load()), args=[value, ast.Constant(node.attr)], keywords=[])
             return ast.fix_missing_locations(ast.copy_location(call, node))

@@ -25,6 +25,7 @@ from terminai_apts.executor.policy import (
     MAX_BRACKET_DEPTH,
     MAX_INDENT_LEVEL,
     MAX_SOURCE_BYTES,
+    SAFE_SPECIAL_READS,
     Mode,
     allowed_imports_text,
     modules_for,
@@ -193,7 +194,10 @@ class _Checker(ast.NodeVisitor):
         if node.attr in SUPER_METHODS and is_super_call(node.value):
             self.generic_visit(node)
             return
-        if _bad_attr(node.attr):
+        if node.attr in SAFE_SPECIAL_READS:
+            if not isinstance(node.ctx, ast.Load):  # `x.__class__ = C`, `del f.__name__`
+                self.add(node, "L2-forbidden-attribute", f"attribute '{node.attr}' may be read, never set or deleted")
+        elif _bad_attr(node.attr):
             self.add(node, "L2-forbidden-attribute", f"attribute '{_short(node.attr)}' is not allowed")
         self.generic_visit(node)
 
