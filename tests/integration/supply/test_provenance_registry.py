@@ -69,8 +69,13 @@ def test_provenance_is_attested_verified_and_tampering_refused(
         str(ROOT / "images" / "sandbox"),
     )
     assert code == 0, out
-    # the SBOM alone does not satisfy a provenance requirement
+    # a provenance document is not attested under the SBOM's type
     code, out = _run("attest", reference, "--predicate", str(predicate_file), "--type", "cyclonedx", "--key", str(key))
+    assert code == 3 and "is a slsaprovenance1 document, not cyclonedx" in out, out
+    # the SBOM alone does not satisfy a provenance requirement
+    sbom_file = tmp_path / "sbom.cdx.json"
+    sbom_file.write_text(json.dumps({"bomFormat": "CycloneDX", "specVersion": "1.6", "components": []}))
+    code, out = _run("attest", reference, "--predicate", str(sbom_file), "--type", "cyclonedx", "--key", str(key))
     assert code == 0, out
     code, out = _run("verify", reference, "--key", str(pub), "--attestation", "slsaprovenance1")
     assert code == 11 and "step 6" in out, out

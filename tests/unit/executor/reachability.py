@@ -36,6 +36,7 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import decimal
+import functools
 import importlib
 import types
 from collections.abc import Iterator, Mapping
@@ -155,6 +156,10 @@ def classify(value: object) -> str | None:
         # the instance it was read on; read on a class it raises instead of answering
         # itself; its only public attributes are getter/setter/deleter, which build another
         # one under the same check. It cannot read slots or apply C code to other objects.
+        return None
+    if type(value) is functools.partial:
+        # Python 3.13 gave partial a __get__ that answers the partial itself (3.14: a method
+        # of it, classified like any method); what it holds (func, args) is walked as well.
         return None
     if not isinstance(value, _C_ROUTINES) and hasattr(type(value), "__get__"):
         return "descriptor"

@@ -101,7 +101,7 @@ def test_compaction_killed_at_every_step_is_described_and_completed(
         if step == "plan":  # killed before the plan was written: nothing happened
             assert code == 0, (step, report)
         else:
-            assert code == 5 and report["pending"][0]["file"] == "compaction.wal", (step, report)
+            assert code == 22 and report["pending"][0]["file"] == "compaction.wal", (step, report)
             assert f"terminai-apts memory compact {root}" in err, (step, err)
         assert main(["memory", "compact", str(root)]) == 0
         capsys.readouterr()
@@ -122,7 +122,7 @@ def test_verify_repair_completes_an_interrupted_compaction(tmp_path: Path, capsy
     stale = root / "warm/weekly/.2024-W02.md.99999.tmp"  # what a writer killed mid-write leaves
     stale.write_text("half a summ")
     code, report, _ = _verify(root, capsys)
-    assert code == 5 and not report["problems"]
+    assert code == 22 and not report["problems"]
     assert {"compaction.wal", "warm/weekly/.2024-W02.md.99999.tmp"} <= {p["file"] for p in report["pending"]}
     assert any("sealed when it completes" in p["reason"] for p in report["pending"])  # the unsealed shard
     code, report, _ = _verify(root, capsys, "--repair")
@@ -142,7 +142,7 @@ def test_a_tampered_journal_under_an_interrupted_compaction_is_still_broken(
     lines[-1] = lines[-1].replace("decision 5", "decision 50")
     (root / DECISIONS).write_text("\n".join(lines) + "\n")
     code, report, _ = _verify(root, capsys)
-    assert code == 6 and report["problems"][0]["file"] == str(DECISIONS)
+    assert code == 23 and report["problems"][0]["file"] == str(DECISIONS)
 
 
 KILLER = """
@@ -187,7 +187,7 @@ def test_real_kill_9_during_compaction(tmp_path: Path, capsys: pytest.CaptureFix
         proc.wait()
         code, report, _ = _verify(root, capsys)
         assert report["problems"] == [], (fraction, report)
-        states.append("interrupted" if code == 5 else "finished" if code == 0 else f"exit {code}")
+        states.append("interrupted" if code == 22 else "finished" if code == 0 else f"exit {code}")
         assert main(["memory", "compact", str(root)]) == 0
         capsys.readouterr()
         code, report, _ = _verify(root, capsys)
@@ -205,7 +205,7 @@ def test_torn_last_line_is_pending_then_quarantined_never_glued(
     with open(root / DECISIONS, "ab") as fh:
         fh.write(b'{"decision": "half wri')  # a power loss mid-append
     code, report, err = _verify(root, capsys)
-    assert code == 5 and report["pending"][0]["file"] == str(DECISIONS) and "torn" in err
+    assert code == 22 and report["pending"][0]["file"] == str(DECISIONS) and "torn" in err
     entry = j.write_decision("next one", "r", "o", "agent", True, timestamp="2024-07-11T00:00:00Z")
     last = (root / DECISIONS).read_bytes().splitlines()[-1]
     assert json.loads(last) == entry  # its own line, linked to the last whole entry
@@ -228,7 +228,7 @@ def test_without_the_repair_a_torn_line_glues_the_next_record(
     monkeypatch.setattr(chainfile, "head_of", lambda _fd, _path, _genesis: "0" * 64)
     j.write_decision("next one", "r", "o", "agent", True)
     code, report, _ = _verify(root, capsys)
-    assert code == 6 and "corrupt line" in report["problems"][0]["reason"]  # glued: the entry is lost
+    assert code == 23 and "corrupt line" in report["problems"][0]["reason"]  # glued: the entry is lost
 
 
 def test_a_whole_record_that_lost_its_newline_is_kept(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -259,7 +259,7 @@ def test_hot_buffer_one_behind_is_pending_and_healed(tmp_path: Path, capsys: pyt
     with j.lock():  # a crash between the chain append and the hot buffer's write
         j._append(DECISIONS, {"ts": "2024-07-11T00:00:00Z", "kind": "decision", "decision": "lost from hot"})
     code, report, _ = _verify(root, capsys)
-    assert code == 5 and report["pending"][0]["file"] == "hot/recent_decisions.jsonl"
+    assert code == 22 and report["pending"][0]["file"] == "hot/recent_decisions.jsonl"
     j.write_decision("next one", "r", "o", "agent", True, timestamp="2024-07-12T00:00:00Z")
     hot = [json.loads(x)["decision"] for x in (root / "hot/recent_decisions.jsonl").read_text().splitlines()]
     assert hot[-2:] == ["lost from hot", "next one"]
@@ -272,7 +272,7 @@ def test_daily_summary_sealed_but_unwritten(tmp_path: Path, capsys: pytest.Captu
     with j.lock():  # the seal is written first; a crash before the file
         seals.record(root, "warm/daily/2024-07-11.md", "ab" * 32, j._torn(str(seals.SEALS)))
     code, report, _ = _verify(root, capsys)
-    assert code == 5 and "never written" in report["pending"][0]["reason"]
+    assert code == 22 and "never written" in report["pending"][0]["reason"]
     code, report, _ = _verify(root, capsys, "--repair")
     assert code == 0 and report["repaired"] == ["gave up the unwritten warm/daily/2024-07-11.md"]
     j.write_daily_summary("2024-07-11", "written after all")
@@ -287,14 +287,14 @@ def test_index_write_cut_short(tmp_path: Path, capsys: pytest.CaptureFixture[str
     with open(root / "index.sqlite", "ab") as fh:
         fh.write(b"\0" * 512)
     code, report, err = _verify(root, capsys)
-    assert code == 5 and report["pending"][0]["file"] == "index.sqlite" and "--rebuild" in err
+    assert code == 22 and report["pending"][0]["file"] == "index.sqlite" and "--rebuild" in err
     assert main(["memory", "index", str(root), "--rebuild"]) == 0
     capsys.readouterr()
     assert _verify(root, capsys)[0] == 0
     with open(root / "index.sqlite", "ab") as fh:  # the same change without a withdrawn seal
         fh.write(b"\0" * 512)
     code, report, _ = _verify(root, capsys)
-    assert code == 6 and report["problems"][0]["file"] == "index.sqlite"
+    assert code == 23 and report["problems"][0]["file"] == "index.sqlite"
 
 
 def test_a_journal_from_before_seals_is_sealed_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -311,8 +311,8 @@ def test_a_journal_from_before_seals_is_sealed_once(tmp_path: Path, capsys: pyte
             conn.execute("DELETE FROM meta WHERE key = 'sealed_in'")
         conn.close()
     code, report, err = _verify(root, capsys)
-    assert code == 5 and not report["problems"] and "--seal-existing" in err
+    assert code == 22 and not report["problems"] and "--seal-existing" in err
     assert main(["memory", "compact", str(root), "--seal-existing"]) == 0
     capsys.readouterr()
     assert _verify(root, capsys)[0] == 0
-    assert main(["memory", "compact", str(root), "--seal-existing"]) == 5  # refused once seals exist
+    assert main(["memory", "compact", str(root), "--seal-existing"]) == 22  # refused once seals exist

@@ -69,6 +69,11 @@ class _ClosedStdin(io.TextIOBase):
     def readable(self) -> bool:
         return True
 
+    @property
+    def buffer(self) -> _ClosedStdin:
+        # Readers of bytes (exec reads its program as bytes) meet the same refusal.
+        return self
+
 
 class _StrictStdin(io.TextIOBase):
     """Standard input decoded strictly: bytes that are not UTF-8 are a named error, not
@@ -162,7 +167,7 @@ def report(err: AptsError, *, as_json: bool, exec_shape: bool = False) -> None:
     """Print ``err``: one error line and its hint on stderr; under ``as_json`` also a JSON object on stdout."""
     if as_json:
         error = {"message": err.message, "hint": err.hint, "exit_code": err.exit_code}
-        body: dict[str, object] = {"ok": False, "error": error}
+        body: dict[str, object] = {**err.details, "ok": False, "error": error}
         if exec_shape:
             body = {**_EXEC_SHAPE, "ok": False, "error": err.message, "error_type": type(err).__name__, **error}
         with contextlib.suppress(OSError, ValueError):  # stdout is gone; stderr still gets the line

@@ -11,7 +11,8 @@ one, only add.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Mapping
+from typing import Any, ClassVar
 
 
 class AptsError(Exception):
@@ -19,10 +20,13 @@ class AptsError(Exception):
 
     exit_code: ClassVar[int] = 1
 
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
+    def __init__(self, message: str, *, hint: str | None = None, details: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.hint = hint or ""
+        # What a --json reader gets besides the error (a verify report, say): one object on
+        # stdout holds both, never a report followed by a second error object.
+        self.details = dict(details or {})
 
     def __str__(self) -> str:
         return self.message

@@ -285,7 +285,10 @@ def _named_rows() -> Iterator[tuple[str, Case]]:
         "memory search --since -5d": Case(
             APTS, ("memory", "search", "archive.sqlite", "x", "--since", "-5d"), 24, "original schema"
         ),
-        "memory get huge id": Case(APTS, ("memory", "get", "archive.sqlite", "9" * 30), 2, "out of range"),
+        # ids are the archive's strings (seed 000), so a huge number is an id like any other
+        "memory filter huge limit": Case(
+            APTS, ("memory", "filter", "archive.sqlite", "--limit", "9" * 30), 2, "out of range"
+        ),
         "cleanup --scan-limit -1": Case(APTS, ("cleanup", "directory", "--scan-limit", "-1"), 2, "out of range"),
         "push --chunk-size -5": Case(
             SANDBOX, ("push", "layout", f"{CLOSED}/terminai/sandbox:1", "--chunk-size", "-5"), 2, "--chunk-size"

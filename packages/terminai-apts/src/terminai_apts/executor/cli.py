@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from terminai_apts.errors import UsageError
+from terminai_apts.errors import PathError, UsageError
 from terminai_apts.executor import audit
 from terminai_apts.executor.output import json_line
 from terminai_apts.executor.policy import MAX_SOURCE_BYTES, MODES, ApiSpec, SandboxConfig, thermal_spec
@@ -61,7 +61,15 @@ def _read_code() -> str:
     oversized program is refused (by validation, on that prefix) without reading,
     decoding or scanning the rest."""
     data = sys.stdin.buffer.read(MAX_SOURCE_BYTES + 1)
-    return data.decode("utf-8", "replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start >= MAX_SOURCE_BYTES - 3:  # a character cut by the size limit: validation refuses the size
+            return data[: exc.start].decode("utf-8") + "\ufffd"
+        raise PathError(
+            f"the program on standard input is not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start})",
+            hint="pipe UTF-8 text in (convert it with iconv -t UTF-8)",
+        ) from None
 
 
 # One JSON request line: the code's limit with room for JSON escapes (six bytes at most

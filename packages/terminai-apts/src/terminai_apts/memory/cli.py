@@ -213,34 +213,34 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     report = journal.inspect()
     lines = [*repaired, *(f"{p.file}:{p.line}: {p.reason}" for p in report.problems)]
     lines += [f"{p.file}:{p.line}: pending: {p.reason}" for p in report.pending]
-    _emit(
-        args,
-        {
-            "ok": not report.problems and not report.pending,
-            "problems": [asdict(p) for p in report.problems],
-            "pending": [asdict(p) for p in report.pending],
-            "repaired": repaired,
-        },
-        "\n".join(lines) if lines and (report.problems or report.pending) else "\n".join([*repaired, "journal intact"]),
-    )
+    found = {
+        "ok": not report.problems and not report.pending,
+        "problems": [asdict(p) for p in report.problems],
+        "pending": [asdict(p) for p in report.pending],
+        "repaired": repaired,
+    }
+    if found["ok"]:
+        return _emit(args, found, "\n".join([*repaired, "journal intact"]))
+    if not args.json:  # under --json the error object below carries the report
+        print("\n".join(lines))
     if report.problems:
         first = report.problems[0]
         raise IntegrityError(
             f"journal chain broken at {first.file}:{first.line}: {first.reason}",
             hint="restore the named files from backup; answers from this journal must not be trusted",
+            details=found,
         )
-    if report.pending:
-        command = (
-            f"terminai-apts memory compact {journal.root}"
-            if report.compaction
-            else f"terminai-apts memory verify {journal.root} --repair"
-        )
-        first = report.pending[0]
-        raise JournalError(
-            f"journal needs recovery, nothing recorded was changed: {first.file}: {first.reason}",
-            hint=f"complete it: {command}",
-        )
-    return 0
+    command = (
+        f"terminai-apts memory compact {journal.root}"
+        if report.compaction
+        else f"terminai-apts memory verify {journal.root} --repair"
+    )
+    first = report.pending[0]
+    raise JournalError(
+        f"journal needs recovery, nothing recorded was changed: {first.file}: {first.reason}",
+        hint=f"complete it: {command}",
+        details=found,
+    )
 
 
 def _cmd_compact(args: argparse.Namespace) -> int:
