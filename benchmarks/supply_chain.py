@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.asymmetric import ec
 from terminai_sandbox.artifacts.image_locks import ImageLocks
 from terminai_sandbox.artifacts.oci_layout import OciLayout
-from terminai_sandbox.launch.reference import ImageRef
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.localregistry import loopback_registry
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.sbom import SbomOptions, generate

@@ -253,7 +253,7 @@ def test_verified_session_runs_hardened_and_plans_the_cleanup(
     failed = site.launch("0.1.0", "sh", "-c", "exit 7", env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert failed.returncode == 7, failed.stderr
     imported = importtime_modules(failed.stderr)
-    assert {"terminai_sandbox.launch.registry_auth", "terminai_sandbox.launch.dockerapi"} <= imported
+    assert {"terminai_sandbox.common.registry_auth", "terminai_sandbox.common.dockerapi"} <= imported
     assert not outside_the_seal(imported), outside_the_seal(imported)
     assert not forbidden(imported), forbidden(imported)
     # Every launch is in the ledger, and the chain verifies until someone edits one byte.

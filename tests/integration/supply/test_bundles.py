@@ -6,8 +6,8 @@ import pytest
 from click.testing import CliRunner
 from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.cli import main
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.errors import VerificationError
-from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.signing import sign
 from terminai_sandbox.signing.formats import bundle as bundle_format

@@ -19,8 +19,8 @@ import pytest
 from click.testing import CliRunner
 from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.cli import main
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.errors import VerificationError
-from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.registry import OCI_MANIFEST, RegistryClient, sha256_digest
 from terminai_sandbox.signing import keyless, sign
 from terminai_sandbox.signing.formats import keys

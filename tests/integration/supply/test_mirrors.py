@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from terminai_sandbox.cli import main
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.errors import VerificationError
-from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.launch.trust import policy_file
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.signing.verify.image import verify_image

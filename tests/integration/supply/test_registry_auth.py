@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from terminai_sandbox.common.registry_auth import Credentials, docker_config_credentials
 from terminai_sandbox.errors import (
     RegistryBadResponse,
     RegistryError,
@@ -19,7 +20,6 @@ from terminai_sandbox.errors import (
     RegistryUnauthorized,
     RegistryUnreachable,
 )
-from terminai_sandbox.launch.registry_auth import Credentials, docker_config_credentials
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.secret import Secret
 

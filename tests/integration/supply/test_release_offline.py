@@ -13,9 +13,9 @@ from terminai_sandbox._version import __version__
 from terminai_sandbox.artifacts.image_locks import ImageLocks
 from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.cli import main
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import ReleaseError, VerificationError
-from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.release import Describe, KeySigner, ReleaseOptions, ReleaseState, release, steps
 from terminai_sandbox.sbom import SbomOptions, generate

@@ -9,8 +9,8 @@ import pytest
 from click.testing import CliRunner
 from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.cli import main
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.errors import RegistryCorrupted, RegistryNotFound, VerificationError
-from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.oci_media import OCI_CONFIG
 from terminai_sandbox.registry import OCI_MANIFEST, RegistryClient, sha256_digest
 from terminai_sandbox.signing import sign

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.assemble import BuildResult
-from terminai_sandbox.launch.reference import ImageRef
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.secret import Secret
 from terminai_sandbox.signing import sign

@@ -9,8 +9,8 @@ import pytest
 from terminai_sandbox.artifacts.debian_lock import DebianLock
 from terminai_sandbox.assemble import debian, layers, oci
 from terminai_sandbox.assemble.spec import load_spec
+from terminai_sandbox.common.dockerapi import candidate_hosts, diagnose
 from terminai_sandbox.errors import BuildError, ConfigError, EngineError, LockError
-from terminai_sandbox.launch.dockerapi import candidate_hosts, diagnose
 
 from tests.fixtures.locks import deb_sha256, debian_lock_doc
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.kube.hardening import SessionShape
 from terminai_sandbox.kube.manifests import manifests
 from terminai_sandbox.kube.source import VerifiedSource
-from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.signing.formats import keys
 from terminai_sandbox.signing.verify.result import VerificationResult
 from terminai_sandbox.signing.verify.trust import VerificationPolicy

@@ -25,11 +25,13 @@ def test_engine_values() -> None:
     assert parse_engine(" Podman ", "X", available=ALL, platform="linux") == "podman"
     for bad, message in (
         ("yes-please", "not a sandbox engine"),
-        ("sandbox-exec", "only on macOS"),
+        ("sandbox-exec", "not supported"),
         ("runsc", "not a sandbox engine"),
     ):
         with pytest.raises(ConfigError, match=message):
             parse_engine(bad, "TERMINAI_SANDBOX", available=ALL, platform="linux")
+    with pytest.raises(ConfigError, match="not supported"):  # not on macOS either
+        parse_engine("sandbox-exec", "TERMINAI_SANDBOX", available=(*ALL, "sandbox-exec"), platform="darwin")
     with pytest.raises(ConfigError, match="not installed"):
         parse_engine("podman", "X", available=("docker",), platform="linux")
     with pytest.raises(ConfigError, match="neither docker nor podman"):

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from terminai_sandbox.common.dockerapi import DockerApi, api_request
 from terminai_sandbox.errors import EngineError, LaunchError
 from terminai_sandbox.launch import audit, engines, preflight, trust
 from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
-from terminai_sandbox.launch.dockerapi import DockerApi, api_request
 from terminai_sandbox.launch.engines import NPROC_CAP, PodmanEngine, session_flags
 from terminai_sandbox.launch.run import build_argv, execute
 from terminai_sandbox.signing.formats import keys
@@ -250,7 +250,7 @@ def test_rootless_podman_on_cgroups_v1_says_its_limits_do_not_hold(
 
 
 def test_the_kernel_speaks_plain_sockets_and_leaves_other_schemes_to_the_sdk() -> None:
-    from terminai_sandbox.launch import dockerapi
+    from terminai_sandbox.common import dockerapi
 
     assert dockerapi.speaks({}) and dockerapi.speaks({"DOCKER_HOST": "tcp://127.0.0.1:2375"})
     assert not dockerapi.speaks({"DOCKER_HOST": "ssh://user@builder"})

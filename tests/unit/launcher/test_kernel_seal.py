@@ -1,7 +1,8 @@
 """The launch kernel's seal: the one place that says what a session start may import.
 
 ``terminai_sandbox.launch`` runs on every session start, so it imports the standard library
-(less the modules named in FORBIDDEN), its own modules and the few leaves in MAY_IMPORT,
+(less the modules named in FORBIDDEN), its own modules, the shared floor
+``terminai_sandbox.common`` (held to the same seal) and the few leaves in MAY_IMPORT,
 nothing else. The registry, crypto and docker SDK stacks load inside functions on the cold
 path only (a first verification, a pull, a project layer, ``--deep``). Both checks run in a
 fresh interpreter and compare ``sys.modules`` before and after.
@@ -16,9 +17,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import terminai_sandbox.common
 import terminai_sandbox.launch
 
 KERNEL = "terminai_sandbox.launch"
+# The standard-library-only floor the kernel shares with the rest of the package.
+COMMON = "terminai_sandbox.common"
 # Outside the standard library and the kernel, a session start may load only these leaves.
 MAY_IMPORT = frozenset(
     {
@@ -65,8 +69,8 @@ def outside_the_seal(modules: set[str]) -> set[str]:
         m
         for m in modules
         if m.split(".")[0] not in sys.stdlib_module_names
-        and m != KERNEL
-        and not m.startswith(KERNEL + ".")
+        and m not in (KERNEL, COMMON)
+        and not m.startswith((KERNEL + ".", COMMON + "."))
         and m not in MAY_IMPORT
     }
 
@@ -124,12 +128,13 @@ def loaded_by(code: str, env: dict[str, str]) -> tuple[int, set[str], str]:
 
 def test_importing_every_kernel_module_stays_inside_the_seal() -> None:
     names = [KERNEL] + [f"{KERNEL}.{m.name}" for m in pkgutil.iter_modules(terminai_sandbox.launch.__path__)]
+    names += [COMMON] + [f"{COMMON}.{m.name}" for m in pkgutil.iter_modules(terminai_sandbox.common.__path__)]
     code, loaded, err = loaded_by(
         f"import importlib\nfor name in {names!r}:\n    importlib.import_module(name)\n",
         {"PATH": os.environ["PATH"]},
     )
     assert code == 0, err
-    assert {f"{KERNEL}.entry", f"{KERNEL}.preflight", f"{KERNEL}.dockerapi", f"{KERNEL}.run"} <= loaded
+    assert {f"{KERNEL}.entry", f"{KERNEL}.preflight", f"{COMMON}.dockerapi", f"{KERNEL}.run"} <= loaded
     assert not outside_the_seal(loaded), outside_the_seal(loaded)
     assert not forbidden(loaded), forbidden(loaded)
 

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field, replace
 
 import pytest
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.errors import VerificationError
-from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.oci_media import OCI_EMPTY, OCI_MANIFEST
 from terminai_sandbox.signing.formats import bundle as bundle_format
 from terminai_sandbox.signing.formats import dsse, keys, sig

@@ -14,8 +14,8 @@ from in_toto_attestation.v1.resource_descriptor import ResourceDescriptor
 from in_toto_attestation.v1.statement import Statement
 from terminai_sandbox import provenance
 from terminai_sandbox.artifacts.oci_layout import OciLayout
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.errors import SbomError, VerificationError
-from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.signing import keyless
 from terminai_sandbox.signing.verify.image import verify_image
 from terminai_sandbox.signing.verify.trust import KeylessIdentity, VerificationPolicy

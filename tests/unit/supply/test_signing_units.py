@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import serialization
+from terminai_sandbox.common.registry_auth import docker_config_credentials, is_loopback
 from terminai_sandbox.errors import ConfigError, SigningError, VerificationError
-from terminai_sandbox.launch.registry_auth import docker_config_credentials, is_loopback
 from terminai_sandbox.registry import parse_challenge
 from terminai_sandbox.secret import Secret
 from terminai_sandbox.signing.formats import keys

@@ -27,9 +27,9 @@ from typing import Any
 from terminai_sandbox import resources
 from terminai_sandbox.assemble import BuildResult, default_cache
 from terminai_sandbox.assemble.suite import SUITE_DIR, SUITE_SITE, contract_layer
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.engine import LABEL, Engine
 from terminai_sandbox.errors import ConfigError, ContractError
-from terminai_sandbox.launch.reference import ImageRef
 
 HEALTH_EXIT = 70
 

@@ -21,8 +21,8 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from terminai_sandbox.common.runtime import RUNSC_ARGS
 from terminai_sandbox.errors import EngineError
-from terminai_sandbox.launch.runtime import RUNSC_ARGS
 
 DAEMON_JSON = Path("/etc/docker/daemon.json")
 RUNTIME_NAME = "runsc"

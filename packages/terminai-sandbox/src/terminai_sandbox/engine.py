@@ -3,7 +3,7 @@
 Everything outside the launch kernel that talks to an engine goes through :class:`Engine`:
 it checks the API version with an actionable message, labels every container it creates,
 and removes them on every path (:meth:`Engine.container`). Where engines live and how a
-failure to reach one is explained come from :mod:`terminai_sandbox.launch.dockerapi`, which
+failure to reach one is explained come from :mod:`terminai_sandbox.common.dockerapi`, which
 the launch kernel also uses for the few calls a session start makes without the SDK.
 
 Starting an engine is not this module's job: ``scripts/ensure-engine`` installs and starts
@@ -22,8 +22,7 @@ import docker
 import docker.errors
 import requests
 
-from terminai_sandbox.errors import EngineError, RegistryError
-from terminai_sandbox.launch.dockerapi import (
+from terminai_sandbox.common.dockerapi import (
     AUTH_REFUSALS,
     candidate_hosts,
     check_api_version,
@@ -32,6 +31,7 @@ from terminai_sandbox.launch.dockerapi import (
     engine_name,
     no_engine,
 )
+from terminai_sandbox.errors import EngineError, RegistryError
 
 LABEL = "dev.terminai.sandbox"
 

@@ -24,6 +24,8 @@ from typing import Any
 import requests
 
 from terminai_sandbox.artifacts.oci_layout import OciLayout
+from terminai_sandbox.common.reference import is_digest
+from terminai_sandbox.common.registry_auth import Credentials, is_loopback
 from terminai_sandbox.errors import (
     ConfigError,
     RegistryBadResponse,
@@ -32,8 +34,6 @@ from terminai_sandbox.errors import (
     RegistryUnauthorized,
     RegistryUnreachable,
 )
-from terminai_sandbox.launch.reference import is_digest
-from terminai_sandbox.launch.registry_auth import Credentials, is_loopback
 from terminai_sandbox.oci_media import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, sha256_digest
 from terminai_sandbox.secret import Secret
 

@@ -16,9 +16,9 @@ import click
 
 from terminai_sandbox import provenance
 from terminai_sandbox._version import __version__
+from terminai_sandbox.common.reference import ImageRef
+from terminai_sandbox.common.registry_auth import docker_config_credentials
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launch.reference import ImageRef
-from terminai_sandbox.launch.registry_auth import docker_config_credentials
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.release import state as release_state
 from terminai_sandbox.signing.formats import keys

@@ -19,8 +19,8 @@ from terminai_sandbox import outputs
 from terminai_sandbox._version import __version__
 from terminai_sandbox.cli import progress
 from terminai_sandbox.cli.trust_options import trust_options
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.errors import ConfigError, SigningError
-from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.secret import Secret
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def _digest_of(ref: ImageRef, client: RegistryClient, reference: str) -> str:
 
 
 def _client(ref: ImageRef, insecure: bool) -> RegistryClient:
-    from terminai_sandbox.launch.registry_auth import docker_config_credentials  # noqa: PLC0415
+    from terminai_sandbox.common.registry_auth import docker_config_credentials  # noqa: PLC0415
     from terminai_sandbox.registry import RegistryClient  # noqa: PLC0415
 
     return RegistryClient(ref.registry, insecure=insecure, credentials=docker_config_credentials(ref.registry))

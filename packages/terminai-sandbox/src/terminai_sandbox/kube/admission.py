@@ -29,8 +29,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.kube.hardening import SANDBOX_LABEL
-from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.signing.verify.trust import KeylessIdentity, VerificationPolicy, pattern_regex
 
 FULCIO_URL = "https://fulcio.sigstore.dev"

@@ -11,9 +11,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from terminai_sandbox.common.reference import ImageRef
+from terminai_sandbox.common.registry_auth import docker_config_credentials
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launch.reference import ImageRef
-from terminai_sandbox.launch.registry_auth import docker_config_credentials
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.signing.verify.image import VerificationResult, verify_image
 from terminai_sandbox.signing.verify.trust import VerificationPolicy

@@ -14,13 +14,13 @@ import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
+from terminai_sandbox.common.records import frozen_record
+from terminai_sandbox.common.reference import ImageRef
+from terminai_sandbox.common.runtime import DEFAULT as DEFAULT_RUNTIME
+from terminai_sandbox.common.runtime import parse_runtime
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launch.records import frozen_record
-from terminai_sandbox.launch.reference import ImageRef
-from terminai_sandbox.launch.runtime import DEFAULT as DEFAULT_RUNTIME
-from terminai_sandbox.launch.runtime import parse_runtime
 
-ENGINES = ("docker", "podman", "sandbox-exec")
+ENGINES = ("docker", "podman")
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
 DOCKER_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock", "/run/podman/podman.sock")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -98,13 +98,18 @@ def parse_engine(value: str, variable: str, *, available: Sequence[str], platfor
             f"{variable}={value!r} asks for a sandbox but neither docker nor podman is installed",
             hint="install Docker or Podman, or set it to false",
         )
+    if low == "sandbox-exec":
+        # TerminAI's macOS Seatbelt profile: it runs no image, so nothing here could verify
+        # or contract-check what it runs. Named, so that the refusal says why.
+        raise ConfigError(
+            f"{variable}=sandbox-exec (macOS Seatbelt) is not supported: this launcher runs the verified image",
+            hint="use docker or podman",
+        )
     if low not in ENGINES:
         raise ConfigError(
             f"{variable}={value!r} is not a sandbox engine",
-            hint="accepted: true, 1, false, 0, docker, podman, sandbox-exec",
+            hint="accepted: true, 1, false, 0, docker, podman",
         )
-    if low == "sandbox-exec" and platform != "darwin":
-        raise ConfigError(f"{variable}=sandbox-exec works only on macOS", hint="use docker or podman on this system")
     if low not in available:
         raise ConfigError(
             f"{variable}={low} but {low} is not installed", hint=f"install {low} or choose another engine"

@@ -18,8 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from terminai_sandbox._version import __version__
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launch.reference import ImageRef
 
 FILE_NAME = "default-image.txt"
 EXPECTED_FORM = "REGISTRY/REPOSITORY:X.Y.Z@sha256:<64 hex> on one line"

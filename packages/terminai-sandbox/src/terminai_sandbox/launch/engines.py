@@ -43,12 +43,12 @@ import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
+from terminai_sandbox.common import dockerapi
+from terminai_sandbox.common.records import field, frozen_record
+from terminai_sandbox.common.reference import ImageRef
+from terminai_sandbox.common.runtime import DEFAULT as DEFAULT_RUNTIME
+from terminai_sandbox.common.runtime import missing_on_docker, missing_on_podman, runsc_binary
 from terminai_sandbox.errors import EngineError, LaunchError
-from terminai_sandbox.launch import dockerapi
-from terminai_sandbox.launch.records import field, frozen_record
-from terminai_sandbox.launch.reference import ImageRef
-from terminai_sandbox.launch.runtime import DEFAULT as DEFAULT_RUNTIME
-from terminai_sandbox.launch.runtime import missing_on_docker, missing_on_podman, runsc_binary
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
@@ -151,7 +151,7 @@ class DockerEngine:
     def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], RegistryClient]) -> str:
         # dockerd asks the registry (with the credentials the docker CLI would send), so a
         # launch needs no HTTP client of its own; the digest is then verified like any other.
-        from terminai_sandbox.launch.registry_auth import docker_config_credentials, engine_auth  # noqa: PLC0415
+        from terminai_sandbox.common.registry_auth import docker_config_credentials, engine_auth  # noqa: PLC0415
 
         auth = engine_auth(docker_config_credentials(ref.registry, self.env), ref.registry)
         return str(self.api.distribution_digest(f"{ref.name}:{tag}", auth=auth))
@@ -324,7 +324,7 @@ def _last_line(text: str) -> str:
 
 
 def _is_loopback(registry: str) -> bool:
-    from terminai_sandbox.launch.registry_auth import is_loopback  # noqa: PLC0415  (podman only)
+    from terminai_sandbox.common.registry_auth import is_loopback  # noqa: PLC0415  (podman only)
 
     return is_loopback(registry)
 

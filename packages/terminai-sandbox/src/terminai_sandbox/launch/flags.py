@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import re
 
+from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.errors import ConfigError
 from terminai_sandbox.launch.config import ENV_NAME, SECRET_NAME
-from terminai_sandbox.launch.records import frozen_record
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:

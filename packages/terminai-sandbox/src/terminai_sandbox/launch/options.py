@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from terminai_sandbox.launch.records import frozen_record
+from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.launch.run import HARDENED_LIMITS, Limits
 from terminai_sandbox.launch.session import LaunchRequest
 

@@ -37,15 +37,15 @@ from pathlib import Path
 from terminai_sandbox.artifacts.contract import LABEL as CONTRACT_LABEL
 from terminai_sandbox.artifacts.contract import incompatibility as contract_compatible
 from terminai_sandbox.artifacts.contract import supported_version
+from terminai_sandbox.common.records import field, frozen_record
+from terminai_sandbox.common.reference import ImageRef
+from terminai_sandbox.common.runtime import runtime_label
 from terminai_sandbox.errors import ConfigError, LaunchError, SandboxError, VerificationError
 from terminai_sandbox.launch import trust
 from terminai_sandbox.launch.audit import Ledger
 from terminai_sandbox.launch.config import LaunchConfig
 from terminai_sandbox.launch.engines import ImageFacts, connect
 from terminai_sandbox.launch.project import build_project_layer, project_dockerfile
-from terminai_sandbox.launch.records import field, frozen_record
-from terminai_sandbox.launch.reference import ImageRef
-from terminai_sandbox.launch.runtime import runtime_label
 from terminai_sandbox.launch.trust import TrustSource
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -220,7 +220,7 @@ def _preflight(
 
     def registry_client() -> RegistryClient:
         if not registry:
-            from terminai_sandbox.launch.registry_auth import docker_config_credentials  # noqa: PLC0415
+            from terminai_sandbox.common.registry_auth import docker_config_credentials  # noqa: PLC0415
             from terminai_sandbox.registry import RegistryClient  # noqa: PLC0415
 
             registry.append(

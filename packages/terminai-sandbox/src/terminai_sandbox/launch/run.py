@@ -8,7 +8,7 @@ memory and CPU limits, a random name and labels, the host uid:gid (rootless podm
 difference), the working directory mounted at the same path, ``-t`` only with a
 TTY, ``SANDBOX`` set inside, stdin passed through, signals forwarded, the exit code
 returned unchanged. With ``runsc`` the session runs under gVisor (``--runtime``; see
-:mod:`terminai_sandbox.launch.runtime`). Inherited environment values are passed by name (``-e NAME``), so they
+:mod:`terminai_sandbox.common.runtime`). Inherited environment values are passed by name (``-e NAME``), so they
 never appear in the command line or the ledger.
 """
 
@@ -19,12 +19,12 @@ import shutil
 import signal
 from collections.abc import Mapping, Sequence
 
+from terminai_sandbox.common.records import frozen_record
+from terminai_sandbox.common.runtime import engine_flags
 from terminai_sandbox.errors import ConfigError, LaunchError
 from terminai_sandbox.launch.config import LaunchConfig, workdir_problem
 from terminai_sandbox.launch.engines import session_flags
 from terminai_sandbox.launch.preflight import VerifiedImage
-from terminai_sandbox.launch.records import frozen_record
-from terminai_sandbox.launch.runtime import engine_flags
 
 HOME_IN_IMAGE = "/home/sandbox"
 IMAGE_UID = 10001

@@ -12,7 +12,7 @@ silently means "use the default".
 
 ``tools.sandboxRuntime`` (``"runc"``, ``"runsc"`` or ``"gvisor"``) chooses the container
 runtime the same way (:meth:`SettingsFile.runtime`; validated by
-:func:`terminai_sandbox.launch.runtime.parse_runtime`).
+:func:`terminai_sandbox.common.runtime.parse_runtime`).
 
 This runs on every launch: it imports only json and pathlib and reads the file only when
 called.
@@ -29,7 +29,7 @@ TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports ty
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-ACCEPTED = 'true, false, "docker", "podman" or "sandbox-exec"'
+ACCEPTED = 'true, false, "docker" or "podman"'
 
 
 def settings_path(env: Mapping[str, str]) -> Path | None:
@@ -82,7 +82,7 @@ class SettingsFile:
         """The container runtime named by ``tools.sandboxRuntime``, or ``None``.
 
         The value is returned as written (``runc``, ``runsc``, ``gvisor``); it must be a
-        string. :func:`terminai_sandbox.launch.runtime.parse_runtime` validates it.
+        string. :func:`terminai_sandbox.common.runtime.parse_runtime` validates it.
         """
         found = self._tools("sandboxRuntime")
         if found is None or "sandboxRuntime" not in found[2]:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from terminai_sandbox._version import __version__
-from terminai_sandbox.launch.records import frozen_record
+from terminai_sandbox.common.records import frozen_record
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:

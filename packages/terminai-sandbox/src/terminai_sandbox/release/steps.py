@@ -31,10 +31,10 @@ from terminai_sandbox import provenance
 from terminai_sandbox.artifacts.contract import Contract
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.assemble import BuildOptions, BuildPlan, plan_for
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.contracts import run_contracts
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import ArtifactError, ReleaseError, SandboxError
-from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.release.signing import ReleaseSigner
 from terminai_sandbox.release.state import ReleaseState

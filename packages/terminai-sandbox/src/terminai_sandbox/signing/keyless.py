@@ -11,8 +11,6 @@ inject a signer backed by a test CA and log.
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -117,13 +115,3 @@ def sign_keyless(
     """Sign a statement about ``digest`` with the ambient OIDC identity (CI); return the bundle JSON."""
     with ambient_session() as session:
         return sign_statement(session.signer, repository, digest, predicate_type=predicate_type, predicate=predicate)
-
-
-def statement_digest(bundle_json: str) -> str | None:
-    """The first subject digest of a bundle's statement (unverified; for display only)."""
-    try:
-        env = json.loads(bundle_json)["dsseEnvelope"]
-        subject = json.loads(base64.b64decode(env["payload"]))["subject"][0]
-        return "sha256:" + str(subject["digest"]["sha256"])
-    except (KeyError, ValueError, IndexError):
-        return None

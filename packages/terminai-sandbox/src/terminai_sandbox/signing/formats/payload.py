@@ -14,8 +14,8 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from terminai_sandbox.common.reference import is_digest
 from terminai_sandbox.errors import VerificationError
-from terminai_sandbox.launch.reference import is_digest
 
 SIGNATURE_TYPE = "cosign container image signature"
 MEDIA_TYPE = "application/vnd.dev.cosign.simplesigning.v1+json"

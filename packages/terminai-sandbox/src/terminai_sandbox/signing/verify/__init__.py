@@ -24,6 +24,6 @@ At least one signature must pass every step. The most specific failure is report
 Where each step lives: 1 in :mod:`.image` (the entry point, :func:`.image.verify_image`),
 2-5 in :mod:`.by_identity` (keyless, with :mod:`.sigstore_bundle`, :mod:`.legacy` and
 :mod:`.certs`) and :mod:`.by_key`, 6 in :mod:`.attestations`. :mod:`.policy` composes them
-(``AllOf``, ``AnyOf``, ``UnsafeWarnOnly``); :mod:`.trust` reads the user's trust file.
+(``AllOf``); :mod:`.trust` reads the user's trust file.
 The package face imports nothing, so reading a trust file stays cheap.
 """

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.errors import VerificationError
-from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.signing.formats import sig
 from terminai_sandbox.signing.formats.bundle import (
     COSIGN_SIGN_PREDICATE,

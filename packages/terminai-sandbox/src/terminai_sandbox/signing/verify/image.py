@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.errors import RegistryCorrupted, RegistryNotFound, RegistryUnreachable, VerificationError
-from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.signing.store import OfflineStore, RegistryStore, SignatureSource
 from terminai_sandbox.signing.verify.policy import AllOf, Attested, Policy, SignedBy

@@ -2,10 +2,8 @@
 
 Modelled on sigstore-python's ``verify/policy.py``: a policy has one method, ``verify``,
 which returns :class:`~.result.Evidence` or raises
-:class:`~terminai_sandbox.errors.VerificationError`. :class:`AllOf` and :class:`AnyOf`
-combine policies and refuse an empty list (an empty conjunction would pass everything).
-:class:`UnsafeWarnOnly` turns a refusal into a warning; its name says what it is, and
-nothing on the launch path uses it.
+:class:`~terminai_sandbox.errors.VerificationError`. :class:`AllOf` combines policies and
+refuses an empty list (an empty conjunction would pass everything).
 
 The leaf policies are the numbered steps of :mod:`terminai_sandbox.signing.verify`:
 :class:`SignedBy` (steps 2-5, keyless then keyed) and :class:`Attested` (step 6).
@@ -13,13 +11,13 @@ The leaf policies are the numbered steps of :mod:`terminai_sandbox.signing.verif
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.errors import VerificationError
-from terminai_sandbox.launch.reference import ImageRef
 from terminai_sandbox.signing.formats import dsse, sig
 from terminai_sandbox.signing.store import SignatureSource
 from terminai_sandbox.signing.verify.attestations import verify_attestation
@@ -48,44 +46,6 @@ class AllOf:
         for policy in self.policies:
             evidence += policy.verify(ref, digest, source)
         return evidence
-
-
-class AnyOf:
-    """The first policy that passes wins; when none does, every refusal is named."""
-
-    def __init__(self, policies: Sequence[Policy]) -> None:
-        if not policies:
-            raise VerificationError("an AnyOf policy needs at least one policy: an empty one would refuse everything")
-        self.policies = tuple(policies)
-
-    def verify(self, ref: ImageRef, digest: str, source: SignatureSource) -> Evidence:
-        refusals: list[VerificationError] = []
-        for policy in self.policies:
-            try:
-                return policy.verify(ref, digest, source)
-            except VerificationError as exc:
-                refusals.append(exc)
-        raise VerificationError(
-            f"{ref.pinned}: no policy passed: {'; '.join(exc.message for exc in refusals)}", hint=refusals[0].hint
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class UnsafeWarnOnly:
-    """Run ``policy`` but never refuse: a refusal goes to ``warn`` and nothing is established.
-
-    For auditing a policy before enforcing it. The image is *not* verified when this passes.
-    """
-
-    policy: Policy
-    warn: Callable[[str], None]
-
-    def verify(self, ref: ImageRef, digest: str, source: SignatureSource) -> Evidence:
-        try:
-            return self.policy.verify(ref, digest, source)
-        except VerificationError as exc:
-            self.warn(f"UNSAFE: {ref.pinned} did not verify and the policy is not enforced: {exc.message}")
-            return Evidence()
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import re
 
+from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launch.records import frozen_record
 
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")
 _TAG_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$")

@@ -11,8 +11,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.errors import RegistryUnauthorized
-from terminai_sandbox.launch.records import frozen_record
 
 # Every docker launch of a `REPO:TAG` reads the Docker config, and most find no credentials:
 # what only credentials need (base64, subprocess for helpers, Secret and with it typing) is

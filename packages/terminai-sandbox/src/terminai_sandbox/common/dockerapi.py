@@ -21,9 +21,9 @@ import socket
 from collections.abc import Mapping
 from pathlib import Path
 
+from terminai_sandbox.common.records import frozen_record
+from terminai_sandbox.common.reference import is_digest
 from terminai_sandbox.errors import EngineError, RegistryError
-from terminai_sandbox.launch.records import frozen_record
-from terminai_sandbox.launch.reference import is_digest
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
