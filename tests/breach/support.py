@@ -140,9 +140,10 @@ def kill_all(pids: list[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def group(pgid: int) -> dict[int, tuple[str, int]]:
-    """The host's view of process group ``pgid``: pid -> (state letter, CPU ticks used)."""
-    found = {}
+def proc_stats() -> dict[int, list[bytes]]:
+    """Every process's ``/proc/PID/stat`` fields after the command name (state, ppid, pgrp,
+    ...); processes that end while they are read are left out."""
+    stats = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
@@ -150,10 +151,17 @@ def group(pgid: int) -> dict[int, tuple[str, int]]:
                     stat = fh.read()
             except OSError:
                 continue
-            fields = stat[stat.rindex(b")") + 2 :].split()
-            if int(fields[2]) == pgid:
-                found[int(name)] = (fields[0].decode(), int(fields[11]) + int(fields[12]))
-    return found
+            stats[int(name)] = stat[stat.rindex(b")") + 2 :].split()
+    return stats
+
+
+def group(pgid: int) -> dict[int, tuple[str, int]]:
+    """The host's view of process group ``pgid``: pid -> (state letter, CPU ticks used)."""
+    return {
+        pid: (fields[0].decode(), int(fields[11]) + int(fields[12]))
+        for pid, fields in proc_stats().items()
+        if int(fields[2]) == pgid
+    }
 
 
 def group_ticks(pgid: int) -> int:

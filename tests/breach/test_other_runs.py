@@ -12,7 +12,7 @@ import uuid
 from terminai_apts.executor import ExecutorSession, SandboxConfig
 
 from tests.breach import harness
-from tests.breach.support import EVERYTHING_OFF, attack, landlock_abi, namespaces_available
+from tests.breach.support import EVERYTHING_OFF, attack, landlock_abi, namespaces_available, proc_stats
 
 PROBE = """
 targets = {targets}
@@ -106,15 +106,7 @@ def test_no_caller_data_reaches_the_zygote_or_the_next_run() -> None:
 
 
 def _descendants(root: int) -> list[int]:
-    parents: dict[int, int] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as fh:
-                    stat = fh.read()
-                parents[int(name)] = int(stat[stat.rindex(b")") + 2 :].split()[1])
-            except (OSError, ValueError):
-                continue
+    parents = {pid: int(fields[1]) for pid, fields in proc_stats().items()}
     found, frontier = [], [root]
     while frontier:
         parent = frontier.pop()

@@ -4,12 +4,12 @@ run does: alive, one spare keeper, no zombie (scratch removal: test_redteam_scra
 
 from __future__ import annotations
 
-import os
 import time
 
 from terminai_apts.executor import SandboxConfig
 
 from tests.breach import harness
+from tests.breach.support import proc_stats
 from tests.breach.test_hostile_frames import FORGE, frame_of
 
 HOSTILE = [
@@ -21,22 +21,15 @@ HOSTILE = [
 ]
 
 
-def _children(pid: int) -> dict[int, str]:
-    """``pid``'s direct children: pid -> state letter, plus "k" for a keeper (the leader
+def _children(parent: int) -> dict[int, str]:
+    """``parent``'s direct children: pid -> state letter, plus "k" for a keeper (the leader
     of its own process group; the zygote's other children, clean-up processes that
     remove large scratch trees, stay in its group)."""
-    found = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as fh:
-                    stat = fh.read()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(b")") + 2 :].split()
-            if int(fields[1]) == pid:
-                found[int(name)] = fields[0].decode() + ("k" if int(fields[2]) == int(name) else "")
-    return found
+    return {
+        pid: fields[0].decode() + ("k" if int(fields[2]) == pid else "")
+        for pid, fields in proc_stats().items()
+        if int(fields[1]) == parent
+    }
 
 
 def _settled(children: dict[int, str]) -> bool:

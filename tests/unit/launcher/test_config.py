@@ -19,23 +19,23 @@ ALL = ("docker", "podman")
 
 
 def test_engine_values() -> None:
-    assert parse_engine("true", "TERMINAI_SANDBOX", available=ALL, platform="linux") == "docker"
-    assert parse_engine("1", "X", available=("podman",), platform="linux") == "podman"
-    assert parse_engine("FALSE", "X", available=ALL, platform="linux") is None
-    assert parse_engine(" Podman ", "X", available=ALL, platform="linux") == "podman"
+    assert parse_engine("true", "TERMINAI_SANDBOX", available=ALL) == "docker"
+    assert parse_engine("1", "X", available=("podman",)) == "podman"
+    assert parse_engine("FALSE", "X", available=ALL) is None
+    assert parse_engine(" Podman ", "X", available=ALL) == "podman"
     for bad, message in (
         ("yes-please", "not a sandbox engine"),
         ("sandbox-exec", "not supported"),
         ("runsc", "not a sandbox engine"),
     ):
         with pytest.raises(ConfigError, match=message):
-            parse_engine(bad, "TERMINAI_SANDBOX", available=ALL, platform="linux")
+            parse_engine(bad, "TERMINAI_SANDBOX", available=ALL)
     with pytest.raises(ConfigError, match="not supported"):  # not on macOS either
-        parse_engine("sandbox-exec", "TERMINAI_SANDBOX", available=(*ALL, "sandbox-exec"), platform="darwin")
+        parse_engine("sandbox-exec", "TERMINAI_SANDBOX", available=(*ALL, "sandbox-exec"))
     with pytest.raises(ConfigError, match="not installed"):
-        parse_engine("podman", "X", available=("docker",), platform="linux")
+        parse_engine("podman", "X", available=("docker",))
     with pytest.raises(ConfigError, match="neither docker nor podman"):
-        parse_engine("true", "X", available=(), platform="linux")
+        parse_engine("true", "X", available=())
 
 
 @pytest.mark.parametrize(
@@ -116,7 +116,7 @@ def test_ports_and_env() -> None:
 
 
 def test_image_precedence_and_empty_values() -> None:
-    base = dict(default_image=lambda: "reg.example/terminai/sandbox:0.1.0", available=ALL, platform="linux")
+    base = dict(default_image=lambda: "reg.example/terminai/sandbox:0.1.0", available=ALL)
     cfg = load_launch_config(
         {"TERMINAI_SANDBOX_IMAGE": "a.example/x:1", "GEMINI_SANDBOX_IMAGE": "b.example/y:1"},
         image_flag="c.example/z:1",

@@ -115,7 +115,6 @@ def test_the_default_is_read_only_when_nothing_else_names_an_image(tmp_path: Pat
     path = _write(tmp_path, GOOD)
     base = {
         "available": ["docker"],
-        "platform": "linux",
         "default_image": lambda: builtin_default(path, version="1.2.3"),
     }
     cfg = load_launch_config({}, **base)  # type: ignore[arg-type]

@@ -200,7 +200,7 @@ def _preflight_on(
     image = {"Id": "sha256:1", "Config": {"Labels": labels}}
     answers[f"/v1.41/images/{ref}/json"] = b"HTTP/1.0 200 OK\r\n\r\n" + json.dumps(image).encode()
     env = {"DOCKER_HOST": f"unix://{sock}", "TERMINAI_SANDBOX": "docker"}
-    config = load_launch_config(env, image_flag=ref, available=["docker"], platform="linux")
+    config = load_launch_config(env, image_flag=ref, available=["docker"])
     options = preflight.PreflightOptions(trust=None, unsafe_skip_verify=True, supported_contract="1.0.0", env=env)
     return config, options, audit.Ledger(tmp_path / "audit.jsonl")
 

@@ -362,7 +362,7 @@ def test_a_refused_flag_is_a_failed_preflight_step_0_in_the_ledger(tmp_path: Pat
     env = {"TERMINAI_SANDBOX": "docker", "SANDBOX_FLAGS": "-itu0"}
     with pytest.raises(ConfigError) as caught:
         preflight.configure(
-            lambda: load_launch_config(env, image_flag="r.example/x:1", available=["docker"], platform="linux"),
+            lambda: load_launch_config(env, image_flag="r.example/x:1", available=["docker"]),
             ledger=ledger,
             report=reported.append,
         )

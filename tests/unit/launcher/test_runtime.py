@@ -17,7 +17,7 @@ from terminai_sandbox.launch.settings import SettingsFile, runtime_setting
 
 from tests.unit.launcher.test_engines_and_trust import _FakeEngine, _verified
 
-BASE = {"available": ["docker", "podman"], "platform": "linux", "default_image": lambda: None}
+BASE = {"available": ["docker", "podman"], "default_image": lambda: None}
 
 
 def _settings(home: Path, document: object) -> dict[str, str]:
@@ -191,9 +191,7 @@ def test_preflight_step_1_refuses_runsc_on_a_dockerd_without_it_and_reports_it_w
         ref = "127.0.0.1:5000/terminai/sandbox@sha256:" + "a" * 64
         options = preflight.PreflightOptions(trust=None, unsafe_skip_verify=True, supported_contract="1.0.0", env=env)
         ledger = audit.Ledger(tmp_path / "audit.jsonl")
-        gvisor = load_launch_config(
-            {**env, "TERMINAI_SANDBOX_RUNTIME": "gvisor"}, image_flag=ref, available=["docker"], platform="linux"
-        )
+        gvisor = load_launch_config({**env, "TERMINAI_SANDBOX_RUNTIME": "gvisor"}, image_flag=ref, available=["docker"])
         _docker_answers(answers, {"runc": {"path": "runc"}})
         with pytest.raises(EngineError, match=r"preflight step 1 \(engine\) refused: .*runsc \(gVisor\)") as refused:
             preflight.preflight(gvisor, options, ledger=ledger)
@@ -206,7 +204,7 @@ def test_preflight_step_1_refuses_runsc_on_a_dockerd_without_it_and_reports_it_w
         assert results[1].detail.endswith("; runtime runsc (gVisor)")
         # runc never asks the engine for its runtimes.
         answers.pop("/v1.41/info")
-        runc = load_launch_config(env, image_flag=ref, available=["docker"], platform="linux")
+        runc = load_launch_config(env, image_flag=ref, available=["docker"])
         _, results = preflight.preflight(runc, options, ledger=ledger)
         assert "runtime runc (the engine's default" in results[1].detail
     finally:

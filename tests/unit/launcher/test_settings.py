@@ -142,7 +142,7 @@ def test_an_unreadable_file_is_refused(tmp_path: Path) -> None:
 
 def test_env_beats_flag_beats_settings(tmp_path: Path) -> None:
     env = _settings(tmp_path, {"tools": {"sandbox": "podman"}})
-    base = {"available": ["docker", "podman"], "platform": "linux", "default_image": lambda: None}
+    base = {"available": ["docker", "podman"], "default_image": lambda: None}
     setting = engine_setting(env)
 
     cfg = load_launch_config(env, settings_engine=lambda: setting, **base)  # type: ignore[arg-type]
@@ -157,7 +157,7 @@ def test_env_beats_flag_beats_settings(tmp_path: Path) -> None:
 
 
 def test_a_setting_that_switches_the_sandbox_off_or_names_no_engine(tmp_path: Path) -> None:
-    base = {"available": ["docker", "podman"], "platform": "linux", "default_image": lambda: None}
+    base = {"available": ["docker", "podman"], "default_image": lambda: None}
     off = engine_setting(_settings(tmp_path, {"tools": {"sandbox": False}}))
     cfg = load_launch_config({}, settings_engine=lambda: off, **base)  # type: ignore[arg-type]
     assert (cfg.engine, cfg.engine_from) == (None, "settings")
@@ -168,7 +168,7 @@ def test_a_setting_that_switches_the_sandbox_off_or_names_no_engine(tmp_path: Pa
 
 def test_a_broken_settings_file_is_not_read_when_env_or_flag_chose(tmp_path: Path) -> None:
     env = _settings(tmp_path, "{not json")
-    base = {"available": ["docker", "podman"], "platform": "linux", "default_image": lambda: None}
+    base = {"available": ["docker", "podman"], "default_image": lambda: None}
     cfg = load_launch_config({**env, "TERMINAI_SANDBOX": "podman"}, settings_engine=lambda: engine_setting(env), **base)  # type: ignore[arg-type]
     assert cfg.engine == "podman"
     cfg = load_launch_config(env, engine_flag="docker", settings_engine=lambda: engine_setting(env), **base)  # type: ignore[arg-type]

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -207,7 +206,7 @@ def engine_status() -> None:
     for variable in ("TERMINAI_SANDBOX", "GEMINI_SANDBOX"):
         if variable in os.environ:
             available = [name for name in ENGINES if shutil.which(name)]
-            chosen = parse_engine(os.environ[variable], variable, available=available, platform=sys.platform)
+            chosen = parse_engine(os.environ[variable], variable, available=available)
             if chosen is None:
                 click.echo(f"no engine: {variable}={os.environ[variable]} turns the sandbox off")
                 return

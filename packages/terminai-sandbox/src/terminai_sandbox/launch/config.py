@@ -86,7 +86,7 @@ def parse_bool(value: str, variable: str) -> bool:
     raise ConfigError(f"{variable}={value!r} is not a boolean", hint=f"use one of {', '.join(_TRUE + _FALSE)}")
 
 
-def parse_engine(value: str, variable: str, *, available: Sequence[str], platform: str) -> str | None:
+def parse_engine(value: str, variable: str, *, available: Sequence[str]) -> str | None:
     low = value.strip().lower()
     if low in ("false", "0", ""):
         return None
@@ -359,7 +359,6 @@ def load_launch_config(
     engine_flag: str | None = None,
     default_image: Callable[[], str | None] = _unset,
     available: Sequence[str],
-    platform: str,
     allowed_flags: Sequence[str] = (),
     settings_engine: Callable[[], str | None] = _unset,
     runtime_flag: str | None = None,
@@ -376,9 +375,7 @@ def load_launch_config(
         raw_engine, engine_var = (
             (engine_flag, "--engine") if engine_flag is not None else (settings_engine(), "settings")
         )
-    engine = parse_engine(
-        raw_engine if raw_engine is not None else "true", engine_var, available=available, platform=platform
-    )
+    engine = parse_engine(raw_engine if raw_engine is not None else "true", engine_var, available=available)
     raw_image, image_var = _var(env, "TERMINAI_SANDBOX_IMAGE", "GEMINI_SANDBOX_IMAGE")
     if raw_image is None and image_flag is not None:
         raw_image, image_var = image_flag, "--image"

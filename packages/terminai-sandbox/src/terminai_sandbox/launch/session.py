@@ -101,7 +101,6 @@ def prepare(
             engine_flag=request.engine,
             default_image=builtin_default,
             available=[name for name in ("docker", "podman") if shutil.which(name)],
-            platform=sys.platform,
             allowed_flags=request.unsafe_allow_flag,
             settings_engine=settings.engine,
             runtime_flag=request.runtime,
