@@ -167,12 +167,6 @@ class LaunchError(SandboxError):
     exit_code = 13
 
 
-class HealthError(LaunchError):
-    """The image's in-container health check failed before the command ran."""
-
-    exit_code = 14
-
-
 class AuditError(SandboxError):
     """The audit ledger is unreadable or its hash chain is broken."""
 

@@ -63,7 +63,7 @@ Exit codes (shared with terminai-apts; docs/EXIT_CODES.md):
   5   image build failed          6  lock mismatch      7  build not reproducible
   8   contract not satisfied      9  registry error    10  signing failed
   11  verification failed        12  SBOM error        13  launch refused
-  14  in-image health check failed  15  audit ledger broken  16  release failed
+  15  audit ledger broken        16  release failed
   130 interrupted
 Every failure prints one 'error:' line and a hint ('--json': also a JSON object on stdout);
 --debug adds the traceback of an unexpected failure.
