@@ -6,8 +6,9 @@ import tarfile
 from pathlib import Path
 
 import pytest
+from terminai_sandbox import layers
 from terminai_sandbox.artifacts.debian_lock import DebianLock
-from terminai_sandbox.assemble import debian, layers, oci
+from terminai_sandbox.assemble import debian, oci
 from terminai_sandbox.assemble.spec import load_spec
 from terminai_sandbox.common.dockerapi import candidate_hosts, diagnose
 from terminai_sandbox.errors import BuildError, ConfigError, EngineError, LockError

@@ -9,7 +9,8 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.assemble import execute, layers
+from terminai_sandbox import layers
+from terminai_sandbox.assemble import execute
 from terminai_sandbox.assemble.cache import StageCache
 from terminai_sandbox.assemble.plan import BuildPlan, FileDigest
 

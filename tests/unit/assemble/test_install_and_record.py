@@ -13,7 +13,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.assemble import layers, python, record
+from terminai_sandbox import layers, wheels
+from terminai_sandbox.assemble import record
 from terminai_sandbox.errors import BuildError, ConfigError, ReproducibilityError
 
 SITE = "/usr/local/lib/python3.13/dist-packages"
@@ -44,7 +45,7 @@ def _wheel(directory: Path, *, tamper: bool = False) -> Path:
 
 def test_scripts_name_the_image_interpreter_and_record_matches_the_files(tmp_path: Path) -> None:
     staging = tmp_path / "root"
-    python.install([_wheel(tmp_path)], staging, site_packages=SITE)
+    wheels.install([_wheel(tmp_path)], staging, site_packages=SITE)
     script = staging / "usr/local/bin/demo"
     assert script.read_bytes().startswith(b"#!/usr/bin/python3\n")
     assert sys.executable.encode() not in script.read_bytes() and str(tmp_path).encode() not in script.read_bytes()
@@ -65,10 +66,10 @@ def test_scripts_name_the_image_interpreter_and_record_matches_the_files(tmp_pat
 
 def test_install_is_independent_of_umask_and_staging_path(tmp_path: Path) -> None:
     wheel = _wheel(tmp_path)
-    python.install([wheel], tmp_path / "a", site_packages=SITE)
+    wheels.install([wheel], tmp_path / "a", site_packages=SITE)
     old = os.umask(0o077)
     try:
-        python.install([wheel], tmp_path / "much" / "longer" / "staging" / "path", site_packages=SITE)
+        wheels.install([wheel], tmp_path / "much" / "longer" / "staging" / "path", site_packages=SITE)
     finally:
         os.umask(old)
     one = layers.write_layer(tmp_path / "a", tmp_path / "a.tar", source_date_epoch=SDE)
@@ -80,7 +81,7 @@ def test_install_is_independent_of_umask_and_staging_path(tmp_path: Path) -> Non
 
 def test_a_wheel_that_does_not_match_its_record_is_refused(tmp_path: Path) -> None:
     with pytest.raises(BuildError, match=r"installing demo-1\.0-py3-none-any\.whl failed"):
-        python.install([_wheel(tmp_path, tamper=True)], tmp_path / "root", site_packages=SITE)
+        wheels.install([_wheel(tmp_path, tamper=True)], tmp_path / "root", site_packages=SITE)
 
 
 def _tar(path: Path, entries: dict[str, bytes]) -> Path:

@@ -22,16 +22,47 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from terminai_sandbox import resources
-from terminai_sandbox.assemble import BuildResult, default_cache
-from terminai_sandbox.assemble.suite import SUITE_DIR, SUITE_SITE, contract_layer
+from terminai_sandbox import resources, wheels
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.engine import LABEL, Engine
 from terminai_sandbox.errors import ConfigError, ContractError
+from terminai_sandbox.layers import write_layer
 
 HEALTH_EXIT = 70
+#: Where the test layer puts the suite and its test tools inside the image.
+SUITE_DIR = "/opt/terminai/contracts"
+SUITE_SITE = "/opt/terminai/contract-tools"
+
+
+class BuiltImage(Protocol):
+    """What the runner takes of a build's result (:class:`terminai_sandbox.assemble.BuildResult`).
+
+    Declared here so the runner does not import the build: ``run --deep`` loads this module.
+    """
+
+    @property
+    def config_digest(self) -> str: ...
+    @property
+    def contract_wheels(self) -> Path: ...
+
+
+def contract_layer(suite: Path, test_lock: Path, wheelhouse: Path, work: Path) -> bytes:
+    """The test layer's tar: ``test_lock``'s wheels (by sha256, from or into ``wheelhouse``) and ``suite``.
+
+    Built with the image's wheel checks (:mod:`terminai_sandbox.wheels`) and deterministic tar
+    rules (:mod:`terminai_sandbox.layers`).
+    """
+    staging = work / "test-layer"
+    locked = wheels.locked_wheels(test_lock, wheelhouse)
+    # A directory of its own (on PYTHONPATH when the suite runs), not the image's
+    # site-packages: that path names the image's Python version.
+    wheels.install(locked, staging, site_packages=SUITE_SITE, scripts=f"{SUITE_SITE}/bin")
+    target = staging / SUITE_DIR.lstrip("/")
+    shutil.copytree(suite, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    layer = write_layer(staging, work / "test-layer.tar", source_date_epoch=0)
+    return layer.tar.read_bytes()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,7 +142,7 @@ def _parse_junit(path: Path) -> tuple[list[str], list[tuple[str, str]], list[str
 
 def run_contracts(
     engine: Engine,
-    image: BuildResult | str,
+    image: BuiltImage | str,
     *,
     suite: Path | None = None,
     test_lock: Path | None = None,
@@ -132,7 +163,7 @@ def run_contracts(
     ran at all.
     """
     started = time.monotonic()
-    if isinstance(image, BuildResult):
+    if not isinstance(image, str):
         wheelhouse = wheelhouse or image.contract_wheels
         image = image.config_digest
     base = engine.client.images.get(image_in_engine(engine, image))
@@ -141,7 +172,7 @@ def run_contracts(
         layer = contract_layer(
             suite or resources.contract_suite(),
             test_lock or resources.contract_test_lock(),
-            wheelhouse or default_cache() / "contract-wheels",
+            wheelhouse or wheels.default_cache() / "contract-wheels",
             work,
         )
         holder = engine.client.containers.create(base.id, ["true"], labels={LABEL: "contracts-build"})
@@ -225,4 +256,4 @@ def run_contracts(
     return report
 
 
-__all__ = ["ContractReport", "image_in_engine", "run_contracts"]
+__all__ = ["BuiltImage", "ContractReport", "contract_layer", "image_in_engine", "run_contracts"]

@@ -22,9 +22,10 @@ from terminai_sandbox.assemble.image import (
     plan_for,
     result_from_dict,
 )
-from terminai_sandbox.assemble.inputs import default_cache, repo_root
+from terminai_sandbox.assemble.inputs import repo_root
 from terminai_sandbox.assemble.plan import ASSEMBLER_FORMAT, BuildPlan
 from terminai_sandbox.assemble.reproduce import check_reproducible, copy_sources, independent_build
+from terminai_sandbox.wheels import default_cache
 
 __all__ = [
     "ASSEMBLER_FORMAT",

@@ -14,9 +14,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from terminai_sandbox import layers, wheels
 from terminai_sandbox.artifacts.contract import LABEL as CONTRACT_LABEL
 from terminai_sandbox.artifacts.oci_layout import OciLayout
-from terminai_sandbox.assemble import debian, layers, oci, python
+from terminai_sandbox.assemble import debian, oci, python
 from terminai_sandbox.assemble.cache import StageCache
 from terminai_sandbox.assemble.plan import BuildPlan, Stage
 
@@ -85,13 +86,13 @@ def _wheels(
 ) -> layers.Layer:
     spec = plan.spec
     staging = work / "wheels-root"
-    wheels = python.locked_wheels(
+    locked = wheels.locked_wheels(
         spec.requirements, cache.scratch(work, "wheelhouse"), list(stage.texts("interpreter_tags"))
     )
-    python.install(wheels, staging, site_packages=spec.site_packages)
+    wheels.install(locked, staging, site_packages=spec.site_packages)
     compiled = python.compile_in_image(staging, image_root)
     layer = layers.write_layer(staging, work / "wheels.tar", source_date_epoch=plan.source_date_epoch)
-    progress(f"wheels: {len(wheels)} wheel(s) installed by hash, {compiled} .pyc by the image's python3")
+    progress(f"wheels: {len(locked)} wheel(s) installed by hash, {compiled} .pyc by the image's python3")
     return layer
 
 
@@ -105,7 +106,7 @@ def _tapts(
     wheel = python.build_tapts_wheel(
         tapts, work / "tapts-wheel", source_date_epoch=plan.source_date_epoch, builder=builder
     )
-    python.install([wheel], staging, site_packages=spec.site_packages)
+    wheels.install([wheel], staging, site_packages=spec.site_packages)
     python.compile_in_image(staging, image_root)
     bin_dir = staging / "usr" / "local" / "bin"
     bin_dir.mkdir(parents=True, exist_ok=True)

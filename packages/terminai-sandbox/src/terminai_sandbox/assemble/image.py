@@ -19,9 +19,10 @@ from terminai_sandbox._version import __version__
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.assemble import execute, oci, record
 from terminai_sandbox.assemble.cache import StageCache
-from terminai_sandbox.assemble.inputs import default_cache, gather, repo_root
+from terminai_sandbox.assemble.inputs import gather, repo_root
 from terminai_sandbox.assemble.load import load
 from terminai_sandbox.assemble.plan import LOCK_ONLY, BuildPlan, plan
+from terminai_sandbox.wheels import default_cache
 
 Progress = Callable[[str], None]
 

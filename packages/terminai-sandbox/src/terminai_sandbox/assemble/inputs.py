@@ -15,6 +15,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from terminai_sandbox import wheels
 from terminai_sandbox._version import __version__
 from terminai_sandbox.artifacts.contract import Contract
 from terminai_sandbox.artifacts.debian_lock import DebianLock
@@ -35,11 +36,6 @@ def repo_root() -> Path:
         if (parent / "images" / "sandbox" / "image.toml").exists():
             return parent
     return Path.cwd()
-
-
-def default_cache() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "terminai-sandbox"
 
 
 def git_revision(root: Path) -> str:
@@ -97,7 +93,7 @@ def image_interpreter(spec: ImageSpec, lock: DebianLock) -> ImageInterpreter:
             hint="relock with 'terminai-sandbox lock' or correct python.site_packages",
         )
     return ImageInterpreter(
-        path=python.IMAGE_INTERPRETER,
+        path=wheels.IMAGE_INTERPRETER,
         package=f"{name}={versions[0]}",
         tags=tuple(python.target_tags(spec.site_packages, spec.architecture)),
     )

@@ -1,8 +1,7 @@
-"""Python side of the build: wheels fetched by hash, the T-APTS wheel, staged installs.
+"""Python side of the build: the T-APTS wheel, byte-compiling in the image.
 
-Wheels (checked against their locked sha256) are installed with PyPA's ``installer``
-into a staging tree at their final image paths, with console scripts for the image's
-interpreter. They are then byte-compiled by the image's own interpreter inside an
+Wheels (checked against their locked sha256) are installed by :mod:`terminai_sandbox.wheels`
+into a staging tree at their final image paths. They are then byte-compiled by the image's own interpreter inside an
 unpacked copy of the image root, with checked-hash invalidation (so ``.pyc`` files hold
 no build path, no timestamp and nothing of the host's Python). The T-APTS wheel is built
 from the repository with SOURCE_DATE_EPOCH so its zip is reproducible.
@@ -26,17 +25,8 @@ from installer.exceptions import InvalidWheelSource
 from installer.sources import WheelFile
 
 from terminai_sandbox.errors import BuildError, LockError
-
-#: The interpreter console scripts name, and the one that byte-compiles: the image's own.
-IMAGE_INTERPRETER = "/usr/bin/python3"
-INSTALLER_TAG = b"terminai-sandbox\n"
-
-
-def _run(cmd: list[str], what: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=cwd, check=False)
-    if proc.returncode != 0:
-        tail = "\n".join((proc.stderr + proc.stdout).splitlines()[-20:])
-        raise BuildError(f"{what} failed (exit {proc.returncode}):\n{tail}")
+from terminai_sandbox.wheels import IMAGE_INTERPRETER, INSTALLER_TAG, locked_wheels
+from terminai_sandbox.wheels import run_tool as _run
 
 
 def target_tags(site_packages: str, architecture: str) -> list[str]:
@@ -52,49 +42,6 @@ def target_tags(site_packages: str, architecture: str) -> list[str]:
         "--python-version", f"{found[1]}.{found[2]}", "--implementation", "cp", "--abi", f"cp{version}",
         *(option for platform in platforms for option in ("--platform", platform)),
     ]  # fmt: skip
-
-
-def locked_wheels(requirements: Path, cache: Path, target: list[str] | None = None) -> list[Path]:
-    """Download (or reuse from ``cache``) every wheel in the lock and check its sha256.
-    ``target`` (from ``target_tags``) picks binary wheels for the image's interpreter."""
-    wanted: dict[str, str] = {}
-    for raw in requirements.read_text().splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        spec, _, hashpart = line.partition("--hash=sha256:")
-        if not hashpart or "==" not in spec:
-            raise LockError(f"{requirements}: every line needs NAME==VERSION --hash=sha256:HEX, got {line!r}")
-        wanted[spec.strip()] = hashpart.strip()
-    cache.mkdir(parents=True, exist_ok=True)
-    by_hash = {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in cache.glob("*.whl")}
-    missing = [req for req, digest in wanted.items() if digest not in by_hash]
-    if missing:
-        _run(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--quiet",
-                "--no-deps",
-                "--only-binary=:all:",
-                "--require-hashes",
-                "-r",
-                str(requirements),
-                "-d",
-                str(cache),
-                *(target or []),
-            ],
-            "downloading locked wheels",
-        )
-        by_hash = {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in cache.glob("*.whl")}
-    out = []
-    for req, digest in sorted(wanted.items()):
-        if digest not in by_hash:
-            raise LockError(f"no wheel with the locked sha256 for {req}", hint="check requirements.lock")
-        out.append(by_hash[digest])
-    return out
 
 
 def wheel_builder(lock: Path, wheelhouse: Path, where: Path) -> Path:
@@ -178,36 +125,6 @@ def build_tapts_wheel(source: Path, out_dir: Path, *, source_date_epoch: int, bu
         raise BuildError(f"expected one T-APTS wheel in {out_dir}, found {len(wheels)}")
     shutil.rmtree(work)
     return wheels[0]
-
-
-def install(wheels: list[Path], staging: Path, *, site_packages: str, scripts: str = "/usr/local/bin") -> None:
-    """Install ``wheels`` into ``staging`` as if ``staging`` were the image's root.
-
-    PyPA's ``installer`` writes each file at its image path, generates console scripts
-    for the image's interpreter and writes ``RECORD`` for exactly those bytes, so nothing
-    of the host (its interpreter, pip, the checkout path) reaches the layer. Nothing is
-    byte-compiled here: :func:`compile_in_image` does that with the image's interpreter.
-    """
-    destination = SchemeDictionaryDestination(
-        scheme_dict={
-            "purelib": site_packages,
-            "platlib": site_packages,
-            "headers": "/usr/local/include",
-            "scripts": scripts,
-            "data": "/usr/local",
-        },
-        interpreter=IMAGE_INTERPRETER,
-        script_kind="posix",
-        bytecode_optimization_levels=(),
-        destdir=str(staging),
-    )
-    for wheel in wheels:
-        try:
-            with WheelFile.open(wheel) as source:
-                source.validate_record()
-                installer.install(source, destination, additional_metadata={"INSTALLER": INSTALLER_TAG})
-        except (InvalidWheelSource, ValueError, OSError) as exc:
-            raise BuildError(f"installing {wheel.name} failed: {exc}") from None
 
 
 def compile_in_image(staging: Path, image_root: Path) -> int:

@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from terminai_sandbox.assemble import layers
+from terminai_sandbox import layers
 from terminai_sandbox.assemble.image import BuildOptions, BuildResult, Progress, _quiet, build_image, result_from_dict
 from terminai_sandbox.errors import BuildError, ReproducibilityError
 
