@@ -123,10 +123,10 @@ def cases(tmp: Path, layout: Path) -> dict[str, Case]:
         ),
         "verify, unreachable registry": Case(("verify", unreachable, "--key", "cosign.pub"), 9, f"registry {closed}"),
         "verify, missing key": Case(("verify", unreachable, "--key", "absent.pub"), 3, "cannot read public key"),
-        "verify, no policy": Case(("verify", unreachable), 3, "pass exactly one of --key"),
+        "verify, no policy": Case(("verify", unreachable), 3, "no verification policy"),
         "verify, bad reference": Case(("verify", "Bad::Ref", "--key", "cosign.pub"), 3, "image reference 'Bad::Ref'"),
         "kube, unreachable registry": Case(("kube", unreachable, "--key", "cosign.pub"), 9, f"registry {closed}"),
-        "kube, no policy": Case(("kube", unreachable), 3, "pass exactly one of --key"),
+        "kube, no policy": Case(("kube", unreachable), 3, "no verification policy"),
         "kube, bad name": Case(
             ("kube", unreachable, "--key", "cosign.pub", "--name", "Bad_Name"),
             3,

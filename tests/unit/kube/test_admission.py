@@ -107,8 +107,8 @@ def test_a_policy_that_trusts_nothing_emits_nothing() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"key": None, "identity": None, "issuer": None, "policy_file": None}, "pass exactly one"),
-        ({"key": None, "identity": IDENTITY, "issuer": None, "policy_file": None}, "needs both"),
+        ({"key": None, "identity": None, "issuer": None, "policy_file": None}, "no verification policy"),
+        ({"key": None, "identity": IDENTITY, "issuer": None, "policy_file": None}, "go together"),
     ],
 )
 def test_the_trust_options_are_verify_s(options: dict[str, Any], message: str) -> None:

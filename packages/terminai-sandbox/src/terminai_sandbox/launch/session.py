@@ -17,7 +17,7 @@ from pathlib import Path
 
 from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.common.runtime import runsc_binary
-from terminai_sandbox.errors import ConfigError
+from terminai_sandbox.common.trust_options import choose_trust, no_trust
 from terminai_sandbox.launch import audit, trust
 from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
 from terminai_sandbox.launch.default_image import builtin_default
@@ -47,34 +47,30 @@ class LaunchRequest:
 
 
 def trust_source(request: LaunchRequest, env: Mapping[str, str]) -> TrustSource | None:
-    """The one verification policy the request names, else the user's policy file."""
-    key_path, identity, issuer, policy_path = (
-        request.key_path,
-        request.certificate_identity,
-        request.certificate_oidc_issuer,
-        request.policy_path,
+    """The one verification policy the request names, else the user's policy file.
+
+    The options are read by :func:`~terminai_sandbox.common.trust_options.choose_trust`, as
+    ``verify`` and ``kube`` read them.
+    """
+    choice = choose_trust(
+        key=request.key_path,
+        identity=request.certificate_identity,
+        issuer=request.certificate_oidc_issuer,
+        policy=request.policy_path,
     )
-    chosen = [x for x in (key_path, identity or issuer, policy_path) if x]
-    if len(chosen) > 1:
-        raise ConfigError("pass only one of --key, --certificate-identity/--certificate-oidc-issuer, --policy")
-    if bool(identity) != bool(issuer):
-        raise ConfigError("--certificate-identity and --certificate-oidc-issuer go together")
-    if key_path:
-        return trust.key_file(key_path)
-    if identity and issuer:
-        return trust.keyless_identity(identity, issuer)
-    if policy_path:
-        return trust.policy_file(policy_path)
+    if choice is not None and choice.key is not None:
+        return trust.key_file(choice.key)
+    if choice is not None and choice.policy is not None:
+        return trust.policy_file(choice.policy)
+    if choice is not None:
+        return trust.keyless_identity(choice.identity, choice.issuer)
     config_home = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
     default = Path(config_home) / "terminai-sandbox" / "policy.json"
     if default.exists():
         return trust.policy_file(default)
     if request.unsafe_skip_verify:
         return None
-    raise ConfigError(
-        "no verification policy: nothing can be verified",
-        hint=f"pass --key cosign.pub, a keyless identity, --policy FILE, or create {default}",
-    )
+    raise no_trust(also=f"create {default}")
 
 
 def prepare(

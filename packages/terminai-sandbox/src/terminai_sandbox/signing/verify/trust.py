@@ -33,6 +33,7 @@ from typing import Literal
 
 from cryptography.hazmat.primitives.asymmetric import ec
 
+from terminai_sandbox.common.trust_options import choose_trust, no_trust
 from terminai_sandbox.errors import ConfigError, VerificationError
 from terminai_sandbox.signing.formats.keys import key_id, load_public
 
@@ -215,15 +216,14 @@ def policy_from_options(
     """The policy named by ``verify``'s options (exactly one of a key, a keyless identity, a file).
 
     ``verify`` and ``kube`` both call this, so an admission policy is generated from the
-    very object the image was verified against.
+    very object the image was verified against. The options are read by
+    :func:`terminai_sandbox.common.trust_options.choose_trust`, as a launch reads them.
     """
-    if bool(identity) != bool(issuer):
-        raise ConfigError("keyless verification needs both --certificate-identity and --certificate-oidc-issuer")
-    chosen = [x for x in (key, identity, policy_file) if x]
-    if len(chosen) != 1:
-        raise ConfigError("pass exactly one of --key, --certificate-identity/--certificate-oidc-issuer or --policy")
-    if key:
-        return VerificationPolicy.single_key(key)
-    if policy_file:
-        return load_policy(policy_file)
-    return VerificationPolicy(identities=(KeylessIdentity(identity=identity, issuer=issuer),))
+    choice = choose_trust(key=key, identity=identity, issuer=issuer, policy=policy_file)
+    if choice is None:
+        raise no_trust()
+    if choice.key is not None:
+        return VerificationPolicy.single_key(choice.key)
+    if choice.policy is not None:
+        return load_policy(choice.policy)
+    return VerificationPolicy(identities=(KeylessIdentity(identity=choice.identity, issuer=choice.issuer),))
