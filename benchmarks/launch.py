@@ -47,10 +47,10 @@ import time
 from pathlib import Path
 
 from terminai_sandbox.assemble import BuildOptions, build_image
-from terminai_sandbox.localregistry import loopback_registry
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.signing import sign
 from terminai_sandbox.signing.formats import keys
+from terminai_sandbox_dev.localregistry import loopback_registry
 
 CLI = str(Path(sys.executable).with_name("terminai-sandbox"))
 ROOT = Path(__file__).resolve().parents[1]

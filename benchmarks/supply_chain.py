@@ -24,13 +24,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from terminai_sandbox.artifacts.image_locks import ImageLocks
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.common.reference import ImageRef
-from terminai_sandbox.localregistry import loopback_registry
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.sbom import SbomOptions, generate
 from terminai_sandbox.signing import sign
 from terminai_sandbox.signing.formats import keys
 from terminai_sandbox.signing.verify.image import verify_image
 from terminai_sandbox.signing.verify.trust import TrustedKey, VerificationPolicy
+from terminai_sandbox_dev.localregistry import loopback_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 

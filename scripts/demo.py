@@ -27,7 +27,7 @@ import tempfile
 from pathlib import Path
 
 from terminai_sandbox.errors import SandboxError
-from terminai_sandbox.localregistry import loopback_registry
+from terminai_sandbox_dev.localregistry import loopback_registry
 
 ROOT = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent

@@ -16,8 +16,8 @@ from pathlib import Path
 from terminai_sandbox.assemble import BuildResult, repo_root
 from terminai_sandbox.common.dockerapi import DockerApi
 from terminai_sandbox.contracts import run_contracts
-from terminai_sandbox.daemon_config import DAEMON_JSON, runsc_entry
 from terminai_sandbox.engine import Engine
+from terminai_sandbox_dev.daemon_config import DAEMON_JSON, runsc_entry
 
 from tests.fixtures.registry import RegistryServer
 from tests.integration.launcher.test_launch import Site

@@ -11,8 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.daemon_config import ensure_runsc, register_runsc, reload_dockerd, runsc_entry, with_runsc
 from terminai_sandbox.errors import EngineError
+from terminai_sandbox_dev.daemon_config import ensure_runsc, register_runsc, reload_dockerd, runsc_entry, with_runsc
 
 ADMIN = {
     "registry-mirrors": ["https://mirror.example"],
