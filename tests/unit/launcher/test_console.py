@@ -1,4 +1,8 @@
-"""The console script's click-free ``run`` path: it parses exactly as click does, or declines."""
+"""The launch options' one parser.
+
+The click-free ``run`` path and the click commands both use it, and it reads every command
+line as click's own parser would (an oracle declared here, not generated from the table).
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,18 @@ import pytest
 from click.testing import CliRunner
 from terminai_sandbox import console
 from terminai_sandbox.cli import main
-from terminai_sandbox.cli.launch_cmd import run_cmd
-from terminai_sandbox.launch import entry, session
-from terminai_sandbox.launch.options import limits_from, parse_run, request_from
+from terminai_sandbox.cli.launch_cmd import preflight_cmd, run_cmd
+from terminai_sandbox.launch import entry, options, session
+from terminai_sandbox.launch.options import (
+    PREFLIGHT_OPTIONS,
+    RUN_OPTIONS,
+    CommandLineError,
+    HelpWanted,
+    limits_from,
+    parse_preflight,
+    parse_run,
+    request_from,
+)
 from terminai_sandbox.launch.run import Limits
 
 CLI = str(Path(sys.executable).with_name("terminai-sandbox"))
@@ -36,34 +49,158 @@ ACCEPTED = [
     ["ls", "--json", "-h", "--help"],
 ]
 
-DECLINED = [
-    ["--help"],
-    ["-h"],
+MISTAKES = [
     ["--nope", "true"],
     ["-x", "true"],
+    ["-hx"],
     ["--imag", "a:1"],
+    ["--polic", "p.json"],
     ["--json=yes"],
+    ["--help=1"],
+    ["--help", "--nope"],
     ["--image"],
     ["--key", "k.pub", "--memory"],
 ]
 
+HELP = [["--help"], ["-h"], ["--image", "a:1", "-h", "true"], ["--json", "--help", "--", "x"]]
+
+PREFLIGHT_ACCEPTED = [
+    [],
+    ["--deep"],
+    ["--json", "--deep", "--key", "k.pub"],
+    ["--image=a:1", "--unsafe-allow-flag", "-x"],
+]
+PREFLIGHT_MISTAKES = [["x"], ["--", "x", "y"], ["--deep=1"], ["x", "--nope"], ["--json", "x", "--deep"]]
+
+
+def _oracle(*, command: bool) -> click.Command:
+    """``run`` (or ``preflight``) declared for click's own parser, written here from the docs.
+
+    The kernel's parser must read every command line as click's parser reads it, and word
+    every mistake as click words it: click is the grammar's independent oracle.
+    """
+    params: list[click.Parameter] = [
+        click.Option(["--image"]),
+        click.Option(["--engine"]),
+        click.Option(["--runtime"]),
+        click.Option(["--key", "key_path"], type=click.Path(path_type=Path)),
+        click.Option(["--certificate-identity"]),
+        click.Option(["--certificate-oidc-issuer"]),
+        click.Option(["--policy", "policy_path"], type=click.Path(path_type=Path)),
+        click.Option(["--unsafe-skip-verify"], is_flag=True),
+        click.Option(["--unsafe-allow-flag"], multiple=True),
+        click.Option(["--allow-floating-tag"], is_flag=True),
+        click.Option(["--insecure-registry"], is_flag=True),
+        click.Option(["--json", "as_json"], is_flag=True),
+    ]
+    if command:
+        params += [
+            click.Option(["--network"], default="none"),
+            click.Option(["--memory"], default="2g"),
+            click.Option(["--cpus"], default="2"),
+            click.Argument(["command"], nargs=-1, type=click.UNPROCESSED),
+        ]
+    else:
+        params.append(click.Option(["--deep"], is_flag=True))
+    return click.Command(
+        "run" if command else "preflight",
+        params=params,
+        context_settings={"allow_interspersed_args": not command, "help_option_names": ["-h", "--help"]},
+    )
+
 
 @pytest.mark.parametrize("args", ACCEPTED, ids=" ".join)
 def test_accepted_command_lines_parse_exactly_as_click_parses_them(args: list[str]) -> None:
-    ctx = run_cmd.make_context("run", list(args))
-    assert parse_run(args) == ctx.params
+    assert parse_run(args) == _oracle(command=True).make_context("run", list(args)).params
 
 
-@pytest.mark.parametrize("args", DECLINED, ids=" ".join)
-def test_declined_command_lines_are_left_to_click(args: list[str]) -> None:
-    assert parse_run(args) is None
-    with pytest.raises((click.exceptions.Exit, click.UsageError)):
-        run_cmd.make_context("run", list(args))
+@pytest.mark.parametrize("args", MISTAKES, ids=" ".join)
+def test_each_mistake_is_worded_as_click_words_it(args: list[str]) -> None:
+    with pytest.raises(CommandLineError) as kernel:
+        parse_run(args)
+    with pytest.raises(click.UsageError) as oracle:
+        _oracle(command=True).make_context("run", list(args))
+    assert str(kernel.value) == oracle.value.format_message()
+
+
+@pytest.mark.parametrize("args", HELP, ids=" ".join)
+def test_a_help_flag_among_the_options_asks_for_help(args: list[str]) -> None:
+    with pytest.raises(HelpWanted):
+        parse_run(args)
+    with pytest.raises(click.exceptions.Exit):
+        _oracle(command=True).make_context("run", list(args))
+
+
+@pytest.mark.parametrize("args", PREFLIGHT_ACCEPTED, ids=" ".join)
+def test_preflight_parses_as_click_parses_it(args: list[str]) -> None:
+    assert parse_preflight(args) == _oracle(command=False).make_context("preflight", list(args)).params
+
+
+@pytest.mark.parametrize("args", PREFLIGHT_MISTAKES, ids=" ".join)
+def test_preflight_mistakes_are_worded_as_click_words_them(args: list[str]) -> None:
+    with pytest.raises(CommandLineError) as kernel:
+        parse_preflight(args)
+    with pytest.raises(click.UsageError) as oracle:
+        _oracle(command=False).make_context("preflight", list(args))
+    assert str(kernel.value) == oracle.value.format_message()
+
+
+@pytest.mark.parametrize(("command", "parser", "args"), [
+    (run_cmd, parse_run, ["--image", PINNED, "--memory=1g", "--", "true"]),
+    (preflight_cmd, parse_preflight, ["--deep", "--key", "k.pub"]),
+])  # fmt: skip
+def test_the_click_commands_hand_their_arguments_to_the_kernel_parser(
+    monkeypatch: pytest.MonkeyPatch, command: click.Command, parser: object, args: list[str]
+) -> None:
+    seen: list[list[str]] = []
+    real = options.parse
+
+    def spy(given: list[str], *rest: object, **kwargs: object) -> dict[str, object]:
+        seen.append(list(given))
+        return real(given, *rest, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(options, "parse", spy)
+    ctx = command.make_context(command.name or "", list(args))
+    assert seen == [args]
+    assert ctx.params == parser(args)  # type: ignore[operator]
+    with pytest.raises(click.UsageError, match=r"^No such option '--nope'\.$"):
+        command.make_context(command.name or "", ["--nope"])
+
+
+def test_the_help_lists_every_option_of_the_table_with_its_help_and_default() -> None:
+    result = CliRunner().invoke(main, ["run", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    lines = result.output.splitlines()
+    for option in RUN_OPTIONS:
+        (line,) = [line for line in lines if line.strip().startswith(option.flag + " ")]
+        assert option.help in line
+        if option.default is not None:
+            assert f"[default: {option.default}]" in line
+    preflight = CliRunner().invoke(main, ["preflight", "--help"], terminal_width=200).output
+    assert all(option.flag in preflight for option in PREFLIGHT_OPTIONS)
+
+
+def test_a_mistake_is_the_same_on_the_click_free_path_and_through_click(tmp_path: Path) -> None:
+    fast = _fast_run(["--imag", "a:1", "true"], tmp_path)
+    fast_errors = [line for line in fast.stderr.splitlines() if not line.startswith("import time:")]
+    assert fast.returncode == 2
+    assert fast_errors == [
+        "error: No such option '--imag'. Did you mean '--image'?",
+        "  hint: see 'terminai-sandbox run --help'",
+    ]
+    # Through click (preflight has no click-free path): the same wording, exit and hint.
+    via_click = subprocess.run([CLI, "preflight", "--imag", "a:1"], capture_output=True, text=True, check=False)
+    assert via_click.returncode == 2
+    assert via_click.stderr.splitlines() == [
+        "error: No such option '--imag'. Did you mean '--image'?",
+        "  hint: see 'terminai-sandbox preflight --help'",
+    ]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in fast.stderr.splitlines() if line.startswith("import time:")}
+    assert "terminai_sandbox.launch.options" in imported and "click" not in imported  # the kernel said it, alone
 
 
 def test_options_after_the_command_belong_to_the_command() -> None:
     params = parse_run(["--memory", "1g", "python3", "--memory", "4g", "--", "--json"])
-    assert params is not None
     assert params["command"] == ("python3", "--memory", "4g", "--", "--json")
     assert limits_from(params) == Limits(memory="1g")
     assert request_from(params) == session.LaunchRequest()

@@ -1,11 +1,11 @@
 """``terminai-sandbox preflight | run | audit verify``: launch verified, hardened sessions.
 
-The commands are built from the launch kernel's option table
-(:mod:`terminai_sandbox.launch.options`) and call its session
-(:mod:`terminai_sandbox.launch.session`): one implementation. The console script hands
-plain ``run`` command lines to the kernel's own entry (:mod:`terminai_sandbox.launch.entry`)
-before click is imported; these commands serve ``run --help``, what that entry declines,
-and callers that invoke the click group directly.
+The commands' options are generated from the launch kernel's option tables
+(:mod:`terminai_sandbox.launch.options`), which click uses for the help only: the raw
+arguments go to the kernel's one parser, and the commands call its session
+(:mod:`terminai_sandbox.launch.session`). The console script hands ``run`` command lines to
+the kernel's own entry (:mod:`terminai_sandbox.launch.entry`) before click is imported;
+these commands serve ``run --help`` and callers that invoke the click group directly.
 """
 
 from __future__ import annotations
@@ -19,8 +19,14 @@ from typing import Any
 
 import click
 
-from terminai_sandbox.launch import audit, session
-from terminai_sandbox.launch.options import LAUNCH_OPTIONS, LIMIT_OPTIONS, Option, limits_from, request_from
+from terminai_sandbox.launch import audit, options, session
+from terminai_sandbox.launch.options import (
+    PREFLIGHT_OPTIONS,
+    RUN_OPTIONS,
+    Option,
+    limits_from,
+    request_from,
+)
 
 
 def _say(line: str) -> None:
@@ -39,6 +45,37 @@ def _click_option(option: Option) -> Callable[[Any], Any]:
     )
 
 
+class _KernelParsed(click.Command):
+    """A command whose arguments the launch kernel parses; click declares the options for the help.
+
+    ``table`` is the kernel's option table; ``takes_command`` says whether arguments after
+    the options are the session's command (``run``) or a mistake (``preflight``).
+    """
+
+    def __init__(self, *args: Any, table: Sequence[Option], takes_command: bool, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.table = tuple(table)
+        self.takes_command = takes_command
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        try:
+            params = options.parse(args, self.table, command=self.takes_command)
+        except options.HelpWanted:
+            if not ctx.resilient_parsing:  # completion asks for the parameters, never the help
+                click.echo(ctx.get_help(), color=ctx.color)
+                ctx.exit()
+            params = options.defaults(self.table)
+        except options.CommandLineError as exc:
+            if not ctx.resilient_parsing:
+                raise click.UsageError(str(exc), ctx) from None
+            params = options.defaults(self.table)
+        if self.takes_command:
+            params.setdefault("command", ())
+        ctx.params.update(params)
+        ctx.args = []
+        return []
+
+
 def _options(table: Sequence[Option]) -> Callable[[click.decorators.FC], click.decorators.FC]:
     def apply(func: click.decorators.FC) -> click.decorators.FC:
         for option in reversed(table):
@@ -48,9 +85,8 @@ def _options(table: Sequence[Option]) -> Callable[[click.decorators.FC], click.d
     return apply
 
 
-@click.command("preflight")
-@_options(LAUNCH_OPTIONS)
-@click.option("--deep", is_flag=True, help="also run the contract suite inside the image")
+@click.command("preflight", cls=_KernelParsed, table=PREFLIGHT_OPTIONS, takes_command=False)
+@_options(PREFLIGHT_OPTIONS)
 def preflight_cmd(deep: bool, **params: Any) -> None:
     """Run preflight steps 0-6 and report each one."""
     request = request_from(params)
@@ -79,9 +115,16 @@ def preflight_cmd(deep: bool, **params: Any) -> None:
 
 
 # Options end at the first argument that is not one (as in `docker run`), so everything after
-# the command's name belongs to the command.
-@click.command("run", context_settings={"allow_interspersed_args": False})
-@_options(LAUNCH_OPTIONS + LIMIT_OPTIONS)
+# the command's name belongs to the command (the kernel's parser; the setting keeps the help's
+# usage line right).
+@click.command(
+    "run",
+    cls=_KernelParsed,
+    table=RUN_OPTIONS,
+    takes_command=True,
+    context_settings={"allow_interspersed_args": False},
+)
+@_options(RUN_OPTIONS)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def run_cmd(command: tuple[str, ...], **params: Any) -> None:
     """Preflight, then COMMAND in a hardened container of the verified image (by digest)."""

@@ -2,9 +2,9 @@
 
 Every session start waits on ``run``, so the console script (:mod:`terminai_sandbox.console`)
 hands a ``run`` command line here before it imports click, which alone costs a warm start
-~45 ms on a loaded machine. :func:`launch` parses it with the option table the click
-commands are built from (:mod:`.options`); a command line that table cannot parse (``--help``,
-an unknown option, a missing value) is declined, and click then handles it as usual.
+~45 ms on a loaded machine. :func:`launch` parses it with the launch options' one parser
+(:mod:`.options`, which the click commands use too); a mistake is reported here as click
+would report it (exit 2), and only a request for help is declined, for click to print.
 
 The boundary is the same as the click group's: a :class:`~terminai_sandbox.errors.SandboxError`
 becomes its message, hint and exit code; an interrupt exit 130; anything else
@@ -20,7 +20,9 @@ from collections.abc import Sequence
 
 from terminai_sandbox.errors import Interrupted, SandboxError, as_sandbox_error
 from terminai_sandbox.launch import session
-from terminai_sandbox.launch.options import limits_from, parse_run, request_from
+from terminai_sandbox.launch.options import CommandLineError, HelpWanted, limits_from, parse_run, request_from
+
+USAGE_EXIT = 2  # a bad command line, as click exits for one
 
 
 def say(line: str) -> None:
@@ -39,10 +41,15 @@ def unexpected(exc: BaseException, debug: bool) -> int:
 
 
 def launch(args: Sequence[str], *, debug: bool = False) -> int | None:
-    """Run a session for ``run ARGS``; its exit code, or None when :func:`parse_run` declines ARGS."""
-    params = parse_run(args)
-    if params is None:
+    """Run a session for ``run ARGS``; its exit code, or None when ARGS ask for help (click prints it)."""
+    try:
+        params = parse_run(args)
+    except HelpWanted:
         return None
+    except CommandLineError as exc:  # worded and hinted as the click group words a usage error
+        say(f"error: {exc}")
+        say("  hint: see 'terminai-sandbox run --help'")
+        return USAGE_EXIT
     try:
         return session.run(request_from(params), params["command"], limits=limits_from(params), env=os.environ, say=say)
     except SandboxError as exc:

@@ -1,11 +1,12 @@
-"""The options of ``preflight`` and ``run``, declared once.
+"""The options of ``preflight`` and ``run``: declared once, parsed once.
 
-The click commands build their options from these tables
-(:mod:`terminai_sandbox.cli.launch_cmd`). :func:`parse_run` reads a plain ``run`` command
-line with the same tables, so the console script can start a session without importing
-click (see :mod:`terminai_sandbox.launch.entry`); it declines everything else, and click then
-parses as usual. A unit test checks that both parsers agree on every command line
-:func:`parse_run` accepts.
+The tables below are the only declaration, and :func:`parse` the only parser. The console
+script's click-free ``run`` path (:mod:`terminai_sandbox.launch.entry`) calls it directly;
+the click commands (:mod:`terminai_sandbox.cli.launch_cmd`) are generated from the same
+tables for their help, and hand their raw arguments to :func:`parse` too. The grammar is
+click's (a unit test holds it to click's own parser, and each mistake to click's wording):
+long options with ``--opt VALUE`` or ``--opt=VALUE``, flags without a value, ``-h``/``--help``;
+for ``run`` the command starts after ``--`` or at the first argument that is not an option.
 """
 
 from __future__ import annotations
@@ -61,6 +62,19 @@ LIMIT_OPTIONS = tuple(
 )
 
 RUN_OPTIONS = LAUNCH_OPTIONS + LIMIT_OPTIONS
+PREFLIGHT_OPTIONS = (
+    *LAUNCH_OPTIONS,
+    Option(flag="--deep", dest="deep", kind="flag", help="also run the contract suite inside the image"),
+)
+HELP_FLAGS = ("-h", "--help")
+
+
+class CommandLineError(Exception):
+    """A command line the table cannot parse; the message words the mistake as click does."""
+
+
+class HelpWanted(Exception):
+    """``-h`` or ``--help`` among the options (and no mistake): the caller prints the help."""
 
 
 def request_from(params: dict[str, Any]) -> LaunchRequest:
@@ -72,44 +86,96 @@ def limits_from(params: dict[str, Any]) -> Limits:
     return Limits(**{o.dest: params[o.dest] for o in LIMIT_OPTIONS})
 
 
-def parse_run(args: Sequence[str]) -> dict[str, Any] | None:
-    """``run``'s parameters as click parses them, or None when click must decide.
+def defaults(table: Sequence[Option]) -> dict[str, Any]:
+    """Every option of ``table`` at its default: () if repeatable, False if a flag."""
+    return {o.dest: () if o.kind == "multiple" else False if o.kind == "flag" else o.default for o in table}
 
-    Accepted: the options in :data:`RUN_OPTIONS` (``--opt VALUE``, ``--opt=VALUE``, flags),
-    then the command, which starts after ``--`` or at the first argument that is not an
-    option. Declined: help, an unknown option, a flag given a value, a missing value.
+
+def _no_such_option(flag: str, known: Sequence[str]) -> CommandLineError:
+    message = f"No such option {flag!r}."
+    if flag.startswith("--"):
+        import difflib  # noqa: PLC0415  (only for a mistake)
+
+        close = sorted(difflib.get_close_matches(flag, known))
+        if len(close) == 1:
+            message += f" Did you mean {close[0]!r}?"
+        elif close:
+            message += " (Did you mean one of: " + ", ".join(repr(c) for c in close) + "?)"
+    return CommandLineError(message)
+
+
+def parse(args: Sequence[str], table: Sequence[Option], *, command: bool) -> dict[str, Any]:
+    """The parameters ``args`` give the options of ``table``.
+
+    With ``command`` (``run``), options end at ``--`` or at the first argument that is not
+    one, and the rest is ``params["command"]``; without it (``preflight``), options and
+    arguments may mix and any argument is a mistake. Raises :class:`CommandLineError` for
+    a mistake (an unknown option, a flag given a value, a missing value, an extra
+    argument), else :class:`HelpWanted` when a help flag was among the options.
     """
-    by_flag = {o.flag: o for o in RUN_OPTIONS}
-    params: dict[str, Any] = {}
-    for known in RUN_OPTIONS:
-        params[known.dest] = () if known.kind == "multiple" else False if known.kind == "flag" else known.default
+    by_flag = {o.flag: o for o in table}
+    params = defaults(table)
+    extra: list[str] = []
+    wants_help = False
     i = 0
     while i < len(args):
         arg = args[i]
         if arg == "--":
-            i += 1
+            extra.extend(args[i + 1 :])
+            i = len(args)
             break
         if not arg.startswith("-") or arg == "-":
-            break
-        flag, has_value, inline = arg.partition("=")
-        option = by_flag.get(flag)
-        if option is None:
-            return None
-        if option.kind == "flag":
-            if has_value:
-                return None
-            params[option.dest] = True
+            if command:
+                break
+            extra.append(arg)
             i += 1
             continue
+        i += 1
+        if not arg.startswith("--"):  # a cluster of short options: only -h exists
+            for letter in arg[1:]:
+                if f"-{letter}" not in HELP_FLAGS:
+                    raise _no_such_option(f"-{letter}", ())
+                wants_help = True
+            continue
+        flag, has_value, inline = arg.partition("=")
+        if flag == "--help":
+            if has_value:
+                raise CommandLineError(f"Option {flag!r} does not take a value.")
+            wants_help = True
+            continue
+        option = by_flag.get(flag)
+        if option is None:
+            raise _no_such_option(flag, [*by_flag, "--help"])
+        if option.kind == "flag":
+            if has_value:
+                raise CommandLineError(f"Option {flag!r} does not take a value.")
+            params[option.dest] = True
+            continue
         if has_value:
-            value, i = inline, i + 1
-        elif i + 1 < len(args):
-            value, i = args[i + 1], i + 2
+            value = inline
+        elif i < len(args):
+            value, i = args[i], i + 1
         else:
-            return None
+            raise CommandLineError(f"Option {flag!r} requires an argument.")
         if option.kind == "multiple":
             params[option.dest] = (*params[option.dest], value)
         else:
             params[option.dest] = Path(value) if option.kind == "path" else value
-    params["command"] = tuple(args[i:])
+    if wants_help:
+        raise HelpWanted
+    if command:
+        params["command"] = (*extra, *args[i:])
+    elif extra:
+        plural = "s" if len(extra) > 1 else ""
+        raise CommandLineError(f"Got unexpected extra argument{plural} ({' '.join(extra)})")
     return params
+
+
+def parse_run(args: Sequence[str]) -> dict[str, Any]:
+    """``run``'s parameters (see :func:`parse`)."""
+    return parse(args, RUN_OPTIONS, command=True)
+
+
+def parse_preflight(args: Sequence[str]) -> dict[str, Any]:
+    """``preflight``'s parameters (see :func:`parse`)."""
+    return parse(args, PREFLIGHT_OPTIONS, command=False)
