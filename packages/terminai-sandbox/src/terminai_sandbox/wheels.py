@@ -42,7 +42,7 @@ def default_cache() -> Path:
 
 def locked_wheels(requirements: Path, cache: Path, target: list[str] | None = None) -> list[Path]:
     """Download (or reuse from ``cache``) every wheel in the lock and check its sha256.
-    ``target`` (from ``target_tags``) picks binary wheels for the image's interpreter."""
+    ``target`` (from ``assemble.python.target_tags``) picks binary wheels for the image's interpreter."""
     wanted: dict[str, str] = {}
     for raw in requirements.read_text().splitlines():
         line = raw.strip()
