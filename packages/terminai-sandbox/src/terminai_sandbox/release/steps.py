@@ -35,7 +35,7 @@ from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.contracts import run_contracts
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import ArtifactError, ReleaseError, SandboxError
-from terminai_sandbox.registry import RegistryClient
+from terminai_sandbox.registry import ProgressCallback, RegistryClient
 from terminai_sandbox.release.signing import ReleaseSigner
 from terminai_sandbox.release.state import ReleaseState
 from terminai_sandbox.sbom import SbomOptions, generate
@@ -201,10 +201,10 @@ def describe(target: Path, options: Describe) -> ReleaseState:
     return state
 
 
-def push(target: Path, client: RegistryClient) -> ReleaseState:
-    """Step 4: push the image by digest; no tag yet."""
+def push(target: Path, client: RegistryClient, *, on_progress: ProgressCallback | None = None) -> ReleaseState:
+    """Step 4: push the image by digest; no tag yet (``on_progress`` hears about each blob)."""
     state, layout, ref = _resume(target, "describe")
-    pushed = _step("push", lambda: client.push_layout(layout, ref.repository))
+    pushed = _step("push", lambda: client.push_layout(layout, ref.repository, on_progress=on_progress))
     if pushed.digest != state.manifest_digest:
         raise ReleaseError(f"the registry holds {pushed.digest}, not the built {state.manifest_digest}")
     state = state.record("push", {"reference": ref.with_digest(pushed.digest).pinned})
