@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from terminai_apts.errors import IntegrityError, JournalError, MemoryStoreError, UsageError
-from terminai_apts.memory import store
+from terminai_apts.memory import render, store
 from terminai_apts.memory.api import ThermalMemory, open_memory
 from terminai_apts.memory.journal import SCHEDULES, MemoryJournal
 from terminai_apts.memory.query import normalize_date
@@ -69,7 +69,7 @@ def _results(args: argparse.Namespace, res: Results) -> int:
         "plan": res.plan,
         "hits": [{**asdict(h.memory), "score": h.score, "snippet": h.snippet} for h in res.hits],
     }
-    return _emit(args, value, repr(res))
+    return _emit(args, value, render.results(res))
 
 
 def _indexed(db: Path) -> int:
@@ -184,13 +184,13 @@ def _cmd_count(args: argparse.Namespace) -> int:
 def _cmd_get(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         rec = mem.require(args.id)
-    return _emit(args, asdict(rec), f"#{rec.id} [{rec.date}] {rec.title}\n{rec.content}")
+    return _emit(args, asdict(rec), render.record(rec))
 
 
 def _cmd_summarize(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         text = mem.summarize(args.query, max_results=args.max_results)
-    return _emit(args, {"summary": text}, text)
+    return _emit(args, {"summary": text}, render.block(text))
 
 
 def journal_root(path: str) -> Path:
