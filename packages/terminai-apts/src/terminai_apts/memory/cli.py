@@ -86,6 +86,8 @@ def _indexed(db: Path) -> int:
 
 def _cmd_index(args: argparse.Namespace) -> int:
     db = Path(args.db)
+    if db.is_dir():
+        journal_root(args.db)  # a plain directory is refused, not made into a journal
     records: list[NewMemory] = []
     if not db.is_dir() and not args.journal and not args.archive:
         raise UsageError(
@@ -193,6 +195,9 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     return _emit(args, {"summary": text}, render.block(text))
 
 
+JOURNAL_TIERS = ("hot", "warm", "cold")  # a journal's root holds at least one of these
+
+
 def journal_root(path: str) -> Path:
     """An existing journal directory, or a :class:`JournalError` naming what ``path`` is instead."""
     root = Path(path)
@@ -203,6 +208,13 @@ def journal_root(path: str) -> Path:
         raise JournalError(
             f"{root} is {what}, not a journal directory",
             hint="pass the journal's root directory (the one holding hot/, warm/ and cold/)",
+        )
+    if not any((root / tier).is_dir() for tier in JOURNAL_TIERS):
+        # Checked before anything is opened or locked: a plain directory is left as it was
+        # (no .lock, no warm/), and verify or compact never reports on a journal that is not there.
+        raise JournalError(
+            f"{root} is not a journal directory: it holds none of {', '.join(t + '/' for t in JOURNAL_TIERS)}",
+            hint="pass the journal's root directory; to build an index file, name a file (DIR/index.sqlite)",
         )
     return root
 

@@ -17,6 +17,7 @@ and the pushed digest verified.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
@@ -101,8 +102,19 @@ def _resume(target: Path, after: str) -> tuple[ReleaseState, OciLayout, ImageRef
 def build(target: Path, *, version: str, repository: str, image: Callable[[], BuiltImage]) -> ReleaseState:
     """Step 1: build (or take) the image and place its OCI layout in ``target/oci``."""
     ImageRef.parse(repository, what="release repository")  # refused before anything is built
+    made = [p for p in (target, *target.parents) if not p.exists()]  # what this step creates
     target.mkdir(parents=True, exist_ok=True)
-    built: BuiltImage = _step("build", image)
+    try:
+        built: BuiltImage = _step("build", image)
+    except BaseException:
+        # A failed first build (outside a checkout, say) leaves no empty dist/X.Y.Z behind;
+        # a directory that held an earlier release's files is not touched.
+        if made:
+            shutil.rmtree(made[0], ignore_errors=True)
+            for parent in made[1:]:
+                with contextlib.suppress(OSError):
+                    parent.rmdir()
+        raise
     layout = built.oci_layout
     if layout.root.resolve() != (target / "oci").resolve():
         shutil.rmtree(target / "oci", ignore_errors=True)
