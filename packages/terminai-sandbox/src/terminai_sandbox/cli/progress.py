@@ -3,7 +3,8 @@
 A line is printed when stderr is a terminal and ``-q`` was not given; a step that runs
 longer than :data:`HEARTBEAT` seconds says it is still running every :data:`HEARTBEAT`
 seconds, so a two-minute Debian stage is never silent. Uploads to a registry print one
-line per blob and its byte count while it goes out. Nothing here goes to stdout.
+line per blob and its byte count while it goes out; pulls, per layer, what the engine
+reports (its byte counts while a layer downloads). Nothing here goes to stdout.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # the registry client (and requests) load only when a command pushes
+if TYPE_CHECKING:  # the registry client and the engine's SDK load only when a command uses them
+    from terminai_sandbox.engine import PullProgress
     from terminai_sandbox.registry import BlobProgress
 
 HEARTBEAT = 2.0  # seconds: steps shorter than this print nothing extra
@@ -97,5 +99,27 @@ def blob_reporter() -> Callable[[BlobProgress], None] | None:
             if now - last.get(event.digest, 0.0) >= BYTES_EVERY or event.done == event.total:
                 last[event.digest] = now
                 line(f"blob {short}: {size(event.done)} of {size(event.total)}")
+
+    return report
+
+
+def pull_reporter() -> Callable[[PullProgress], None] | None:
+    """A callback for :meth:`Engine.pull_by_digest`: each layer's steps as the engine names
+    them, with byte counts while it downloads (at most every :data:`BYTES_EVERY` seconds per
+    layer). None when progress is not shown."""
+    if not shown():
+        return None
+    last: dict[str, float] = {}
+    said: set[tuple[str, str]] = set()
+
+    def report(event: PullProgress) -> None:
+        if event.total:
+            now = time.monotonic()
+            if now - last.get(event.layer, 0.0) >= BYTES_EVERY or event.current >= event.total:
+                last[event.layer] = now
+                line(f"layer {event.layer}: {event.status.lower()} {size(event.current)} of {size(event.total)}")
+        elif (event.layer, event.status) not in said:  # "Download complete", "Pull complete", ...
+            said.add((event.layer, event.status))
+            line(f"layer {event.layer}: {event.status.lower()}")
 
     return report
