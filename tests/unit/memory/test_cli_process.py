@@ -95,9 +95,13 @@ def test_rebuild_without_a_source_keeps_the_index(db: Path, tmp_path: Path) -> N
     proc = _run("memory", "index", str(db), "--rebuild")
     assert proc.returncode == 2 and "no source" in proc.stderr and "Traceback" not in proc.stderr
     empty = tmp_path / "empty-journal"
-    empty.mkdir()
+    (empty / "warm").mkdir(parents=True)  # a journal that holds no records yet
     proc = _run("memory", "index", str(db), "--rebuild", "--journal", str(empty))
     assert proc.returncode == 2 and "would drop all 5" in proc.stderr
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    proc = _run("memory", "index", str(db), "--rebuild", "--journal", str(plain))
+    assert proc.returncode == 22 and "not a journal directory" in proc.stderr
     proc = _run("memory", "index", str(db), "--rebuild", "--journal", str(tmp_path / "typo-in-path"))
     assert proc.returncode == 22 and "does not exist" in proc.stderr
     assert db.read_bytes() == before

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.errors import ReleaseError
+from terminai_sandbox.errors import BuildError, ReleaseError
+from terminai_sandbox.release import steps
 from terminai_sandbox.release.state import STATE_FILE, STEPS, ReleaseState
 
 DIGEST = "sha256:" + "a" * 64
@@ -83,3 +84,23 @@ def test_a_malformed_state_is_refused_with_what_to_do(tmp_path: Path, body: str)
     with pytest.raises(ReleaseError, match="release state") as caught:
         ReleaseState.load(tmp_path)
     assert "release build" in (caught.value.hint or "")
+
+
+def _failing_build() -> None:
+    raise BuildError("no image spec: not a checkout")
+
+
+def test_a_failed_first_build_leaves_no_empty_release_directory(tmp_path: Path) -> None:
+    dist = tmp_path / "out" / "dist"
+    with pytest.raises(ReleaseError, match="release stopped at step 'build'"):
+        steps.build(dist / "1.2.3", version="1.2.3", repository="127.0.0.1:5000/t/s", image=_failing_build)
+    assert not (tmp_path / "out").exists()  # neither dist/1.2.3 nor the parents it made
+
+
+def test_a_failed_rebuild_keeps_the_earlier_release_files(tmp_path: Path) -> None:
+    target = tmp_path / "dist" / "1.2.3"
+    target.mkdir(parents=True)
+    _state().record("build", {"x": 1}).save(target)
+    with pytest.raises(ReleaseError):
+        steps.build(target, version="1.2.3", repository="127.0.0.1:5000/t/s", image=_failing_build)
+    assert ReleaseState.load(target).passed("build") == {"x": 1}

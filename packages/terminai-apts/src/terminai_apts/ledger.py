@@ -14,6 +14,11 @@ says how ``hash`` is computed, and that is the only difference between the ledge
 ``canonical`` is ``json.dumps(..., sort_keys=True, separators=(",", ":"))`` (ASCII-escaped).
 Both schemes are kept so that every ledger written so far still verifies.
 
+A lone surrogate (non-UTF-8 bytes that reached a string through ``os.fsdecode``, an
+argument or a JSON ``\\udcff`` escape) is never sealed as such: :meth:`Chain.seal` writes it
+as the six characters of its escape (``\\udcff``), so every line decodes as strict UTF-8
+and parses, without surprises, in readers that refuse unpaired surrogates.
+
 :func:`walk` checks a sequence of lines and reports, per line, whether it parsed, whether
 it links to its predecessor and whether its hash matches its content; each ledger turns
 the first failure into its own error (message, hint and exit code are part of its
@@ -44,6 +49,21 @@ def encode(record: Mapping[str, object]) -> bytes:
     return (json.dumps(record, sort_keys=True) + "\n").encode()
 
 
+def text_safe(value: object) -> object:
+    """``value`` with every lone surrogate in its strings (keys too) replaced by its escape."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
+        return value
+    if isinstance(value, Mapping):
+        return {text_safe(k): text_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [text_safe(v) for v in value]
+    return value
+
+
 class Chain:
     """A hash scheme: whether the previous hash is prefixed to the canonical body."""
 
@@ -61,7 +81,8 @@ class Chain:
 
     def seal(self, body: Mapping[str, object], prev: str) -> dict[str, object]:
         """``body`` linked to ``prev`` and hashed: the record to append."""
-        record = {**body, "prev": prev}
+        record = {str(text_safe(k)): text_safe(v) for k, v in body.items()}
+        record["prev"] = prev
         record["hash"] = self.digest(record)
         return record
 

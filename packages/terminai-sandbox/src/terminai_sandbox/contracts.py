@@ -26,7 +26,7 @@ from typing import Any, Protocol
 
 from terminai_sandbox import resources, wheels
 from terminai_sandbox.common.reference import ImageRef
-from terminai_sandbox.engine import LABEL, Engine
+from terminai_sandbox.engine import LABEL, Engine, PullCallback
 from terminai_sandbox.errors import ConfigError, ContractError
 from terminai_sandbox.layers import write_layer
 
@@ -98,7 +98,7 @@ class ContractReport:
 _IMAGE_ID = re.compile(r"^(sha256:)?[0-9a-f]{12,64}$")
 
 
-def image_in_engine(engine: Engine, image: str) -> str:
+def image_in_engine(engine: Engine, image: str, *, on_pull: PullCallback | None = None) -> str:
     """The engine's id for ``image`` (an image id or a reference), pulling it by digest if absent.
 
     Raises :class:`ConfigError` for a malformed reference or an absent image id, and
@@ -120,7 +120,7 @@ def image_in_engine(engine: Engine, image: str) -> str:
     if digest is None:
         tagged = f"{ref.name}:{ref.tag or 'latest'}"
         digest = engine.distribution_digest(tagged)  # checked: a well-formed sha256 digest or RegistryError
-    return engine.pull_by_digest(ref.name, digest)
+    return engine.pull_by_digest(ref.name, digest, on_progress=on_pull)
 
 
 def _parse_junit(path: Path) -> tuple[list[str], list[tuple[str, str]], list[str]]:
@@ -150,6 +150,7 @@ def run_contracts(
     output_dir: Path | None = None,
     timeout: float = 600,
     runtime: str | None = None,
+    on_pull: PullCallback | None = None,
 ) -> ContractReport:
     """Run the contract suite inside ``image``; return the report.
 
@@ -158,7 +159,8 @@ def run_contracts(
     ``test_lock`` default to the copies shipped in this package. The lock's test wheels are
     taken from ``wheelhouse`` (default: the build's ``contract_wheels``, else the user
     cache) by sha256; only missing ones are downloaded. ``runtime`` names the engine runtime the
-    suite runs on (``runsc``: under gVisor; default: the engine's default). Raises
+    suite runs on (``runsc``: under gVisor; default: the engine's default); ``on_pull`` hears
+    the progress of pulling an image the engine does not hold. Raises
     :class:`ContractError` when any test fails, the health check refuses the image, or no test
     ran at all.
     """
@@ -166,7 +168,7 @@ def run_contracts(
     if not isinstance(image, str):
         wheelhouse = wheelhouse or image.contract_wheels
         image = image.config_digest
-    base = engine.client.images.get(image_in_engine(engine, image))
+    base = engine.client.images.get(image_in_engine(engine, image, on_pull=on_pull))
     with tempfile.TemporaryDirectory(prefix="terminai-contracts-") as tmp:
         work = Path(tmp)
         layer = contract_layer(

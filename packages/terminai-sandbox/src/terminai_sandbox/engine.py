@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,19 @@ from terminai_sandbox.common.dockerapi import (
 from terminai_sandbox.errors import EngineError, RegistryError
 
 LABEL = "dev.terminai.sandbox"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PullProgress:
+    """One step of a pull as the engine reports it: a layer's status and, while it moves, bytes."""
+
+    layer: str  # the engine's short layer id
+    status: str  # "Downloading", "Extracting", "Pull complete", ...
+    current: int = 0  # bytes so far (0 when the step has no byte count)
+    total: int = 0
+
+
+PullCallback = Callable[[PullProgress], None]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -108,15 +121,31 @@ class Engine:
             raise EngineError(f"the engine at {self.info.host} stopped answering: {exc}") from None
         return digest_or_refusal(reference, 200, body)
 
-    def pull_by_digest(self, reference: str, digest: str) -> str:
+    def pull_by_digest(self, reference: str, digest: str, *, on_progress: PullCallback | None = None) -> str:
         """Pull ``reference@digest`` (``reference`` without tag) into the engine; return the image id.
 
         Only the digest is asked for, so what arrives is exactly the manifest named: a tag
-        that moved in between cannot substitute another image.
+        that moved in between cannot substitute another image. The engine's progress stream
+        is read to its end (``on_progress`` hears each layer's steps and byte counts); an
+        error in it is a failed pull, not something to notice afterwards.
         """
         pinned = f"{reference}@{digest}"
         try:
-            self.client.images.pull(reference, tag=digest)
+            for event in self.client.api.pull(reference, tag=digest, stream=True, decode=True):
+                if not isinstance(event, dict):
+                    continue
+                if "error" in event:
+                    raise docker.errors.APIError(str(event["error"]), explanation=str(event["error"]))
+                if on_progress is not None and event.get("id") and event.get("status"):
+                    detail = event.get("progressDetail") or {}
+                    on_progress(
+                        PullProgress(
+                            layer=str(event["id"]),
+                            status=str(event["status"]),
+                            current=int(detail.get("current") or 0),
+                            total=int(detail.get("total") or 0),
+                        )
+                    )
         except docker.errors.APIError as exc:
             message = str(exc.explanation or exc)
             if any(word in message.lower() for word in AUTH_REFUSALS):

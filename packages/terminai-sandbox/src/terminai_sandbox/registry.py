@@ -10,16 +10,21 @@
   Docker config (``auths`` or a credential helper). TLS is verified; plain HTTP only for a
   loopback registry or one named as insecure. 5xx answers and dropped connections are
   retried with backoff.
+* Progress: ``push_layout`` and ``push_blob`` take an optional callback that is told, for
+  each blob, how many of its bytes have gone out (as the HTTP layer reads them) and when
+  it was sent or skipped; the CLI turns that into progress lines on a terminal.
 """
 
 from __future__ import annotations
 
 import base64
+import io
 import json
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import requests
 
@@ -37,7 +42,50 @@ from terminai_sandbox.errors import (
 from terminai_sandbox.oci_media import DOCKER_LIST, DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, sha256_digest
 from terminai_sandbox.secret import Secret
 
-__all__ = ["OCI_INDEX", "OCI_MANIFEST", "PushResult", "RegistryClient", "parse_challenge", "sha256_digest"]
+__all__ = [
+    "OCI_INDEX",
+    "OCI_MANIFEST",
+    "BlobProgress",
+    "ProgressCallback",
+    "PushResult",
+    "RegistryClient",
+    "parse_challenge",
+    "sha256_digest",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BlobProgress:
+    """Where one blob's upload stands: ``done`` of ``total`` bytes sent."""
+
+    digest: str
+    done: int
+    total: int
+    state: Literal["sending", "sent", "skipped"]
+
+
+ProgressCallback = Callable[[BlobProgress], None]
+
+
+class _CountingBody(io.BytesIO):
+    """A request body that reports each read: the HTTP layer reads it in blocks as it sends.
+
+    ``base`` is where this body starts within the blob (a chunked upload sends parts).
+    Rewinding (a retried request) starts the count of this part again, so it never
+    overstates what went out.
+    """
+
+    def __init__(self, data: bytes, *, base: int, report: Callable[[int], None]) -> None:
+        super().__init__(data)
+        self._base = base
+        self._report = report
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        block = super().read(size)
+        if block:
+            self._report(self._base + self.tell())
+        return block
+
 
 MANIFEST_ACCEPT = ", ".join((OCI_MANIFEST, OCI_INDEX, DOCKER_MANIFEST, DOCKER_LIST))
 CHUNK = 8 << 20
@@ -77,6 +125,8 @@ class RegistryClient:
     def _send(self, method: str, url: str, headers: dict[str, str], data: Any) -> requests.Response:
         delay = 0.2
         for attempt in range(self.retries + 1):
+            if hasattr(data, "seek"):  # a retried body is sent again from its start
+                data.seek(0)
             try:
                 response = self.session.request(
                     method, url, headers=headers, data=data, timeout=self.timeout, allow_redirects=True
@@ -172,11 +222,29 @@ class RegistryClient:
         response = self.request("HEAD", repo, f"blobs/{digest}")
         return response.status_code == 200
 
-    def push_blob(self, repo: str, digest: str, data: bytes, *, chunk_size: int | None = None) -> bool:
+    def push_blob(
+        self,
+        repo: str,
+        digest: str,
+        data: bytes,
+        *,
+        chunk_size: int | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> bool:
         """Upload a blob unless the registry has it; return True when bytes were sent."""
         if sha256_digest(data) != digest:
             raise RegistryCorrupted(f"refusing to push blob {digest}: its bytes do not match the digest")
+        total = len(data)
+
+        def report(done: int, state: Literal["sending", "sent", "skipped"] = "sending") -> None:
+            if on_progress is not None:
+                on_progress(BlobProgress(digest=digest, done=done, total=total, state=state))
+
+        def body(part: bytes, base: int) -> bytes | _CountingBody:
+            return _CountingBody(part, base=base, report=report) if on_progress is not None and part else part
+
         if self.has_blob(repo, digest):
+            report(total, "skipped")
             return False
         start = self.request("POST", repo, "blobs/uploads/", push=True)
         if start.status_code != 202:
@@ -194,7 +262,7 @@ class RegistryClient:
                     "",
                     url=location,
                     push=True,
-                    data=part,
+                    data=body(part, offset),
                     headers={
                         "Content-Type": "application/octet-stream",
                         "Content-Range": f"{offset}-{offset + len(part) - 1}",
@@ -204,9 +272,9 @@ class RegistryClient:
                     raise RegistryBadResponse(f"chunk upload failed ({response.status_code}): {response.text[:200]}")
                 location = self._absolute(response.headers["Location"])
                 offset += len(part)
-            body: bytes = b""
+            last: bytes | _CountingBody = b""
         else:
-            body = data
+            last = body(data, 0)
         sep = "&" if "?" in location else "?"
         done = self.request(
             "PUT",
@@ -214,13 +282,14 @@ class RegistryClient:
             "",
             url=f"{location}{sep}digest={digest}",
             push=True,
-            data=body,
+            data=last,
             headers={"Content-Type": "application/octet-stream"},
         )
         if done.status_code != 201:
             raise RegistryBadResponse(
                 f"{self.registry}/{repo}: blob {digest} rejected ({done.status_code}): {done.text[:200]}"
             )
+        report(total, "sent")
         return True
 
     def _absolute(self, location: str) -> str:
@@ -289,13 +358,14 @@ class RegistryClient:
         tag: str | None = None,
         chunk_size: int | None = None,
         digest: str | None = None,
+        on_progress: ProgressCallback | None = None,
     ) -> PushResult:
         """Push the one image of an opened OCI layout by digest; tag it afterwards if asked.
 
         Each blob is read through the layout, which checks its bytes against its digest.
         ``digest``, when the destination names one (``repo@sha256:…``), must be the layout's
         manifest digest: a mismatch is refused before anything is sent, never pushed as
-        another image and reported as a success.
+        another image and reported as a success. ``on_progress`` hears about every blob.
         """
         if digest is not None and digest != layout.manifest_digest:
             raise ConfigError(
@@ -305,7 +375,8 @@ class RegistryClient:
             )
         sent = skipped = 0
         for item in (layout.config, *layout.layers):
-            if self.push_blob(repo, item.digest, layout.read_blob(item.digest), chunk_size=chunk_size):
+            blob = layout.read_blob(item.digest)
+            if self.push_blob(repo, item.digest, blob, chunk_size=chunk_size, on_progress=on_progress):
                 sent += 1
             else:
                 skipped += 1

@@ -349,6 +349,32 @@ def _named_rows() -> Iterator[tuple[str, Case]]:
         "verify, overlong reference": Case(
             SANDBOX, ("verify", "a" * 300 + ":1", "--key", "cosign.pub"), 3, "repository name of 300 characters"
         ),
+        # a plain directory where a journal is expected: refused before anything is locked or made
+        "memory verify, a plain directory": Case(APTS, ("memory", "verify", "out"), 22, "not a journal directory"),
+        "memory compact, a plain directory": Case(APTS, ("memory", "compact", "out"), 22, "not a journal directory"),
+        "memory index, a plain directory as DB": Case(
+            APTS, ("memory", "index", "out", "--archive", "archive.sqlite"), 22, "not a journal directory"
+        ),
+        "memory index --journal, a plain directory": Case(
+            APTS, ("memory", "index", "out/idx.sqlite", "--journal", "out"), 22, "not a journal directory"
+        ),
+        "release outside a checkout": Case(
+            SANDBOX,
+            ("release", "--push", f"{CLOSED}/terminai/sandbox", "--key", "cosign.key", "--dist", "out/dist"),
+            3,
+            "a release is made from a checkout",
+        ),
+        # lone surrogates (non-UTF-8 argument bytes, a JSON escape): refused in Kubernetes objects,
+        # escaped in the audit log, which is then read back strictly (see the test below)
+        "kube, non-UTF-8 COMMAND": Case(
+            SANDBOX, ("kube", REF, "--key", "cosign.pub", "--", "echo", "caf\udce9"), 3, "COMMAND argument 2"
+        ),
+        "exec --audit, non-UTF-8 --caller (log read strictly)": Case(
+            APTS, ("exec", "--audit", "out/audit.jsonl", "--caller", "ag\udcffent"), 0, stdin=b"print(1)\n"
+        ),
+        "repl --json --audit, a lone surrogate in a cell (log read strictly)": Case(
+            APTS, ("repl", "--json", "--audit", "out/audit.jsonl"), 0, stdin=b'{"code": "x = \'\\udcff\'"}\n'
+        ),
         # interrupts
         "exec, Ctrl-C while the code runs": Case(
             APTS, ("exec", "--timeout", "60"), 130, "interrupted", stdin=b"while True:\n    pass\n", interrupt_after=3.0
@@ -511,6 +537,28 @@ def _prepare(work: Path, name: str, case: Case) -> None:
         (work / "cyclonedx.json").write_text(json.dumps({"bomFormat": "CycloneDX", "specVersion": "1.6"}))
 
 
+def _read_strictly(path: Path) -> None:
+    """Strict UTF-8, one JSON object a line, every string in it valid text; the chain verifies."""
+
+    def valid(value: object) -> None:
+        if isinstance(value, str):
+            value.encode("utf-8")  # a lone surrogate (a "\\udcff" escape parsed) raises here
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                valid(key)
+                valid(item)
+        elif isinstance(value, list):
+            for item in value:
+                valid(item)
+
+    lines = path.read_bytes().decode("utf-8", "strict").splitlines()
+    assert lines, f"nothing was audited in {path}"
+    for line in lines:
+        valid(json.loads(line))
+    checked = subprocess.run([APTS, "exec-audit", str(path)], check=False, capture_output=True, timeout=TIME_BOUND)
+    assert checked.returncode == 0, checked.stderr
+
+
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_bad_input_ends_in_one_error_line_with_its_code(work: Path, name: str) -> None:
     case = ROWS[name]
@@ -534,6 +582,8 @@ def test_bad_input_ends_in_one_error_line_with_its_code(work: Path, name: str) -
     left = [n for n in left if n != ".filler"]
     if case.code not in (0, 1):  # 1: the command ran and recorded its verdict (a rejected proposal, say)
         assert left == before or (case.output == "" and set(left) <= set(before)), (left, shown)
+    if "(log read strictly)" in name:
+        _read_strictly(work / "out" / "audit.jsonl")
     if name.startswith("sbom -o - writes"):
         assert not (work / "-").exists() and json.loads(stdout)["bomFormat"] == "CycloneDX"
 
@@ -542,5 +592,6 @@ def test_every_command_of_both_tools_has_a_bad_input_row() -> None:
     listed = {case.args[0] for case in ROWS.values() if case.tool == APTS}
     assert {"exec", "repl", "exec-audit", "memory", "evolve", "cleanup"} <= listed
     sandbox = {case.args[0] for case in ROWS.values() if case.tool == SANDBOX}
-    assert {"keygen", "sign", "attest", "verify", "push", "sbom", "contract", "run", "engine"} <= sandbox
+    commands = {"keygen", "sign", "attest", "verify", "push", "sbom", "contract", "run", "engine", "kube", "release"}
+    assert commands <= sandbox
     assert shutil.which("unshare"), "the read-only and full rows need unshare (util-linux)"

@@ -49,8 +49,14 @@ def _api(args: argparse.Namespace) -> ApiSpec | None:
     return thermal_spec(os.path.abspath(args.db))
 
 
-def _human(result: ExecutionResult) -> None:
+def _human(result: ExecutionResult, max_output: int) -> None:
     sys.stdout.write(result.stdout)
+    if result.output_truncated:  # said on stderr, so the output itself stays what the program printed
+        sys.stdout.flush()
+        print(
+            f"note: output truncated to the first {max_output} bytes (raise --max-output to see more)",
+            file=sys.stderr,
+        )
     if not result.success:
         where = f" (line {result.line})" if result.line else ""
         print(f"error{where}: {result.error}", file=sys.stderr)
@@ -97,7 +103,7 @@ def _exec(args: argparse.Namespace) -> int:
     if args.json:
         print(json_line(result.to_json()))
     else:
-        _human(result)
+        _human(result, args.max_output)
     return 0 if result.success else 1
 
 
@@ -141,7 +147,7 @@ def _repl(args: argparse.Namespace) -> int:
                     return 0
                 lines.append("")  # the input ended inside a cell: run it, then stop at the next prompt
             result = session.run("\n".join(lines))
-            _human(result)
+            _human(result, args.max_output)
             if session.closed:
                 print("session ended", file=sys.stderr)
                 return 1

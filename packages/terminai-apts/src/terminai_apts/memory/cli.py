@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from terminai_apts.errors import IntegrityError, JournalError, MemoryStoreError, UsageError
-from terminai_apts.memory import store
+from terminai_apts.memory import render, store
 from terminai_apts.memory.api import ThermalMemory, open_memory
 from terminai_apts.memory.journal import SCHEDULES, MemoryJournal
 from terminai_apts.memory.query import normalize_date
@@ -69,7 +69,7 @@ def _results(args: argparse.Namespace, res: Results) -> int:
         "plan": res.plan,
         "hits": [{**asdict(h.memory), "score": h.score, "snippet": h.snippet} for h in res.hits],
     }
-    return _emit(args, value, repr(res))
+    return _emit(args, value, render.results(res))
 
 
 def _indexed(db: Path) -> int:
@@ -86,6 +86,8 @@ def _indexed(db: Path) -> int:
 
 def _cmd_index(args: argparse.Namespace) -> int:
     db = Path(args.db)
+    if db.is_dir():
+        journal_root(args.db)  # a plain directory is refused, not made into a journal
     records: list[NewMemory] = []
     if not db.is_dir() and not args.journal and not args.archive:
         raise UsageError(
@@ -184,13 +186,16 @@ def _cmd_count(args: argparse.Namespace) -> int:
 def _cmd_get(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         rec = mem.require(args.id)
-    return _emit(args, asdict(rec), f"#{rec.id} [{rec.date}] {rec.title}\n{rec.content}")
+    return _emit(args, asdict(rec), render.record(rec))
 
 
 def _cmd_summarize(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         text = mem.summarize(args.query, max_results=args.max_results)
-    return _emit(args, {"summary": text}, text)
+    return _emit(args, {"summary": text}, render.block(text))
+
+
+JOURNAL_TIERS = ("hot", "warm", "cold")  # a journal's root holds at least one of these
 
 
 def journal_root(path: str) -> Path:
@@ -203,6 +208,13 @@ def journal_root(path: str) -> Path:
         raise JournalError(
             f"{root} is {what}, not a journal directory",
             hint="pass the journal's root directory (the one holding hot/, warm/ and cold/)",
+        )
+    if not any((root / tier).is_dir() for tier in JOURNAL_TIERS):
+        # Checked before anything is opened or locked: a plain directory is left as it was
+        # (no .lock, no warm/), and verify or compact never reports on a journal that is not there.
+        raise JournalError(
+            f"{root} is not a journal directory: it holds none of {', '.join(t + '/' for t in JOURNAL_TIERS)}",
+            hint="pass the journal's root directory; to build an index file, name a file (DIR/index.sqlite)",
         )
     return root
 

@@ -180,7 +180,7 @@ def contracts_cmd(image: str, output: Path | None, wheels: Path | None, as_json:
     engine = engine_mod.Engine.connect()
     with progress.step("contract suite"):
         try:
-            report = run_contracts(engine, image, wheelhouse=wheels, output_dir=where)
+            report = run_contracts(engine, image, wheelhouse=wheels, output_dir=where, on_pull=progress.pull_reporter())
         except docker.errors.APIError as exc:
             raise _suite_refused(image, exc) from None
     if as_json:

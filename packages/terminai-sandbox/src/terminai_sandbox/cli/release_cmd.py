@@ -16,6 +16,7 @@ import click
 
 from terminai_sandbox import provenance
 from terminai_sandbox._version import __version__
+from terminai_sandbox.cli import progress
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.common.registry_auth import docker_config_credentials
 from terminai_sandbox.errors import ConfigError
@@ -143,6 +144,7 @@ def release_cmd(
         client=RegistryClient(
             ref.registry, insecure=insecure_registry, credentials=docker_config_credentials(ref.registry)
         ),
+        on_progress=progress.blob_reporter(),
     )
     click.echo(f"released {manifest['tag']} = {manifest['reference']} ({target / 'release.json'})")
 
@@ -194,7 +196,7 @@ def push_step(dist: Path, insecure_registry: bool, as_json: bool) -> None:
     from terminai_sandbox.release import steps  # noqa: PLC0415
 
     target = _target(dist)
-    steps.push(target, _client_for(target, insecure_registry))
+    steps.push(target, _client_for(target, insecure_registry), on_progress=progress.blob_reporter())
     _report("push", target, as_json)
 
 

@@ -145,10 +145,15 @@ def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_regi
     ref = ImageRef.parse(reference)
     opened = OciLayout.open(layout)
     total = sum(item.size for item in (opened.config, *opened.layers))
-    progress.line(f"pushing {1 + len(opened.layers)} blobs, {total / 1e6:.1f} MB, to {ref.name}")
+    progress.line(f"pushing {1 + len(opened.layers)} blobs, {progress.size(total)}, to {ref.name}")
     with progress.step(f"push to {ref.name}"):
         result = _client(ref, insecure_registry).push_layout(
-            opened, ref.repository, tag=ref.tag, chunk_size=chunk_size, digest=ref.digest
+            opened,
+            ref.repository,
+            tag=ref.tag,
+            chunk_size=chunk_size,
+            digest=ref.digest,
+            on_progress=progress.blob_reporter(),
         )
     click.echo(f"{ref.name}@{result.digest} ({result.blobs_sent} blobs sent, {result.blobs_skipped} already there)")
 

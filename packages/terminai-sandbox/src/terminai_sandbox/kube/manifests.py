@@ -6,6 +6,7 @@ from typing import Any
 
 from terminai_sandbox.kube.admission import cluster_image_policy, kyverno_cluster_policy
 from terminai_sandbox.kube.hardening import SessionShape, dns_label
+from terminai_sandbox.kube.render import check_text
 from terminai_sandbox.kube.source import VerifiedSource
 from terminai_sandbox.kube.workloads import job, network_policy, pod, runtime_class, sandbox_template
 
@@ -16,6 +17,8 @@ def check_names(shape: SessionShape, namespace: str) -> None:
     dns_label(namespace, "--namespace")
     if shape.runtime_class:
         dns_label(shape.runtime_class, "--runtime-class")
+    for index, arg in enumerate(shape.command):  # refused before verifying, not after
+        check_text(arg, f"COMMAND argument {index + 1}")
 
 
 def manifests(source: VerifiedSource, shape: SessionShape, namespace: str) -> list[dict[str, Any]]:

@@ -5,6 +5,11 @@ admission, then the workloads), and nothing depends on the clock or the host: th
 image and policy give byte-identical output. YAML is a stream of documents; ``--json``
 is one ``v1`` ``List``; ``--out DIR`` writes one file per object, named after its kind
 and name.
+
+No text leaves here with a lone surrogate (non-UTF-8 bytes in an argument, decoded by
+Python): YAML and JSON would carry it as a ``\\uDCFF`` escape that parsers disagree on
+(some refuse the document, some substitute U+FFFD), so the objects are refused before any
+is printed or written, naming the field.
 """
 
 from __future__ import annotations
@@ -32,7 +37,33 @@ def _str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str)
 
 
+def check_text(value: object, where: str = "the objects") -> None:
+    """Refuse a lone surrogate anywhere in ``value`` (keys included), naming where it is."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ConfigError(
+                f"{where} would hold text that is not valid UTF-8 (\\u{ord(value[exc.start]):04x} at position "
+                f"{exc.start}); nothing was written",
+                hint="an argument, the trust policy or an environment variable holds bytes that are not UTF-8",
+            ) from None
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_text(key, where)
+            check_text(item, f"{where}.{key}")
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            check_text(item, f"{where}[{index}]")
+
+
+def _checked(objects: Sequence[dict[str, Any]]) -> None:
+    for obj in objects:
+        check_text(obj, f"{obj.get('kind', 'object')} {obj.get('metadata', {}).get('name', '')}".strip())
+
+
 def to_yaml(objects: Sequence[dict[str, Any]]) -> str:
+    _checked(objects)
     return "".join(
         "---\n" + yaml.dump(obj, Dumper=_Dumper, sort_keys=True, default_flow_style=False, width=4096)
         for obj in objects
@@ -40,6 +71,7 @@ def to_yaml(objects: Sequence[dict[str, Any]]) -> str:
 
 
 def to_json(objects: Sequence[dict[str, Any]]) -> str:
+    _checked(objects)
     return json.dumps({"apiVersion": "v1", "items": list(objects), "kind": "List"}, indent=2, sort_keys=True) + "\n"
 
 
@@ -49,6 +81,7 @@ def file_name(obj: dict[str, Any], position: int, suffix: str) -> str:
 
 def write_dir(objects: Sequence[dict[str, Any]], out: Path, *, as_json: bool) -> list[Path]:
     """One file per object in ``out`` (created if missing); refuses to overwrite anything."""
+    _checked(objects)
     suffix = "json" if as_json else "yaml"
     paths = [out / file_name(obj, index, suffix) for index, obj in enumerate(objects, 1)]
     existing = [p for p in paths if p.exists()]

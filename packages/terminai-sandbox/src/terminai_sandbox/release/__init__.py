@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from terminai_sandbox.engine import Engine
-from terminai_sandbox.registry import RegistryClient
+from terminai_sandbox.registry import ProgressCallback, RegistryClient
 from terminai_sandbox.release import steps
 from terminai_sandbox.release.signing import KeylessSigner, KeySigner, ReleaseSigner
 from terminai_sandbox.release.state import STEPS, ReleaseState
@@ -55,6 +55,7 @@ def release(
     signer: KeySigner,
     client: RegistryClient,
     suite: Path | None = None,
+    on_progress: ProgressCallback | None = None,
 ) -> dict[str, Any]:
     """Run every step in order; return (and write) the release manifest.
 
@@ -66,7 +67,7 @@ def release(
     if state.passed("contracts") is None:
         steps.contracts(target, engine, suite=suite)
     steps.describe(target, options.describe)
-    steps.push(target, client)
+    steps.push(target, client, on_progress=on_progress)
     steps.sign(target, client, signer)
     steps.verify(target, client, signer.policy())
     steps.tag(target, client)

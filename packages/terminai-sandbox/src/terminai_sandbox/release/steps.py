@@ -17,6 +17,7 @@ and the pushed digest verified.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import shutil
@@ -35,7 +36,7 @@ from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.contracts import run_contracts
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import ArtifactError, ReleaseError, SandboxError
-from terminai_sandbox.registry import RegistryClient
+from terminai_sandbox.registry import ProgressCallback, RegistryClient
 from terminai_sandbox.release.signing import ReleaseSigner
 from terminai_sandbox.release.state import ReleaseState
 from terminai_sandbox.sbom import SbomOptions, generate
@@ -101,8 +102,19 @@ def _resume(target: Path, after: str) -> tuple[ReleaseState, OciLayout, ImageRef
 def build(target: Path, *, version: str, repository: str, image: Callable[[], BuiltImage]) -> ReleaseState:
     """Step 1: build (or take) the image and place its OCI layout in ``target/oci``."""
     ImageRef.parse(repository, what="release repository")  # refused before anything is built
+    made = [p for p in (target, *target.parents) if not p.exists()]  # what this step creates
     target.mkdir(parents=True, exist_ok=True)
-    built: BuiltImage = _step("build", image)
+    try:
+        built: BuiltImage = _step("build", image)
+    except BaseException:
+        # A failed first build (outside a checkout, say) leaves no empty dist/X.Y.Z behind;
+        # a directory that held an earlier release's files is not touched.
+        if made:
+            shutil.rmtree(made[0], ignore_errors=True)
+            for parent in made[1:]:
+                with contextlib.suppress(OSError):
+                    parent.rmdir()
+        raise
     layout = built.oci_layout
     if layout.root.resolve() != (target / "oci").resolve():
         shutil.rmtree(target / "oci", ignore_errors=True)
@@ -201,10 +213,10 @@ def describe(target: Path, options: Describe) -> ReleaseState:
     return state
 
 
-def push(target: Path, client: RegistryClient) -> ReleaseState:
-    """Step 4: push the image by digest; no tag yet."""
+def push(target: Path, client: RegistryClient, *, on_progress: ProgressCallback | None = None) -> ReleaseState:
+    """Step 4: push the image by digest; no tag yet (``on_progress`` hears about each blob)."""
     state, layout, ref = _resume(target, "describe")
-    pushed = _step("push", lambda: client.push_layout(layout, ref.repository))
+    pushed = _step("push", lambda: client.push_layout(layout, ref.repository, on_progress=on_progress))
     if pushed.digest != state.manifest_digest:
         raise ReleaseError(f"the registry holds {pushed.digest}, not the built {state.manifest_digest}")
     state = state.record("push", {"reference": ref.with_digest(pushed.digest).pinned})
