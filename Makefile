@@ -11,8 +11,11 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
 # pytest-xdist workers: the suite is mostly waiting (engine, registry, sandboxed runs), so one
-# worker per core keeps both busy.
+# worker per core keeps both busy. Work stealing: a worker that runs out of tests takes the
+# unstarted half of the other's queue, so a few long tests do not leave one core idle at the
+# end (conftest.py also starts the files with slow tests first).
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+XDIST := -n $(JOBS) --dist worksteal
 
 .PHONY: help setup host-tools engine test test-fast test-slow test-integration lint format demo image bench clean lock-dev
 
@@ -35,18 +38,29 @@ host-tools: ## Install the Debian tools the build and integration tests use (roo
 engine: setup host-tools ## Make sure a Docker API answers (installs and starts dockerd if needed)
 	$(PY) scripts/ensure-engine
 
-test: setup engine ## Run everything: lint, unit, contract, integration tests
-	$(MAKE) --no-print-directory lint
-	$(PY) -m pytest -n $(JOBS) $(PYTEST_ARGS)
+# `make test` runs the lint beside the tests (it is mostly one core of mypy while the tests
+# wait on engines) and prints its output after theirs; it fails if either fails.
+test: setup engine ## Run everything: lint (beside the tests), unit, contract, integration tests
+	@lint_log=$$(mktemp); trap 'rm -f "$$lint_log"' EXIT; \
+	echo "make lint (in the background; its output follows the tests')"; \
+	$(MAKE) --no-print-directory lint >"$$lint_log" 2>&1 & lint_pid=$$!; \
+	echo "$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)"; \
+	tests=0; $(PY) -m pytest $(XDIST) $(PYTEST_ARGS) || tests=$$?; \
+	lint=0; wait $$lint_pid || lint=$$?; \
+	echo "== make lint (ran beside the tests): $$([ $$lint -eq 0 ] && echo passed || echo FAILED)"; \
+	cat "$$lint_log"; \
+	if [ $$lint -ne 0 ]; then echo "make test: lint failed (exit $$lint)" >&2; fi; \
+	if [ $$tests -ne 0 ]; then echo "make test: tests failed (exit $$tests)" >&2; fi; \
+	[ $$tests -eq 0 ] && [ $$lint -eq 0 ]
 
 test-fast: setup ## Unit tests only (no engine, no network, no slow attack suites)
-	$(PY) -m pytest -n $(JOBS) -m "not integration and not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not integration and not slow" $(PYTEST_ARGS)
 
 test-slow: setup ## The slow suites that need no engine (the executor's assume-breach attacks)
-	$(PY) -m pytest -n $(JOBS) -m "slow and not integration" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "slow and not integration" $(PYTEST_ARGS)
 
 test-integration: setup engine ## Integration tests only (real engine, real registry)
-	$(PY) -m pytest -n $(JOBS) -m integration $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m integration $(PYTEST_ARGS)
 
 .PHONY: attacks
 attacks: setup ## The Python-layer attack generator for 10 minutes (ATTACK_SECONDS, ATTACK_SEED to change)

@@ -59,6 +59,7 @@ def _collected() -> int:
     return sum(1 for line in listed.splitlines() if "::" in line)
 
 
+@pytest.mark.slow  # the longest tests of the suite (1 and 2.5 minutes here)
 @pytest.mark.parametrize("runtime", ["runc", "runsc"])
 def test_every_breach_test_passes_inside_the_image(
     engine: Engine, built_image: BuildResult, pytest_wheels: Path, tmp_path: Path, runtime: str
