@@ -262,3 +262,29 @@ def test_round_four_constructs_stay_refused(mode: Mode) -> None:
 @pytest.mark.parametrize("mode", IMPORT_MODES)
 def test_round_four_modules_stay_refused(mode: Mode) -> None:
     run_attacks(RUNTIME_IMPORT_MODES, mode)
+
+
+class _Host:
+    """A host object whose public method returns a host function (as a planted stand-in
+    for any method whose result only the program's call guard would have checked)."""
+
+    def get(self) -> object:
+        return json.dumps
+
+
+def test_methodcaller_admits_what_the_method_returns() -> None:
+    """``@operator.methodcaller(...)`` applies as a decorator, whose call the program's
+    code does not wrap: the shim checks the result itself."""
+    methodcaller = module_proxies.build_proxies("high")["operator"].methodcaller
+    with pytest.raises(SandboxViolation, match="it is a function"):
+        methodcaller("get")(_Host())
+    assert methodcaller("upper")("ab") == "AB"
+
+
+def test_decorator_results_are_not_call_guarded_companion() -> None:
+    """Why the shim checks: a decorator's result is bound without ``_call_`` (a decorator
+    that hands back a planted host function binds it as is)."""
+    glb, buffer = _globals()
+    glb["planted"] = SafeCallable(lambda fn: json.dumps, "planted")
+    _exec("@planted\ndef f():\n    pass\nprint('ESCAPED', f)", glb)
+    assert "ESCAPED <function dumps" in "".join(buffer.parts)

@@ -225,9 +225,17 @@ def methodcaller(name: str, *args: Any, **kwargs: Any) -> SafeCallable:
 
     def call(obj: object) -> Any:
         getattr_, _ = _guards()
-        return getattr_(obj, name)(*args, **kwargs)
+        # what the method returns is admitted here too: applied as a decorator
+        # (`@methodcaller(...)`), the call is not one the program's code wraps
+        return _admit(getattr_(obj, name)(*args, **kwargs))
 
     return SafeCallable(call, "operator.methodcaller(...)")
+
+
+def _admit(value: object) -> Any:
+    from terminai_apts.executor import guards  # noqa: PLC0415 - see _guards
+
+    return guards.guarded_call(value)
 
 
 def _getitem(obj: object, key: object) -> Any:
