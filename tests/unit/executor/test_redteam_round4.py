@@ -288,3 +288,18 @@ def test_decorator_results_are_not_call_guarded_companion() -> None:
     glb["planted"] = SafeCallable(lambda fn: json.dumps, "planted")
     _exec("@planted\ndef f():\n    pass\nprint('ESCAPED', f)", glb)
     assert "ESCAPED <function dumps" in "".join(buffer.parts)
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_match_captures_keep_their_scopes(mode: Mode) -> None:
+    """The capture check rebinds each name where the pattern bound it: a ``global`` or
+    ``nonlocal`` name, a class body's name, a name bound in each ``|`` alternative (the
+    output is what plain CPython prints)."""
+    code = (
+        "x = None\ndef f(v):\n    global x\n    match v:\n        case [x, *_]:\n            return x\n"
+        "class K:\n    match (1, 2):\n        case (a, b):\n            s = a + b\n"
+        "def g(v):\n    y = 0\n    def h():\n        nonlocal y\n        match v:\n"
+        "            case {'k': y} | {'j': y}:\n                pass\n        return y\n    return h()\n"
+        "print(f([5, 6]), x, K.s, g({'j': 7}), g({'k': 8}))\n"
+    )
+    run_benign(code, mode, "5 5 3 7 8\n")
