@@ -20,6 +20,10 @@ modules that have no safe real object at all, :data:`SHIM_MODULES` is the whole 
   which nobody reads: here they write to the run's captured output.
 * ``io``: only ``StringIO`` and ``BytesIO`` (without ``getbuffer``, which hands out a
   ``memoryview``).
+* ``copy.deepcopy`` takes no ``memo``: the real one fills the caller's memo dict with
+  the reduce state of what it copies (``{'_cls': <class>}`` of a class view,
+  ``{'_fn': <function>}`` of a callable stand-in) before the copy fails, and the
+  program would hold that dict.
 
 Everything here is host code, so every callable is handed out as a ``SafeCallable`` and
 every class as a ``ClassFactory`` (or, for the two base classes above, as a class of the
@@ -29,6 +33,7 @@ sandbox's own module whose methods are only dunders).
 from __future__ import annotations
 
 import collections
+import copy
 import dataclasses
 import functools
 import io
@@ -157,6 +162,22 @@ def dataclass(cls: Any = None, /, **options: Any) -> Any:
 DATACLASSES: dict[str, object] = {"dataclass": SafeCallable(dataclass, "dataclasses.dataclass")}
 
 
+# -- copy --------------------------------------------------------------------------------
+
+
+def deepcopy(x: object, memo: object = None) -> Any:
+    """``copy.deepcopy(x)``: the memo stays inside the copy (see the module docstring)."""
+    if memo is not None:
+        raise SandboxViolation("copy.deepcopy(x, memo) is not allowed; call copy.deepcopy(x)")
+    return copy.deepcopy(x)
+
+
+COPY: dict[str, object] = {
+    "copy": copy.copy,
+    "deepcopy": SafeCallable(deepcopy, "copy.deepcopy"),
+    "Error": copy.Error,
+}
+
 # -- operator ----------------------------------------------------------------------------
 
 
@@ -204,9 +225,17 @@ def methodcaller(name: str, *args: Any, **kwargs: Any) -> SafeCallable:
 
     def call(obj: object) -> Any:
         getattr_, _ = _guards()
-        return getattr_(obj, name)(*args, **kwargs)
+        # what the method returns is admitted here too: applied as a decorator
+        # (`@methodcaller(...)`), the call is not one the program's code wraps
+        return _admit(getattr_(obj, name)(*args, **kwargs))
 
     return SafeCallable(call, "operator.methodcaller(...)")
+
+
+def _admit(value: object) -> Any:
+    from terminai_apts.executor import guards  # noqa: PLC0415 - see _guards
+
+    return guards.guarded_call(value)
 
 
 def _getitem(obj: object, key: object) -> Any:
@@ -317,4 +346,9 @@ SHIM_MODULES: dict[str, dict[str, object]] = {
     "io": IO,
 }
 # Attributes replaced in a real module's proxy.
-SHIM_ATTRS: dict[str, dict[str, object]] = {"functools": FUNCTOOLS, "operator": OPERATOR, "dataclasses": DATACLASSES}
+SHIM_ATTRS: dict[str, dict[str, object]] = {
+    "functools": FUNCTOOLS,
+    "operator": OPERATOR,
+    "dataclasses": DATACLASSES,
+    "copy": COPY,
+}

@@ -13,7 +13,8 @@ Everything RestrictedPython checks is still checked; on top of it this policy
   * keeps annotations of class bodies as plain strings (``x: 'int' = 0``: what
     ``from __future__ import annotations`` does), so ``@dataclass`` sees its fields;
   * accepts ``nonlocal`` and ``match`` (value patterns such as ``case Color.RED:`` become
-    a capture plus a guard that reads the value through the attribute guard);
+    a capture plus a guard that reads the value through the attribute guard; every name a
+    pattern binds passes the value check before anything else uses it);
   * blanks the traceback a class's ``__exit__`` receives before its body runs.
 """
 
@@ -25,7 +26,7 @@ from typing import Any
 
 from RestrictedPython.transformer import IOPERATOR_TO_STR, RestrictingNodeTransformer
 
-from terminai_apts.executor.call_guard import CallGuardMixin
+from terminai_apts.executor.call_guard import CALL_GUARD, CallGuardMixin
 from terminai_apts.executor.policy import SAFE_SPECIAL_READS
 
 # Special methods a class body may define. Each is called by C code only in ways Python
@@ -80,6 +81,30 @@ def _scrub_exit_traceback(node: ast.FunctionDef) -> None:
         stmt = ast.Assign(targets=[_name(rest, ast.Store())], value=ast.BinOp(left=head, op=ast.Add(), right=blank))
     if stmt is not None:
         node.body.insert(0, ast.fix_missing_locations(ast.copy_location(stmt, node)))
+
+
+def _admit_captures(pattern: ast.pattern) -> list[ast.expr]:
+    """``(name := _call_(name)) is name`` for every name ``pattern`` binds: sequence,
+    mapping and class patterns take items and attributes in C (``case {'k': v}``,
+    ``case [f, *_]``, positional reads named by ``__match_args__``), past the item and
+    attribute guards, so each bound value passes the call guard's value check (which
+    refuses, or answers the admitted form) before the case's guard or body sees it.
+    A top-level ``case x`` / ``as x`` binds the subject itself, which the guards already
+    admitted: it gets no check, so ``case x:`` stays irrefutable for the compiler."""
+    names: list[str] = []
+    for sub in ast.walk(pattern):
+        if sub is pattern and isinstance(sub, ast.MatchAs):
+            continue
+        if isinstance(sub, (ast.MatchAs, ast.MatchStar)) and sub.name:
+            names.append(sub.name)
+        elif isinstance(sub, ast.MatchMapping) and sub.rest:
+            names.append(sub.rest)
+    checks: list[ast.expr] = []
+    for name in dict.fromkeys(names):
+        admitted = ast.Call(func=_name(CALL_GUARD, ast.Load()), args=[_name(name, ast.Load())], keywords=[])
+        bound = ast.NamedExpr(target=_name(name, ast.Store()), value=admitted)
+        checks.append(ast.Compare(left=bound, ops=[ast.Is()], comparators=[_name(name, ast.Load())]))
+    return checks
 
 
 class SandboxTransformer(CallGuardMixin, RestrictingNodeTransformer):
@@ -139,6 +164,7 @@ class SandboxTransformer(CallGuardMixin, RestrictingNodeTransformer):
         for case in node.cases:
             checks: list[ast.expr] = []
             case.pattern = self._pattern(case.pattern, checks)
+            checks[:0] = _admit_captures(case.pattern)
             if case.guard is not None:
                 checks.append(self.visit(case.guard))
             if checks:
