@@ -224,6 +224,69 @@ def guarded_call(result: object, /) -> Any:
 
 _FORMATTER = SafeFormatter(guarded_getattr, guarded_getitem)
 
+# -- values C code hands to the program's own code -------------------------------------
+# A callback (`sorted(key=f)`, `map(f, xs)`, `re.sub(p, f, s)`, json hooks, `__eq__` called
+# by `in`, `__exit__` called by `with`) receives what C code passes: no attribute read,
+# item read, iteration or call of the program's code is involved, so the compile policy
+# checks every parameter at the function's entry (``_enter_``), the value a `yield`
+# receives and a `yield from` returns, a `with ... as name` target and a `match` capture
+# (``_bind_``).
+
+# Kinds whose instances `admit` returns unchanged, learned per type: `refusal` looks at
+# the value itself only for classes, functions, methods and builtin routines; for every
+# other kind its answer depends on the type alone (a class's special methods cannot change
+# after the class statement), so a program's own instances pass in one set lookup.
+_ADMITTED_KINDS: set[type] = set()
+_BY_VALUE = (type, types.FunctionType, types.MethodType, types.BuiltinFunctionType)
+_MAX_KINDS = 4096
+
+
+def _admit_passed(value: object) -> Any:
+    kind = type(value)
+    if kind in _PLAIN_VALUES or kind in _ADMITTED_KINDS:
+        return value
+    admitted = admit(value, "a value passed to the program's code")
+    if admitted is value and not issubclass(kind, _BY_VALUE) and len(_ADMITTED_KINDS) < _MAX_KINDS:
+        _ADMITTED_KINDS.add(kind)
+    return admitted
+
+
+def guarded_bind(value: object, /) -> Any:
+    """``_bind_``: one value C code handed over (a sent value, a `with` target, a capture)."""
+    kind = type(value)
+    if kind in _PLAIN_VALUES or kind in _ADMITTED_KINDS:
+        return value
+    return _admit_passed(value)
+
+
+def guarded_enter(*params: object) -> tuple[object, ...]:
+    """``_enter_``: the named parameters of a program function at its entry, admitted
+    (``a, b = _enter_(a, b)``); the same tuple when every value is of a plain kind."""
+    for value in params:
+        kind = type(value)
+        if kind not in _PLAIN_VALUES and kind not in _ADMITTED_KINDS:
+            return tuple([_admit_passed(v) for v in params])
+    return params
+
+
+def guarded_enter_star(args: tuple[object, ...], /) -> tuple[object, ...]:
+    """``*args`` at a function's entry: every item admitted now (a callback's items come
+    from C, never through the program's own reads)."""
+    for value in args:
+        kind = type(value)
+        if kind not in _PLAIN_VALUES and kind not in _ADMITTED_KINDS:
+            return tuple([_admit_passed(v) for v in args])
+    return args
+
+
+def guarded_enter_kw(kwargs: dict[str, object], /) -> dict[str, object]:
+    """``**kwargs`` at a function's entry: every value admitted now."""
+    for value in kwargs.values():
+        kind = type(value)
+        if kind not in _PLAIN_VALUES and kind not in _ADMITTED_KINDS:
+            return {key: _admit_passed(item) for key, item in kwargs.items()}
+    return kwargs
+
 
 def guarded_hasattr(obj: object, name: object, /) -> bool:
     """``hasattr``: the attribute guard's answer (a refused name stays refused), except for
