@@ -55,6 +55,7 @@ from typing import Any
 
 from RestrictedPython.compile import compile_restricted
 from terminai_apts.executor import guards, sandbox_builtins, wrappers
+from terminai_apts.executor.entry_guard import ENTRY_GUARD_NAMES
 from terminai_apts.executor.policy import FORBIDDEN_ATTR_PREFIXES, FORBIDDEN_ATTRS, Mode, modules_for
 from terminai_apts.executor.transform import SandboxTransformer
 
@@ -391,8 +392,12 @@ def _same(value: object, /) -> object:
     return value
 
 
+def _entered(*params: object) -> bool:
+    return True
+
+
 # the checks at a function's entry as pass-throughs (``executor.entry_guard``)
-ENTRY_CHECKS_OFF: dict[str, object] = {"_enter_": _enter, "_enter_star_": _same, "_enter_kw_": _same, "_bind_": _same}
+ENTRY_CHECKS_OFF: dict[str, object] = dict(zip(ENTRY_GUARD_NAMES, (_enter, _same, _same, _same, _entered), strict=True))
 
 
 def _planted() -> list[object]:

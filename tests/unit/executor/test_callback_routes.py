@@ -31,12 +31,13 @@ from typing import Any
 import pytest
 from RestrictedPython.compile import compile_restricted
 from terminai_apts.executor import SandboxConfig, execute, guards
-from terminai_apts.executor.entry_guard import ENTRY_GUARD_NAMES
+from terminai_apts.executor.entry_guard import ENTRY_NAMES
 from terminai_apts.executor.policy import Mode
 from terminai_apts.executor.transform import SandboxTransformer
 from terminai_apts.executor.wrappers import SandboxViolation
 
 from tests.unit.executor import reachability
+from tests.unit.executor.attack_generator import ENTRY_CHECKS_OFF
 
 
 def _frame() -> object:
@@ -127,24 +128,12 @@ class _HostContext:
         return None
 
 
-def _pass_through() -> dict[str, object]:
-    """The entry checks switched off."""
-
-    def enter(*params: object) -> tuple[object, ...]:
-        return params
-
-    def same(value: object, /) -> object:
-        return value
-
-    return dict(zip(ENTRY_GUARD_NAMES, (enter, same, same, same), strict=True))
-
-
 def run_here(code: str, leaked: object, hook: bool = True, mode: Mode = "high") -> dict[str, Any]:
     """Run the route; its scope (also when a guard refused, as ``scope["refusal"]``)."""
     injected = {"leak": [leaked], "leak_gen": _host_gen(leaked), "leak_cm": _HostContext(leaked)}
     scope = dict(reachability.sandbox_globals(mode, injected))
     if not hook:
-        scope.update(_pass_through())
+        scope.update(ENTRY_CHECKS_OFF)
     byte_code = compile_restricted(PREAMBLE + code, filename="<sandbox>", mode="exec", policy=SandboxTransformer)
     try:
         exec(byte_code, scope)
@@ -155,8 +144,8 @@ def run_here(code: str, leaked: object, hook: bool = True, mode: Mode = "high") 
 
 def test_the_entry_guard_names_are_guard_names() -> None:
     glb = reachability.sandbox_globals("high")
-    assert set(ENTRY_GUARD_NAMES) <= set(glb)
-    assert set(ENTRY_GUARD_NAMES) <= reachability.INTERNAL_NAMES
+    assert set(ENTRY_NAMES) <= set(glb)
+    assert set(ENTRY_NAMES) <= reachability.INTERNAL_NAMES
 
 
 @pytest.mark.parametrize("kind", sorted(FORBIDDEN))
@@ -220,7 +209,7 @@ CALLS: dict[str, tuple[str, tuple[object, ...], dict[str, object]]] = {
 def _call(name: str, args: tuple[object, ...], kwargs: dict[str, object], leaked: object, hook: bool) -> list[Any]:
     scope = dict(reachability.sandbox_globals("high"))
     if not hook:
-        scope.update(_pass_through())
+        scope.update(ENTRY_CHECKS_OFF)
     exec(compile_restricted(FUNCTIONS, filename="<sandbox>", mode="exec", policy=SandboxTransformer), scope)
     swap = {"X": leaked}
     scope[name](*(swap.get(a, a) for a in args), **{k: swap.get(v, v) for k, v in kwargs.items()})  # type: ignore[call-overload]
@@ -252,7 +241,8 @@ def test_a_method_and_exit_are_checked_the_traceback_dropped_first() -> None:
 
 def test_a_host_python_method_arrives_wrapped() -> None:
     """The check's answer is what the parameter becomes: a Python method of a host object
-    arrives as a ``SafeCallable`` (callable, no ``__func__``), as when the program reads it."""
+    arrives in a def as a ``SafeCallable`` (callable, no ``__func__``), as when the program
+    reads it; a lambda refuses it."""
     import collections
 
     counter = collections.Counter("aab")
@@ -262,6 +252,10 @@ def test_a_host_python_method_arrives_wrapped() -> None:
     (held,) = scope["got"]
     assert type(held).__name__ == "SafeCallable" and held(1) == [("a", 2)]
     assert reachability.classify(held) is None
+    # a lambda cannot rebind its parameters: it refuses what a def receives wrapped
+    with pytest.raises(SandboxViolation, match=r"not allowed in a lambda \(it is a method of a host object\)"):
+        scope["lam"](counter.most_common)
+    assert len(scope["got"]) == 1
 
 
 def test_plain_values_keep_their_identity() -> None:
@@ -281,7 +275,7 @@ def test_special_methods_c_would_call_with_its_own_values_stay_refused() -> None
     values of its own choosing, so a class body may not define them."""
     for name in (
         "__missing__", "__init_subclass__", "__set_name__", "__class_getitem__", "__format__", "__get__",
-        "__set__", "__getattr__", "__getattribute__", "__reduce__", "__del__",
+        "__set__", "__delete__", "__getattr__", "__getattribute__", "__reduce__", "__del__",
     ):  # fmt: skip
         result = execute(f"class A:\n    def {name}(self, *a):\n        return 0\nprint('ESCAPED')", _cfg("high"))
         assert not result.success and "ESCAPED" not in result.stdout, name

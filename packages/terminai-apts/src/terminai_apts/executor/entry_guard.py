@@ -6,9 +6,13 @@ A program function receives its arguments from whoever calls it; when C code cal
 in the program's code is involved, so no guard saw those values. This policy checks
 them where they enter instead, whoever the caller is:
 
-* every ``def`` starts with ``a, b = _enter_(a, b)`` over its named parameters, then
-  ``args = _enter_star_(args)`` and ``kw = _enter_kw_(kw)`` for ``*args``/``**kw``;
-* every ``lambda a: body`` becomes ``lambda a: (lambda a: body)(*_enter_(a))``;
+* every ``def`` starts with ``if type(a) not in KINDS or type(b) not in KINDS: a, b =
+  _enter_(a, b)`` over its named parameters (``KINDS``: the kinds the check admits as they
+  are, so plain values cost one set lookup each and no call), then ``args =
+  _enter_star_(args)`` and ``kw = _enter_kw_(kw)`` for ``*args``/``**kw``;
+* every ``lambda a: body`` becomes ``lambda a: body if type(a) in KINDS or _entered_(a)
+  else None`` (a lambda has no statements, and an assignment expression would be a syntax
+  error inside a comprehension's iterable): ``_entered_`` answers True or refuses;
 * the value of a ``yield`` expression (what ``send`` passed) and of ``yield from`` (what
   the inner iterator returned) pass ``_bind_``; a ``yield`` statement's value is unused.
 
@@ -26,7 +30,12 @@ ENTER = "_enter_"
 ENTER_STAR = "_enter_star_"
 ENTER_KW = "_enter_kw_"
 BIND = "_bind_"
-ENTRY_GUARD_NAMES = (ENTER, ENTER_STAR, ENTER_KW, BIND)
+ENTERED = "_entered_"
+TYPE = "_type_"  # the real `type` (the program's `type` is a stand-in it may rebind)
+KINDS = "_kinds_"  # guards.ADMITTED_KINDS
+# the checks, in the order the tests switch them off; then the names of the inline test
+ENTRY_GUARD_NAMES = (ENTER, ENTER_STAR, ENTER_KW, BIND, ENTERED)
+ENTRY_NAMES = (*ENTRY_GUARD_NAMES, TYPE, KINDS)
 
 
 def _load(name: str) -> ast.Name:
@@ -50,13 +59,24 @@ def _named(args: ast.arguments) -> list[str]:
     return [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)]
 
 
+def _kind_test(name: str, op: ast.cmpop) -> ast.Compare:
+    """``_type_(name) in _kinds_`` (or ``not in``)."""
+    return ast.Compare(left=_call(TYPE, _load(name)), ops=[op], comparators=[_load(KINDS)])
+
+
+def _any_of(tests: list[ast.expr], op: ast.boolop) -> ast.expr:
+    return tests[0] if len(tests) == 1 else ast.BoolOp(op=op, values=tests)
+
+
 def entry_statements(args: ast.arguments) -> list[ast.stmt]:
     """The statements that admit a function's parameters at its entry."""
     stmts: list[ast.stmt] = []
     named = _named(args)
     if named:
         target = ast.Tuple(elts=[_store(n) for n in named], ctx=ast.Store())
-        stmts.append(ast.Assign(targets=[target], value=_call(ENTER, *(_load(n) for n in named))))
+        enter = ast.Assign(targets=[target], value=_call(ENTER, *(_load(n) for n in named)))
+        test = _any_of([_kind_test(n, ast.NotIn()) for n in named], ast.Or())
+        stmts.append(ast.If(test=test, body=[enter], orelse=[]))
     if args.vararg is not None:
         name = args.vararg.arg
         stmts.append(ast.Assign(targets=[_store(name)], value=_call(ENTER_STAR, _load(name))))
@@ -64,6 +84,25 @@ def entry_statements(args: ast.arguments) -> list[ast.stmt]:
         name = args.kwarg.arg
         stmts.append(ast.Assign(targets=[_store(name)], value=_call(ENTER_KW, _load(name))))
     return stmts
+
+
+def lambda_test(args: ast.arguments) -> ast.expr | None:
+    """The test a lambda's body is guarded by: True, or a refusal."""
+    named = _named(args)
+    values: list[ast.expr] = [_load(n) for n in named]
+    if args.vararg is not None:
+        values.append(ast.Starred(value=_load(args.vararg.arg), ctx=ast.Load()))
+    if args.kwarg is not None:
+        kw_values = ast.Call(
+            func=ast.Attribute(value=_load(args.kwarg.arg), attr="values", ctx=ast.Load()), args=[], keywords=[]
+        )
+        values.append(ast.Starred(value=kw_values, ctx=ast.Load()))
+    if not values:
+        return None
+    entered = _call(ENTERED, *values)
+    if len(values) != len(named):  # *args or **kw: the guard looks at every item
+        return entered
+    return ast.BoolOp(op=ast.Or(), values=[_any_of([_kind_test(n, ast.In()) for n in named], ast.And()), entered])
 
 
 def _is_docstring(stmt: ast.stmt) -> bool:
@@ -103,31 +142,13 @@ class EntryGuardMixin(ast.NodeTransformer):
         return visited
 
     def visit_Lambda(self, node: ast.Lambda) -> Any:
-        """``lambda a, *r: body`` becomes ``lambda a, *r: (lambda a, r: body)(*_enter_(a),
-        _enter_star_(r))``: a lambda has no statements, and an assignment expression
-        would be a syntax error inside a comprehension's iterable."""
         visited = super().visit_Lambda(node)
         if not isinstance(visited, ast.Lambda):
             return visited
-        args = visited.args
-        named = _named(args)
-        if not named and args.vararg is None and args.kwarg is None:
+        test = lambda_test(visited.args)
+        if test is None:
             return visited
-        inner_args = [ast.arg(arg=name) for name in named]
-        call_args: list[ast.expr] = []
-        if named:
-            call_args.append(ast.Starred(value=_call(ENTER, *(_load(n) for n in named)), ctx=ast.Load()))
-        if args.vararg is not None:
-            inner_args.append(ast.arg(arg=args.vararg.arg))
-            call_args.append(_call(ENTER_STAR, _load(args.vararg.arg)))
-        if args.kwarg is not None:
-            inner_args.append(ast.arg(arg=args.kwarg.arg))
-            call_args.append(_call(ENTER_KW, _load(args.kwarg.arg)))
-        inner = ast.Lambda(
-            args=ast.arguments(posonlyargs=[], args=inner_args, kwonlyargs=[], kw_defaults=[], defaults=[]),
-            body=visited.body,
-        )
-        body = ast.Call(func=inner, args=call_args, keywords=[])
+        body = ast.IfExp(test=test, body=visited.body, orelse=ast.Constant(None))
         visited.body = ast.fix_missing_locations(ast.copy_location(body, visited.body))
         return visited
 
