@@ -14,7 +14,9 @@ them where they enter instead, whoever the caller is:
   else None`` (a lambda has no statements, and an assignment expression would be a syntax
   error inside a comprehension's iterable): ``_entered_`` answers True or refuses;
 * the value of a ``yield`` expression (what ``send`` passed) and of ``yield from`` (what
-  the inner iterator returned) pass ``_bind_``; a ``yield`` statement's value is unused.
+  the inner iterator returned) pass ``_bind_``; a ``yield`` statement's value is unused;
+* a ``with ... as name`` target (what ``__enter__`` returned) passes ``_bind_`` first thing
+  in the block (the compile policy does the same for ``match`` captures, in the guard).
 
 The guards (``guards.guarded_enter`` …) apply the one value check, ``guards.admit``, and
 rebind each parameter to what it answers. Names starting with ``_`` cannot be spelled
