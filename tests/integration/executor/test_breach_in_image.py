@@ -1,9 +1,10 @@
 """The executor's attack suites inside the built image: the assume-breach suite
-(``tests/breach``), the Python-layer attacks and the reachability walk, as the image user,
-read-only root, no capabilities, no network, under the engine's default seccomp profile
-(which refuses ``unshare``: the guarantees must hold on the remaining layers), with the
-image's own interpreter; and the same under gVisor (runsc), where the executor cannot build
-its seccomp filter and refuses every run (docs/SECURITY.md, "gVisor")."""
+(``tests/breach``), the Python-layer attacks, the callback routes and the reachability
+walk, as the image user, read-only root, no capabilities, no network, under the engine's
+default seccomp profile (which refuses ``unshare``: the guarantees must hold on the
+remaining layers), with the image's own interpreter; and the same under gVisor (runsc),
+where the executor cannot build its seccomp filter and refuses every run
+(docs/SECURITY.md, "gVisor")."""
 
 from __future__ import annotations
 
@@ -44,6 +45,7 @@ SUITES = (
     "tests/breach",
     "tests/unit/executor/test_python_layer_attacks.py",
     "tests/unit/executor/test_reachability.py",
+    "tests/unit/executor/test_callback_routes.py",
 )
 MOUNTS = ("tests/__init__.py", "tests/breach", "tests/unit/__init__.py", "tests/unit/executor", "tests/unit/memory")
 

@@ -16,26 +16,37 @@ prefix, one that spoofs hash and equality once, classes, a method that reads thr
 * raising and catching (the caught exception, or what a failed call raised);
 * the json encoder and decoder hooks (``default=``, ``object_hook=``), which hand values to
   the program's callbacks;
+* callback routes: a container (``[x]``, ``(x, x)``, or with ``--plant`` a list holding a
+  forbidden object, standing for host code that would build one) handed by C to the
+  program's functions (``sorted``/``min``/``max`` keys, ``map``, ``filter``, ``reduce``,
+  ``groupby``, ``accumulate``, ``starmap``, ``cmp_to_key``, ``heapq`` keys, json hooks,
+  ``re.sub``, ``defaultdict``, ``__eq__`` by ``in``, ``__lt__`` by ``sorted``, a
+  generator's ``send``, ``yield from``, a ``with`` target, a ``match`` capture);
 * ``str.format`` with the name as a field (``'{0.<name>!r}'``) and a nested format spec;
 * ``type(x)`` and attributes of what it answers, ``setattr`` with any name form;
 * the special reads in attribute syntax (``x.__class__``, ``x.__name__``,
   ``type(x).__name__``, ``x.__class__.<name>``), ``hasattr`` and ``delattr`` with any name
   form, ``staticmethod``/``classmethod`` around the value (alone and in a class body).
 
-Every value a statement binds is classified; a format field that reads a refused name and
-succeeds counts too. Run it as a module (``--seed``, ``--seconds``, ``--mode``,
-``--checks-off``); it prints one JSON line. ``--checks-off`` restores the old guard (names
-asked to the object itself, values unchecked): the generator must then find an escape,
-which shows it can.
+Every value a statement binds is classified, and so is everything the program's callbacks
+stored (``caught``); a format field that reads a refused name and succeeds counts too. Run
+it as a module (``--seed``, ``--seconds``, ``--mode``, ``--checks-off``, ``--plant``,
+``--entry-checks-off``); it prints one JSON line. ``--checks-off`` restores the old guard
+(names asked to the object itself, values unchecked, no entry checks): the generator must
+then find an escape, which shows it can; ``--entry-checks-off --plant`` keeps every other
+check and switches off only the checks at a function's entry: the callback routes must
+then deliver a planted forbidden object.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import signal
+import sqlite3
 import sys
 import time
 import warnings
@@ -44,6 +55,7 @@ from typing import Any
 
 from RestrictedPython.compile import compile_restricted
 from terminai_apts.executor import guards, sandbox_builtins, wrappers
+from terminai_apts.executor.entry_guard import ENTRY_GUARD_NAMES
 from terminai_apts.executor.policy import FORBIDDEN_ATTR_PREFIXES, FORBIDDEN_ATTRS, Mode, modules_for
 from terminai_apts.executor.transform import SandboxTransformer
 
@@ -74,6 +86,20 @@ caught = []
 def keep(o):
     caught.append(o)
     return 0
+def keep_star(*a, **k):
+    caught.extend(a)
+    caught.extend(k.values())
+    return 0
+class Eq:
+    def __eq__(self, o):
+        caught.append(o)
+        return False
+    def __lt__(self, o):
+        caught.append(o)
+        return False
+def recv():
+    while True:
+        caught.append((yield))
 """
 # hash/eq spoofing needs `hash`, which strict mode does not have
 SPOOF = """
@@ -112,6 +138,37 @@ PLAIN = ("gi_frame", "gi_code", "f_globals", "f_back", "tb_frame", "co_consts", 
          "func", "args", "keywords", "default_factory", "fget", "real", "upper", "get", "copy", "fromkeys",
          "from_float", "most_common", "items", "values", "keys", "pop", "format", "format_map", "with_traceback",
          "group", "span", "re", "string", "pattern", "send", "throw", "close", "encode", "decode", "hits")  # fmt: skip
+# callback routes: C hands the items of {c} (or other values of its own) to the program's
+# functions; (modules needed, statement)
+ROUTES: tuple[tuple[tuple[str, ...], str], ...] = (
+    ((), "sorted({c}, key=keep)"),
+    ((), "min({c}, key=keep)"),
+    ((), "max({c}, key=lambda w: keep(w))"),
+    ((), "list(map(keep, {c}))"),
+    ((), "list(map(lambda *w: keep_star(*w), {c}))"),
+    ((), "list(filter(keep_star, {c}))"),
+    ((), "Eq() in {c}"),
+    ((), "sorted(list({c}) + [Eq()])"),
+    ((), "g{i} = recv()\nnext(g{i})\nlist(map(g{i}.send, {c}))"),
+    ((), "match list({c}):\n    case [m{i}, *_]:\n        keep(m{i})"),
+    ((), "match dict(zip('k', {c})):\n    case {{'k': m{i}}}:\n        keep(m{i})"),
+    ((), "def yf{i}():\n    caught.append((yield from g{i}))\n    yield 0\ng{i} = iter({c})\nlist(yf{i}())"),
+    ((), "with {x} as w{i}:\n    keep(w{i})"),
+    (("functools",), "functools.reduce(lambda a, b: keep(b), {c}, 0)"),
+    (("functools",), "sorted(list({c}) * 2, key=functools.cmp_to_key(lambda a, b: keep_star(a, b)))"),
+    (("functools",), "list(map(functools.partial(keep_star, 1), {c}))"),
+    (("itertools",), "list(itertools.groupby({c}, key=keep))"),
+    (("itertools",), "list(itertools.starmap(keep_star, [{c}]))"),
+    (("itertools",), "list(itertools.accumulate([0] + list({c}), lambda a, b: keep(b)))"),
+    (("itertools",), "list(itertools.dropwhile(keep_star, {c}))"),
+    (("heapq",), "heapq.nsmallest(1, {c}, key=keep)"),
+    (("json",), "json.dumps({c}, default=keep)"),
+    (("json",), "json.loads('{{\"a\": [1.5, 2]}}', object_pairs_hook=keep_star, parse_float=keep, parse_int=keep)"),
+    (("re",), "re.sub('a', keep_star, 'a')"),
+    (("collections",), "collections.defaultdict(keep_star)[1]"),
+)
+CONTAINERS = ("[{x}]", "({x}, {x})", "[{x}, 1]")
+
 ARGS = ("", "1", "'a'", "int", "Box", "Box()", "{X}", "1, 2", "'a', int", "*[1]", "**{'a': 1}")
 
 
@@ -155,7 +212,7 @@ THERMAL_ROOTS = (
 )  # fmt: skip
 
 
-def generate(rng: random.Random, mode: Mode, steps: int, thermal: bool = False) -> Program:
+def generate(rng: random.Random, mode: Mode, steps: int, thermal: bool = False, plant: bool = False) -> Program:
     spoof = mode != "strict"
     modules = sorted(modules_for(mode))
     lines = [PREAMBLE, SPOOF if spoof else ""]
@@ -166,6 +223,7 @@ def generate(rng: random.Random, mode: Mode, steps: int, thermal: bool = False) 
         roots += modules
     values: list[str] = []
     program = Program("")
+    routes = [route for needs, route in ROUTES if set(needs) <= set(modules)]
 
     def pick() -> str:
         if values and rng.random() < 0.7:
@@ -176,7 +234,7 @@ def generate(rng: random.Random, mode: Mode, steps: int, thermal: bool = False) 
         x = pick()
         var = f"v{i}"
         name, spell = _name_text(rng)
-        move = rng.randrange(16)
+        move = rng.randrange(18)
         if move <= 3:
             body = f"{var} = getattr({x}, {_name_form(rng, spell, spoof)})"
         elif move == 4:
@@ -245,6 +303,10 @@ def generate(rng: random.Random, mode: Mode, steps: int, thermal: bool = False) 
                     f"class K{i}:\n    m = property({x})\n{var} = K{i}().m",
                 ]
             )
+        elif move >= 16:
+            container = "leak" if plant and rng.random() < 0.5 else rng.choice(CONTAINERS).format(x=x)
+            route = rng.choice(routes).format(c=container, x=x, i=i)
+            body = f"{route}\n{var} = caught[-1] if caught else 0"
         else:
             body = rng.choice(
                 [
@@ -301,6 +363,10 @@ def run_program(program: Program, glb: dict[str, Any], seed: int) -> list[Findin
             kind = f"format field read '{program.format_checks[var]}'"
         if kind is not None:
             findings.append(Finding(seed, var, kind, repr(value)[:120], program.source))
+    for item in list(scope.get("caught", ()))[:500]:  # what the program's callbacks were handed
+        kind = reachability.classify(item)
+        if kind is not None:
+            findings.append(Finding(seed, "caught", kind, repr(item)[:120], program.source))
     if _guard_state() != before:
         findings.append(Finding(seed, "-", "guard state rewritten", "", program.source))
     return findings
@@ -318,6 +384,27 @@ def old_checks() -> None:
     guards.admit = lambda value, what: value  # type: ignore[assignment]
 
 
+def _enter(*params: object) -> tuple[object, ...]:
+    return params
+
+
+def _same(value: object, /) -> object:
+    return value
+
+
+def _entered(*params: object) -> bool:
+    return True
+
+
+# the checks at a function's entry as pass-throughs (``executor.entry_guard``)
+ENTRY_CHECKS_OFF: dict[str, object] = dict(zip(ENTRY_GUARD_NAMES, (_enter, _same, _same, _same, _entered), strict=True))
+
+
+def _planted() -> list[object]:
+    """Forbidden objects of each kind, in a list the program holds (``--plant``)."""
+    return [json.dumps, sqlite3.Connection, os, sys._getframe(), _planted.__code__, property(len)]
+
+
 @dataclass
 class Report:
     programs: int = 0
@@ -326,23 +413,32 @@ class Report:
 
 
 def generate_and_run(
-    seed: int, seconds: float, modes: tuple[Mode, ...], stop_at_first: bool = False, db: str | None = None
+    seed: int,
+    seconds: float,
+    modes: tuple[Mode, ...],
+    stop_at_first: bool = False,
+    db: str | None = None,
+    plant: bool = False,
+    entry_checks: bool = True,
 ) -> Report:
     report = Report()
     rng = random.Random(seed)
-    injected: dict[str, object] = {}
+    injected: dict[str, object] = {"leak": _planted()} if plant else {}
     if db is not None:
         from terminai_apts.executor import api_object, policy
         from terminai_apts.memory.api import open_memory
 
         injected["thermal"] = api_object.wrap_api(policy.thermal_spec(db), open_memory(db))
     globals_by_mode = {mode: reachability.sandbox_globals(mode, injected) for mode in modes}
+    if not entry_checks:
+        for glb in globals_by_mode.values():
+            glb.update(ENTRY_CHECKS_OFF)
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         mode = modes[report.programs % len(modes)]
         program_seed = rng.randrange(2**32)
         steps = 1 + program_seed % 6
-        program = generate(random.Random(program_seed), mode, steps, thermal=db is not None)
+        program = generate(random.Random(program_seed), mode, steps, thermal=db is not None, plant=plant)
         report.programs += 1
         report.statements += steps
         report.findings += run_program(program, globals_by_mode[mode], program_seed)
@@ -358,6 +454,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", action="append", choices=["standard", "high", "strict"])
     parser.add_argument("--checks-off", action="store_true")
     parser.add_argument("--db", help="a memory index: `thermal` and its results join the roots")
+    parser.add_argument("--plant", action="store_true", help="callback routes also get a list of forbidden objects")
+    parser.add_argument("--entry-checks-off", action="store_true", help="only the checks at a function's entry off")
     args = parser.parse_args(argv)
     signal.signal(signal.SIGALRM, _stop)
     warnings.simplefilter("ignore")  # compile warnings about generated nonsense (`1(1)`)
@@ -367,7 +465,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.checks_off:
         old_checks()
     modes: tuple[Mode, ...] = tuple(args.mode or ("standard", "high", "strict"))
-    report = generate_and_run(args.seed, args.seconds, modes, stop_at_first=args.checks_off, db=args.db)
+    off = args.checks_off or args.entry_checks_off
+    report = generate_and_run(
+        args.seed, args.seconds, modes, stop_at_first=off, db=args.db, plant=args.plant, entry_checks=not off
+    )
     found = [
         {"seed": f.seed, "variable": f.variable, "kind": f.kind, "value": f.value, "source": f.source[-600:]}
         for f in report.findings[:20]

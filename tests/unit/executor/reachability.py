@@ -62,6 +62,10 @@ from terminai_apts.memory import records
 # Names in the globals and builtins user code cannot spell (validation and
 # compile_restricted refuse every name starting with "_"); generated code calls them.
 INTERNAL_NAMES = frozenset({*globals_.GUARD_NAMES, "__build_class__", "__import__", "__metaclass__", "__name__"})
+# Internal names whose contents are not walked: `_kinds_` is the set of classes the compiled
+# entry test reads (`_type_(a) in _kinds_`, ``executor.entry_guard``); only generated code
+# names it and nothing hands it (or an item of it) out, so its items are classes by design.
+UNWALKED_NAMES = frozenset({"_kinds_"})
 
 _C_ROUTINES = (
     types.BuiltinFunctionType,
@@ -496,6 +500,8 @@ def walk_sandbox(mode: Mode, injected: dict[str, object] | None = None) -> WalkR
     glb = sandbox_globals(mode, injected)
     roots = namespace_roots(glb, mode)
     roots.update(sample_roots(glb, mode))
+    for name in UNWALKED_NAMES:
+        del roots[name]
     return walk(roots, exempt=INTERNAL_NAMES)
 
 

@@ -11,11 +11,13 @@ seconds per mode.
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 from terminai_apts.executor import ApiSpec, ExecutionResult, ExecutorSession, SandboxConfig, thermal_spec
 from terminai_apts.executor.policy import Mode
+from terminai_apts.executor.transform import SandboxTransformer
 
 from tests.corpus import memory_fixture, oracle
 
@@ -125,3 +127,35 @@ def test_strict_refusal_rate(memory_db: Path) -> None:
     importing = {p.name for p in PROGRAMS if imports(p)}
     assert refusals == importing  # only the programs that import something
     assert len(refusals) == STRICT_REFUSED, f"strict refuses {len(refusals)} of {len(PROGRAMS)}"
+
+
+def _checks_entry(node: ast.FunctionDef | ast.Lambda) -> bool:
+    """The compiled function starts by checking its parameters (or has none)."""
+    args = node.args
+    names = [a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a]
+    if not names:
+        return True
+    if isinstance(node, ast.Lambda):
+        return isinstance(node.body, ast.IfExp) and "_entered_(" in ast.unparse(node.body.test)
+    head = "\n".join(ast.unparse(stmt) for stmt in node.body[:4])
+    return all(f"_type_({n})" in head or f"_enter_star_({n})" in head or f"_enter_kw_({n})" in head for n in names)
+
+
+def test_every_function_of_the_corpus_checks_its_parameters() -> None:
+    """By construction, over real programs: every ``def`` (methods, nested and decorated
+    functions, generators) and every lambda of the 148-program agent corpus, as the compile
+    policy emits it, checks each of its parameters at entry."""
+    functions = 0
+    for path in PROGRAMS:
+        errors: list[str] = []
+        tree = SandboxTransformer(errors, [], {}).visit(ast.parse(path.read_text()))
+        assert not errors, (path.name, errors)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.Lambda)) and not _is_generated(node):
+                functions += 1
+                assert _checks_entry(node), f"{path.name}: line {node.lineno}\n{ast.unparse(node)[:400]}"
+    assert functions > 80
+
+
+def _is_generated(node: ast.FunctionDef | ast.Lambda) -> bool:
+    return isinstance(node, ast.FunctionDef) and node.name.startswith("_")

@@ -1,7 +1,9 @@
 """The attack generator (``attack_generator.py``): a fixed seed and a few seconds in the
 default run, 30 s behind the ``slow`` marker and 10 minutes in ``make attacks``
-(``APTS_ATTACK_SECONDS`` and ``APTS_ATTACK_SEED`` override both), and proof that it finds
-escapes when the guard's checks are switched back to the old ones."""
+(``APTS_ATTACK_SECONDS`` and ``APTS_ATTACK_SEED`` override both), with a planted list of
+forbidden objects for the callback routes; and proof that it finds escapes when the
+guard's checks are switched back to the old ones, and when only the checks at a
+function's entry are switched off."""
 
 from __future__ import annotations
 
@@ -50,7 +52,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> str:
 
 def test_generated_attacks_find_nothing(db: str) -> None:
     seconds = os.environ.get("APTS_ATTACK_SECONDS", "4")
-    result = _run("--seed", str(SEED), "--seconds", seconds, "--db", db, timeout=float(seconds) + 120)
+    result = _run("--seed", str(SEED), "--seconds", seconds, "--db", db, "--plant", timeout=float(seconds) + 120)
     assert result["findings"] == [], _describe(result["findings"])
     assert result["programs"] > 100 and result["statements"] > 300
 
@@ -58,7 +60,9 @@ def test_generated_attacks_find_nothing(db: str) -> None:
 @pytest.mark.slow
 def test_generated_attacks_find_nothing_long(db: str) -> None:
     seconds = os.environ.get("APTS_ATTACK_SECONDS", "30")  # `make attacks`: 10 minutes
-    result = _run("--seed", str(SEED + 1), "--seconds", seconds, "--db", db, timeout=float(seconds) + 300)
+    result = _run(
+        "--seed", str(SEED + 1), "--seconds", seconds, "--db", db, "--plant", timeout=float(seconds) + 300
+    )  # fmt: skip
     assert result["findings"] == [], _describe(result["findings"])
 
 
@@ -70,14 +74,26 @@ def test_generator_finds_escapes_with_the_old_checks() -> None:
     assert all(f["kind"] for f in result["findings"])
 
 
+def test_generator_finds_callback_escapes_with_the_entry_checks_off() -> None:
+    """Not vacuous for the callback routes: with every other check on and only the checks
+    at a function's entry off, a route hands a planted forbidden object to the program's
+    callbacks."""
+    result = _run("--seed", str(SEED), "--seconds", "30", "--plant", "--entry-checks-off", timeout=180)
+    assert result["findings"], "the generator found nothing with the entry checks off"
+    assert {f["variable"] for f in result["findings"]} == {"caught"}
+
+
 def test_every_move_is_generated() -> None:
     rng = random.Random(SEED)
-    text = "".join(attack_generator.generate(rng, "high", 6, thermal=True).source for _ in range(400))
+    text = "".join(attack_generator.generate(rng, "high", 6, thermal=True, plant=True).source for _ in range(400))
     for move in (
         "getattr(", "Liar(", "Spoof(", "bytes(", "bytearray(", "Sub(", "next(iter(", "*rest", "star",
         "class C", "@", "raise ", "except Exception as e", "json.dumps(", "object_hook=", ".format(",
         "{1:{0.", "key=lambda", "type(", "setattr(", "thermal.search(", ".__class__", ".__name__",
         "hasattr(", "delattr(", "staticmethod(", "classmethod(", "property(",
+        "sorted(leak", "key=keep", "map(keep", "Eq() in", ".send,", "case [m", "yield from", "with ",
+        "functools.reduce(", "itertools.groupby(", "itertools.starmap(", "cmp_to_key(", "default=keep",
+        "object_pairs_hook=", "re.sub(", "defaultdict(keep_star)",
     ):  # fmt: skip
         assert move in text, move
     strict = attack_generator.generate(random.Random(1), "strict", 3).source

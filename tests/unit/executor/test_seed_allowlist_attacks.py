@@ -25,6 +25,7 @@ from terminai_apts.executor.transform import SandboxTransformer
 from terminai_apts.executor.wrappers import SafeCallable
 
 from tests.unit.executor import reachability
+from tests.unit.executor.attack_generator import ENTRY_CHECKS_OFF
 
 IMPORT_MODES: tuple[Mode, ...] = ("standard", "high")
 
@@ -220,6 +221,7 @@ def test_json_encoder_companion_the_old_default_was_a_host_function() -> None:
     old = _proxy_with("json", "dumps", SafeCallable(old_dumps, "json.dumps"))
     real_import = glb["__builtins__"]["__import__"]
     glb["__builtins__"]["__import__"] = lambda name, *a: old if name == "json" else real_import(name, *a)
+    glb.update(ENTRY_CHECKS_OFF)  # the parameter check at the class's entry would refuse it too
     seen = _run(_ENCODER_SPY, glb)["seen"]
     assert reachability.classify(seen[0]) == "python function"
     assert "json" in seen[0].__globals__  # the module's globals: the route to everything
@@ -390,6 +392,7 @@ def test_exit_scrub_cannot_be_undone_by_shadowing_builtins() -> None:
 def test_exit_companion_without_the_scrub_a_traceback_arrives(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(transform, "_scrub_exit_traceback", lambda node: None)
     glb, _ = _globals()
+    glb.update(ENTRY_CHECKS_OFF)  # the parameter check at `__exit__`'s entry would refuse it too
     scope = _run(
         "got = []\nclass A:\n    def __enter__(self):\n        return self\n"
         "    def __exit__(self, t, e, tb):\n        got.append(tb)\n        return True\nwith A():\n    1 / 0\n",

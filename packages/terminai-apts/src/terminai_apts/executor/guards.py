@@ -224,6 +224,80 @@ def guarded_call(result: object, /) -> Any:
 
 _FORMATTER = SafeFormatter(guarded_getattr, guarded_getitem)
 
+# -- values C code hands to the program's own code -------------------------------------
+# A callback (`sorted(key=f)`, `map(f, xs)`, `re.sub(p, f, s)`, json hooks, `__eq__` called
+# by `in`, `__exit__` called by `with`) receives what C code passes: no attribute read,
+# item read, iteration or call of the program's code is involved, so the compile policy
+# checks every parameter at the function's entry (``_enter_``), the value a `yield`
+# receives and a `yield from` returns, a `with ... as name` target and a `match` capture
+# (``_bind_``).
+
+# Kinds whose instances `admit` returns unchanged: the plain ones, and others learned per
+# type: `refusal` looks at the value itself only for classes, functions, methods and
+# builtin routines; for every other kind its answer depends on the type alone (a class's
+# special methods cannot change after the class statement), so a program's own instances
+# pass in one set lookup. The compiled code tests `type(a) in ADMITTED_KINDS` inline and
+# calls the guard only when that fails.
+ADMITTED_KINDS: set[type] = {kind for kind in _PLAIN_VALUES if isinstance(kind, type)}
+_BY_VALUE = (type, types.FunctionType, types.MethodType, types.BuiltinFunctionType)
+_MAX_KINDS = 4096
+_PASSED = "a value passed to the program's code"
+
+
+def _admit_passed(value: object) -> Any:
+    kind = type(value)
+    if kind in ADMITTED_KINDS:
+        return value
+    admitted = admit(value, _PASSED)
+    if admitted is value and not issubclass(kind, _BY_VALUE) and len(ADMITTED_KINDS) < _MAX_KINDS:
+        ADMITTED_KINDS.add(kind)
+    return admitted
+
+
+def guarded_bind(value: object, /) -> Any:
+    """``_bind_``: one value C code handed over (a sent value, a `with` target, a capture)."""
+    if type(value) in ADMITTED_KINDS:
+        return value
+    return _admit_passed(value)
+
+
+def guarded_enter(*params: object) -> tuple[object, ...]:
+    """``_enter_``: the named parameters of a program function at its entry, admitted
+    (``a, b = _enter_(a, b)``); the same values when every one is of an admitted kind."""
+    for value in params:
+        if type(value) not in ADMITTED_KINDS:
+            return tuple([_admit_passed(v) for v in params])
+    return params
+
+
+def guarded_entered(*params: object) -> bool:
+    """``_entered_``: a lambda's parameters (a lambda cannot rebind them): True when each
+    is admitted as it is, else a refusal (a value the check would replace included: a
+    method of a host object, which a ``def`` receives wrapped)."""
+    for value in params:
+        if type(value) not in ADMITTED_KINDS and _admit_passed(value) is not value:
+            raise SandboxViolation(
+                f"{_PASSED} is not allowed in a lambda (it is a method of a host object); take it in a def"
+            )
+    return True
+
+
+def guarded_enter_star(args: tuple[object, ...], /) -> tuple[object, ...]:
+    """``*args`` at a function's entry: every item admitted now (a callback's items come
+    from C, never through the program's own reads)."""
+    for value in args:
+        if type(value) not in ADMITTED_KINDS:
+            return tuple([_admit_passed(v) for v in args])
+    return args
+
+
+def guarded_enter_kw(kwargs: dict[str, object], /) -> dict[str, object]:
+    """``**kwargs`` at a function's entry: every value admitted now."""
+    for value in kwargs.values():
+        if type(value) not in ADMITTED_KINDS:
+            return {key: _admit_passed(item) for key, item in kwargs.items()}
+    return kwargs
+
 
 def guarded_hasattr(obj: object, name: object, /) -> bool:
     """``hasattr``: the attribute guard's answer (a refused name stays refused), except for

@@ -7,11 +7,17 @@ from typing import Any
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safe_builtins
 
 from terminai_apts.executor.guards import (
+    ADMITTED_KINDS,
     DEFAULT_METACLASS,
     guarded_apply,
+    guarded_bind,
     guarded_build_class,
     guarded_call,
     guarded_delattr,
+    guarded_enter,
+    guarded_enter_kw,
+    guarded_enter_star,
+    guarded_entered,
     guarded_getattr,
     guarded_getitem,
     guarded_hasattr,
@@ -84,7 +90,7 @@ def build_builtins(mode: Mode, proxies: dict[str, ModuleProxy]) -> dict[str, Any
 GUARD_NAMES: tuple[str, ...] = (
     "_getattr_", "_getitem_", "_getiter_", "_write_", "_inplacevar_",
     "_iter_unpack_sequence_", "_unpack_sequence_", "_print_", "_apply_",
-    "_call_",
+    "_call_", "_enter_", "_enter_star_", "_enter_kw_", "_bind_", "_entered_", "_type_", "_kinds_",
 )  # fmt: skip
 
 
@@ -106,6 +112,13 @@ def build_globals(
         "_print_": PrintFactory(buffer),
         "_apply_": guarded_apply,
         "_call_": guarded_call,
+        "_enter_": guarded_enter,
+        "_enter_star_": guarded_enter_star,
+        "_enter_kw_": guarded_enter_kw,
+        "_bind_": guarded_bind,
+        "_entered_": guarded_entered,
+        "_type_": type,  # the real one, for the inline test at a function's entry
+        "_kinds_": ADMITTED_KINDS,
     }
     glb.update(injected)
     return glb

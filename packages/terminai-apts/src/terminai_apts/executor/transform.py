@@ -13,9 +13,11 @@ Everything RestrictedPython checks is still checked; on top of it this policy
   * keeps annotations of class bodies as plain strings (``x: 'int' = 0``: what
     ``from __future__ import annotations`` does), so ``@dataclass`` sees its fields;
   * accepts ``nonlocal`` and ``match`` (value patterns such as ``case Color.RED:`` become
-    a capture plus a guard that reads the value through the attribute guard; every name a
-    pattern binds passes the value check before anything else uses it);
-  * blanks the traceback a class's ``__exit__`` receives before its body runs.
+    a capture plus a guard that reads the value through the attribute guard);
+  * blanks the traceback a class's ``__exit__`` receives before its body runs;
+  * checks every value C code hands to the program's own code: parameters at a function's
+    entry, what a ``yield`` receives, a ``with`` target, a ``match`` capture
+    (``executor.entry_guard``).
 """
 
 from __future__ import annotations
@@ -26,7 +28,8 @@ from typing import Any
 
 from RestrictedPython.transformer import IOPERATOR_TO_STR, RestrictingNodeTransformer
 
-from terminai_apts.executor.call_guard import CALL_GUARD, CallGuardMixin
+from terminai_apts.executor.call_guard import CallGuardMixin
+from terminai_apts.executor.entry_guard import EntryGuardMixin, bind
 from terminai_apts.executor.policy import SAFE_SPECIAL_READS
 
 # Special methods a class body may define. Each is called by C code only in ways Python
@@ -62,7 +65,7 @@ def _name(name: str, ctx: ast.expr_context) -> ast.Name:
     return ast.Name(id=name, ctx=ctx)
 
 
-def _scrub_exit_traceback(node: ast.FunctionDef) -> None:
+def _scrub_exit_traceback(node: ast.FunctionDef) -> ast.stmt | None:
     """``def __exit__(self, exc_type, exc, tb)``: the first statement sets ``tb = None``
     (with ``*args``, its third item): a traceback leads to frames, never to user code."""
     params = [*node.args.posonlyargs, *node.args.args]
@@ -81,33 +84,37 @@ def _scrub_exit_traceback(node: ast.FunctionDef) -> None:
         stmt = ast.Assign(targets=[_name(rest, ast.Store())], value=ast.BinOp(left=head, op=ast.Add(), right=blank))
     if stmt is not None:
         node.body.insert(0, ast.fix_missing_locations(ast.copy_location(stmt, node)))
+    return stmt
 
 
-def _admit_captures(pattern: ast.pattern) -> list[ast.expr]:
-    """``(name := _call_(name)) is name`` for every name ``pattern`` binds: sequence,
-    mapping and class patterns take items and attributes in C (``case {'k': v}``,
-    ``case [f, *_]``, positional reads named by ``__match_args__``), past the item and
-    attribute guards, so each bound value passes the call guard's value check (which
-    refuses, or answers the admitted form) before the case's guard or body sees it.
-    A top-level ``case x`` / ``as x`` binds the subject itself, which the guards already
-    admitted: it gets no check, so ``case x:`` stays irrefutable for the compiler."""
+def _captures(pattern: ast.pattern) -> list[str]:
+    """Names a pattern binds to parts of its subject (not the subject itself, which the
+    program already holds: ``case x:`` stays irrefutable)."""
+    while isinstance(pattern, ast.MatchAs) and pattern.pattern is not None:
+        pattern = pattern.pattern
+    if isinstance(pattern, ast.MatchAs):
+        return []
+    if isinstance(pattern, ast.MatchOr):
+        return [name for alt in pattern.patterns for name in _captures(alt)]
     names: list[str] = []
-    for sub in ast.walk(pattern):
-        if sub is pattern and isinstance(sub, ast.MatchAs):
-            continue
-        if isinstance(sub, (ast.MatchAs, ast.MatchStar)) and sub.name:
-            names.append(sub.name)
-        elif isinstance(sub, ast.MatchMapping) and sub.rest:
-            names.append(sub.rest)
-    checks: list[ast.expr] = []
-    for name in dict.fromkeys(names):
-        admitted = ast.Call(func=_name(CALL_GUARD, ast.Load()), args=[_name(name, ast.Load())], keywords=[])
-        bound = ast.NamedExpr(target=_name(name, ast.Store()), value=admitted)
-        checks.append(ast.Compare(left=bound, ops=[ast.Is()], comparators=[_name(name, ast.Load())]))
-    return checks
+    for node in ast.walk(pattern):
+        name = None
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)):
+            name = node.name
+        elif isinstance(node, ast.MatchMapping):
+            name = node.rest
+        if name is not None and name not in names:
+            names.append(name)
+    return names
 
 
-class SandboxTransformer(CallGuardMixin, RestrictingNodeTransformer):
+def _rebind(name: str) -> ast.expr:
+    """``(name := _bind_(name)) is name``: always true once the value is admitted."""
+    named = ast.NamedExpr(target=_name(name, ast.Store()), value=bind(_name(name, ast.Load())))
+    return ast.Compare(left=named, ops=[ast.Is()], comparators=[_name(name, ast.Load())])
+
+
+class SandboxTransformer(EntryGuardMixin, CallGuardMixin, RestrictingNodeTransformer):
     """The compile policy of the executor (``compile_restricted(..., policy=...)``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -150,7 +157,9 @@ class SandboxTransformer(CallGuardMixin, RestrictingNodeTransformer):
                 stmt.annotation = ast.copy_location(ast.Constant(ast.unparse(stmt.annotation)), stmt.annotation)
                 self._kept_annotations.add(id(stmt))
             elif isinstance(stmt, ast.FunctionDef) and stmt.name == "__exit__":
-                _scrub_exit_traceback(stmt)
+                scrub = _scrub_exit_traceback(stmt)
+                if scrub is not None:  # the traceback is dropped before the entry check
+                    self.run_entry_after(scrub)
         return super().visit_ClassDef(node)
 
     # -- nonlocal and match -----------------------------------------------------------------
@@ -164,7 +173,9 @@ class SandboxTransformer(CallGuardMixin, RestrictingNodeTransformer):
         for case in node.cases:
             checks: list[ast.expr] = []
             case.pattern = self._pattern(case.pattern, checks)
-            checks[:0] = _admit_captures(case.pattern)
+            # what the pattern captured was taken apart in C (sequence items, mapping
+            # values, `__match_args__` reads): each capture is admitted before the guard
+            checks[0:0] = [_rebind(name) for name in dict.fromkeys(_captures(case.pattern))]
             if case.guard is not None:
                 checks.append(self.visit(case.guard))
             if checks:
