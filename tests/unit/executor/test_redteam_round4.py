@@ -5,7 +5,7 @@ Two holes were found and closed here:
 * ``match`` bound the items of sequence and mapping patterns, and the attributes a class
   pattern reads through ``__match_args__``, in C, past the item and attribute guards:
   ``case {'_cls': t}`` took whatever a container held. Every name a pattern binds now
-  passes the value check first (``transform._admit_captures``).
+  passes the value check first (``transform._captures``).
 * ``copy.deepcopy(x, memo)`` filled the program's own memo dict with the reduce state of
   the sandbox's wrappers (``{'_cls': type}`` of a class view, ``{'_fn': <function>}`` of a
   callable stand-in) before the copy failed: with the match hole, the real ``type``, then
@@ -144,7 +144,7 @@ def test_match_captures_pass_the_value_check(mode: Mode, code: str, reason: str)
 
 def test_match_companion_captures_were_unchecked(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the capture check, the same patterns hand out the planted function."""
-    monkeypatch.setattr(transform, "_admit_captures", lambda pattern: [])
+    monkeypatch.setattr(transform, "_captures", lambda pattern: [])
     glb, buffer = _globals()
     glb["planted"] = dict(PLANTED)
     _exec(MATCH_ROUTES[0][0], glb)
