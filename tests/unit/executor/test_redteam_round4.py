@@ -1,6 +1,6 @@
 """Red team, fourth round: the seed's newly allowed modules and constructs, attacked.
 
-Two holes were found and closed here:
+Three holes were found and closed here:
 
 * ``match`` bound the items of sequence and mapping patterns, and the attributes a class
   pattern reads through ``__match_args__``, in C, past the item and attribute guards:
@@ -11,6 +11,10 @@ Two holes were found and closed here:
   callable stand-in) before the copy failed: with the match hole, the real ``type``, then
   a host function's ``__globals__``, ``sys.modules`` and the real builtins. The sandbox's
   ``deepcopy`` takes no memo.
+* The host's stand-in classes (the ``Enum``/``IntEnum``/``ABC`` bases, ``CacheInfo``) carry
+  the sandbox's module name so programs can subclass them, and the write guard took them for
+  the program's own: ``setattr(enum.Enum, ...)`` changed them for every later cell of the
+  session. They are refused now (``wrappers.STAND_INS``).
 
 Each has a companion showing the route open without its check. The other attacks of the
 round were refused already; the ones below keep them refused, each by the layer and for
@@ -26,7 +30,7 @@ from typing import Any
 
 import pytest
 from RestrictedPython.compile import compile_restricted
-from terminai_apts.executor import module_proxies, output, transform
+from terminai_apts.executor import guards, module_proxies, output, shims_classes, transform
 from terminai_apts.executor import sandbox_globals as globals_
 from terminai_apts.executor.policy import Mode
 from terminai_apts.executor.transform import SandboxTransformer
@@ -303,3 +307,37 @@ def test_match_captures_keep_their_scopes(mode: Mode) -> None:
         "print(f([5, 6]), x, K.s, g({'j': 7}), g({'k': 8}))\n"
     )
     run_benign(code, mode, "5 5 3 7 8\n")
+
+
+# -- the host's stand-in classes are shared by every cell: no program may modify them ------
+
+STAND_IN_WRITES = [
+    "import enum\nsetattr(enum.Enum, 'flag', 'set by cell 1')",
+    "import enum\nenum.IntEnum.flag = 1",
+    "import abc\nabc.ABC.flag = 1",
+    "import enum\ndelattr(enum.Enum, 'flag')",
+]
+
+
+@pytest.mark.parametrize("code", STAND_IN_WRITES)
+def test_a_stand_in_class_refuses_writes(code: str) -> None:
+    glb, _ = _globals("standard")
+    with pytest.raises(SandboxViolation, match="cannot modify objects of type 'type'"):
+        _exec(code, glb)
+
+
+def test_a_stand_in_companion_was_writable_for_later_cells(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the check the write lands on the class every later cell of the session sees."""
+    monkeypatch.setattr(guards, "STAND_INS", set())
+    glb, buffer = _globals("standard")
+    _exec(STAND_IN_WRITES[0], glb)
+    _exec("import enum\nprint(enum.Enum.flag)", glb)
+    assert "set by cell 1" in "".join(buffer.parts)
+    monkeypatch.delattr(shims_classes.Enum, "flag")
+
+
+def test_the_program_s_own_subclasses_stay_writable() -> None:
+    glb, buffer = _globals("standard")
+    code = "import enum\nclass Color(enum.Enum):\n    RED = 1\nColor.note = 'ok'\nprint(Color.note, Color.RED.value)"
+    _exec(code, glb)
+    assert "".join(buffer.parts) == "ok 1\n"

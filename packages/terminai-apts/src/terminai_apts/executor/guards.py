@@ -45,6 +45,7 @@ from terminai_apts.executor.sandbox_builtins import (
 from terminai_apts.executor.transform import SUPER_METHODS
 from terminai_apts.executor.wrappers import (
     SANDBOX_MODULE,
+    STAND_INS,
     ClassFactory,
     SafeCallable,
     SandboxViolation,
@@ -337,7 +338,7 @@ def guarded_write(obj: Any) -> Any:
         return obj
     cls = type(obj)
     if isinstance(obj, type):  # a class: only the sandbox's own classes
-        if obj.__module__ == SANDBOX_MODULE and type(obj) is type:
+        if obj.__module__ == SANDBOX_MODULE and type(obj) is type and obj not in STAND_INS:
             return obj
     elif getattr(cls, "__module__", None) == SANDBOX_MODULE:
         return obj

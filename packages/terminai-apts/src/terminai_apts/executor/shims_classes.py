@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from terminai_apts.executor.wrappers import SANDBOX_MODULE, SafeCallable
+from terminai_apts.executor.wrappers import SANDBOX_MODULE, SafeCallable, stand_in
 
 
 class _Auto:
@@ -32,6 +32,7 @@ def _is_member_value(name: str, value: object) -> bool:
     return not hasattr(type(value), "__get__")  # functions, properties: methods, not members
 
 
+@stand_in
 class Enum:
     """``class Color(Enum): RED = 1``: each public class attribute that is not a method
     becomes a member with ``name`` and ``value``; ``Color(1)`` looks a member up by value,
@@ -98,6 +99,7 @@ class Enum:
         return self
 
 
+@stand_in
 class IntEnum(int, Enum):
     """Members are ints too (``Priority.HIGH > 2``)."""
 
@@ -117,6 +119,7 @@ class IntEnum(int, Enum):
 ENUM: dict[str, object] = {"Enum": Enum, "IntEnum": IntEnum, "auto": SafeCallable(auto, "enum.auto")}
 
 
+@stand_in
 class ABC:
     """``class Base(ABC)``: a plain base class (abstract methods are not enforced)."""
 

@@ -43,7 +43,14 @@ from typing import Any
 
 from terminai_apts.executor.shims_classes import ABC_MODULE, ENUM, SHIM_BASES
 from terminai_apts.executor.shims_output import LOGGING, PPRINT, WARNINGS
-from terminai_apts.executor.wrappers import SANDBOX_MODULE, SafeCallable, SandboxViolation, Sealed, is_sandbox_class
+from terminai_apts.executor.wrappers import (
+    SANDBOX_MODULE,
+    SafeCallable,
+    SandboxViolation,
+    Sealed,
+    is_sandbox_class,
+    stand_in,
+)
 
 # -- collections ------------------------------------------------------------------------
 
@@ -63,6 +70,7 @@ def sandbox_namedtuple(
 CACHE_INFO = collections.namedtuple(  # type: ignore[name-match]
     "CacheInfo", "hits misses maxsize currsize", module=SANDBOX_MODULE
 )
+stand_in(CACHE_INFO)
 
 
 class CachedFunction(metaclass=Sealed):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import types
-from typing import Any
+from typing import Any, TypeVar
 
 SANDBOX_MODULE = "sandbox"
 SANDBOX_FILENAME = "<sandbox>"
@@ -123,6 +123,18 @@ class ClassFactory(metaclass=Sealed):
 def is_sandbox_function(fn: types.FunctionType) -> bool:
     """True for functions compiled from the user's own source (never for stdlib code)."""
     return fn.__code__.co_filename == SANDBOX_FILENAME
+
+
+# Classes the host makes for programs to use or subclass (the shim bases, ``CacheInfo``).
+# They carry the sandbox's module name so that programs may subclass them, but every cell
+# of a session shares them: no program may modify them.
+STAND_INS: set[type] = set()
+_C = TypeVar("_C", bound=type)
+
+
+def stand_in(cls: _C) -> _C:
+    STAND_INS.add(cls)
+    return cls
 
 
 def is_sandbox_class(cls: type) -> bool:
