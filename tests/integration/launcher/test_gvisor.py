@@ -16,7 +16,7 @@ from pathlib import Path
 from terminai_sandbox.assemble import BuildResult, repo_root
 from terminai_sandbox.common.dockerapi import DockerApi
 from terminai_sandbox.contracts import run_contracts
-from terminai_sandbox.daemon_config import DAEMON_JSON, runsc_entry
+from terminai_sandbox.daemon_config import DAEMON_JSON, newer_runsc, runsc_entry
 from terminai_sandbox.engine import Engine
 
 from tests.fixtures.registry import RegistryServer
@@ -45,12 +45,18 @@ def test_the_engine_bootstrap_registers_runsc_and_keeps_dockerds_configuration(e
     assert done.returncode == 0, done.stderr
     assert "runsc" in done.stdout and "already answering" in done.stdout, done.stdout
     after = json.loads(DAEMON_JSON.read_text())
+    ours = ("runsc", "runsc-trixie")
     assert {k: v for k, v in after.items() if k != "runtimes"} == {k: v for k, v in before.items() if k != "runtimes"}
-    assert {k: v for k, v in after["runtimes"].items() if k != "runsc"} == {
-        k: v for k, v in before.get("runtimes", {}).items() if k != "runsc"
+    assert {k: v for k, v in after["runtimes"].items() if k not in ours} == {
+        k: v for k, v in before.get("runtimes", {}).items() if k not in ours
     }
     assert after["runtimes"]["runsc"] == before.get("runtimes", {}).get("runsc", runsc_entry("/usr/bin/runsc"))
     assert "runsc" in engine.runtimes()
+    # Where scripts/ensure-host-tools placed trixie's runsc, it is registered beside the host's.
+    newer = newer_runsc(os.environ)
+    assert newer is not None, "run scripts/ensure-host-tools: it places trixie's runsc the gVisor tests run"
+    assert after["runtimes"]["runsc-trixie"] == before.get("runtimes", {}).get("runsc-trixie", runsc_entry(newer))
+    assert "runsc-trixie" in engine.runtimes()
     # Preflight asks the same question over the launch kernel's plain socket, without the SDK.
     assert DockerApi.connect({"DOCKER_HOST": engine.info.host}).runtimes() == engine.runtimes()
     again = subprocess.run(
@@ -61,6 +67,7 @@ def test_the_engine_bootstrap_registers_runsc_and_keeps_dockerds_configuration(e
         check=False,
     )
     assert again.returncode == 0 and "SIGHUP" not in again.stdout and "registered runsc" not in again.stdout
+    assert "runsc-trixie already registered" in again.stdout
     assert json.loads(DAEMON_JSON.read_text()) == after
 
 
