@@ -31,6 +31,8 @@ HARDENED = {
     "cap_drop": ["ALL"],
     "security_opt": ["no-new-privileges"],
 }
+# Both gVisor runtimes: Debian 12's runsc (20221219) and trixie's (20240729, registered as runsc-trixie).
+GVISOR = ("runsc", "runsc-trixie")
 
 
 def test_the_engine_bootstrap_registers_runsc_and_keeps_dockerds_configuration(engine: Engine) -> None:
@@ -72,18 +74,24 @@ def test_the_engine_bootstrap_registers_runsc_and_keeps_dockerds_configuration(e
     assert json.loads(DAEMON_JSON.read_text()) == after
 
 
-def test_the_contract_suite_passes_under_gvisor(engine: Engine, built_image: BuildResult, tmp_path: Path) -> None:
-    report = run_contracts(engine, built_image.config_digest, runtime="runsc", output_dir=tmp_path)
+@pytest.mark.parametrize("runtime", GVISOR)
+def test_the_contract_suite_passes_under_gvisor(
+    engine: Engine, built_image: BuildResult, tmp_path: Path, runtime: str
+) -> None:
+    report = run_contracts(engine, built_image.config_digest, runtime=runtime, output_dir=tmp_path)
     assert report.passed and not report.failed
 
 
-def test_the_session_kernel_is_gvisors_and_hardening_holds_inside(engine: Engine, built_image: BuildResult) -> None:
+@pytest.mark.parametrize("runtime", GVISOR)
+def test_the_session_kernel_is_gvisors_and_hardening_holds_inside(
+    engine: Engine, built_image: BuildResult, runtime: str
+) -> None:
     script = (
         "dmesg | head -1; uname -r; id -u; grep CapEff /proc/self/status; "
         "grep ' / ' /proc/self/mounts; python3 -c 'import socket; socket.create_connection((\"1.1.1.1\", 53), 2)' 2>&1"
         " | tail -1"
     )
-    code, out, _ = engine.run(built_image.config_digest, ["sh", "-c", script], runtime="runsc", **HARDENED)
+    code, out, _ = engine.run(built_image.config_digest, ["sh", "-c", script], runtime=runtime, **HARDENED)
     text = out.decode()
     assert code == 0, text
     lines = text.splitlines()
@@ -92,10 +100,6 @@ def test_the_session_kernel_is_gvisors_and_hardening_holds_inside(engine: Engine
     root = next(line.split() for line in lines if line.split()[1:2] == ["/"])
     assert "ro" in root[3].split(","), root  # gVisor mounts the image read-only
     assert lines[-1].startswith("OSError: [Errno 113]"), lines[-1]  # no network stack: no route anywhere
-
-
-# Both gVisor runtimes: Debian 12's runsc (20221219) and trixie's (20240729, registered as runsc-trixie).
-GVISOR = ("runsc", "runsc-trixie")
 
 
 @pytest.mark.parametrize("runtime", GVISOR)
