@@ -12,7 +12,14 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.errors import EngineError
-from terminai_sandbox_dev.daemon_config import ensure_runsc, register_runsc, reload_dockerd, runsc_entry, with_runsc
+from terminai_sandbox_dev.daemon_config import (
+    ensure_runsc,
+    newer_runsc,
+    register_runsc,
+    reload_dockerd,
+    runsc_entry,
+    with_runsc,
+)
 
 ADMIN = {
     "registry-mirrors": ["https://mirror.example"],
@@ -120,18 +127,83 @@ def test_a_reload_that_never_lists_runsc_is_an_error(tmp_path: Path) -> None:
         time.sleep(0.3)  # let it install its SIGHUP handler
         with pytest.raises(EngineError, match="does not list runsc after 0 s"):
             reload_dockerd(sleeper.pid, lambda: ["runc"], wait_seconds=0.3)
+        # With two runtimes to wait for, the one still missing is named.
+        with pytest.raises(EngineError, match="does not list runsc-trixie after 0 s"):
+            reload_dockerd(sleeper.pid, lambda: ["runc", "runsc"], names=("runsc", "runsc-trixie"), wait_seconds=0.3)
         assert sleeper.poll() is None
     finally:
         os.kill(sleeper.pid, signal.SIGKILL)
         sleeper.wait()
 
 
-def _fake_runsc(tmp_path: Path) -> dict[str, str]:
+def _fake_runsc(tmp_path: Path, *, trixie: bool = False) -> dict[str, str]:
+    """A PATH holding a runsc, and a host-tools prefix holding trixie's runsc only when asked."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "runsc").write_text("#!/bin/sh\n")
     (bin_dir / "runsc").chmod(0o755)
-    return {"PATH": str(bin_dir)}
+    tools = tmp_path / "host-tools"
+    if trixie:
+        placed = tools / "runsc-trixie" / "bin" / "runsc"
+        placed.parent.mkdir(parents=True)
+        placed.write_text("#!/bin/sh\n")
+        placed.chmod(0o755)
+    return {"PATH": str(bin_dir), "TERMINAI_HOST_TOOLS": str(tools)}
+
+
+def test_the_newer_runsc_is_found_only_where_the_host_tools_script_places_it(tmp_path: Path) -> None:
+    env = _fake_runsc(tmp_path)
+    assert newer_runsc(env) is None  # Debian 12's runsc on PATH does not count
+    placed = Path(env["TERMINAI_HOST_TOOLS"]) / "runsc-trixie" / "bin" / "runsc"
+    placed.parent.mkdir(parents=True)
+    placed.write_text("#!/bin/sh\n")
+    assert newer_runsc(env) is None  # not executable
+    placed.chmod(0o755)
+    assert newer_runsc(env) == str(placed)
+    assert newer_runsc({"TERMINAI_HOST_TOOLS": str(tmp_path / "elsewhere")}) is None
+
+
+def test_the_newer_runsc_gets_an_entry_of_its_own_and_runsc_is_left_alone() -> None:
+    newer = "/opt/terminai-host-tools/runsc-trixie/bin/runsc"
+    once, _ = with_runsc(ADMIN, "/usr/bin/runsc")
+    merged, action = with_runsc(once, newer, name="runsc-trixie")
+    assert merged["runtimes"] == {
+        "kata": {"path": "/opt/kata/bin/kata-runtime"},
+        "runsc": runsc_entry("/usr/bin/runsc"),
+        "runsc-trixie": runsc_entry(newer),
+    }
+    assert action == f"registered runsc-trixie ({newer}, --network=none) in daemon.json"
+    assert with_runsc(merged, newer, name="runsc-trixie") == (merged, "runsc-trixie already registered in daemon.json")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="registering needs root, as on the CI machine")
+def test_the_bootstrap_registers_trixies_runsc_beside_runsc_and_reloads_until_both_are_listed(tmp_path: Path) -> None:
+    env, daemon_json = _fake_runsc(tmp_path, trixie=True), tmp_path / "daemon.json"
+    # The daemon lists runsc already (an earlier bootstrap) but not the newer runtime until it reloads.
+    listed = [["runc", "runsc"], ["runc", "runsc"], ["runc", "runsc"], ["runc", "runsc", "runsc-trixie"]]
+    sleeper = subprocess.Popen(
+        [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGHUP, signal.SIG_IGN); time.sleep(60)"]
+    )
+    try:
+        time.sleep(0.3)  # let it install its SIGHUP handler
+        done = ensure_runsc(
+            env, lambda: ["answering"], lambda: listed.pop(0) if len(listed) > 1 else listed[0],
+            dockerd_pid=lambda: sleeper.pid, path=daemon_json,
+        )  # fmt: skip
+        assert sleeper.poll() is None
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    runsc, newer = str(tmp_path / "bin" / "runsc"), str(tmp_path / "host-tools" / "runsc-trixie" / "bin" / "runsc")
+    assert json.loads(daemon_json.read_text()) == {
+        "runtimes": {"runsc": runsc_entry(runsc), "runsc-trixie": runsc_entry(newer)}
+    }
+    assert done == [
+        f"registered runsc ({runsc}, --network=none) in {daemon_json}",
+        f"registered runsc-trixie ({newer}, --network=none) in {daemon_json}",
+        "answering",
+        f"reloaded dockerd (pid {sleeper.pid}, SIGHUP): runsc, runsc-trixie available",
+    ]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="registering needs root, as on the CI machine")

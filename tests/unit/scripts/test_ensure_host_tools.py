@@ -29,16 +29,18 @@ ENGINE_TOOLS = {
     "catatonit": "catatonit",
     "runsc": "runsc",
 }
-# cosign is not a Debian 12 package: both majors come from newer suites into a versioned prefix.
+# cosign is not a Debian 12 package: both majors come from newer suites into a versioned prefix;
+# trixie's runsc (newer than Debian 12's) goes beside the host's into a prefix of its own.
 TOOLS = "/opt/terminai-host-tools"
 COSIGNS = {"cosign-2": "cosign/trixie", "cosign-3": "cosign/forky"}
+FETCHED = {**COSIGNS, "runsc-trixie": "runsc/trixie"}
 ALL_PACKAGES = [
     "python3",
     "python3-venv",
     "ca-certificates",
     *ENGINE_TOOLS.values(),
-    "debian-archive-keyring",  # checks the trixie and forky indexes cosign comes from
-    *COSIGNS.values(),
+    "debian-archive-keyring",  # checks the trixie and forky indexes cosign and runsc come from
+    *FETCHED.values(),
 ]
 
 
@@ -79,7 +81,11 @@ class Machine:
         (keyrings / "debian-archive-keyring.gpg").write_text("")
 
     def cosign(self, prefix: str) -> None:
-        path = self.root / "opt" / "terminai-host-tools" / prefix / "bin" / "cosign"
+        self.fetched(prefix, "cosign")
+
+    def fetched(self, prefix: str, tool: str) -> None:
+        """A binary placed under the tools prefix (by an earlier run of the script)."""
+        path = self.root / "opt" / "terminai-host-tools" / prefix / "bin" / tool
         path.parent.mkdir(parents=True)
         path.write_text("#!/bin/sh\nexit 0\n")
         path.chmod(0o755)
@@ -120,6 +126,7 @@ def test_the_reported_machine_gets_the_engine_the_registry_and_mmdebstrap(machin
         machine.fake(tool)
     for prefix in COSIGNS:
         machine.cosign(prefix)
+    machine.fetched("runsc-trixie", "runsc")
     assert _planned(machine.run("--plan")) == ["mmdebstrap", "docker.io", "docker-registry"]
     assert _planned(machine.run("--plan", "demo")) == ["mmdebstrap", "docker.io", "docker-registry"]
     assert _planned(machine.run("--plan", "python")) == ["nothing"]
@@ -158,6 +165,7 @@ def test_a_complete_machine_installs_nothing(machine: Machine) -> None:
         machine.fake(tool)
     for prefix in COSIGNS:
         machine.cosign(prefix)
+    machine.fetched("runsc-trixie", "runsc")
     done = machine.run()  # no apt-get on PATH: any install attempt would be refused
     assert done.returncode == 0, done.stderr
     assert done.stdout == "host tools (all): all present\n"
@@ -170,9 +178,9 @@ def test_without_apt_get_what_is_missing_is_named_with_the_command_to_run(machin
     assert done.returncode == 1
     lines = done.stderr.splitlines()
     apt = [*ENGINE_TOOLS.values(), "debian-archive-keyring"]
-    assert lines[0] == "error: missing host tools: " + " ".join([*apt, *COSIGNS.values()])
+    assert lines[0] == "error: missing host tools: " + " ".join([*apt, *FETCHED.values()])
     assert lines[1].endswith("sudo apt-get install " + " ".join(apt) + ")")
-    assert lines[2] == f"  hint: run 'sudo scripts/ensure-host-tools' to place Debian's cosign under {TOOLS}"
+    assert lines[2] == f"  hint: run 'sudo scripts/ensure-host-tools' to place Debian's cosign runsc under {TOOLS}"
 
 
 def test_an_unknown_argument_is_a_usage_error(machine: Machine) -> None:
@@ -189,6 +197,7 @@ def test_a_machine_without_gvisor_gets_runsc(machine: Machine) -> None:
             machine.fake(tool)
     for prefix in COSIGNS:
         machine.cosign(prefix)
+    machine.fetched("runsc-trixie", "runsc")
     assert _planned(machine.run("--plan")) == ["runsc"]
     assert _planned(machine.run("--plan", "python")) == ["nothing"]
 
@@ -200,6 +209,7 @@ def test_each_cosign_major_is_looked_for_in_its_own_prefix(machine: Machine) -> 
         machine.fake(tool)
     machine.fake("docker")
     machine.cosign("cosign-2")
+    machine.fetched("runsc-trixie", "runsc")
     assert _planned(machine.run("--plan")) == ["debian-archive-keyring", "cosign/forky"]
     machine.debian_keyring()
     assert _planned(machine.run("--plan")) == ["cosign/forky"]
@@ -213,3 +223,27 @@ def test_each_cosign_major_is_looked_for_in_its_own_prefix(machine: Machine) -> 
         "error: missing host tools: cosign/forky",
         f"  hint: run 'sudo scripts/ensure-host-tools' to place Debian's cosign under {TOOLS}",
     ]
+
+
+def test_trixies_runsc_is_looked_for_in_its_own_prefix_not_on_path(machine: Machine) -> None:
+    # Debian 12's runsc on PATH is the older release: it does not stand in for trixie's.
+    machine.link("python3", sys.executable)
+    machine.ca_bundle()
+    machine.debian_keyring()
+    for tool in (*ENGINE_TOOLS, "docker"):
+        machine.fake(tool)
+    for prefix in COSIGNS:
+        machine.cosign(prefix)
+    assert _planned(machine.run("--plan")) == ["runsc/trixie"]
+    assert _planned(machine.run("--plan", "demo")) == ["nothing"]
+    done = machine.run()
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        "error: missing host tools: runsc/trixie",
+        f"  hint: run 'sudo scripts/ensure-host-tools' to place Debian's runsc under {TOOLS}",
+    ]
+    # A cosign binary in runsc's prefix (or the reverse) is not the tool that prefix names.
+    machine.fetched("runsc-trixie", "cosign")
+    assert _planned(machine.run("--plan")) == ["runsc/trixie"]
+    (machine.root / "opt" / "terminai-host-tools" / "runsc-trixie" / "bin" / "runsc").symlink_to("cosign")
+    assert _planned(machine.run("--plan")) == ["nothing"]

@@ -9,6 +9,12 @@ is not a JSON object is refused and left untouched: dockerd would not start with
 ``runtimes`` is one of the options dockerd reloads on ``SIGHUP``, so a running daemon picks
 the entry up without a restart (a restart would stop every container on a shared engine);
 :func:`reload_dockerd` sends the signal and waits until ``GET /info`` lists the runtime.
+
+Where ``scripts/ensure-host-tools`` placed Debian trixie's newer runsc (20240729) under
+``$TERMINAI_HOST_TOOLS/runsc-trixie``, it is registered beside the host's as the runtime
+``runsc-trixie``, with the same arguments: ``runsc`` stays the distribution's package (the
+one its security updates reach), and the newer release can be run and checked side by side
+(``docker run --runtime runsc-trixie``; docs/SECURITY.md says what holds under each).
 """
 
 from __future__ import annotations
@@ -26,6 +32,14 @@ from terminai_sandbox.errors import EngineError
 
 DAEMON_JSON = Path("/etc/docker/daemon.json")
 RUNTIME_NAME = "runsc"
+NEWER_RUNTIME = "runsc-trixie"  # its binary: $TERMINAI_HOST_TOOLS/runsc-trixie/bin/runsc
+HOST_TOOLS = "/opt/terminai-host-tools"  # scripts/ensure-host-tools' default prefix
+
+
+def newer_runsc(env: Mapping[str, str]) -> str | None:
+    """The trixie runsc ``scripts/ensure-host-tools`` placed, if it is there and executable."""
+    binary = Path(env.get("TERMINAI_HOST_TOOLS") or HOST_TOOLS) / NEWER_RUNTIME / "bin" / "runsc"
+    return str(binary) if os.access(binary, os.X_OK) and binary.is_file() else None
 
 
 def runsc_entry(runsc: str) -> dict[str, object]:
@@ -34,33 +48,35 @@ def runsc_entry(runsc: str) -> dict[str, object]:
 
 
 def with_runsc(
-    document: Mapping[str, object], runsc: str, *, source: str = "daemon.json"
+    document: Mapping[str, object], runsc: str, *, source: str = "daemon.json", name: str = RUNTIME_NAME
 ) -> tuple[dict[str, object], str]:
-    """``document`` with ``runtimes.runsc`` registered, and what was done (pure; the input is not changed).
+    """``document`` with ``runtimes.<name>`` (default ``runsc``) registered, and what was done
+    (pure; the input is not changed).
 
     Every other key, including other runtimes and ``default-runtime``, is carried over as
-    is. An existing ``runsc`` entry is kept. Raises :class:`EngineError` when ``runtimes``
+    is. An existing entry of that name is kept. Raises :class:`EngineError` when ``runtimes``
     is not an object (the file is then left for its owner to fix).
     """
     merged = dict(document)
     runtimes = merged.get("runtimes", {})
     if not isinstance(runtimes, dict):
         raise EngineError(
-            f"{source}: 'runtimes' is not a JSON object, so runsc cannot be added to it",
+            f"{source}: 'runtimes' is not a JSON object, so {name} cannot be added to it",
             hint=f"fix 'runtimes' in {source} (an object of name -> {{\"path\": ...}}), "
             "then run scripts/ensure-engine again",
         )
-    existing = runtimes.get(RUNTIME_NAME)
+    existing = runtimes.get(name)
     if existing is not None:
         if existing == runsc_entry(runsc):
-            return merged, f"runsc already registered in {source}"
-        return merged, f"kept the existing runsc entry in {source}: {json.dumps(existing, sort_keys=True)}"
-    merged["runtimes"] = {**runtimes, RUNTIME_NAME: runsc_entry(runsc)}
-    return merged, f"registered runsc ({runsc}, {' '.join(RUNSC_ARGS)}) in {source}"
+            return merged, f"{name} already registered in {source}"
+        return merged, f"kept the existing {name} entry in {source}: {json.dumps(existing, sort_keys=True)}"
+    merged["runtimes"] = {**runtimes, name: runsc_entry(runsc)}
+    return merged, f"registered {name} ({runsc}, {' '.join(RUNSC_ARGS)}) in {source}"
 
 
-def register_runsc(runsc: str, path: Path = DAEMON_JSON) -> tuple[bool, str]:
-    """Merge ``runtimes.runsc`` into the daemon configuration file; (whether the file changed, what was done).
+def register_runsc(runsc: str, path: Path = DAEMON_JSON, *, name: str = RUNTIME_NAME) -> tuple[bool, str]:
+    """Merge ``runtimes.<name>`` (default ``runsc``) into the daemon configuration file;
+    (whether the file changed, what was done).
 
     A missing file is created. The new content replaces the old atomically (a half-written
     daemon.json would keep dockerd from starting) with the old file's mode.
@@ -82,7 +98,7 @@ def register_runsc(runsc: str, path: Path = DAEMON_JSON) -> tuple[bool, str]:
         ) from None
     if not isinstance(document, dict):
         raise EngineError(f"{path} holds no JSON object; it was left untouched", hint=f"fix {path}")
-    merged, action = with_runsc(document, runsc, source=str(path))
+    merged, action = with_runsc(document, runsc, source=str(path), name=name)
     if merged == document:
         return False, action
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
@@ -102,7 +118,8 @@ def ensure_runsc(
     dockerd_pid: Callable[[], int | None],
     path: Path = DAEMON_JSON,
 ) -> list[str]:
-    """The engine bootstrap with gVisor: register runsc, start (or reload) dockerd; what was done.
+    """The engine bootstrap with gVisor: register runsc (and ``runsc-trixie`` where
+    :func:`newer_runsc` finds it), start (or reload) dockerd; what was done.
 
     ``start`` makes sure dockerd answers (``scripts/ensure-engine``), ``runtimes`` lists the
     runtimes the answering engine has, ``dockerd_pid`` finds the local dockerd to reload.
@@ -120,35 +137,49 @@ def ensure_runsc(
     elif os.geteuid() != 0:
         why_not = f"only root can edit {path}"
     done: list[str] = []
+    names = [RUNTIME_NAME]
     if why_not is None:
         assert runsc is not None
         _, action = register_runsc(runsc, path)
         done.append(action)
+        newer = newer_runsc(env)
+        if newer is not None:
+            _, action = register_runsc(newer, path, name=NEWER_RUNTIME)
+            done.append(action)
+            names.append(NEWER_RUNTIME)
     done += start()
     if why_not is not None:
         return [*done, f"gVisor not registered: {why_not}"]
-    if RUNTIME_NAME not in runtimes():
+    missing = [name for name in names if name not in runtimes()]
+    if missing:
         pid = dockerd_pid()
         if pid is None:
             raise EngineError(
-                "dockerd answers but does not list runsc, and its pid is unknown, so it cannot be reloaded",
+                f"dockerd answers but does not list {', '.join(missing)}, and its pid is unknown, "
+                "so it cannot be reloaded",
                 hint=f"send dockerd SIGHUP yourself (kill -HUP PID) so it reads {path}",
             )
-        done.append(reload_dockerd(pid, runtimes))
+        done.append(reload_dockerd(pid, runtimes, names=tuple(names)))
     return done
 
 
 def reload_dockerd(
-    pid: int, listed: Callable[[], list[str]], *, wait_seconds: float = 30, sleep: Callable[[float], None] = time.sleep
+    pid: int,
+    listed: Callable[[], list[str]],
+    *,
+    names: tuple[str, ...] = (RUNTIME_NAME,),
+    wait_seconds: float = 30,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> str:
-    """SIGHUP dockerd ``pid`` and wait until ``listed()`` (its runtimes) names runsc."""
+    """SIGHUP dockerd ``pid`` and wait until ``listed()`` (its runtimes) names every runtime of ``names``."""
     os.kill(pid, signal.SIGHUP)
     deadline = time.monotonic() + wait_seconds
-    while RUNTIME_NAME not in listed():
+    while missing := [name for name in names if name not in listed()]:
         if time.monotonic() > deadline:
             raise EngineError(
-                f"dockerd (pid {pid}) reloaded its configuration but does not list runsc after {wait_seconds:.0f} s",
+                f"dockerd (pid {pid}) reloaded its configuration but does not list {', '.join(missing)} "
+                f"after {wait_seconds:.0f} s",
                 hint="read dockerd's log: the runtimes entry in daemon.json may be refused",
             )
         sleep(0.2)
-    return f"reloaded dockerd (pid {pid}, SIGHUP): runsc available"
+    return f"reloaded dockerd (pid {pid}, SIGHUP): {', '.join(names)} available"
