@@ -249,10 +249,11 @@ def test_rootless_podman_on_cgroups_v1_says_its_limits_do_not_hold(
     assert rootless.describe() == "podman 4.3.1 (rootless, /usr/bin/podman)"
 
 
-def test_the_kernel_speaks_plain_sockets_and_leaves_other_schemes_to_the_sdk() -> None:
+def test_the_engine_client_speaks_plain_sockets_and_names_the_way_round_other_schemes() -> None:
     from terminai_sandbox.common import dockerapi
 
-    assert dockerapi.speaks({}) and dockerapi.speaks({"DOCKER_HOST": "tcp://127.0.0.1:2375"})
-    assert not dockerapi.speaks({"DOCKER_HOST": "ssh://user@builder"})
     with pytest.raises(ValueError, match="only unix://, tcp:// and http://"):
         dockerapi.api_request("ssh://user@builder", "/_ping")
+    with pytest.raises(EngineError, match="ssh://user@builder is not supported") as caught:
+        DockerApi.connect({"DOCKER_HOST": "ssh://user@builder"})
+    assert "DOCKER_HOST=unix://" in caught.value.hint
