@@ -257,3 +257,76 @@ def test_the_engine_client_speaks_plain_sockets_and_names_the_way_round_other_sc
     with pytest.raises(EngineError, match="ssh://user@builder is not supported") as caught:
         DockerApi.connect({"DOCKER_HOST": "ssh://user@builder"})
     assert "DOCKER_HOST=unix://" in caught.value.hint
+
+
+def _session_site(tmp_path: Path, answers: dict[str, bytes]) -> tuple[dict[str, str], str]:
+    """An engine that holds the pinned image, a `docker` that copies the ledger and exits 7, a project folder."""
+    from terminai_sandbox.artifacts.contract import supported_version
+
+    ref = "127.0.0.1:5000/terminai/sandbox:0.1.0@sha256:" + "a" * 64
+    answers["/_ping"] = b"HTTP/1.0 200 OK\r\nApi-Version: 1.41\r\nServer: Docker/20.10.24 (linux)\r\n\r\nOK"
+    image = {"Id": "sha256:" + "b" * 64, "Config": {"Labels": {preflight.CONTRACT_LABEL: supported_version()}}}
+    pinned = "127.0.0.1:5000/terminai/sandbox@sha256:" + "a" * 64
+    answers[f"/v1.41/images/{pinned}/json"] = b"HTTP/1.0 200 OK\r\n\r\n" + json.dumps(image).encode()
+    bin_dir, home = tmp_path / "bin", tmp_path / "home"
+    bin_dir.mkdir()
+    home.mkdir()
+    fake = bin_dir / "docker"
+    fake.write_text('#!/bin/sh\ncp "$HOME/.local/state/terminai-sandbox/audit.jsonl" "$HOME/at-start.jsonl"\nexit 7\n')
+    fake.chmod(0o755)
+    env = {
+        "DOCKER_HOST": f"unix://{tmp_path / 'e.sock'}",
+        "TERMINAI_SANDBOX": "docker",
+        "HOME": str(home),
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+    }
+    return env, ref
+
+
+def test_a_session_start_writes_preflight_and_the_run_record_with_one_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from terminai_sandbox.launch import session
+    from terminai_sandbox.launch.run import Limits
+
+    answers: dict[str, bytes] = {}
+    server = _FakeEngine(tmp_path / "e.sock", answers)
+    try:
+        env, ref = _session_site(tmp_path, answers)
+        project = tmp_path / "project"
+        project.mkdir()
+        monkeypatch.chdir(project)
+        synced: list[int] = []
+        real_fsync = os.fsync
+        monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+        request = session.LaunchRequest(image=ref, unsafe_skip_verify=True)
+        code = session.run(request, ["true"], limits=Limits(), env=env, say=lambda _line: None)
+    finally:
+        server.server.close()
+    assert code == 7
+    assert len(synced) == 2  # preflight and the run record together, then the exit code
+    state = Path(env["HOME"]) / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
+    at_start = [json.loads(line) for line in (Path(env["HOME"]) / "at-start.jsonl").read_text().splitlines()]
+    # Everything the launch decided was on disk before the engine started.
+    assert [r["event"] for r in at_start] == ["unsafe-skip-verify", *["preflight-step"] * 8, "run"]
+    assert [r.get("step") for r in at_start[1:9]] == list(range(8)) and all(r["ok"] for r in at_start[1:9])
+    records = [json.loads(line) for line in state.read_text().splitlines()]
+    assert records[:-1] == at_start and records[-1]["event"] == "exit" and records[-1]["code"] == 7
+    assert audit.verify(state) == len(records)
+
+
+def test_a_refused_session_start_still_writes_its_preflight_records(tmp_path: Path) -> None:
+    from terminai_sandbox.launch import session
+    from terminai_sandbox.launch.run import Limits
+
+    env, ref = _session_site(tmp_path, {})  # no engine answers at DOCKER_HOST
+    request = session.LaunchRequest(image=ref, unsafe_skip_verify=True)
+    with pytest.raises(EngineError, match=r"preflight step 1 \(engine\) refused"):
+        session.run(request, ["true"], limits=Limits(), env=env, say=lambda _line: None)
+    state = Path(env["HOME"]) / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
+    records = [json.loads(line) for line in state.read_text().splitlines()]
+    steps = [(r["step"], r["ok"]) for r in records if r["event"] == "preflight-step"]
+    assert steps == [(0, True), (1, False)] and not (Path(env["HOME"]) / "at-start.jsonl").exists()
+    assert "run" not in [r["event"] for r in records] and audit.verify(state) == len(records)
