@@ -57,7 +57,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, Protocol
 
-    from terminai_sandbox.common.dockerapi import DockerApi
+    from terminai_sandbox.engine import Engine
     from terminai_sandbox.registry import RegistryClient
 
     class LaunchEngine(Protocol):
@@ -114,7 +114,9 @@ def _facts(document: Mapping[str, Any]) -> ImageFacts:
 
 
 class DockerEngine:
-    """dockerd (or podman's Docker API socket) through :class:`~.dockerapi.DockerApi`, the one engine client.
+    """dockerd (or podman's Docker API socket) through the one engine protocol, :class:`terminai_sandbox.engine.Engine`.
+
+    Its implementation is :class:`~terminai_sandbox.common.dockerapi.DockerApi`, the package's one engine client.
 
     Preflight's ping, image inspects, tag resolution and pulls are API calls; a project
     layer is built by the docker CLI (the one that runs the session: it reads the
@@ -124,7 +126,7 @@ class DockerEngine:
 
     name = "docker"
 
-    def __init__(self, api: DockerApi, env: Mapping[str, str]) -> None:
+    def __init__(self, api: Engine, env: Mapping[str, str]) -> None:
         self.api, self.env = api, env
 
     @classmethod
