@@ -118,6 +118,7 @@ class _FakeEngine:
         self.server.listen(8)
         self.answers = answers
         self.requests: list[str] = []
+        self.bodies: list[bytes] = []
         self.thread = threading.Thread(target=self.serve, daemon=True)
         self.thread.start()
 
@@ -128,9 +129,24 @@ class _FakeEngine:
             except OSError:
                 return
             with conn:
-                request = conn.recv(65536).decode()
+                data = conn.recv(65536)
+                while b"\r\n\r\n" not in data and (more := conn.recv(65536)):
+                    data += more
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
+                while len(body) < length and (more := conn.recv(65536)):
+                    body += more
+                request = head.decode()
                 path = request.split()[1]
                 self.requests.append(path)
+                self.bodies.append(body)
                 conn.sendall(self.answers.get(path, b'HTTP/1.0 404 Not Found\r\n\r\n{"message":"no such image"}'))
 
 
@@ -330,3 +346,83 @@ def test_a_refused_session_start_still_writes_its_preflight_records(tmp_path: Pa
     steps = [(r["step"], r["ok"]) for r in records if r["event"] == "preflight-step"]
     assert steps == [(0, True), (1, False)] and not (Path(env["HOME"]) / "at-start.jsonl").exists()
     assert "run" not in [r["event"] for r in records] and audit.verify(state) == len(records)
+
+
+def _frame(stream: int, payload: bytes) -> bytes:
+    return bytes([stream, 0, 0, 0]) + len(payload).to_bytes(4, "big") + payload
+
+
+def test_the_engine_client_runs_a_labelled_container_to_completion_and_always_removes_it(tmp_path: Path) -> None:
+    from terminai_sandbox.common.dockerapi import LABEL
+
+    answers: dict[str, bytes] = {}
+    server = _FakeEngine(tmp_path / "e.sock", answers)
+    try:
+        answers["/_ping"] = b"HTTP/1.0 200 OK\r\nApi-Version: 1.41\r\nServer: Docker/20.10.24 (linux)\r\n\r\nOK"
+        answers["/v1.41/containers/create?name=job"] = b'HTTP/1.0 201 Created\r\n\r\n{"Id": "c0ffee"}'
+        answers["/v1.41/containers/c0ffee/start"] = b"HTTP/1.0 204 No Content\r\n\r\n"
+        answers["/v1.41/containers/c0ffee/wait"] = b'HTTP/1.0 200 OK\r\n\r\n{"StatusCode": 3}'
+        logs = _frame(1, b"out ") + _frame(2, b"err") + _frame(1, b"put")
+        answers["/v1.41/containers/c0ffee/logs?stdout=1&stderr=1"] = b"HTTP/1.0 200 OK\r\n\r\n" + logs
+        answers["/v1.41/containers/c0ffee?force=1&v=1"] = b"HTTP/1.0 204 No Content\r\n\r\n"
+        engine = DockerApi.connect({"DOCKER_HOST": f"unix://{tmp_path / 'e.sock'}"})
+        code, out, err = engine.run(
+            "img",
+            ["sh", "-c", "x"],
+            name="job",
+            network_mode="none",
+            read_only=True,
+            tmpfs={"/tmp": "rw,size=64m"},
+            volumes={"/host": {"bind": "/in", "mode": "ro"}},
+            environment={"A": "1"},
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            runtime="runsc",
+            labels={"extra": "yes"},
+        )
+        assert (code, out, err) == (3, b"out put", b"err")
+        created = json.loads(server.bodies[server.requests.index("/v1.41/containers/create?name=job")])
+        assert created["Image"] == "img" and created["Cmd"] == ["sh", "-c", "x"] and created["Env"] == ["A=1"]
+        assert created["Labels"] == {LABEL: "1", "extra": "yes"}
+        assert created["HostConfig"] == {
+            "NetworkMode": "none",
+            "ReadonlyRootfs": True,
+            "Tmpfs": {"/tmp": "rw,size=64m"},
+            "Binds": ["/host:/in:ro"],
+            "CapDrop": ["ALL"],
+            "SecurityOpt": ["no-new-privileges"],
+            "Runtime": "runsc",
+        }
+        # A container that cannot start is removed all the same, and the engine's words reach the error.
+        server.requests.clear()
+        answers["/v1.41/containers/c0ffee/start"] = (
+            b'HTTP/1.0 400 Bad Request\r\n\r\n{"message": "exec: \\"python3\\": executable file not found"}'
+        )
+        with pytest.raises(EngineError, match="executable file not found") as refused:
+            engine.run("img", ["python3"], name="job")
+        assert getattr(refused.value, "status", None) == 400
+        assert server.requests[-1] == "/v1.41/containers/c0ffee?force=1&v=1"
+    finally:
+        server.server.close()
+
+
+def test_a_pull_whose_stream_reports_an_error_fails_even_though_the_engine_answered_200(tmp_path: Path) -> None:
+    from terminai_sandbox.errors import RegistryError
+
+    answers: dict[str, bytes] = {}
+    server = _FakeEngine(tmp_path / "e.sock", answers)
+    try:
+        answers["/_ping"] = b"HTTP/1.0 200 OK\r\nApi-Version: 1.41\r\nServer: Docker/20.10.24 (linux)\r\n\r\nOK"
+        digest = "sha256:" + "c" * 64
+        stream = (
+            b'{"status":"Pulling from r/x"}\n{"errorDetail":{"message":"unauthorized: login"},"error":"unauthorized"}\n'
+        )
+        answers[f"/v1.41/images/create?fromImage=reg.example/r/x&tag={digest}"] = b"HTTP/1.0 200 OK\r\n\r\n" + stream
+        engine = DockerApi.connect({"DOCKER_HOST": f"unix://{tmp_path / 'e.sock'}"})
+        with pytest.raises(
+            RegistryError, match=r"refused to serve reg\.example/r/x@sha256:c+: unauthorized: login"
+        ) as refused:
+            engine.pull_by_digest("reg.example/r/x", digest)
+        assert "docker login" in refused.value.hint
+    finally:
+        server.server.close()
