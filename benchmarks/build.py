@@ -22,14 +22,14 @@ from pathlib import Path
 
 from terminai_sandbox.assemble import BuildOptions, build_image, repo_root
 from terminai_sandbox.assemble.spec import load_spec
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine import connect
 
 
 def main() -> int:
     root = repo_root()
     spec = load_spec(root / "images" / "sandbox" / "image.toml")
     subprocess.run([sys.executable, str(root / "scripts" / "ensure-engine")], check=True)
-    engine = Engine.connect()
+    engine = connect()
     with tempfile.TemporaryDirectory(prefix="bench-build-") as tmp:
         work = Path(tmp)
         started = time.perf_counter()
@@ -72,7 +72,7 @@ def main() -> int:
         warm_s = time.perf_counter() - started
         assert code == 0 and warm.diff_ids[:2] == cold.diff_ids[:2] and warm.diff_ids[2] != cold.diff_ids[2]
         for tag in ("bench/sandbox:cold", "bench/sandbox:warm"):
-            engine.client.images.remove(tag, force=True)
+            engine.remove_image(tag, force=True)
     print(f"plain mmdebstrap (baseline)     : {baseline:6.1f} s")
     print(f"cold build (pinned, loaded)     : {cold_s:6.1f} s  ratio {cold_s / baseline:.2f}x")
     print(f"warm rebuild, T-APTS change, run: {warm_s:6.1f} s")

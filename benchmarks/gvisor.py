@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from terminai_sandbox.assemble import BuildOptions, build_image
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine import connect
 
 RUNTIMES = ("runc", "runsc", "runsc-trixie")
 HARDENED = (
@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()
     image = build_image(BuildOptions(output_dir=Path(tempfile.mkdtemp(prefix="bench-gvisor-")))).config_digest
-    runtimes = [r for r in RUNTIMES if r in Engine.connect().runtimes()]
+    runtimes = [r for r in RUNTIMES if r in connect().runtimes()]
     times: dict[tuple[str, str], list[float]] = {(c, r): [] for c in CASES for r in runtimes}
     codes: dict[tuple[str, str], set[int]] = {(c, r): set() for c in CASES for r in runtimes}
     inside: dict[str, list[dict[str, float]]] = {r: [] for r in runtimes}

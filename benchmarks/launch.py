@@ -14,6 +14,9 @@ throwaway key. Then, N times each, interleaved:
 * launcher, first verification: the tag reference with an empty state directory;
 * the launcher alone, refused at preflight step 1 (DOCKER_HOST names an absent socket):
   interpreter, imports, configuration and the ledger, with no engine time in it;
+* the launcher's own part of a warm start: the digest-reference launch with `docker` on
+  its PATH replaced by `true`, so every preflight step, engine round trip and ledger write
+  runs but no container starts (wall and CPU time: what engine load blurs least);
 * for scale: the launcher's Python interpreter starting and exiting (`python -c pass`);
 * gVisor: plain `docker run --runtime runsc` and the launcher with
   `TERMINAI_SANDBOX_RUNTIME=runsc` (warm cache, digest reference), against their runc
@@ -112,6 +115,9 @@ def measure(
     refused_env = {"DOCKER_HOST": f"unix://{work}/absent.sock"}
     gvisor_env = {**envs[""], "TERMINAI_SANDBOX_RUNTIME": "runsc"}
     subprocess.run([CLI, *args_pinned], env=gvisor_env, check=True, capture_output=True)
+    no_engine_cli = work / "no-engine-cli"
+    no_engine_cli.mkdir()
+    (no_engine_cli / "docker").symlink_to(shutil.which("true") or "/bin/true")
     names = ("baseline", "floor", "cold", "python", "runsc_baseline", "runsc_pinned")
     series: dict[str, list[float]] = {k: [] for k in names}
     cold_home = work / "cold"
@@ -126,6 +132,10 @@ def measure(
             series.setdefault(f"{prefix}refused", []).append(
                 timed([*command, *args_pinned], {**env, **refused_env}, expect=4)
             )
+            own_env = {**env, "PATH": f"{no_engine_cli}{os.pathsep}{env['PATH']}"}
+            wall, cpu = cpu_timed([*command, *args_pinned], own_env)
+            series.setdefault(f"{prefix}own", []).append(wall)
+            series.setdefault(f"{prefix}own_cpu", []).append(cpu)
         shutil.rmtree(cold_home, ignore_errors=True)
         cold_home.mkdir()
         series["cold"].append(timed([CLI, *args_tag], {**base_env, "HOME": str(cold_home)}))
@@ -218,6 +228,10 @@ def main() -> int:
         f"+{(m['cold'] - m['tag']) * 1000:.0f} ms over warm (REPO:TAG)"
     )
     print(f"launcher alone, refused at step 1 (no engine)    : {m['refused'] * 1000:7.0f} ms")
+    print(
+        f"the launcher's own part of a warm start (docker=true): {m['own'] * 1000:5.0f} ms wall, "
+        f"{m['own_cpu'] * 1000:.1f} ms CPU"
+    )
     print(f"for scale: python -c pass                        : {m['python'] * 1000:7.0f} ms")
     if args.baseline_ref:
         print(f"-- the launcher of {args.baseline_ref}, same run:")
@@ -231,6 +245,11 @@ def main() -> int:
         print(
             f"launcher alone, refused at step 1 (no engine)    : {old * 1000:7.0f} ms  "
             f"(this tree {(m['refused'] - old) * 1000:+.0f} ms)"
+        )
+        print(
+            f"the launcher's own part of a warm start (docker=true): {m['base_own'] * 1000:5.0f} ms wall, "
+            f"{m['base_own_cpu'] * 1000:.1f} ms CPU  (this tree {(m['own'] - m['base_own']) * 1000:+.0f} ms wall, "
+            f"{(m['own_cpu'] - m['base_own_cpu']) * 1000:+.1f} ms CPU)"
         )
     g = m["runsc_baseline"]
     print(

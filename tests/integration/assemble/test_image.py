@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import docker
 import pytest
 from terminai_sandbox.assemble import BuildOptions, BuildResult, build_image, check_reproducible, repo_root
 from terminai_sandbox.contracts import run_contracts
@@ -34,7 +35,7 @@ def test_same_inputs_give_the_same_digests(built_image: BuildResult, tmp_path: P
 
 
 def test_engine_image_id_is_the_assembled_config_digest(engine: Engine, built_image: BuildResult) -> None:
-    image = engine.client.images.get(built_image.reference)
+    image = docker.from_env().images.get(built_image.reference)  # read by the docker SDK, not our client
     assert image.id == built_image.config_digest
     assert built_image.reference.endswith(":0.1.0") and "latest" not in image.tags
     labels = image.labels
@@ -106,7 +107,7 @@ def broken_image(engine: Engine, built_image: BuildResult, tmp_path_factory: pyt
     tag = "terminai/sandbox-broken:test"
     build_image(BuildOptions(output_dir=work / "out", tapts_source=source, tag=tag))
     yield tag
-    engine.client.images.remove(tag, force=True)
+    engine.remove_image(tag, force=True)
 
 
 def test_broken_image_fails_contracts_naming_the_missing_member(engine: Engine, broken_image: str) -> None:

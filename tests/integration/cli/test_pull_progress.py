@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.cli import progress
-from terminai_sandbox.engine import Engine, PullProgress
+from terminai_sandbox.engine import Engine, PullProgress, connect
 from terminai_sandbox.errors import RegistryError
 from terminai_sandbox.registry import RegistryClient
 
@@ -50,7 +50,7 @@ def _image(root: Path) -> str:
 
 @pytest.fixture()
 def engine() -> Engine:
-    return Engine.connect()
+    return connect()
 
 
 def test_a_pull_by_digest_reports_each_layer_with_byte_counts(

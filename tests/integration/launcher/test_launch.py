@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+import docker
 import pytest
 from terminai_sandbox.artifacts.contract import Contract
 from terminai_sandbox.artifacts.oci_layout import OciLayout
@@ -283,12 +284,13 @@ def test_running_container_shows_every_hardening_default(
             "r", site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "sleep", "20", env=env)
         )
     )
+    oracle = docker.from_env()  # the docker SDK: what the engine says, read by a client we did not write
     thread.start()
     try:
         container = None
         deadline = time.monotonic() + 60
         while container is None and time.monotonic() < deadline:
-            found = engine.client.containers.list(filters={"label": f"dev.terminai.verified={digest}"})
+            found = oracle.containers.list(filters={"label": f"dev.terminai.verified={digest}"})
             container = found[0] if found else None
             time.sleep(0.2)
         assert container is not None, "the session did not start"
@@ -336,9 +338,9 @@ def test_project_layer_is_built_from_the_verified_digest_and_cached(
     assert first.stdout.strip() == "from-the-project-layer" and "built project layer" in first.stderr
     second = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true", cwd=project)
     assert second.returncode == 0 and "cached project layer" in second.stderr
-    derived = [i for i in engine.client.images.list(filters={"label": f"dev.terminai.derived-from={digest}"})]
+    derived = list(docker.from_env().images.list(filters={"label": f"dev.terminai.derived-from={digest}"}))
     for image in derived:
-        engine.client.images.remove(image.id, force=True)  # a project image only this test uses
+        engine.remove_image(image.id, force=True)  # a project image only this test uses
     assert derived and all(t.startswith("terminai-project/") for i in derived for t in i.tags)
     (project / ".terminai" / "sandbox.Dockerfile").write_text("FROM debian:bookworm\n")
     refused = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true", cwd=project)

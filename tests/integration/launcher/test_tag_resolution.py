@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.common.reference import ImageRef
-from terminai_sandbox.engine import Engine
-from terminai_sandbox.errors import RegistryError
+from terminai_sandbox.errors import LaunchError, RegistryError
 from terminai_sandbox.launch.engines import DockerEngine
 from terminai_sandbox.registry import OCI_MANIFEST, RegistryClient, sha256_digest
 
@@ -105,7 +104,7 @@ def _no_registry_client() -> RegistryClient:
 
 def test_the_engine_resolves_a_tag_to_the_pushed_digest(registry: RegistryServer, tmp_path: Path) -> None:
     digest = _push_tiny(registry, "1.0.0")
-    engine = DockerEngine(Engine.connect(), {"HOME": str(tmp_path)})
+    engine = DockerEngine.connect({"HOME": str(tmp_path)})
     assert engine.resolve(ImageRef.parse(f"{registry.host}/{REPO}:1.0.0"), "1.0.0", _no_registry_client) == digest
     with pytest.raises(RegistryError, match="manifest unknown"):
         engine.resolve(ImageRef.parse(f"{registry.host}/{REPO}:9.9.9"), "9.9.9", _no_registry_client)
@@ -118,7 +117,7 @@ def test_a_private_registry_gets_the_docker_config_credentials(
 ) -> None:
     digest = _push_tiny(registry, "1.0.0")
     ref = ImageRef.parse(f"{private}/{REPO}:1.0.0")
-    anonymous = DockerEngine(Engine.connect(), {"HOME": str(tmp_path)})
+    anonymous = DockerEngine.connect({"HOME": str(tmp_path)})
     with pytest.raises(RegistryError, match="refused") as refused:
         anonymous.resolve(ref, "1.0.0", _no_registry_client)
     assert "docker login" in refused.value.hint
@@ -126,5 +125,26 @@ def test_a_private_registry_gets_the_docker_config_credentials(
     config.mkdir()
     auth = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
     (config / "config.json").write_text(json.dumps({"auths": {private: {"auth": auth}}}))
-    logged_in = DockerEngine(Engine.connect(), {"HOME": str(tmp_path), "DOCKER_CONFIG": str(config)})
+    logged_in = DockerEngine.connect({"HOME": str(tmp_path), "DOCKER_CONFIG": str(config)})
     assert logged_in.resolve(ref, "1.0.0", _no_registry_client) == digest
+
+
+def test_a_pull_from_a_private_registry_sends_the_docker_config_credentials(
+    registry: RegistryServer, private: str, tmp_path: Path
+) -> None:
+    digest = _push_tiny(registry, "1.0.0")
+    pinned = ImageRef.parse(f"{private}/{REPO}:1.0.0").with_digest(digest)
+    anonymous = DockerEngine.connect({"HOME": str(tmp_path)})
+    with pytest.raises(LaunchError, match="refused") as refused:
+        anonymous.pull(pinned, insecure=False)
+    assert "login" in refused.value.hint
+    config = tmp_path / "docker"
+    config.mkdir()
+    auth = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+    (config / "config.json").write_text(json.dumps({"auths": {private: {"auth": auth}}}))
+    logged_in = DockerEngine.connect({"HOME": str(tmp_path), "DOCKER_CONFIG": str(config)})
+    try:
+        pulled = logged_in.pull(pinned, insecure=False)
+        assert logged_in.inspect(pinned.pinned) == pulled
+    finally:
+        logged_in.api.remove_image(pinned.pinned, force=True)

@@ -97,6 +97,7 @@ def test_an_image_is_verified_before_the_engine_fetches_a_byte_of_it(
     foreign = client.push_layout(OciLayout.open(_tiny_layout(tmp_path / "b")), "foreign/tiny", tag="1.0.0").digest
     sign_image(client, "foreign/tiny", foreign, other, docker_reference=f"{registry.host}/foreign/tiny")
 
+    oracle = docker.from_env()  # dockerd's events and images, read by a client we did not write
     since = int(time.time()) - 1
     cases = {
         f"{registry.host}/unsigned/tiny@{unsigned}": "no signature found",
@@ -108,14 +109,14 @@ def test_an_image_is_verified_before_the_engine_fetches_a_byte_of_it(
         assert refused.returncode == 11, (image, refused.stderr)
         assert "preflight step 3 (signature) refused" in refused.stderr and message in refused.stderr, refused.stderr
         assert "4. image by digest" not in refused.stderr, refused.stderr
-    assert not _image_events(engine.client, since, registry.host)
+    assert not _image_events(oracle, since, registry.host)
     for pinned in (f"{registry.host}/unsigned/tiny@{unsigned}", f"{registry.host}/foreign/tiny@{foreign}"):
-        assert not _held(engine.client, pinned)
+        assert not _held(oracle, pinned)
 
     # The companion: skipping verification lets step 4 pull, and the same watch sees it.
     since = int(time.time()) - 1
     skipped = _preflight(f"{registry.host}/unsigned/tiny@{unsigned}", pub, home, "--unsafe-skip-verify")
     assert "4. image by digest: pulled by the verified digest" in skipped.stderr, skipped.stderr
-    pulls = [e for e in _image_events(engine.client, since, registry.host) if e.get("Action") == "pull"]
+    pulls = [e for e in _image_events(oracle, since, registry.host) if e.get("Action") == "pull"]
     assert pulls, "the engine pulled, but its events did not show it: the watch above proves nothing"
-    assert _held(engine.client, f"{registry.host}/unsigned/tiny@{unsigned}")
+    assert _held(oracle, f"{registry.host}/unsigned/tiny@{unsigned}")

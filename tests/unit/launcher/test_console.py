@@ -264,7 +264,7 @@ def test_an_unforeseen_failure_on_the_click_path_is_one_line_and_a_hint(
 ) -> None:
     from terminai_sandbox import engine
 
-    monkeypatch.setattr(engine.Engine, "connect", _boom)
+    monkeypatch.setattr(engine, "connect", _boom)
     monkeypatch.setattr(sys, "argv", ["terminai-sandbox", "engine", "status"])
     with pytest.raises(SystemExit) as exit_info:
         console.main()
@@ -277,7 +277,7 @@ def test_debug_adds_the_traceback_before_the_message(
 ) -> None:
     from terminai_sandbox import engine
 
-    monkeypatch.setattr(engine.Engine, "connect", _boom)
+    monkeypatch.setattr(engine, "connect", _boom)
     monkeypatch.setattr(sys, "argv", ["terminai-sandbox", "--debug", "engine", "status"])
     with pytest.raises(SystemExit) as exit_info:
         console.main()
@@ -304,7 +304,7 @@ def test_sandbox_errors_keep_their_own_exit_code_and_text_through_the_console(
     def refuse(*_args: object, **_kwargs: object) -> object:
         raise EngineError("no engine here", hint="start one")
 
-    monkeypatch.setattr(engine.Engine, "connect", refuse)
+    monkeypatch.setattr(engine, "connect", refuse)
     monkeypatch.setattr(sys, "argv", ["terminai-sandbox", "--debug", "engine", "status"])
     with pytest.raises(SystemExit) as exit_info:
         console.main()

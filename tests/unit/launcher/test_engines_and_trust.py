@@ -118,6 +118,7 @@ class _FakeEngine:
         self.server.listen(8)
         self.answers = answers
         self.requests: list[str] = []
+        self.bodies: list[bytes] = []
         self.thread = threading.Thread(target=self.serve, daemon=True)
         self.thread.start()
 
@@ -128,9 +129,24 @@ class _FakeEngine:
             except OSError:
                 return
             with conn:
-                request = conn.recv(65536).decode()
+                data = conn.recv(65536)
+                while b"\r\n\r\n" not in data and (more := conn.recv(65536)):
+                    data += more
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = next(
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
+                    0,
+                )
+                while len(body) < length and (more := conn.recv(65536)):
+                    body += more
+                request = head.decode()
                 path = request.split()[1]
                 self.requests.append(path)
+                self.bodies.append(body)
                 conn.sendall(self.answers.get(path, b'HTTP/1.0 404 Not Found\r\n\r\n{"message":"no such image"}'))
 
 
@@ -249,10 +265,164 @@ def test_rootless_podman_on_cgroups_v1_says_its_limits_do_not_hold(
     assert rootless.describe() == "podman 4.3.1 (rootless, /usr/bin/podman)"
 
 
-def test_the_kernel_speaks_plain_sockets_and_leaves_other_schemes_to_the_sdk() -> None:
+def test_the_engine_client_speaks_plain_sockets_and_names_the_way_round_other_schemes() -> None:
     from terminai_sandbox.common import dockerapi
 
-    assert dockerapi.speaks({}) and dockerapi.speaks({"DOCKER_HOST": "tcp://127.0.0.1:2375"})
-    assert not dockerapi.speaks({"DOCKER_HOST": "ssh://user@builder"})
     with pytest.raises(ValueError, match="only unix://, tcp:// and http://"):
         dockerapi.api_request("ssh://user@builder", "/_ping")
+    with pytest.raises(EngineError, match="ssh://user@builder is not supported") as caught:
+        DockerApi.connect({"DOCKER_HOST": "ssh://user@builder"})
+    assert "DOCKER_HOST=unix://" in caught.value.hint
+
+
+def _session_site(tmp_path: Path, answers: dict[str, bytes]) -> tuple[dict[str, str], str]:
+    """An engine that holds the pinned image, a `docker` that copies the ledger and exits 7, a project folder."""
+    from terminai_sandbox.artifacts.contract import supported_version
+
+    ref = "127.0.0.1:5000/terminai/sandbox:0.1.0@sha256:" + "a" * 64
+    answers["/_ping"] = b"HTTP/1.0 200 OK\r\nApi-Version: 1.41\r\nServer: Docker/20.10.24 (linux)\r\n\r\nOK"
+    image = {"Id": "sha256:" + "b" * 64, "Config": {"Labels": {preflight.CONTRACT_LABEL: supported_version()}}}
+    pinned = "127.0.0.1:5000/terminai/sandbox@sha256:" + "a" * 64
+    answers[f"/v1.41/images/{pinned}/json"] = b"HTTP/1.0 200 OK\r\n\r\n" + json.dumps(image).encode()
+    bin_dir, home = tmp_path / "bin", tmp_path / "home"
+    bin_dir.mkdir()
+    home.mkdir()
+    fake = bin_dir / "docker"
+    fake.write_text('#!/bin/sh\ncp "$HOME/.local/state/terminai-sandbox/audit.jsonl" "$HOME/at-start.jsonl"\nexit 7\n')
+    fake.chmod(0o755)
+    env = {
+        "DOCKER_HOST": f"unix://{tmp_path / 'e.sock'}",
+        "TERMINAI_SANDBOX": "docker",
+        "HOME": str(home),
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+    }
+    return env, ref
+
+
+def test_a_session_start_writes_preflight_and_the_run_record_with_one_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from terminai_sandbox.launch import session
+    from terminai_sandbox.launch.run import Limits
+
+    answers: dict[str, bytes] = {}
+    server = _FakeEngine(tmp_path / "e.sock", answers)
+    try:
+        env, ref = _session_site(tmp_path, answers)
+        project = tmp_path / "project"
+        project.mkdir()
+        monkeypatch.chdir(project)
+        synced: list[int] = []
+        real_fsync = os.fsync
+        monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+        request = session.LaunchRequest(image=ref, unsafe_skip_verify=True)
+        code = session.run(request, ["true"], limits=Limits(), env=env, say=lambda _line: None)
+    finally:
+        server.server.close()
+    assert code == 7
+    assert len(synced) == 2  # preflight and the run record together, then the exit code
+    state = Path(env["HOME"]) / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
+    at_start = [json.loads(line) for line in (Path(env["HOME"]) / "at-start.jsonl").read_text().splitlines()]
+    # Everything the launch decided was on disk before the engine started.
+    assert [r["event"] for r in at_start] == ["unsafe-skip-verify", *["preflight-step"] * 8, "run"]
+    assert [r.get("step") for r in at_start[1:9]] == list(range(8)) and all(r["ok"] for r in at_start[1:9])
+    records = [json.loads(line) for line in state.read_text().splitlines()]
+    assert records[:-1] == at_start and records[-1]["event"] == "exit" and records[-1]["code"] == 7
+    assert audit.verify(state) == len(records)
+
+
+def test_a_refused_session_start_still_writes_its_preflight_records(tmp_path: Path) -> None:
+    from terminai_sandbox.launch import session
+    from terminai_sandbox.launch.run import Limits
+
+    env, ref = _session_site(tmp_path, {})  # no engine answers at DOCKER_HOST
+    request = session.LaunchRequest(image=ref, unsafe_skip_verify=True)
+    with pytest.raises(EngineError, match=r"preflight step 1 \(engine\) refused"):
+        session.run(request, ["true"], limits=Limits(), env=env, say=lambda _line: None)
+    state = Path(env["HOME"]) / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
+    records = [json.loads(line) for line in state.read_text().splitlines()]
+    steps = [(r["step"], r["ok"]) for r in records if r["event"] == "preflight-step"]
+    assert steps == [(0, True), (1, False)] and not (Path(env["HOME"]) / "at-start.jsonl").exists()
+    assert "run" not in [r["event"] for r in records] and audit.verify(state) == len(records)
+
+
+def _frame(stream: int, payload: bytes) -> bytes:
+    return bytes([stream, 0, 0, 0]) + len(payload).to_bytes(4, "big") + payload
+
+
+def test_the_engine_client_runs_a_labelled_container_to_completion_and_always_removes_it(tmp_path: Path) -> None:
+    from terminai_sandbox.common.dockerapi import LABEL
+
+    answers: dict[str, bytes] = {}
+    server = _FakeEngine(tmp_path / "e.sock", answers)
+    try:
+        answers["/_ping"] = b"HTTP/1.0 200 OK\r\nApi-Version: 1.41\r\nServer: Docker/20.10.24 (linux)\r\n\r\nOK"
+        answers["/v1.41/containers/create?name=job"] = b'HTTP/1.0 201 Created\r\n\r\n{"Id": "c0ffee"}'
+        answers["/v1.41/containers/c0ffee/start"] = b"HTTP/1.0 204 No Content\r\n\r\n"
+        answers["/v1.41/containers/c0ffee/wait"] = b'HTTP/1.0 200 OK\r\n\r\n{"StatusCode": 3}'
+        logs = _frame(1, b"out ") + _frame(2, b"err") + _frame(1, b"put")
+        answers["/v1.41/containers/c0ffee/logs?stdout=1&stderr=1"] = b"HTTP/1.0 200 OK\r\n\r\n" + logs
+        answers["/v1.41/containers/c0ffee?force=1&v=1"] = b"HTTP/1.0 204 No Content\r\n\r\n"
+        engine = DockerApi.connect({"DOCKER_HOST": f"unix://{tmp_path / 'e.sock'}"})
+        code, out, err = engine.run(
+            "img",
+            ["sh", "-c", "x"],
+            name="job",
+            network_mode="none",
+            read_only=True,
+            tmpfs={"/tmp": "rw,size=64m"},
+            volumes={"/host": {"bind": "/in", "mode": "ro"}},
+            environment={"A": "1"},
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            runtime="runsc",
+            labels={"extra": "yes"},
+        )
+        assert (code, out, err) == (3, b"out put", b"err")
+        created = json.loads(server.bodies[server.requests.index("/v1.41/containers/create?name=job")])
+        assert created["Image"] == "img" and created["Cmd"] == ["sh", "-c", "x"] and created["Env"] == ["A=1"]
+        assert created["Labels"] == {LABEL: "1", "extra": "yes"}
+        assert created["HostConfig"] == {
+            "NetworkMode": "none",
+            "ReadonlyRootfs": True,
+            "Tmpfs": {"/tmp": "rw,size=64m"},
+            "Binds": ["/host:/in:ro"],
+            "CapDrop": ["ALL"],
+            "SecurityOpt": ["no-new-privileges"],
+            "Runtime": "runsc",
+        }
+        # A container that cannot start is removed all the same, and the engine's words reach the error.
+        server.requests.clear()
+        answers["/v1.41/containers/c0ffee/start"] = (
+            b'HTTP/1.0 400 Bad Request\r\n\r\n{"message": "exec: \\"python3\\": executable file not found"}'
+        )
+        with pytest.raises(EngineError, match="executable file not found") as refused:
+            engine.run("img", ["python3"], name="job")
+        assert getattr(refused.value, "status", None) == 400
+        assert server.requests[-1] == "/v1.41/containers/c0ffee?force=1&v=1"
+    finally:
+        server.server.close()
+
+
+def test_a_pull_whose_stream_reports_an_error_fails_even_though_the_engine_answered_200(tmp_path: Path) -> None:
+    from terminai_sandbox.errors import RegistryError
+
+    answers: dict[str, bytes] = {}
+    server = _FakeEngine(tmp_path / "e.sock", answers)
+    try:
+        answers["/_ping"] = b"HTTP/1.0 200 OK\r\nApi-Version: 1.41\r\nServer: Docker/20.10.24 (linux)\r\n\r\nOK"
+        digest = "sha256:" + "c" * 64
+        stream = (
+            b'{"status":"Pulling from r/x"}\n{"errorDetail":{"message":"unauthorized: login"},"error":"unauthorized"}\n'
+        )
+        answers[f"/v1.41/images/create?fromImage=reg.example/r/x&tag={digest}"] = b"HTTP/1.0 200 OK\r\n\r\n" + stream
+        engine = DockerApi.connect({"DOCKER_HOST": f"unix://{tmp_path / 'e.sock'}"})
+        with pytest.raises(
+            RegistryError, match=r"refused to serve reg\.example/r/x@sha256:c+: unauthorized: login"
+        ) as refused:
+            engine.pull_by_digest("reg.example/r/x", digest)
+        assert "docker login" in refused.value.hint
+    finally:
+        server.server.close()

@@ -3,8 +3,8 @@
 ``terminai_sandbox.launch`` runs on every session start, so it imports the standard library
 (less the modules named in FORBIDDEN), its own modules, the shared floor
 ``terminai_sandbox.common`` (held to the same seal) and the few leaves in MAY_IMPORT,
-nothing else. The registry, crypto and docker SDK stacks load inside functions on the cold
-path only (a first verification, a pull, a project layer, ``--deep``). Both checks run in a
+nothing else. The registry and crypto stacks load inside functions on the cold path only
+(a first verification, a tag on podman, ``--deep``). Both checks run in a
 fresh interpreter and compare ``sys.modules`` before and after.
 """
 
@@ -58,6 +58,9 @@ FORBIDDEN = frozenset(
         "ssl",
         "http",
         "email",
+        "socket",  # its enum conversion costs ~5 ms; the engine client opens sockets with _socket
+        "hashlib",  # loads OpenSSL (~3 ms); the ledger and the trust cache use the built-in SHA-256
+        "_hashlib",
     }
 )
 PINNED = "127.0.0.1:5000/terminai/sandbox:0.1.0@sha256:" + "a" * 64

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.assemble import repo_root
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine import connect
 from terminai_sandbox.errors import EngineError
 
 SCRIPT = repo_root() / "scripts" / "ensure-engine"
@@ -31,8 +31,8 @@ def test_with_docker_host_set_the_script_refuses_without_starting_anything(tmp_p
     assert "Traceback" not in done.stderr and done.stdout == ""
 
 
-def test_the_sdk_engine_names_the_script_when_no_engine_answers(tmp_path: Path) -> None:
+def test_the_engine_client_names_the_script_when_no_engine_answers(tmp_path: Path) -> None:
     with pytest.raises(EngineError) as caught:
-        Engine.connect({"DOCKER_HOST": f"unix://{tmp_path}/absent.sock"})
+        connect({"DOCKER_HOST": f"unix://{tmp_path}/absent.sock"})
     assert "not running" in caught.value.message or "no container engine" in caught.value.message
     assert "scripts/ensure-engine" in caught.value.hint

@@ -31,10 +31,26 @@ are ``dict[str, object]``, which callers narrow): keep it that way.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
+import sys
 from collections.abc import Iterable, Iterator, Mapping
+
+# CPython's own SHA-256: ``hashlib`` would load OpenSSL's libcrypto first (~3 ms of every
+# session start). The digest is the same; a build without the built-in hashes uses hashlib's.
+TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing
+if TYPE_CHECKING:
+    from hashlib import sha256 as sha256  # noqa: PLC0414  (re-exported: the launch kernel hashes with it too)
+elif sys.version_info >= (3, 12):
+    try:
+        from _sha2 import sha256
+    except ImportError:  # pragma: no cover - built without the built-in hashes
+        from hashlib import sha256
+else:
+    try:
+        from _sha256 import sha256
+    except ImportError:  # pragma: no cover - built without the built-in hashes
+        from hashlib import sha256
 
 GENESIS = "0" * 64
 
@@ -77,7 +93,7 @@ class Chain:
         body = canonical({k: v for k, v in record.items() if k != "hash"})
         if self.prev_prefix:
             body = str(record.get("prev")).encode() + body
-        return hashlib.sha256(body).hexdigest()
+        return sha256(body).hexdigest()
 
     def seal(self, body: Mapping[str, object], prev: str) -> dict[str, object]:
         """``body`` linked to ``prev`` and hashed: the record to append."""

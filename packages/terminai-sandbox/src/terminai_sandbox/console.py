@@ -14,7 +14,6 @@ No path prints a traceback unless asked: an exception that is not a
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 
@@ -47,8 +46,10 @@ def main() -> None:
     except (Exception, KeyboardInterrupt) as exc:  # a failure outside any command (loading one, Ctrl-C early)
         from terminai_sandbox.cli import fail  # noqa: PLC0415
 
-        with contextlib.suppress(OSError, ValueError):
+        try:  # noqa: SIM105  (contextlib is not loaded on a session start)
             sys.stdout.flush()
+        except (OSError, ValueError):
+            pass
         sys.exit(fail(exc, debug=debug))
     sys.exit(code if isinstance(code, int) else 0)
 
@@ -61,6 +62,8 @@ def click_usage_errors() -> tuple[type[BaseException], ...]:
 
 def usage_error(exc: BaseException) -> int:
     """Print click's usage error as ``error:`` and a hint naming the command's help; its exit code."""
+    import contextlib  # noqa: PLC0415  (not on a session start)
+
     import click  # noqa: PLC0415
 
     assert isinstance(exc, click.ClickException)

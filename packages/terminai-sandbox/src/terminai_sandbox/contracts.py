@@ -14,7 +14,6 @@ to its digest once, through the engine).
 
 from __future__ import annotations
 
-import io
 import re
 import shutil
 import tempfile
@@ -26,6 +25,7 @@ from typing import Any, Protocol
 
 from terminai_sandbox import resources, wheels
 from terminai_sandbox.common.reference import ImageRef
+from terminai_sandbox.common.registry_auth import docker_config_credentials, engine_auth
 from terminai_sandbox.engine import LABEL, Engine, PullCallback
 from terminai_sandbox.errors import ConfigError, ContractError
 from terminai_sandbox.layers import write_layer
@@ -116,11 +116,13 @@ def image_in_engine(engine: Engine, image: str, *, on_pull: PullCallback | None 
     found = engine.inspect_image(image)
     if found is not None:
         return str(found["Id"])
+    # What the docker CLI would send for the registry, as `docker pull` would.
+    auth = engine_auth(docker_config_credentials(ref.registry), ref.registry)
     digest = ref.digest
     if digest is None:
         tagged = f"{ref.name}:{ref.tag or 'latest'}"
-        digest = engine.distribution_digest(tagged)  # checked: a well-formed sha256 digest or RegistryError
-    return engine.pull_by_digest(ref.name, digest, on_progress=on_pull)
+        digest = engine.distribution_digest(tagged, auth=auth)  # checked: a well-formed sha256 digest or RegistryError
+    return engine.pull_by_digest(ref.name, digest, auth=auth, on_progress=on_pull)
 
 
 def _parse_junit(path: Path) -> tuple[list[str], list[tuple[str, str]], list[str]]:
@@ -168,7 +170,7 @@ def run_contracts(
     if not isinstance(image, str):
         wheelhouse = wheelhouse or image.contract_wheels
         image = image.config_digest
-    base = engine.client.images.get(image_in_engine(engine, image, on_pull=on_pull))
+    base = image_in_engine(engine, image, on_pull=on_pull)
     with tempfile.TemporaryDirectory(prefix="terminai-contracts-") as tmp:
         work = Path(tmp)
         layer = contract_layer(
@@ -177,18 +179,18 @@ def run_contracts(
             wheelhouse or wheels.default_cache() / "contract-wheels",
             work,
         )
-        holder = engine.client.containers.create(base.id, ["true"], labels={LABEL: "contracts-build"})
+        holder = engine.create_container(base, ["true"], labels={LABEL: "contracts-build"})
         try:
-            holder.put_archive("/", io.BytesIO(layer))
-            test_image = holder.commit(changes=[f'LABEL dev.terminai.contract-test-of="{base.id}"'])
+            engine.put_archive(holder, "/", layer)
+            test_image = engine.commit(holder, changes=[f'LABEL dev.terminai.contract-test-of="{base}"'])
         finally:
-            holder.remove(force=True)
+            engine.remove_container(holder)
         reports = work / "out"
         reports.mkdir()
         reports.chmod(0o777)  # the image user (non-root) writes the JUnit file here
         try:
             code, out, err = engine.run(
-                test_image.id,
+                test_image,
                 [
                     "python3",
                     "-m",
@@ -214,10 +216,10 @@ def run_contracts(
                 cap_drop=["ALL"],
                 security_opt=["no-new-privileges"],
                 timeout=timeout,
-                **({"runtime": runtime} if runtime else {}),
+                runtime=runtime,
             )
         finally:
-            engine.client.images.remove(test_image.id, force=True, noprune=False)
+            engine.remove_image(test_image, force=True)
         text = (out + err).decode(errors="replace")
         tail = "\n".join(text.splitlines()[-40:])
         junit_src = reports / "contracts.junit.xml"
@@ -232,7 +234,7 @@ def run_contracts(
                 junit = output_dir / "contracts.junit.xml"
                 shutil.copyfile(junit_src, junit)
     report = ContractReport(
-        image_id=base.id,
+        image_id=base,
         passed=tuple(passed),
         failed=tuple(failed),
         skipped=tuple(skipped),

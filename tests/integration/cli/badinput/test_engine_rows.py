@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import docker
 import pytest
 from terminai_sandbox.engine import Engine
 
@@ -28,9 +29,9 @@ def no_python_image(engine: Engine) -> Iterator[str]:
         info = tarfile.TarInfo("etc/hostname")
         info.size = 4
         tar.addfile(info, io.BytesIO(b"box\n"))
-    engine.client.api.import_image_from_data(raw.getvalue(), repository=NO_PYTHON.rsplit(":", 1)[0], tag="1")
+    docker.from_env().api.import_image_from_data(raw.getvalue(), repository=NO_PYTHON.rsplit(":", 1)[0], tag="1")
     yield NO_PYTHON
-    engine.client.images.remove(NO_PYTHON, force=True)
+    engine.remove_image(NO_PYTHON, force=True)
 
 
 def test_contracts_on_an_image_without_python3_fail_the_contract(no_python_image: str, tmp_path: Path) -> None:

@@ -7,13 +7,17 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from terminai_sandbox.cli import progress
 from terminai_sandbox.errors import ConfigError, ContractError, EngineError, LockError, SandboxError
 
-# The build stack and the Docker SDK load when a command runs, so that '--help' answers at once.
+if TYPE_CHECKING:
+    from terminai_sandbox.engine import EngineRefused
+
+# The build stack and the engine client load when a command runs, so that '--help' answers at once.
 
 
 def _progress(message: str) -> None:
@@ -37,10 +41,10 @@ def _readable_spec(path: Path | None) -> None:
         raise ConfigError(f"{path} is not UTF-8 text (byte at offset {exc.start})", hint="save it as UTF-8") from None
 
 
-def _suite_refused(image: str, exc: Exception) -> SandboxError:
+def _suite_refused(image: str, exc: EngineRefused) -> SandboxError:
     """The engine would not run the suite in ``image``: an image that cannot hold the
     contract (no python3) fails the contract; anything else is the engine's refusal."""
-    text = str(getattr(exc, "explanation", None) or exc)
+    text = exc.explanation or exc.message
     if "executable file not found" in text:
         return ContractError(
             f"{image} cannot run the contract suite: the image has no python3",
@@ -95,7 +99,7 @@ def build_cmd(
 
     _readable_spec(spec_path)
     if not no_load:
-        engine_mod.Engine.connect()  # fail before minutes of building, not after them
+        engine_mod.connect()  # fail before minutes of building, not after them
     opts = BuildOptions(
         spec_path=spec_path,
         output_dir=output,
@@ -169,19 +173,17 @@ def lock_cmd(spec_path: Path | None, check: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 def contracts_cmd(image: str, output: Path | None, wheels: Path | None, as_json: bool) -> None:
     """Run the T-APTS contract suite inside IMAGE (non-root, read-only, --network none)."""
-    import docker.errors  # noqa: PLC0415
-
     from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
     from terminai_sandbox.assemble import repo_root  # noqa: PLC0415
     from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
 
     where = output or repo_root() / "dist"
     _writable(where)  # a report location that cannot be written fails now, not after the suite
-    engine = engine_mod.Engine.connect()
+    engine = engine_mod.connect()
     with progress.step("contract suite"):
         try:
             report = run_contracts(engine, image, wheelhouse=wheels, output_dir=where, on_pull=progress.pull_reporter())
-        except docker.errors.APIError as exc:
+        except engine_mod.EngineRefused as exc:
             raise _suite_refused(image, exc) from None
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2, sort_keys=True))
@@ -211,7 +213,7 @@ def engine_status() -> None:
                 click.echo(f"no engine: {variable}={os.environ[variable]} turns the sandbox off")
                 return
             break
-    found = engine_mod.Engine.connect()
+    found = engine_mod.connect()
     click.echo(f"{found.info.name} {found.info.version} (API {found.info.api_version}) at {found.info.host}")
 
 

@@ -1,24 +1,26 @@
-"""The Docker API calls preflight makes, over a plain socket with the standard library.
+"""The one Docker Engine API client, over a plain socket with the standard library.
 
-A session start asks the engine four things: which engine answers and its API version
-(``/_ping``, else ``/version``), for a session under gVisor whether it has the runtime
-(``/info``), the local image by reference (``/images/{ref}/json``) and, for a ``REPO:TAG``
-reference, the digest the registry serves now (``/distribution/{ref}/json``). The docker
-SDK (with requests and urllib3 under it) takes ~80 ms to import, more than the launcher's
-whole own cost, so the kernel asks these itself;
-everything else (pulls, builds, containers) goes through the SDK in
-:mod:`terminai_sandbox.engine`.
+dockerd and podman's Docker-compatible socket both answer it. The launch kernel uses it
+as it is (a session start asks four things: which engine answers and its API version from
+``/_ping``, else ``/version``; for a session under gVisor whether it has the runtime from
+``/info``; the local image by reference; for a ``REPO:TAG`` reference the digest the
+registry serves now, from ``/distribution/{ref}/json``), and so do the build (``load``),
+the contract suite and the release, through the :class:`terminai_sandbox.engine.Engine`
+protocol: pulls by digest, image load, tag and removal, and containers created, started,
+waited for, read and removed. No docker SDK: with requests and urllib3 under it, it took
+~80 ms to import, more than the launcher's whole own cost.
 
 Where engines live and how a failure to reach one is explained (:func:`candidate_hosts`,
-:func:`diagnose`) is defined here once; :mod:`terminai_sandbox.engine` uses both.
+:func:`diagnose`) is defined here once.
 """
 
 from __future__ import annotations
 
+import _socket
 import json
+import os
 import shutil
-import socket
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from terminai_sandbox.common.records import frozen_record
@@ -27,10 +29,29 @@ from terminai_sandbox.errors import EngineError, RegistryError
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
-    from typing import Any
+    from collections.abc import Callable
+    from typing import Any, TypedDict, Unpack
+
+    class ContainerOptions(TypedDict, total=False):
+        """How a container is made (the docker SDK's keyword names, so callers read the same)."""
+
+        name: str
+        labels: Mapping[str, str]
+        environment: Mapping[str, str]
+        entrypoint: Sequence[str]
+        user: str
+        network_mode: str
+        read_only: bool
+        tmpfs: Mapping[str, str]
+        volumes: Mapping[str, Mapping[str, str]]  # host path -> {"bind": path inside, "mode": "ro" | "rw"}
+        cap_drop: Sequence[str]
+        security_opt: Sequence[str]
+        runtime: str | None  # None: the engine's default
+
 
 MIN_API_VERSION = (1, 40)  # Docker 19.03 / podman 2: the oldest API we exercise
 DEFAULT_SOCKET = "/var/run/docker.sock"
+LABEL = "dev.terminai.sandbox"  # on every container this client creates
 PLAIN_SCHEMES = ("unix://", "tcp://", "http://")
 
 # How dockerd words a registry's refusal to an anonymous or wrong login (it answers 500 for them).
@@ -51,13 +72,14 @@ def candidate_hosts(env: Mapping[str, str]) -> list[str]:
     return hosts
 
 
-def speaks(env: Mapping[str, str]) -> bool:
-    """Whether this client can talk to the engine ``env`` points at (ssh:// and the like need the SDK)."""
-    return all(host.startswith(PLAIN_SCHEMES) for host in candidate_hosts(env))
-
-
 def diagnose(host: str, exc: Exception) -> EngineError:
     """Why ``host`` did not answer, in words a user can act on."""
+    if not host.startswith(PLAIN_SCHEMES):
+        return EngineError(
+            f"the engine address {host} is not supported: only unix://, tcp:// and http:// are",
+            hint="forward the remote engine's socket (ssh -nNL /tmp/engine.sock:/var/run/docker.sock HOST) "
+            "and set DOCKER_HOST=unix:///tmp/engine.sock",
+        )
     path = host.removeprefix("unix://") if host.startswith("unix://") else None
     text = str(exc)
     if path and Path(path).exists() and ("Permission denied" in text or "PermissionError" in text):
@@ -98,9 +120,14 @@ def engine_name(version: Mapping[str, Any]) -> str:
     return "podman" if "podman" in components.lower() else "docker"
 
 
-def _connect(host: str, timeout: float) -> socket.socket:
+def _connect(host: str, timeout: float) -> _socket.socket:
+    """A connected stream socket to ``host``.
+
+    A unix socket is made with ``_socket``, the C module under :mod:`socket`: importing
+    :mod:`socket` itself turns the C constants into enums, ~5 ms of every session start.
+    """
     if host.startswith("unix://"):
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         sock.settimeout(timeout)
         try:
             sock.connect(host.removeprefix("unix://"))
@@ -109,6 +136,8 @@ def _connect(host: str, timeout: float) -> socket.socket:
             raise
         return sock
     if host.startswith(("tcp://", "http://")):
+        import socket  # noqa: PLC0415  (name resolution: an engine on the network only)
+
         address = host.split("://", 1)[1].rstrip("/")
         name, _, port = address.rpartition(":")
         return socket.create_connection((name.strip("[]"), int(port)), timeout=timeout)
@@ -128,29 +157,87 @@ def _dechunk(body: bytes) -> bytes:
 
 
 def api_request(
-    host: str, path: str, *, timeout: float = 30, headers: Mapping[str, str] | None = None
+    host: str,
+    path: str,
+    *,
+    method: str = "GET",
+    body: bytes | Path | None = None,
+    content_type: str = "application/json",
+    timeout: float = 30,
+    headers: Mapping[str, str] | None = None,
+    on_line: Callable[[bytes], None] | None = None,
 ) -> tuple[int, dict[str, str], bytes]:
-    """``GET path`` on a Docker API host: (status, headers, body).
+    """``METHOD path`` on a Docker API host, with an optional body: (status, headers, body).
 
-    Raises OSError when the socket cannot be reached and ValueError when the answer is not
-    HTTP. HTTP/1.0 makes the server close the connection after one response, so the body is
-    everything up to EOF.
+    ``body`` is bytes, or a file streamed from disk (an image archive to load, a build
+    context). Raises OSError when the socket cannot be reached or stops answering (a
+    ``TimeoutError`` after ``timeout`` seconds without a byte) and ValueError when the answer
+    is not HTTP. HTTP/1.0 makes the server close the connection after one response, so the
+    body is everything up to EOF. ``on_line`` hears each line of the body as it arrives (a
+    progress stream); the whole body is still returned.
     """
-    with _connect(host, timeout) as sock:
-        extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
-        sock.sendall(f"GET {path} HTTP/1.0\r\nHost: engine\r\nAccept: application/json\r\n{extra}\r\n".encode())
+    extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
+    if body is not None:
+        size = body.stat().st_size if isinstance(body, Path) else len(body)
+        extra += f"Content-Type: {content_type}\r\nContent-Length: {size}\r\n"
+    sock = _connect(host, timeout)
+    try:
+        sock.sendall(f"{method} {path} HTTP/1.0\r\nHost: engine\r\nAccept: application/json\r\n{extra}\r\n".encode())
+        if isinstance(body, Path):
+            with body.open("rb") as handle:
+                while block := handle.read(1 << 20):
+                    sock.sendall(block)
+        elif body:
+            sock.sendall(body)
         chunks = []
+        lines = _LineFeed(on_line) if on_line is not None else None
         while data := sock.recv(65536):
             chunks.append(data)
-    head, sep, body = b"".join(chunks).partition(b"\r\n\r\n")
+            if lines is not None:
+                lines.feed(data)
+    finally:
+        sock.close()
+    head, sep, answer = b"".join(chunks).partition(b"\r\n\r\n")
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     parts = status_line.split()
     if not sep or len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
         raise ValueError(f"not an HTTP answer from {host}: {status_line[:80]!r}")
     answered = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in header_lines)}
     if answered.get("transfer-encoding", "").lower() == "chunked":
-        body = _dechunk(body)
-    return int(parts[1]), answered, body
+        answer = _dechunk(answer)
+        if on_line is not None:  # an HTTP/1.1 proxy re-chunked it: heard at the end, not live
+            for line in answer.splitlines():
+                on_line(line)
+    elif lines is not None:
+        lines.end()
+    return int(parts[1]), answered, answer
+
+
+class _LineFeed:
+    """Splits an HTTP/1.0 answer's body into lines while it arrives (the head is skipped)."""
+
+    def __init__(self, on_line: Callable[[bytes], None]) -> None:
+        self.on_line, self.head, self.pending = on_line, b"", b""
+        self.in_body = self.chunked = False
+
+    def feed(self, data: bytes) -> None:
+        if not self.in_body:
+            self.head += data
+            end = self.head.find(b"\r\n\r\n")
+            if end < 0:
+                return
+            self.in_body = True
+            self.chunked = b"transfer-encoding: chunked" in self.head[:end].lower()
+            data = self.head[end + 4 :]
+        if self.chunked:
+            return  # framed: api_request hears it whole once it is decoded
+        *whole, self.pending = (self.pending + data).split(b"\n")
+        for line in whole:
+            self.on_line(line)
+
+    def end(self) -> None:
+        if self.pending and not self.chunked:
+            self.on_line(self.pending)
 
 
 def api_get(host: str, path: str, *, timeout: float = 30, headers: Mapping[str, str] | None = None) -> tuple[int, Any]:
@@ -198,6 +285,16 @@ def digest_or_refusal(reference: str, status: int, body: Any) -> str:
 
 
 @frozen_record
+class PullProgress:
+    """One step of a pull as the engine reports it: a layer's status and, while it moves, bytes."""
+
+    layer: str  # the engine's short layer id
+    status: str  # "Downloading", "Extracting", "Pull complete", ...
+    current: int = 0  # bytes so far (0 when the step has no byte count)
+    total: int = 0
+
+
+@frozen_record
 class EngineInfo:
     """Which engine answered, where, and its API version."""
 
@@ -207,8 +304,59 @@ class EngineInfo:
     api_version: str
 
 
+class EngineRefused(EngineError):
+    """The engine answered a request with an error status; ``explanation`` is its own message."""
+
+    def __init__(self, message: str, *, status: int, explanation: str, hint: str | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.status, self.explanation = status, explanation
+
+
+def _message(body: Any) -> str:
+    if isinstance(body, dict) and body.get("message"):
+        return str(body["message"])
+    return str(body).strip() if body else "no message"
+
+
+def _stream_error(body: bytes) -> str | None:
+    """The first error in a JSON-lines progress stream (pull, load, build), or None.
+
+    These calls answer 200 before they start, so a failure half-way arrives as a line with
+    ``error`` in the stream, not as a status.
+    """
+    for line in body.splitlines():
+        if not line.strip():
+            continue
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(item, dict) and item.get("error"):
+            detail = item.get("errorDetail")
+            return str(detail.get("message") if isinstance(detail, dict) and detail.get("message") else item["error"])
+    return None
+
+
+def _demultiplex(body: bytes) -> tuple[bytes, bytes]:
+    """Split a container's log stream (8-byte frame headers: stream, 0, 0, 0, size) into stdout, stderr."""
+    out, err, at = bytearray(), bytearray(), 0
+    while at + 8 <= len(body):
+        kind, size = body[at], int.from_bytes(body[at + 4 : at + 8], "big")
+        payload = body[at + 8 : at + 8 + size]
+        (err if kind == 2 else out).extend(payload)
+        at += 8 + size
+    return bytes(out), bytes(err)
+
+
 class DockerApi:
-    """A connected, version-checked Docker API host, for the calls preflight makes."""
+    """The one client of the Docker Engine API (dockerd, or podman's Docker-compatible socket).
+
+    Standard library only, so the launch kernel uses it as it is; the build, the contract
+    suite and the release use the same object through the :class:`terminai_sandbox.engine.Engine`
+    protocol. Every container it creates is labelled :data:`LABEL` and removed on every path
+    (:meth:`run`); an error status becomes :class:`EngineRefused`, a socket that stops
+    answering an :class:`~terminai_sandbox.errors.EngineError`.
+    """
 
     def __init__(self, info: EngineInfo, *, timeout: float = 120) -> None:
         self.info = info
@@ -238,11 +386,70 @@ class DockerApi:
             return cls(info, timeout=timeout)
         raise no_engine(errors)
 
-    def _get(self, path: str, headers: Mapping[str, str] | None = None) -> tuple[int, Any]:
+    # -- transport ---------------------------------------------------------------------------
+
+    def _raw(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: bytes | Path | None = None,
+        content_type: str = "application/json",
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+        waiting: bool = False,
+        on_line: Callable[[bytes], None] | None = None,
+    ) -> tuple[int, bytes]:
+        """One request: (status, body). With ``waiting``, running out of time is a :class:`TimeoutError`."""
         try:
-            return api_get(self.info.host, f"/v{self.info.api_version}{path}", timeout=self.timeout, headers=headers)
+            status, _, answer = api_request(
+                self.info.host,
+                f"/v{self.info.api_version}{path}",
+                method=method,
+                body=body,
+                content_type=content_type,
+                timeout=self.timeout if timeout is None else timeout,
+                headers=headers,
+                on_line=on_line,
+            )
+        except TimeoutError:
+            if waiting:
+                raise
+            raise EngineError(f"the engine at {self.info.host} did not answer {method} {path} in time") from None
         except (OSError, ValueError) as exc:
             raise EngineError(f"the engine at {self.info.host} stopped answering: {exc}") from None
+        return status, answer
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        *,
+        doing: str,
+        document: Mapping[str, Any] | None = None,
+        body: bytes | Path | None = None,
+        content_type: str = "application/json",
+        headers: Mapping[str, str] | None = None,
+        ok: tuple[int, ...] = (200, 201, 204),
+        timeout: float | None = None,
+    ) -> tuple[int, Any]:
+        """One request; the JSON answer (None when empty). An error status is :class:`EngineRefused`."""
+        if document is not None:
+            body = json.dumps(document).encode()
+        status, raw = self._raw(method, path, body=body, content_type=content_type, headers=headers, timeout=timeout)
+        answer = _loads(raw)
+        if status not in ok:
+            explanation = _message(answer)
+            raise EngineRefused(
+                f"the engine refused {doing} ({status}): {explanation}", status=status, explanation=explanation
+            )
+        return status, answer
+
+    def _get(self, path: str, headers: Mapping[str, str] | None = None) -> tuple[int, Any]:
+        status, raw = self._raw("GET", path, headers=headers)
+        return status, (json.loads(raw) if raw.strip() else None)
+
+    # -- the engine and its images ------------------------------------------------------------
 
     def runtimes(self) -> list[str]:
         """The names of the OCI runtimes the engine can run containers with (``GET /info`` ``Runtimes``)."""
@@ -267,13 +474,237 @@ class DockerApi:
         ``auth`` is what the docker CLI would send for the registry (username, password,
         serveraddress); it travels only over the engine's own socket.
         """
-        headers = {}
-        if auth:
-            import base64  # noqa: PLC0415  (only with credentials)
-
-            headers["X-Registry-Auth"] = base64.urlsafe_b64encode(json.dumps(dict(auth)).encode()).decode()
-        status, body = self._get(f"/distribution/{_quote(reference)}/json", headers)
+        status, body = self._get(f"/distribution/{_quote(reference)}/json", _auth_header(auth))
         return digest_or_refusal(reference, status, body)
+
+    def pull_by_digest(
+        self,
+        reference: str,
+        digest: str,
+        *,
+        auth: Mapping[str, str] | None = None,
+        on_progress: Callable[[PullProgress], None] | None = None,
+    ) -> str:
+        """Pull ``reference@digest`` (``reference`` without tag) into the engine; return the image id.
+
+        Only the digest is asked for, so what arrives is exactly the manifest named: a tag
+        that moved in between cannot substitute another image. The engine's progress stream
+        is read to its end (``on_progress`` hears each layer's steps and byte counts as they
+        arrive); an error in it is a failed pull.
+        """
+        pinned = f"{reference}@{digest}"
+        status, raw = self._raw(
+            "POST",
+            f"/images/create?fromImage={_quote(reference)}&tag={_quote(digest)}",
+            body=b"",
+            headers=_auth_header(auth),
+            on_line=None if on_progress is None else _pull_events(on_progress),
+        )
+        problem = _stream_error(raw) if status == 200 else _message(_loads(raw))
+        if problem is not None:
+            if any(word in problem.lower() for word in AUTH_REFUSALS):
+                raise RegistryError(
+                    f"the registry refused to serve {pinned}: {problem}", hint="log in first (docker login REGISTRY)"
+                )
+            raise RegistryError(
+                f"pulling {pinned} failed: {problem}",
+                hint="check the registry address, that the engine can reach it, and the digest",
+            )
+        found = self.inspect_image(pinned)
+        if found is None:
+            raise RegistryError(f"the engine pulled {pinned} but cannot find it afterwards")
+        return str(found["Id"])
+
+    def load_image(self, archive: Path) -> None:
+        """``docker load`` a ``docker save`` archive (streamed from disk)."""
+        status, raw = self._raw("POST", "/images/load?quiet=1", body=archive, content_type="application/x-tar")
+        problem = _stream_error(raw) if status == 200 else _message(_loads(raw))
+        if problem is not None:
+            raise EngineRefused(
+                f"the engine refused loading {archive.name} ({status}): {problem}", status=status, explanation=problem
+            )
+
+    def tag_image(self, image: str, repository: str, tag: str) -> None:
+        """Point ``repository:tag`` at ``image``."""
+        self._call(
+            "POST",
+            f"/images/{_quote(image)}/tag?repo={_quote(repository)}&tag={_quote(tag)}",
+            doing=f"tagging {image} as {repository}:{tag}",
+        )
+
+    def remove_image(self, image: str, *, force: bool = False, prune: bool = True) -> None:
+        """Remove ``image`` (an id, or a tag: then only the tag unless it was the last)."""
+        query = f"force={int(force)}&noprune={int(not prune)}"
+        self._call("DELETE", f"/images/{_quote(image)}?{query}", doing=f"removing {image}")
+
+    # -- containers ---------------------------------------------------------------------------
+
+    def create_container(
+        self, image: str, command: Sequence[str] | None = None, **options: Unpack[ContainerOptions]
+    ) -> str:
+        """Create (not start) a container labelled :data:`LABEL`; return its id."""
+        name = options.get("name") or f"terminai-{os.urandom(6).hex()}"
+        _, body = self._call(
+            "POST",
+            f"/containers/create?name={_quote(name)}",
+            doing=f"creating a container from {image}",
+            document=_container_document(image, command, options),
+        )
+        return str(body["Id"])
+
+    def start_container(self, container: str) -> None:
+        self._call("POST", f"/containers/{container}/start", doing=f"starting container {container[:12]}")
+
+    def wait_container(self, container: str, *, timeout: float) -> int:
+        """The container's exit code; :class:`TimeoutError` when it runs longer than ``timeout`` seconds."""
+        status, raw = self._raw("POST", f"/containers/{container}/wait", body=b"", timeout=timeout, waiting=True)
+        answer = _loads(raw)
+        if status != 200 or not isinstance(answer, dict):
+            explanation = _message(answer)
+            raise EngineRefused(
+                f"the engine refused waiting for container {container[:12]} ({status}): {explanation}",
+                status=status,
+                explanation=explanation,
+            )
+        return int(answer.get("StatusCode", 1))
+
+    def container_logs(self, container: str) -> tuple[bytes, bytes]:
+        """What the (stopped) container wrote: (stdout, stderr)."""
+        status, raw = self._raw("GET", f"/containers/{container}/logs?stdout=1&stderr=1")
+        if status != 200:
+            explanation = _message(_loads(raw))
+            raise EngineRefused(
+                f"the engine refused the logs of container {container[:12]} ({status}): {explanation}",
+                status=status,
+                explanation=explanation,
+            )
+        return _demultiplex(raw)
+
+    def kill_container(self, container: str) -> None:
+        self._call("POST", f"/containers/{container}/kill", doing=f"killing container {container[:12]}", ok=(204, 409))
+
+    def remove_container(self, container: str) -> None:
+        """Remove the container, running or not (``docker rm -f``); an absent one is no error."""
+        self._call(
+            "DELETE",
+            f"/containers/{container}?force=1&v=1",
+            doing=f"removing container {container[:12]}",
+            ok=(204, 404),
+        )
+
+    def put_archive(self, container: str, path: str, archive: bytes) -> None:
+        """Unpack the tar ``archive`` at ``path`` in the (stopped) container's filesystem."""
+        self._call(
+            "PUT",
+            f"/containers/{container}/archive?path={_quote(path)}",
+            doing=f"copying into container {container[:12]}",
+            body=archive,
+            content_type="application/x-tar",
+        )
+
+    def commit(self, container: str, *, changes: Sequence[str] = ()) -> str:
+        """The container's filesystem as a new image (``docker commit``); return the image id."""
+        query = "".join(f"&changes={_quote(change)}" for change in changes)
+        _, body = self._call(
+            "POST", f"/commit?container={container}{query}", doing=f"committing container {container[:12]}", body=b""
+        )
+        return str(body["Id"])
+
+    def run(
+        self,
+        image: str,
+        command: Sequence[str] | None = None,
+        *,
+        timeout: float = 300,
+        **options: Unpack[ContainerOptions],
+    ) -> tuple[int, bytes, bytes]:
+        """Run a container to completion; return (exit code, stdout, stderr). Always removed."""
+        container = self.create_container(image, command, **options)
+        try:
+            self.start_container(container)
+            try:
+                code = self.wait_container(container, timeout=timeout)
+            except TimeoutError:
+                self.kill_container(container)
+                raise EngineError(f"container from {image} did not finish within {timeout:.0f} s") from None
+            out, err = self.container_logs(container)
+            return code, out, err
+        finally:
+            try:  # noqa: SIM105  (contextlib is not loaded on the launch path)
+                self.remove_container(container)
+            except EngineError:
+                pass  # the engine went away: nothing left to clean here
+
+
+def _pull_events(on_progress: Callable[[PullProgress], None]) -> Callable[[bytes], None]:
+    """A line listener turning a pull's JSON lines into :class:`PullProgress` steps."""
+
+    def heard(line: bytes) -> None:
+        try:
+            item = json.loads(line)
+        except ValueError:
+            return
+        if not isinstance(item, dict) or item.get("error") or not item.get("id") or not item.get("status"):
+            return
+        detail = item.get("progressDetail")
+        counts = detail if isinstance(detail, dict) else {}
+        current, total = counts.get("current"), counts.get("total")
+        on_progress(
+            PullProgress(
+                layer=str(item["id"]),
+                status=str(item["status"]),
+                current=current if type(current) is int and current >= 0 else 0,
+                total=total if type(total) is int and total >= 0 else 0,
+            )
+        )
+
+    return heard
+
+
+def _loads(raw: bytes) -> Any:
+    try:
+        return json.loads(raw) if raw.strip() else None
+    except ValueError:
+        return raw.decode(errors="replace")
+
+
+def _auth_header(auth: Mapping[str, str] | None) -> dict[str, str] | None:
+    if not auth:
+        return None
+    import base64  # noqa: PLC0415  (only with credentials)
+
+    return {"X-Registry-Auth": base64.urlsafe_b64encode(json.dumps(dict(auth)).encode()).decode()}
+
+
+def _container_document(image: str, command: Sequence[str] | None, options: ContainerOptions) -> dict[str, Any]:
+    """The ``POST /containers/create`` body for ``options`` (the docker SDK's names)."""
+    host: dict[str, Any] = {}
+    if "network_mode" in options:
+        host["NetworkMode"] = options["network_mode"]
+    if options.get("read_only"):
+        host["ReadonlyRootfs"] = True
+    if "tmpfs" in options:
+        host["Tmpfs"] = dict(options["tmpfs"])
+    if "volumes" in options:
+        host["Binds"] = [
+            f"{source}:{bind['bind']}:{bind.get('mode', 'rw')}" for source, bind in options["volumes"].items()
+        ]
+    if "cap_drop" in options:
+        host["CapDrop"] = list(options["cap_drop"])
+    if "security_opt" in options:
+        host["SecurityOpt"] = list(options["security_opt"])
+    if options.get("runtime"):
+        host["Runtime"] = options["runtime"]
+    document: dict[str, Any] = {"Image": image, "Labels": {LABEL: "1", **options.get("labels", {})}, "HostConfig": host}
+    if command is not None:
+        document["Cmd"] = list(command)
+    if "entrypoint" in options:
+        document["Entrypoint"] = list(options["entrypoint"])
+    if "environment" in options:
+        document["Env"] = [f"{key}={value}" for key, value in options["environment"].items()]
+    if "user" in options:
+        document["User"] = options["user"]
+    return document
 
 
 def no_engine(errors: list[EngineError]) -> EngineError:

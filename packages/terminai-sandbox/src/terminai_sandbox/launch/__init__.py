@@ -17,11 +17,12 @@ what it imports, and the goal is a warm start within 1.2x of a plain ``docker ru
 * :mod:`.records` gives frozen records without :mod:`dataclasses` (which imports
   ``inspect``, ``ast`` and ``tokenize``), and type-only imports sit under
   ``TYPE_CHECKING = False`` so :mod:`typing` is never loaded;
-* :mod:`.dockerapi` asks the engine over a plain socket: the docker SDK (with requests and
-  urllib3) costs ~80 ms to import;
-* the registry client, the signature verifier, cryptography and the docker SDK are
-  imported inside the functions that need them (first verification of a digest, a tag on
-  podman, a pull, a project layer, ``--deep``); a warm start never loads them.
+* :mod:`terminai_sandbox.common.dockerapi`, the package's one engine client, asks the
+  engine over a plain socket (a docker SDK, with requests and urllib3, would cost ~80 ms
+  to import);
+* the registry client, the signature verifier and cryptography are imported inside the
+  functions that need them (first verification of a digest, a tag on podman, ``--deep``);
+  a warm start never loads them.
 
-Everything outside this package uses dataclasses, typing, click and the SDK as usual.
+Everything outside this package uses dataclasses, typing and click as usual.
 """

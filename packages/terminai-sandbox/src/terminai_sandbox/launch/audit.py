@@ -40,14 +40,34 @@ def _now() -> str:
 
 
 class Ledger:
-    def __init__(self, path: Path) -> None:
+    """The ledger at ``path``. With ``hold``, records wait for :meth:`release` and are written with it.
+
+    A session start holds preflight's records and writes them with the ``run`` record: one
+    lock and one fsync before the engine starts, instead of two.
+    """
+
+    def __init__(self, path: Path, *, hold: bool = False) -> None:
         self.path = path
+        self._held: list[tuple[str, Mapping[str, Any]]] | None = [] if hold else None
 
-    def append(self, event: str, **fields: Any) -> dict[str, Any]:
-        """Append one record and fsync it."""
-        return self.extend([(event, fields)])[0]
+    def append(self, event: str, **fields: Any) -> None:
+        """Append one record and fsync it (or hold it)."""
+        self.extend([(event, fields)])
 
-    def extend(self, entries: Sequence[tuple[str, Mapping[str, Any]]]) -> list[dict[str, Any]]:
+    def extend(self, entries: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
+        """Append records in order under one exclusive lock and one fsync (or hold them)."""
+        if self._held is not None:
+            self._held.extend(entries)
+            return
+        self._write(entries)
+
+    def release(self, entries: Sequence[tuple[str, Mapping[str, Any]]] = ()) -> None:
+        """Write the held records, then ``entries``, under one lock and one fsync; hold nothing more."""
+        held, self._held = self._held or [], None
+        if held or entries:
+            self._write([*held, *entries])
+
+    def _write(self, entries: Sequence[tuple[str, Mapping[str, Any]]]) -> None:
         """Append records in order under one exclusive lock and one fsync (concurrent launchers serialise here)."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
@@ -69,7 +89,6 @@ class Ledger:
                 prev = str(record["hash"])
                 records.append(record)
             ledger.append(fd, records)
-            return records
         finally:
             os.close(fd)
 

@@ -1,8 +1,9 @@
 """The engines a session runs on, and every difference between them, in one place.
 
-``docker``: preflight asks dockerd's API (:mod:`.dockerapi` over a plain socket for the ping,
-inspects and tag resolution; the SDK in :mod:`terminai_sandbox.engine` for pulls, project
-layers and ``--deep``); the session runs through the docker CLI.
+``docker``: preflight asks dockerd's API through the package's one engine client,
+:class:`~terminai_sandbox.common.dockerapi.DockerApi` (ping, inspects, tag resolution,
+pulls, and the contract suite of ``--deep``); a project layer is built and the session
+runs through the docker CLI.
 
 ``podman``: preflight and the session both use the ``podman`` CLI. Podman needs no daemon,
 and the image preflight inspects is then the image in the storage ``podman run`` reads (a
@@ -48,7 +49,7 @@ from terminai_sandbox.common.records import field, frozen_record
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.common.runtime import DEFAULT as DEFAULT_RUNTIME
 from terminai_sandbox.common.runtime import missing_on_docker, missing_on_podman, runsc_binary
-from terminai_sandbox.errors import EngineError, LaunchError
+from terminai_sandbox.errors import EngineError, LaunchError, RegistryError
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, Protocol
 
+    from terminai_sandbox.engine import Engine
     from terminai_sandbox.registry import RegistryClient
 
     class LaunchEngine(Protocol):
@@ -112,49 +114,39 @@ def _facts(document: Mapping[str, Any]) -> ImageFacts:
 
 
 class DockerEngine:
-    """dockerd (or podman's Docker API socket) through :mod:`.dockerapi`; the SDK for pulls, builds, suites.
+    """dockerd (or podman's Docker API socket) through the one engine protocol, :class:`terminai_sandbox.engine.Engine`.
 
-    ``api`` answers ping, image inspect and tag resolution: a :class:`~.dockerapi.DockerApi`,
-    or, for engine addresses the plain socket does not speak (``ssh://``), the SDK's
-    :class:`~terminai_sandbox.engine.Engine`, which offers the same three calls.
+    Its implementation is :class:`~terminai_sandbox.common.dockerapi.DockerApi`, the package's one engine client.
+
+    Preflight's ping, image inspects, tag resolution and pulls are API calls; a project
+    layer is built by the docker CLI (the one that runs the session: it reads the
+    project's ``.dockerignore`` as any ``docker build`` would); ``--deep`` runs the
+    contract suite through the same client.
     """
 
     name = "docker"
 
-    def __init__(self, api: Any, env: Mapping[str, str]) -> None:
+    def __init__(self, api: Engine, env: Mapping[str, str]) -> None:
         self.api, self.env = api, env
-        self._sdk: Any = None
 
     @classmethod
     def connect(cls, env: Mapping[str, str]) -> DockerEngine:
-        if dockerapi.speaks(env):
-            return cls(dockerapi.DockerApi.connect(env), env)
-        from terminai_sandbox.engine import Engine  # noqa: PLC0415  (the SDK: ~80 ms, only for such hosts)
-
-        connected = cls(Engine.connect(env), env)
-        connected._sdk = connected.api
-        return connected
-
-    @property
-    def sdk(self) -> Any:
-        """The docker SDK engine at the same host, created on first use (pulls, builds, ``--deep``)."""
-        if self._sdk is None:
-            from terminai_sandbox.engine import Engine  # noqa: PLC0415  (cold path only)
-
-            self._sdk = Engine.connect({**self.env, "DOCKER_HOST": self.api.info.host})
-        return self._sdk
+        return cls(dockerapi.DockerApi.connect(env), env)
 
     def describe(self) -> str:
         info = self.api.info
         return f"{info.name} {info.version} at {info.host}"
 
+    def _auth(self, registry: str) -> dict[str, str] | None:
+        # What the docker CLI would send for the registry; read only when a step needs the registry.
+        from terminai_sandbox.common.registry_auth import docker_config_credentials, engine_auth  # noqa: PLC0415
+
+        return engine_auth(docker_config_credentials(registry, self.env), registry)
+
     def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], RegistryClient]) -> str:
         # dockerd asks the registry (with the credentials the docker CLI would send), so a
         # launch needs no HTTP client of its own; the digest is then verified like any other.
-        from terminai_sandbox.common.registry_auth import docker_config_credentials, engine_auth  # noqa: PLC0415
-
-        auth = engine_auth(docker_config_credentials(ref.registry, self.env), ref.registry)
-        return str(self.api.distribution_digest(f"{ref.name}:{tag}", auth=auth))
+        return self.api.distribution_digest(f"{ref.name}:{tag}", auth=self._auth(ref.registry))
 
     def inspect(self, reference: str) -> ImageFacts | None:
         document = self.api.inspect_image(reference)
@@ -162,14 +154,11 @@ class DockerEngine:
 
     def pull(self, pinned: ImageRef, *, insecure: bool) -> ImageFacts:
         # dockerd decides plain HTTP itself (127.0.0.0/8 and its insecure-registries list).
-        import docker.errors  # noqa: PLC0415
-
+        assert pinned.digest is not None
         try:
-            self.sdk.client.images.pull(pinned.name, tag=pinned.digest)
-        except docker.errors.APIError as exc:
-            raise LaunchError(
-                f"pulling {pinned.pinned} failed: {exc.explanation}", hint="check the registry and your login"
-            ) from None
+            self.api.pull_by_digest(pinned.name, pinned.digest, auth=self._auth(pinned.registry))
+        except RegistryError as exc:
+            raise LaunchError(exc.message, hint="check the registry and your login") from None
         found = self.inspect(pinned.pinned)
         if found is None:
             raise LaunchError(f"the engine pulled {pinned.pinned} but cannot find it afterwards")
@@ -178,39 +167,64 @@ class DockerEngine:
     def build(
         self, *, context: Path, dockerfile: str, build_args: Mapping[str, str], tag: str, labels: Mapping[str, str]
     ) -> ImageFacts:
-        import docker.errors  # noqa: PLC0415
-
-        try:
-            image, _ = self.sdk.client.images.build(
-                path=str(context),
-                dockerfile=dockerfile,
-                buildargs=dict(build_args),
-                tag=tag,
-                labels=dict(labels),
-                network_mode="none",
-                rm=True,
-                forcerm=True,
-                pull=False,
-            )
-        except docker.errors.BuildError as exc:
-            tail = "\n".join(
-                str(line.get("stream", line.get("error", ""))).rstrip() for line in list(exc.build_log)[-15:]
-            )
-            raise LaunchError(f"building {dockerfile} failed:\n{tail}") from None
-        except docker.errors.APIError as exc:
-            raise LaunchError(f"building {dockerfile} failed: {exc.explanation}") from None
-        return ImageFacts(id=str(image.id), labels=dict(image.labels or {}))
+        found = _cli_build(
+            [run_binary("docker", self.env)],
+            {**self.env, "DOCKER_HOST": self.api.info.host},
+            context=context,
+            dockerfile=dockerfile,
+            build_args=build_args,
+            tag=tag,
+            labels=labels,
+        )
+        facts = self.inspect(tag)
+        if facts is None or facts.id != found:
+            raise LaunchError(f"docker built {tag} as {found}, but the engine holds {facts.id if facts else 'nothing'}")
+        return facts
 
     def contract_suite(self, image_id: str, runtime: str = DEFAULT_RUNTIME) -> int:
         from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
 
         chosen = None if runtime == DEFAULT_RUNTIME else runtime  # the suite runs where the session will
-        return len(run_contracts(self.sdk, image_id, runtime=chosen).passed)
+        return len(run_contracts(self.api, image_id, runtime=chosen).passed)
 
     def runtime_problem(self, runtime: str) -> EngineError | None:
         if runtime == DEFAULT_RUNTIME:
             return None  # dockerd always has its default runtime; no need to ask
         return missing_on_docker(runtime, self.api.runtimes())
+
+
+def _cli_build(
+    command: list[str],
+    env: Mapping[str, str],
+    *,
+    context: Path,
+    dockerfile: str,
+    build_args: Mapping[str, str],
+    tag: str,
+    labels: Mapping[str, str],
+) -> str:
+    """``docker build`` or ``podman build`` without network or pulls; the image id it printed."""
+    import subprocess  # noqa: PLC0415  (a project layer only)
+
+    args = [*command, "build", "--quiet", "--network=none", "--pull=false", "--rm", "--force-rm"]
+    args += ["--file", str(context / dockerfile), "--tag", tag]
+    for key, value in build_args.items():
+        args += ["--build-arg", f"{key}={value}"]
+    for key, value in labels.items():
+        args += ["--label", f"{key}={value}"]
+    try:
+        result = subprocess.run(
+            [*args, str(context)], capture_output=True, text=True, env=dict(env), timeout=600, check=False
+        )
+    except OSError as exc:
+        raise EngineError(f"cannot start {command[0]}: {exc.strerror}") from None
+    except subprocess.TimeoutExpired:
+        raise LaunchError(f"building {dockerfile} did not finish within 600 s") from None
+    if result.returncode != 0:
+        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
+        raise LaunchError(f"building {dockerfile} failed:\n{tail}")
+    printed = result.stdout.strip().splitlines()
+    return printed[-1].strip() if printed else ""
 
 
 class PodmanEngine:

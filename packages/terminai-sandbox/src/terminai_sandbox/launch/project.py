@@ -9,7 +9,6 @@ built without network, and labelled with what it derives from.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 
@@ -42,6 +41,8 @@ def build_project_layer(
             f"{dockerfile} must start FROM ${{BASE_IMAGE}} (found {froms[0] if froms else 'no FROM'})",
             hint="the launcher passes the verified image as BASE_IMAGE; add 'ARG BASE_IMAGE' first",
         )
+    import hashlib  # noqa: PLC0415  (a project layer only: hashlib loads OpenSSL)
+
     key = hashlib.sha256(text.encode() + b"\0" + base_digest.encode()).hexdigest()[:16]
     name = "terminai-project/" + hashlib.sha256(str(project.resolve()).encode()).hexdigest()[:12]
     tag = f"{name}:{key}"

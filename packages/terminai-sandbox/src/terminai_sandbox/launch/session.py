@@ -80,10 +80,11 @@ def prepare(
     say: Callable[[str], None],
     deep: bool = False,
     project: Path | None = None,
+    ledger: audit.Ledger | None = None,
 ) -> tuple[LaunchConfig, VerifiedImage, audit.Ledger, list[StepResult]]:
     """Resolve the configuration and run preflight; every step is reported and audited."""
     settings = SettingsFile(env)
-    ledger = audit.Ledger(audit.default_path(env))
+    ledger = ledger or audit.Ledger(audit.default_path(env))
 
     def report(result: StepResult) -> None:
         if not request.as_json:
@@ -135,33 +136,39 @@ def run(
 ) -> int:
     """Preflight, then COMMAND (default ``bash``) in a hardened session; the session's exit code."""
     cwd = os.getcwd()
-    config, verified, ledger, _ = prepare(request, env=env, say=say, project=Path(cwd))
-    assert config.engine is not None  # preflight step 0 refuses a switched-off sandbox
-    uid, gid = host_identity()
-    bashrc = Path(cwd) / ".terminai" / "sandbox.bashrc"
-    argv = build_argv(
-        config.engine,
-        verified,
-        config,
-        command or ("bash",),
-        cwd=cwd,
-        tty=sys.stdin.isatty() and sys.stdout.isatty(),
-        uid=uid,
-        gid=gid,
-        limits=limits,
-        bashrc=str(bashrc) if bashrc.is_file() else None,
-        binary=run_binary(config.engine, env),
-        runsc=runsc_binary(env),
-        env=env,
-    )
-    ledger.append(
-        "run",
-        image=verified.pinned,
-        runs=verified.run_ref,
-        verified_by=list(verified.verified_by),
-        runtime=config.runtime,
-        argv=argv,
-    )
+    # Preflight's records wait for the run record: one lock and one fsync before the engine
+    # starts. Whatever ends the launch before that (a refusal, an interrupt) writes them.
+    ledger = audit.Ledger(audit.default_path(env), hold=True)
+    try:
+        config, verified, ledger, _ = prepare(request, env=env, say=say, project=Path(cwd), ledger=ledger)
+        assert config.engine is not None  # preflight step 0 refuses a switched-off sandbox
+        uid, gid = host_identity()
+        bashrc = Path(cwd) / ".terminai" / "sandbox.bashrc"
+        argv = build_argv(
+            config.engine,
+            verified,
+            config,
+            command or ("bash",),
+            cwd=cwd,
+            tty=sys.stdin.isatty() and sys.stdout.isatty(),
+            uid=uid,
+            gid=gid,
+            limits=limits,
+            bashrc=str(bashrc) if bashrc.is_file() else None,
+            binary=run_binary(config.engine, env),
+            runsc=runsc_binary(env) if config.runtime == "runsc" else None,  # PATH is searched only for gVisor
+            env=env,
+        )
+        run_record = {
+            "image": verified.pinned,
+            "runs": verified.run_ref,
+            "verified_by": list(verified.verified_by),
+            "runtime": config.runtime,
+            "argv": argv,
+        }
+        ledger.release([("run", run_record)])
+    finally:
+        ledger.release()  # a no-op once the run record is written
     code = execute(argv, env)
     ledger.append("exit", image=verified.pinned, code=code)
     return code

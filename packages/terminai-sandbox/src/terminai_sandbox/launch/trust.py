@@ -20,10 +20,11 @@ is unreadable or corrupt, miss and take the full path.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from pathlib import Path
+
+from terminai_apts.ledger import sha256  # the built-in SHA-256, without loading OpenSSL
 
 from terminai_sandbox._version import __version__
 from terminai_sandbox.common.records import frozen_record
@@ -46,9 +47,9 @@ class TrustSource:
 
 def _key(kind: str, *parts: bytes) -> str:
     # The launcher's version is part of the key: a new release re-derives every fingerprint once.
-    digest = hashlib.sha256(f"{kind}\0{__version__}".encode())
+    digest = sha256(f"{kind}\0{__version__}".encode())
     for part in parts:
-        digest.update(b"\0" + hashlib.sha256(part).digest())
+        digest.update(b"\0" + sha256(part).digest())
     return "sha256:" + digest.hexdigest()
 
 
