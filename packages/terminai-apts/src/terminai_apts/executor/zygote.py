@@ -5,10 +5,12 @@ the run, whose ends it hands to the host (``SCM_RIGHTS``) right after the fork.
 
 Control protocol (one JSON message per SOCK_SEQPACKET datagram on the inherited socket):
 ``{"op": "spawn"}`` -> ``{"pid": N}`` plus the run's command-write and result-read
-descriptors (keepers are forked one ahead of demand);
+descriptors (keepers are forked ahead of demand: one at start, ``SPARES`` once a second
+run was asked for);
 ``{"op": "end", "pid": N, "grace": S, "report": bool}`` -> ``{"status": W}`` once the
 run's process group is killed (with ``report``: reaped, W its wait status, and its
-scratch directory removed; otherwise both follow before the next request is read).
+scratch directory removed; otherwise both follow once the keeper has exited, which its
+SIGCHLD announces).
 """
 
 from __future__ import annotations
@@ -105,6 +107,10 @@ class Zygote:
         pid, cmd_w, res_r = self.spare.pop(0) if self.spare else self._fork()
         try:
             socket.send_fds(self.control, [json.dumps({"pid": pid}).encode()], [cmd_w, res_r])
+        except OSError:
+            # The host went away (a run asked ahead that nobody will take): end the keeper.
+            self.end(pid, 0, report=False)
+            return
         finally:
             os.close(cmd_w)
             os.close(res_r)
@@ -252,7 +258,12 @@ class Zygote:
                 self.sweep()
             if self.control.fileno() not in ready:
                 continue
-            message = self.control.recv(MAX_MESSAGE)
+            try:
+                message = self.control.recv(MAX_MESSAGE)
+            except ConnectionResetError:
+                # The host closed its end with answers unread (late ones, a run asked
+                # ahead): an end of input like any other.
+                message = b""
             if not message:
                 break
             request: dict[str, Any] = json.loads(message)
