@@ -316,10 +316,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = command_word(given)
     if command == "exec":
         # The run's zygote (a second interpreter) starts now, on the other core, while
-        # this one parses and reads the program; a usage error only ends it unused.
+        # this one parses and reads the program; a usage error only ends it unused. If it
+        # cannot start, the command's own attempt fails the usual way (its exit code).
         from terminai_apts.executor import zygote_client  # noqa: PLC0415
 
-        zygote_client.shared()
+        with contextlib.suppress(OSError):
+            zygote_client.shared()
     parser = build_parser(("terminai_apts.executor.cli",) if command in EXECUTOR_COMMANDS else _COMMAND_MODULES)
     words = _join_dash_values(parser, given)
     state: dict[str, argparse.Namespace] = {}
