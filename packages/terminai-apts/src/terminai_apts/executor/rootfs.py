@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 import stat
 from collections.abc import Iterable
@@ -136,7 +137,10 @@ def _resolve(path: str, links: dict[str, str]) -> str:
     return current
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL:
+    # Once per process: a new handle per call cost about 45 us (dlopen and a new
+    # function object), and a root takes some fifty mounts.
     return ctypes.CDLL(None, use_errno=True)
 
 
