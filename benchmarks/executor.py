@@ -9,12 +9,16 @@
 3. The same workloads under smolagents' LocalPythonExecutor, installed only in a separate
    benchmark venv (`.bench/venv`, created on first use; never in the dev lock).
 
-4. Against the baseline in the same run: a 20-cell session's per-cell latency, the CPU an
-   idle zygote uses over 10 s (clock ticks, both measured side by side), and the one-shot
-   path agents use (`terminai-apts exec` in a new process) against `python3 -c 'print(1)'`.
+4. Against the baseline in the same run (the paths agents use): warm `print(1)` p50, a
+   20-cell session's per-cell latency, the CPU an idle zygote uses over 10 s (clock ticks,
+   both measured side by side), and the one-shot path (`terminai-apts exec` in a new
+   process) against `python -c 'print(1)'`, both the interpreter that runs the CLI and the
+   `python3` found on PATH (a version manager's shim there costs far more than the
+   interpreter itself: the ratio against each is printed).
 
 Run: .venv/bin/python benchmarks/executor.py [--runs N] [--no-smolagents] [--baseline-ref REF]
-     .venv/bin/python benchmarks/executor.py --only control --baseline-ref REF  (item 4 alone)
+     .venv/bin/python benchmarks/executor.py --only control [--control-ref REF]  (item 4 alone,
+     against the previous commit unless REF is given)
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -171,6 +177,12 @@ def against_baseline(
     return new, old
 
 
+def _describe(ref: str) -> str:
+    argv = ["git", "log", "-1", "--format=%h %s", ref]
+    done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
+    return done.stdout.strip()[:72] or "unknown"
+
+
 def _env(source: Path) -> dict[str, str]:
     return {"PYTHONPATH": str(source), "PATH": "/usr/bin:/bin"}
 
@@ -203,16 +215,28 @@ def one_shot(source: Path) -> float:
     return elapsed
 
 
-def python_c(source: Path) -> float:
+def python_c(source: Path, python: str = sys.executable) -> float:
+    """A new `python -c 'print(1)'` (ms); ``python`` as found on PATH keeps the caller's PATH."""
+    env = _env(source) if python == sys.executable else {**os.environ, "PYTHONPATH": str(source)}
     t = time.perf_counter()
-    subprocess.run([sys.executable, "-c", "print(1)"], env=_env(source), capture_output=True, check=True)
+    subprocess.run([python, "-c", "print(1)"], env=env, capture_output=True, check=True)
     return (time.perf_counter() - t) * 1000
 
 
 def control(ref: str, runs: int, idle_seconds: float) -> None:
-    """Item 4 of the docstring: sessions, idle cost and the one-shot path, against ``ref``."""
+    """Item 4 of the docstring: warm runs, sessions, idle cost and the one-shot path, against ``ref``."""
+    print(f"-- against {ref} ({_describe(ref)}), load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory(prefix="executor-baseline-") as tmp:
         old_src = _baseline_source(ref, tmp)
+        new, old = [], []
+        for _ in range(5):
+            new += _latency_samples(NEW_SRC, runs // 5, "print(1)", None)
+            old += _latency_samples(old_src, runs // 5, "print(1)", None)
+        print(
+            f"warm print(1), a fresh run each, interleaved: this tree p50 {_pct(new, 0.5):.2f} / p95 "
+            f"{_pct(new, 0.95):.2f} ms; {ref} p50 {_pct(old, 0.5):.2f} / p95 {_pct(old, 0.95):.2f} ms "
+            "(goal p50 <= 5 ms)"
+        )
         new, old = [], []
         for _ in range(5):
             new += session_cells(NEW_SRC, 2)
@@ -223,15 +247,18 @@ def control(ref: str, runs: int, idle_seconds: float) -> None:
         )
         ticks_new, ticks_old = idle_ticks([NEW_SRC, old_src], idle_seconds)
         print(f"idle zygote over {idle_seconds:g} s: this tree {ticks_new} ticks; {ref} {ticks_old} ticks (goal 0)")
-        shots: dict[str, list[float]] = {"new": [], "old": [], "plain": []}
+        on_path = shutil.which("python3") or sys.executable
+        shots: dict[str, list[float]] = {"new": [], "old": [], "plain": [], "path": []}
         for _ in range(max(5, runs // 10)):
             shots["new"].append(one_shot(NEW_SRC))
             shots["old"].append(one_shot(old_src))
             shots["plain"].append(python_c(NEW_SRC))
-        n, o, p = (statistics.median(shots[k]) for k in ("new", "old", "plain"))
+            shots["path"].append(python_c(NEW_SRC, on_path))
+        n, o, p, q = (statistics.median(shots[k]) for k in ("new", "old", "plain", "path"))
         print(
-            f"one-shot `terminai-apts exec` (print(1)), median: this tree {n:.1f} ms ({n / p:.2f}x), "
-            f"{ref} {o:.1f} ms ({o / p:.2f}x); `python3 -c 'print(1)'` {p:.1f} ms (goal <= 1.5x)"
+            f"one-shot `terminai-apts exec` (print(1)), median: this tree {n:.1f} ms, {ref} {o:.1f} ms; "
+            f"`{sys.executable} -c 'print(1)'` {p:.1f} ms (this tree {n / p:.2f}x, {ref} {o / p:.2f}x); "
+            f"`{on_path} -c 'print(1)'` {q:.1f} ms (this tree {n / q:.2f}x, {ref} {o / q:.2f}x) (goal <= 1.5x)"
         )
 
 
@@ -293,11 +320,12 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=200)
     parser.add_argument("--no-smolagents", action="store_true")
     parser.add_argument("--baseline-ref", default=BASELINE_REF, help="git ref of the executor to compare with")
-    parser.add_argument("--only", choices=("control",), help="only item 4: sessions, idle cost, one-shot path")
+    parser.add_argument("--only", choices=("control",), help="only item 4: warm runs, sessions, idle cost, one-shot")
+    parser.add_argument("--control-ref", default="HEAD~1", help="git ref item 4 compares with (the previous commit)")
     parser.add_argument("--idle-seconds", type=float, default=10.0)
     args = parser.parse_args()
     if args.only == "control":
-        control(args.baseline_ref, args.runs, args.idle_seconds)
+        control(args.control_ref, args.runs, args.idle_seconds)
         return 0
 
     p50, p95, spawn = warm_latency(args.runs)
@@ -318,7 +346,7 @@ def main() -> int:
         f"{args.baseline_ref} p50 {o50:.2f} / p95 {o95:.2f} ms ({n50 - o50:+.2f} ms at p50, {n50 / o50:.2f}x)"
     )
 
-    control(args.baseline_ref, args.runs, args.idle_seconds)
+    control(args.control_ref, args.runs, args.idle_seconds)
 
     smol = None if args.no_smolagents else smolagents_times()
     print(f"{'workload':16} {'cpython s':>10} {'executor s':>11} {'ratio':>6} {'smolagents s':>13} {'speedup':>8}")

@@ -1,12 +1,12 @@
 """Red team: the shared zygote after many hostile runs (zombies, its pool of keepers).
 Runs that crash, lie about ending, or close their pipe must leave it exactly as a benign
-run does: alive, one spare keeper, no zombie (scratch removal: test_redteam_scratch)."""
+run does: alive, its spare keepers, no zombie (scratch removal: test_redteam_scratch)."""
 
 from __future__ import annotations
 
 import time
 
-from terminai_apts.executor import SandboxConfig
+from terminai_apts.executor import SandboxConfig, zygote, zygote_client
 
 from tests.breach import harness
 from tests.breach.support import proc_stats
@@ -32,35 +32,39 @@ def _children(parent: int) -> dict[int, str]:
     }
 
 
-def _settled(children: dict[int, str]) -> bool:
-    return sum(state.endswith("k") for state in children.values()) == 1 and not any(
+def _settled(children: dict[int, str], client: zygote_client.ZygoteClient) -> bool:
+    """The zygote's spare keepers and the one its client asked ahead, no zombie."""
+    keepers = zygote.SPARES + len(client.stock) + client.owed.count("spawn")
+    return sum(state.endswith("k") for state in children.values()) == keepers and not any(
         state.startswith("Z") for state in children.values()
     )
 
 
 def test_hostile_runs_leave_no_zombie_and_no_extra_keeper() -> None:
-    zygote = harness.zygote()
-    harness.breach("print(1)")  # warm: one spare keeper waits
+    client = harness.zygote()
+    harness.breach("print(1)")
+    harness.breach("print(1)")  # warm: the spare keepers wait, one more asked ahead
     for _ in range(3):
         for code in HOSTILE:
             harness.breach(code, SandboxConfig(timeout_seconds=2, security_mode="standard"))
-    assert zygote.alive()
+    assert client.alive()
+    assert client.stock or "spawn" in client.owed
     deadline = time.monotonic() + 2  # the zygote reaps and sweeps within 50 ms of going idle
-    while not _settled(children := _children(zygote.proc.pid)) and time.monotonic() < deadline:
+    while not _settled(children := _children(client.proc.pid), client) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert _settled(children), children  # the one spare keeper, no zombie
+    assert _settled(children, client), children  # the spare keepers, no zombie
     assert harness.breach("print(2)").stdout == "2\n"
 
 
 def test_an_idle_zygote_uses_no_cpu() -> None:
     # It learns of ended children from SIGCHLD: nothing wakes it while nothing happens
     # (the zygote that swept /proc every 50 ms used about 3 ticks a second here).
-    zygote = harness.zygote()
+    client = harness.zygote()
     assert harness.breach("print(1)").success
     time.sleep(0.5)  # the sweep due after that run's end
-    before = _ticks(zygote.proc.pid)
+    before = _ticks(client.proc.pid)
     time.sleep(2.0)
-    assert _ticks(zygote.proc.pid) - before <= 1
+    assert _ticks(client.proc.pid) - before <= 1
 
 
 def _ticks(pid: int) -> int:

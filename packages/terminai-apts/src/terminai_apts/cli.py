@@ -32,6 +32,10 @@ _COMMAND_MODULES = (
     "terminai_apts.memory.cli",
     "terminai_apts.evolution.cli",
 )
+# The executor's commands, which agents start once per program: their parser is built
+# without importing the memory and evolution modules (a test holds this to ``register``).
+EXECUTOR_COMMANDS = frozenset({"exec", "repl", "exec-audit"})
+_GLOBAL_FLAGS = frozenset({"-q", "--quiet", "-v", "--verbose"})
 
 EXIT_CODES_EPILOG = """\
 exit codes (shared with terminai-sandbox, docs/EXIT_CODES.md):
@@ -182,7 +186,16 @@ def _cleanup(args: argparse.Namespace) -> int:
     return cleanup.run(args.cleanup_args, prog="terminai-apts cleanup")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_word(argv: Sequence[str]) -> str | None:
+    """The sub-command ``argv`` names, if its first word after the global flags is one."""
+    for word in argv:
+        if word not in _GLOBAL_FLAGS:
+            return None if word.startswith("-") else word
+    return None
+
+
+def build_parser(modules: Sequence[str] = _COMMAND_MODULES) -> argparse.ArgumentParser:
+    """The whole tree, or with ``modules`` only those modules' commands (and the built-in ones)."""
     parser = argparse.ArgumentParser(
         prog="terminai-apts",
         description="T-APTS: the sandbox toolset (restricted executor, memory, evolution, cleanup).",
@@ -194,7 +207,7 @@ def build_parser() -> argparse.ArgumentParser:
     noise.add_argument("-q", "--quiet", action="store_true", help="print only results and errors")
     noise.add_argument("-v", "--verbose", action="store_true", help="also print the traceback of an unexpected failure")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _COMMAND_MODULES:
+    for name in modules:
         importlib.import_module(name).register(subparsers)
     clean = subparsers.add_parser(
         "cleanup",
@@ -299,8 +312,18 @@ class _QuietStderr:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    words = _join_dash_values(parser, list(sys.argv[1:] if argv is None else argv))
+    given = list(sys.argv[1:] if argv is None else argv)
+    command = command_word(given)
+    if command == "exec":
+        # The run's zygote (a second interpreter) starts now, on the other core, while
+        # this one parses and reads the program; a usage error only ends it unused. If it
+        # cannot start, the command's own attempt fails the usual way (its exit code).
+        from terminai_apts.executor import zygote_client  # noqa: PLC0415
+
+        with contextlib.suppress(OSError):
+            zygote_client.shared()
+    parser = build_parser(("terminai_apts.executor.cli",) if command in EXECUTOR_COMMANDS else _COMMAND_MODULES)
+    words = _join_dash_values(parser, given)
     state: dict[str, argparse.Namespace] = {}
 
     def body() -> int:

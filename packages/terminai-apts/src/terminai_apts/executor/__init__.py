@@ -8,9 +8,29 @@ as hostile (run.py, channel.py, frames.py), 8 hash-chained audit log (audit.py).
 defence in depth; 6 and 7 hold with them gone (the assume-breach tests).
 """
 
-from terminai_apts.executor.policy import ApiSpec, SandboxConfig, thermal_spec
-from terminai_apts.executor.run import ExecutionResult, ExecutorSession, execute
-from terminai_apts.executor.validate import ValidationReport, Violation, validate_code
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from terminai_apts.executor.policy import ApiSpec, SandboxConfig, thermal_spec
+    from terminai_apts.executor.run import ExecutionResult, ExecutorSession, execute
+    from terminai_apts.executor.validate import ValidationReport, Violation, validate_code
+
+# Imported on first use (PEP 562): the zygote, started as ``-m`` of a module in this
+# package, then loads what a run needs and not the host side (validation, audit log).
+_HOME = {
+    "ApiSpec": "policy",
+    "SandboxConfig": "policy",
+    "thermal_spec": "policy",
+    "ExecutionResult": "run",
+    "ExecutorSession": "run",
+    "execute": "run",
+    "ValidationReport": "validate",
+    "Violation": "validate",
+    "validate_code": "validate",
+}
 
 __all__ = [
     "ApiSpec",
@@ -23,3 +43,12 @@ __all__ = [
     "thermal_spec",
     "validate_code",
 ]
+
+
+def __getattr__(name: str) -> object:
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

@@ -207,6 +207,12 @@ class RunChannel:
             # go on to report the run's status, not be killed as if the run hung.
             with contextlib.suppress(OSError):
                 os.killpg(self.pid, signal.SIGCONT)
+        if not ended:
+            # Killed here, before the zygote hears of it: from now on nothing of the run
+            # executes, and the caller need not wait for the zygote's answer. The group
+            # id is still the keeper's (the zygote reaps it only once asked, below).
+            with contextlib.suppress(OSError):
+                os.killpg(self.pid, signal.SIGKILL)
         return self.zygote.end(self.pid, ended=ended, wait=self.config.scratch)
 
 

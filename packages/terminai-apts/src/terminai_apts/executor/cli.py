@@ -9,11 +9,9 @@ import sys
 from typing import Any
 
 from terminai_apts.errors import PathError, UsageError
-from terminai_apts.executor import audit
 from terminai_apts.executor.output import json_line
 from terminai_apts.executor.policy import MAX_SOURCE_BYTES, MODES, ApiSpec, SandboxConfig, thermal_spec
 from terminai_apts.executor.run import ExecutionResult, ExecutorSession, execute
-from terminai_apts.memory.preflight import check_openable
 
 
 def _limits(parser: argparse.ArgumentParser) -> None:
@@ -44,7 +42,10 @@ def _api(args: argparse.Namespace) -> ApiSpec | None:
     if not os.path.exists(args.db):
         raise UsageError(f"memory database {args.db} not found", hint="check --db PATH")
     # Checked here, in the host process: inside the child an unopenable index could only
-    # fail every program with "injected API unavailable".
+    # fail every program with "injected API unavailable". (Imported here: the memory
+    # store's modules are not needed by a run without one.)
+    from terminai_apts.memory.preflight import check_openable  # noqa: PLC0415
+
     check_openable(args.db)
     return thermal_spec(os.path.abspath(args.db))
 
@@ -154,6 +155,8 @@ def _repl(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from terminai_apts.executor import audit  # noqa: PLC0415 - only this command reads the log
+
     count = audit.verify(args.path)
     print(json.dumps({"ok": True, "entries": count}) if args.json else f"ok: {count} entries")
     return 0

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import resource
 import signal
@@ -17,8 +18,9 @@ _PR_SET_NO_NEW_PRIVS = 38
 _PR_SET_CHILD_SUBREAPER = 36
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
+    return ctypes.CDLL(None, use_errno=True)  # once per process (see rootfs._libc)
 
 
 def _prctl(option: int, value: int, what: str) -> None:

@@ -14,6 +14,7 @@ which layer).
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 
 CLONE_NEWNS = 0x00020000
@@ -27,9 +28,14 @@ RUN_NAMESPACES = CLONE_NEWPID | CLONE_NEWIPC | CLONE_NEWNET | CLONE_NEWUTS
 HOST_NAME = b"sandbox"
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)  # once per process (see rootfs._libc)
+
+
 def enter_run_namespaces() -> bool:
     """Unshare the run's namespaces; False when the kernel or a filter refuses."""
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = _libc()
     uid, gid = os.getuid(), os.getgid()
     flags = RUN_NAMESPACES if os.geteuid() == 0 else RUN_NAMESPACES | CLONE_NEWUSER
     if libc.unshare(flags) != 0:
@@ -61,7 +67,7 @@ def private_tmpfs(path: str, *, size_bytes: int, inodes: int, uid: int, gid: int
     """Mount a capped tmpfs on ``path`` in a mount namespace of the caller's own (called
     in the sandboxed process of a run that has its namespaces, before its capabilities go).
     It disappears with the run's last process; raises ``OSError`` on any failure."""
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = _libc()
     options = f"size={size_bytes},nr_inodes={inodes},mode=0700,uid={uid},gid={gid}".encode()
     if libc.unshare(CLONE_NEWNS) != 0:
         raise OSError(ctypes.get_errno(), "scratch tmpfs: unshare(CLONE_NEWNS) failed")
@@ -86,5 +92,5 @@ def drop_capabilities() -> None:
     """Clear every capability (a new user namespace grants a full set within it)."""
     header = _CapHeader(_CAP_VERSION_3, 0)
     data = (_CapData * 2)()
-    if ctypes.CDLL(None, use_errno=True).capset(ctypes.byref(header), data) != 0:
+    if _libc().capset(ctypes.byref(header), data) != 0:
         raise OSError(ctypes.get_errno(), "capset failed")

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from terminai_apts.errors import ExecutorError, UsageError
-from terminai_apts.executor import audit
 from terminai_apts.executor.channel import RunChannel
 from terminai_apts.executor.policy import ApiSpec, SandboxConfig
 from terminai_apts.executor.validate import Violation, validate_code
@@ -98,6 +97,8 @@ def _refusal(code: str, config: SandboxConfig, started: float) -> ExecutionResul
 def _audit(code: str, config: SandboxConfig, result: ExecutionResult) -> None:
     if not config.audit_path:
         return
+    from terminai_apts.executor import audit  # noqa: PLC0415 - only runs that keep a log pay for it
+
     limits = tuple(
         name
         for name, hit in (

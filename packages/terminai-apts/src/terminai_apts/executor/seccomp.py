@@ -13,7 +13,6 @@ exported program with one ``prctl`` (``load_filter``): no per-run compilation.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import os
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ def act_errno(code: int) -> int:
 
 
 _NR_SCMP_ERROR = -1
+_SONAME = "libseccomp.so.2"  # Debian's libseccomp2
 _CMP_EQ = 4
 _CMP_MASKED_EQ = 7
 _ATTR_ACT_BADARCH = 2
@@ -153,9 +153,18 @@ def rules(*, scratch: bool) -> tuple[Rule, ...]:
 
 
 def _library() -> ctypes.CDLL:
-    path = ctypes.util.find_library("seccomp") or "libseccomp.so.2"
+    # The soname first: the loader finds it in the system's library path at once, where
+    # ``find_library`` would run ``ldconfig -p`` in a new process on every zygote start.
+    lib: ctypes.CDLL | None
     try:
-        lib = ctypes.CDLL(path, use_errno=True)
+        lib = ctypes.CDLL(_SONAME, use_errno=True)
+    except OSError:
+        lib = None
+    try:
+        if lib is None:
+            from ctypes.util import find_library  # noqa: PLC0415 - only where the soname is not found
+
+            lib = ctypes.CDLL(find_library("seccomp") or _SONAME, use_errno=True)
     except OSError as exc:
         raise ExecutorError(
             "libseccomp is not installed, so the executor cannot build its system-call filter",

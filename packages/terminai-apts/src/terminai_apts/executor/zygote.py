@@ -5,15 +5,18 @@ the run, whose ends it hands to the host (``SCM_RIGHTS``) right after the fork.
 
 Control protocol (one JSON message per SOCK_SEQPACKET datagram on the inherited socket):
 ``{"op": "spawn"}`` -> ``{"pid": N}`` plus the run's command-write and result-read
-descriptors (keepers are forked one ahead of demand);
+descriptors (keepers are forked ahead of demand: one at start, ``SPARES`` once a second
+run was asked for);
 ``{"op": "end", "pid": N, "grace": S, "report": bool}`` -> ``{"status": W}`` once the
 run's process group is killed (with ``report``: reaped, W its wait status, and its
-scratch directory removed; otherwise both follow before the next request is read).
+scratch directory removed; otherwise both follow once the keeper has exited, which its
+SIGCHLD announces).
 """
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import select
@@ -34,6 +37,7 @@ SWEEP_IDLE = 0.05  # a due sweep waits for this much quiet on the control socket
 SWEEP_EVERY = 1.0  # ...but never longer than this once something has ended
 CLEAN_INLINE = 0.1  # seconds of a finished run's clean-up done before answering
 MAX_ROUNDS = 64  # sweep rounds: each may orphan the next generation
+SPARES = 2  # keepers waiting ahead of demand once a second run was asked for
 
 
 class Zygote:
@@ -54,7 +58,9 @@ class Zygote:
         self.skip = hardening.skip
         self.proxies = proxies
         self.runs: dict[int, str] = {}  # keeper pid -> its base directory
-        self.spare: list[tuple[int, int, int]] = []  # forked keepers no caller has seen
+        self.dying: set[int] = set()  # killed keepers not reaped yet (still in ``runs``)
+        self.spare: list[tuple[int, int, int]] = []  # forked keepers no caller has seen, oldest first
+        self.served = 0
         self.cleaners: set[int] = set()  # processes removing a finished run's directory
         self.due: float | None = None  # since when a sweep is due (None: nothing ended)
         self.wake, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -92,14 +98,25 @@ class Zygote:
         return pid, cmd_w, res_r
 
     def spawn(self) -> None:
-        """Hand a waiting keeper to the host, then fork its successor ahead of demand."""
-        pid, cmd_w, res_r = self.spare.pop() if self.spare else self._fork()
+        """Hand the oldest waiting keeper to the host, then fork successors ahead of
+        demand. The first keeper is forked as the zygote starts (``serve``), while its
+        first caller is still starting; none follows the first request (a one-shot
+        command or a session never sends another); from the second on, ``SPARES`` wait
+        (back-to-back runs then find one ready although a keeper takes longer to prepare
+        than a short run takes)."""
+        pid, cmd_w, res_r = self.spare.pop(0) if self.spare else self._fork()
         try:
             socket.send_fds(self.control, [json.dumps({"pid": pid}).encode()], [cmd_w, res_r])
+        except OSError:
+            # The host went away (a run asked ahead that nobody will take): end the keeper.
+            self.end(pid, 0, report=False)
+            return
         finally:
             os.close(cmd_w)
             os.close(res_r)
-        self.spare.append(self._fork())
+        self.served += 1
+        while self.served > 1 and len(self.spare) < SPARES:
+            self.spare.append(self._fork())
 
     def end(self, pid: int, grace: float, *, report: bool) -> None:
         """Kill the run's whole process group and answer; then reap and clean up.
@@ -108,11 +125,11 @@ class Zygote:
         scratch gone, so the keeper gets ``grace`` seconds to exit by itself before the
         kill, and the answer waits for the reap and the removal. Otherwise the answer goes
         out right after the SIGKILL (from then on nothing of the run executes) and the
-        reaping follows.
+        reaping follows once the keeper has exited (``reap_dying``).
 
-        A keeper is reaped here and nowhere else: until then its pid, which is also the
-        run's process-group id, cannot be reused, so the host may stop and continue the
-        group by that id for as long as it has not asked for the end.
+        A keeper is reaped only once its end was asked for: until then its pid, which is
+        also the run's process-group id, cannot be reused, so the host may stop, continue
+        and kill the group by that id for as long as it has not asked for the end.
         """
         if pid not in self.runs:
             self._answer(None)
@@ -130,17 +147,35 @@ class Zygote:
             with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
             if not report:
+                # Reaped when its SIGCHLD comes (``child_event``): the next caller does
+                # not wait for the run's namespaces to be torn down.
                 self._answer(None)
+                self.dying.add(pid)
+                self._sweep_due()
+                return
             try:
                 _, status = os.waitpid(pid, 0)
             except ChildProcessError:
                 status = 0
         elif not report:
             self._answer(None)
+        self.dying.discard(pid)
         self.discard(self.runs.pop(pid))
         if report:
             self._answer(status)
         self._sweep_due()
+
+    def reap_dying(self, *, block: bool) -> None:
+        """Reap the killed keepers that have exited (all of them with ``block``) and
+        remove their directories."""
+        for pid in list(self.dying):
+            try:
+                done = os.waitpid(pid, 0 if block else os.WNOHANG)[0]
+            except ChildProcessError:
+                done = pid
+            if done:
+                self.dying.discard(pid)
+                self.discard(self.runs.pop(pid))
 
     def _answer(self, status: int | None) -> None:
         with contextlib.suppress(OSError):  # a host that went away learns nothing more
@@ -175,6 +210,7 @@ class Zygote:
             with contextlib.suppress(ChildProcessError):
                 if os.waitpid(pid, os.WNOHANG)[0]:
                     self.cleaners.discard(pid)
+        self.reap_dying(block=False)
         try:
             ended = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
         except ChildProcessError:
@@ -208,6 +244,7 @@ class Zygote:
             time.sleep(0.001)
 
     def serve(self) -> None:
+        self.spare.append(self._fork())
         while True:
             # Idle, this blocks with no timeout. A sweep reads all of /proc (about a
             # millisecond): done once the control socket has been quiet for SWEEP_IDLE
@@ -221,7 +258,12 @@ class Zygote:
                 self.sweep()
             if self.control.fileno() not in ready:
                 continue
-            message = self.control.recv(MAX_MESSAGE)
+            try:
+                message = self.control.recv(MAX_MESSAGE)
+            except ConnectionResetError:
+                # The host closed its end with answers unread (late ones, a run asked
+                # ahead): an end of input like any other.
+                message = b""
             if not message:
                 break
             request: dict[str, Any] = json.loads(message)
@@ -233,7 +275,9 @@ class Zygote:
             else:
                 self.control.send(json.dumps({"error": "unknown op"}).encode())
         for pid in list(self.runs):
-            self.end(pid, 0, report=False)
+            if pid not in self.dying:
+                self.end(pid, 0, report=False)
+        self.reap_dying(block=True)
         self.sweep()
 
 
@@ -335,7 +379,11 @@ def main(runner: child.Runner = child.run_cell, skip: frozenset[str] = frozenset
     become_subreaper()
     # The modules first: the read set names the shared libraries they mapped.
     proxies = {mode: module_proxies.build_proxies(mode) for mode in MODES}
-    Zygote(control, runner, isolation.prepare(skip), proxies).serve()
+    zygote = Zygote(control, runner, isolation.prepare(skip), proxies)
+    # Everything loaded so far is shared with every run: kept out of the collector, whose
+    # passes would otherwise write to (and so copy) those pages in each forked process.
+    gc.freeze()
+    zygote.serve()
 
 
 if __name__ == "__main__":

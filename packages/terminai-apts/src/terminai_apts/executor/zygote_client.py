@@ -1,11 +1,15 @@
 """Host side: the client of one zygote process (the fork server of runs).
 
 Requests are short (spawn a run, end a run) and serialised by a lock; the zygote never
-sees a caller's code, setup or results (those travel on the run's own pipes).
+sees a caller's code, setup or results (those travel on the run's own pipes). The answer
+to an end that needs no report is read only before the next request: the run is already
+killed by then (by the host itself), so no caller waits for the zygote's round trip.
 """
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import json
 import os
 import socket
@@ -20,14 +24,21 @@ _MAX_MESSAGE = 4096
 
 
 class ZygoteClient:
-    """Client of one zygote process: short spawn/end requests, serialised by a lock."""
+    """Client of one zygote process: short spawn/end requests, serialised by a lock.
+
+    Answers are read in the order the requests went out. Two are read later than the
+    request, off the caller's path: an end that needs no report (the run is already
+    killed by the host), and, once a client has asked for a second run (it serves fresh
+    runs one after another), one spawn asked ahead, whose run is handed to the next
+    caller. Such a run is a keeper waiting for its setup: no caller's data is in it.
+    """
 
     def __init__(self, module: str = "terminai_apts.executor.zygote", args: tuple[str, ...] = ()) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "PATH": "/usr/bin:/bin"}
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-P", "-s", "-m", module, str(theirs.fileno()), *args],
+                [sys.executable, "-P", "-s", "-S", "-m", module, str(theirs.fileno()), *args],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
@@ -40,37 +51,75 @@ class ZygoteClient:
         ours.settimeout(_CONTROL_TIMEOUT)
         self.control = ours
         self.lock = threading.Lock()
+        self.owed: collections.deque[str] = collections.deque()  # ops whose answers are unread
+        self.stock: list[tuple[int, int, int]] = []  # runs asked ahead, answered
+        self.spawned = 0
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def _settle(self) -> None:
+        """Read every answer still owed (a run asked ahead goes to ``stock``), so the
+        next answer read is the next request's."""
+        while self.owed:
+            if self.owed.popleft() == "spawn":
+                self.stock.append(self._run_answer())
+            else:
+                self.control.recv(_MAX_MESSAGE)
+
+    def _run_answer(self) -> tuple[int, int, int]:
+        message, fds, _, _ = socket.recv_fds(self.control, _MAX_MESSAGE, 2)
+        try:
+            pid = int(json.loads(message)["pid"])
+        except (ValueError, KeyError, TypeError):
+            for fd in fds:
+                os.close(fd)
+            raise
+        if len(fds) != 2:
+            for fd in fds:
+                os.close(fd)
+            raise _NoPipes
+        return pid, fds[0], fds[1]
 
     def spawn(self) -> tuple[int, int, int]:
         """A fresh run: its keeper's pid, the command-write and result-read descriptors."""
         with self.lock:
             try:
-                self.control.send(json.dumps({"op": "spawn"}).encode())
-                message, fds, _, _ = socket.recv_fds(self.control, _MAX_MESSAGE, 2)
-                pid = int(json.loads(message)["pid"])
-            except (OSError, ValueError, KeyError, TypeError) as exc:
+                if not self.stock and "spawn" not in self.owed:
+                    self.control.send(_SPAWN)
+                    self.owed.append("spawn")
+                self._settle()
+                run = self.stock.pop(0)
+                self.spawned += 1
+                if self.spawned > 1:
+                    self.control.send(_SPAWN)  # the next caller's, asked ahead
+                    self.owed.append("spawn")
+            except _NoPipes as exc:
+                self.close()
+                raise ExecutorError("the executor zygote answered without the run's pipes", hint="retry") from exc
+            except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
                 self.close()
                 raise ExecutorError(
                     "the executor zygote is not running", hint="retry; it is restarted automatically"
                 ) from exc
-            if len(fds) != 2:
-                for fd in fds:
-                    os.close(fd)
-                self.close()
-                raise ExecutorError("the executor zygote answered without the run's pipes", hint="retry")
-            return pid, fds[0], fds[1]
+            return run
 
     def end(self, pid: int, *, ended: bool = False, wait: bool = False) -> int | None:
         """Kill the run's process group; its wait status when asked (None if unknown).
         ``ended``: the run closed its pipe, so its own exit status is worth a short wait;
-        ``wait``: return only once it is reaped and its scratch directory removed."""
+        ``wait``: return only once it is reaped and its scratch directory removed.
+        Otherwise the caller has already killed the group (``RunChannel.end``), and the
+        zygote's answer is read before the next answer that matters."""
         with self.lock:
+            report = ended or wait
             try:
-                request = {"op": "end", "pid": pid, "grace": 0.5 if ended else 0, "report": ended or wait}
+                if report:
+                    self._settle()
+                request = {"op": "end", "pid": pid, "grace": 0.5 if ended else 0, "report": report}
                 self.control.send(json.dumps(request).encode())
+                if not report:
+                    self.owed.append("end")
+                    return None
                 status = json.loads(self.control.recv(_MAX_MESSAGE))["status"]
             except (OSError, ValueError, KeyError, TypeError):
                 self.close()  # the run dies with the zygote (parent-death signal)
@@ -78,14 +127,27 @@ class ZygoteClient:
             return status if isinstance(status, int) else None
 
     def close(self) -> None:
-        """End the zygote: on the closed socket it ends its runs and removes their
-        directories itself; killed only if it has not exited within a second."""
+        """End the zygote: on the closed socket it ends its runs (those asked ahead too)
+        and removes their directories itself; killed only if it has not exited within a
+        second."""
+        for _, cmd, res in self.stock:
+            for fd in (cmd, res):
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.stock.clear()
         self.control.close()
         try:
             self.proc.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
+
+
+_SPAWN = json.dumps({"op": "spawn"}).encode()
+
+
+class _NoPipes(Exception):
+    """The zygote answered a spawn without the run's two descriptors."""
 
 
 _SHARED: ZygoteClient | None = None
