@@ -120,6 +120,36 @@ def test_encode_result_cuts_only_with_the_flag() -> None:
     assert over["output_truncated"] and len(over["stdout"]) < 20_000_000
 
 
+# Lone surrogates (what os.fsdecode makes of undecodable bytes, or a JSON "\udcff" escape)
+# are not text: output holding one came back as "" with output_truncated set, an error
+# message holding one did the same, and source holding one was "too complex to parse".
+
+
+def test_output_with_a_lone_surrogate_is_kept_as_its_escape() -> None:
+    result = execute("print('a' + chr(0xDCFF) + 'b')", SandboxConfig())
+    assert result.success, result.error
+    assert result.stdout == "a\\udcffb\n" and not result.output_truncated
+
+
+def test_an_error_message_with_a_lone_surrogate_is_kept_as_its_escape() -> None:
+    result = execute("print('before')\nraise ValueError('x' + chr(0xDC80))", SandboxConfig())
+    assert not result.success
+    assert result.stdout == "before\n" and not result.output_truncated
+    assert result.error is not None and result.error.endswith("x\\udc80")
+
+
+def test_source_with_a_lone_surrogate_is_refused_by_name_and_place() -> None:
+    report = validate_code("x = 1\ny = '\udcff'\n")
+    assert [(v.rule, v.line, v.col) for v in report.violations] == [("L1-encoding", 2, 6)]
+    assert "lone surrogate (U+DCFF)" in report.violations[0].message
+
+
+def test_encode_result_escapes_a_lone_surrogate_without_dropping_output() -> None:
+    base = {"success": False, "stdout": "kept", "error": "E: \udcff", "output_truncated": False}
+    frame = json.loads(output.encode_result(base, 1000))
+    assert frame == {**base, "error": "E: \\udcff"}
+
+
 UNSAFE = "\u202e\u2066\u2069\u200e\u200f\u202a\x85\x9b\u2028\ufeff"
 
 

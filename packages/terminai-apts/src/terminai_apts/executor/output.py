@@ -36,7 +36,11 @@ class OutputBuffer:
         if room <= 0:
             self.truncated = self.truncated or bool(text)
             return
-        encoded = text.encode("utf-8", "replace")
+        try:
+            encoded = text.encode("utf-8")
+        except UnicodeEncodeError:  # lone surrogates (chr(0xDC80)): kept visible as their escapes
+            encoded = text.encode("utf-8", "backslashreplace")
+            text = encoded.decode("utf-8")
         if len(encoded) > room:
             text = encoded[:room].decode("utf-8", "ignore")
             self.truncated = True
@@ -97,12 +101,19 @@ class PrintFactory(metaclass=Sealed):
         raise SandboxViolation("print is read-only")
 
 
+def _escaped(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def encode_result(result: dict[str, Any], max_output: int) -> bytes:
     """A cell's result frame. ``stdout`` was capped at ``max_output`` bytes of text by the
     buffer, so its JSON form fits the host's limit; if the whole frame still would not,
     ``stdout`` is cut as text and ``output_truncated`` set (never cut silently)."""
     limit = 6 * max_output + frames.FRAME_OVERHEAD
     try:
+        payload = json.dumps(result, ensure_ascii=False, default=str).encode()
+    except UnicodeEncodeError:  # a lone surrogate (in an error message): shown as its escape
+        result = {k: _escaped(v) if isinstance(v, str) else v for k, v in result.items()}
         payload = json.dumps(result, ensure_ascii=False, default=str).encode()
     except (MemoryError, ValueError):
         result = {**result, "stdout": "", "output_truncated": True}

@@ -127,6 +127,14 @@ def _size_checks(code: str) -> list[Violation]:
     if size > MAX_SOURCE_BYTES:
         return [size_violation(size)]
     out: list[Violation] = []
+    try:
+        code.encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate (a JSON "\\udcff" escape, os.fsdecode)
+        line = code.count("\n", 0, exc.start) + 1
+        col = exc.start - code.rfind("\n", 0, exc.start)
+        char = f"U+{ord(code[exc.start]):04X}"
+        message = f"the code holds a lone surrogate ({char}), which is not text; write it as an escape"
+        return [Violation(rule="L1-encoding", message=message, line=line, col=col)]
     brackets, indent = _text_depth(code)
     if brackets > MAX_BRACKET_DEPTH:
         out.append(Violation(rule="L1-nesting", message=f"brackets nested {brackets} deep (limit {MAX_BRACKET_DEPTH})"))
