@@ -108,3 +108,35 @@ def test_the_reporter_prints_steps_once_and_bytes_throttled(
     ]
     monkeypatch.setattr(progress, "shown", lambda: False)
     assert progress.pull_reporter() is None
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("terminal", [True, False])
+def test_a_launch_pull_says_what_it_is_doing_on_a_terminal_only(
+    registry: RegistryServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, terminal: bool
+) -> None:
+    """``run`` pulling an image it does not hold (the launch kernel, without click)."""
+    from terminai_sandbox.common.reference import ImageRef
+    from terminai_sandbox.launch.engines import DockerEngine
+
+    digest = _image(tmp_path / "layout")
+    RegistryClient(registry.host).push_layout(OciLayout.open(tmp_path / "layout"), "progress/launch")
+    err = _Terminal() if terminal else io.StringIO()
+    monkeypatch.setattr("sys.stderr", err)
+    try:
+        facts = DockerEngine.connect(dict(os.environ)).pull(
+            ImageRef.parse(f"{registry.host}/progress/launch@{digest}", what="the image"), insecure=False
+        )
+    finally:
+        forget_images(f"{registry.host}/")
+    assert facts is not None
+    said = err.getvalue().splitlines()
+    if not terminal:
+        assert said == []
+        return
+    assert any(line.startswith("  · pull: layer ") and " of 3.0 MiB" in line for line in said), said
+    assert any(line.endswith(": pull complete") for line in said), said

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
+from terminai_sandbox.common.pull_lines import BYTES_EVERY, PullLines, size
+
 if TYPE_CHECKING:  # the registry client and the engine's SDK load only when a command uses them
     from terminai_sandbox.engine import PullProgress
     from terminai_sandbox.registry import BlobProgress
@@ -66,18 +68,7 @@ def step(label: str) -> Iterator[None]:
         line(f"{label}: done in {time.monotonic() - begun:.1f} s")
 
 
-BYTES_EVERY = 1.0  # seconds between two byte-count lines of the same blob
 SMALL = 1 << 20  # bytes: blobs below this get no byte-count lines, only the one when sent
-
-
-def size(n: int) -> str:
-    """A byte count for people: 512 B, 3.4 KiB, 12.0 MiB, 1.2 GiB."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if value < 1024 or unit == "GiB":
-            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    raise AssertionError("unreachable")
 
 
 def blob_reporter() -> Callable[[BlobProgress], None] | None:
@@ -105,21 +96,20 @@ def blob_reporter() -> Callable[[BlobProgress], None] | None:
 
 def pull_reporter() -> Callable[[PullProgress], None] | None:
     """A callback for :meth:`Engine.pull_by_digest`: each layer's steps as the engine names
-    them, with byte counts while it downloads (at most every :data:`BYTES_EVERY` seconds per
-    layer). None when progress is not shown."""
-    if not shown():
-        return None
-    last: dict[str, float] = {}
-    said: set[tuple[str, str]] = set()
+    them, with byte counts while it downloads (:class:`~terminai_sandbox.common.pull_lines.PullLines`).
+    None when progress is not shown."""
+    return PullLines(line) if shown() else None
 
-    def report(event: PullProgress) -> None:
-        if event.total:
-            now = time.monotonic()
-            if now - last.get(event.layer, 0.0) >= BYTES_EVERY or event.current >= event.total:
-                last[event.layer] = now
-                line(f"layer {event.layer}: {event.status.lower()} {size(event.current)} of {size(event.total)}")
-        elif (event.layer, event.status) not in said:  # "Download complete", "Pull complete", ...
-            said.add((event.layer, event.status))
-            line(f"layer {event.layer}: {event.status.lower()}")
 
-    return report
+__all__ = [
+    "BYTES_EVERY",
+    "HEARTBEAT",
+    "SMALL",
+    "blob_reporter",
+    "line",
+    "pull_reporter",
+    "set_quiet",
+    "shown",
+    "size",
+    "step",
+]

@@ -41,6 +41,7 @@ import json
 import os
 import resource
 import shutil
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, Protocol
 
+    from terminai_sandbox.common.dockerapi import PullProgress
     from terminai_sandbox.engine import Engine
     from terminai_sandbox.registry import RegistryClient
 
@@ -105,6 +107,20 @@ def connect(name: str, env: Mapping[str, str]) -> LaunchEngine:
     if name == "podman":
         return PodmanEngine.connect(env)
     return DockerEngine.connect(env)
+
+
+def _pull_lines() -> Callable[[PullProgress], None] | None:
+    """On a terminal, what a pull is doing, on stderr (an image of a few hundred MiB takes a
+    while); nothing on a pipe, where stdout and stderr belong to the session."""
+    if not sys.stderr.isatty():
+        return None
+    from terminai_sandbox.common.pull_lines import PullLines  # noqa: PLC0415  (only when pulling)
+
+    def say(message: str) -> None:
+        sys.stderr.write(f"  · pull: {message}\n")
+        sys.stderr.flush()
+
+    return PullLines(say)
 
 
 def _facts(document: Mapping[str, Any]) -> ImageFacts:
@@ -156,7 +172,9 @@ class DockerEngine:
         # dockerd decides plain HTTP itself (127.0.0.0/8 and its insecure-registries list).
         assert pinned.digest is not None
         try:
-            self.api.pull_by_digest(pinned.name, pinned.digest, auth=self._auth(pinned.registry))
+            self.api.pull_by_digest(
+                pinned.name, pinned.digest, auth=self._auth(pinned.registry), on_progress=_pull_lines()
+            )
         except RegistryError as exc:
             raise LaunchError(exc.message, hint="check the registry and your login") from None
         found = self.inspect(pinned.pinned)
