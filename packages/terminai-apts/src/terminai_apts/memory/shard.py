@@ -28,9 +28,14 @@ from terminai_apts.memory.records import Memory, Provenance, split_tags
 from terminai_apts.memory.store import check_schema
 from terminai_apts.memory.terms import Terms
 
+# The origin as written: stored whole, or as a shared prefix's number and the uid.
+ORIGIN = (
+    "CASE WHEN m.origin_uid THEN (SELECT p.prefix FROM origin_prefixes p WHERE p.n = m.origin_uid) || m.uid"
+    " ELSE m.origin END"
+)
 COLUMNS = (
     "m.id, m.date, coalesce(m.recorded_at, m.date), m.title, m.content, m.summary, m.tags, m.source,"
-    " m.confidence, m.kind, m.tier, m.origin || iif(m.origin_uid, m.uid, ''), lower(hex(m.content_hash)),"
+    f" m.confidence, m.kind, m.tier, {ORIGIN}, lower(hex(m.content_hash)),"
     " (SELECT s.uid FROM memories s WHERE s.id = m.superseded_by), m.uid"
 )
 _FACET_KEYS = {"month": "substr(m.date, 1, 7)", "source": "m.source", "tag": "t.tag"}
@@ -264,9 +269,9 @@ class Shard:
 
     def trace(self, memory_id: int) -> Provenance | None:
         rows = self.rows(
-            "SELECT id, uid, tier, origin || iif(origin_uid, uid, ''), source, coalesce(recorded_at, date),"
-            " lower(hex(content_hash))"
-            " FROM memories WHERE id = ?",
+            f"SELECT m.id, m.uid, m.tier, {ORIGIN}, m.source, coalesce(m.recorded_at, m.date),"
+            " lower(hex(m.content_hash))"
+            " FROM memories m WHERE m.id = ?",
             [memory_id],
         )
         if not rows:

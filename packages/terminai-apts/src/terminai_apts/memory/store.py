@@ -38,6 +38,7 @@ CREATE TABLE memories(
   source TEXT NOT NULL, confidence REAL NOT NULL, kind TEXT NOT NULL, tier TEXT NOT NULL,
   origin TEXT NOT NULL, origin_uid INTEGER NOT NULL DEFAULT 0, content_hash BLOB NOT NULL,
   superseded_by INTEGER);
+CREATE TABLE origin_prefixes(n INTEGER PRIMARY KEY, prefix TEXT NOT NULL UNIQUE);
 CREATE TABLE memory_tags(tag TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY(tag, id)) WITHOUT ROWID;
 CREATE TABLE term_stats(term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE term_bits(term TEXT PRIMARY KEY, bits BLOB NOT NULL);
@@ -49,10 +50,12 @@ CREATE VIRTUAL TABLE memories_tri USING fts5(title, summary, content,
 # Created after the bulk load: an index built from sorted keys fills its pages, one filled
 # row by row in uid or hash order leaves a third of them empty. Stored compactly (what
 # readers see is rebuilt in shard.COLUMNS): ``recorded_at`` is NULL when it is the event
-# time (an archive's records), ``origin_uid`` 1 when the origin ends with the uid (which is
-# then not stored twice), ``content_hash`` the SHA-256 as 32 bytes, indexed by its first 4
-# (enough to find the few candidates; the query compares all 32). An index on ``date``
-# holds the rowid after it: ``ORDER BY date, id`` reads it as it is.
+# time (an archive's records); an origin made of a shared prefix and the uid (an archive
+# member: ``NAME#memories/UID``) is ``origin_uid``, the prefix's number in
+# ``origin_prefixes``, with ``origin`` empty (neither part is stored once per record);
+# ``content_hash`` is the SHA-256 as 32 bytes, indexed by its first 4 (enough to find the
+# few candidates; the query compares all 32). An index on ``date`` holds the rowid after
+# it: ``ORDER BY date, id`` reads it as it is.
 _INDEXES = """
 CREATE UNIQUE INDEX memories_uid ON memories(uid);
 CREATE INDEX memories_date ON memories(date);
@@ -95,7 +98,26 @@ TRIGRAM_CHUNK = 100_000
 SHARD_ID_BITS = 32
 
 
-def _row(mid: int, rec: NewMemory) -> tuple[object, ...]:
+class _Prefixes:
+    """Numbers of origin prefixes (``origin_prefixes``), new ones added as records arrive."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._known: dict[str, int] = dict(conn.execute("SELECT prefix, n FROM origin_prefixes"))
+
+    def split(self, rec: NewMemory) -> tuple[str, int]:
+        """``(origin, origin_uid)`` as stored for ``rec``."""
+        if not rec.uid or not rec.origin.endswith(rec.uid):
+            return rec.origin, 0
+        prefix = rec.origin[: -len(rec.uid)]
+        n = self._known.get(prefix)
+        if n is None:
+            n = self._known[prefix] = len(self._known) + 1
+            self._conn.execute("INSERT INTO origin_prefixes(n, prefix) VALUES (?, ?)", (n, prefix))
+        return "", n
+
+
+def _row(mid: int, rec: NewMemory, prefixes: _Prefixes) -> tuple[object, ...]:
     return (
         mid,
         rec.uid,
@@ -109,7 +131,7 @@ def _row(mid: int, rec: NewMemory) -> tuple[object, ...]:
         float(rec.confidence),
         rec.kind,
         rec.tier,
-        *((rec.origin[: -len(rec.uid)], 1) if rec.uid and rec.origin.endswith(rec.uid) else (rec.origin, 0)),
+        *prefixes.split(rec),
         bytes.fromhex(content_hash(rec.title, rec.content)),
     )
 
@@ -153,7 +175,8 @@ def build(
         conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
         conn.executescript(_TABLES.format(tokenizer=TOKENIZER) + grams.SCHEMA)
         with conn:
-            conn.executemany(_INSERT, (_row(i, r) for i, r in enumerate(ordered, start=first_id)))
+            prefixes = _Prefixes(conn)
+            conn.executemany(_INSERT, (_row(i, r, prefixes) for i, r in enumerate(ordered, start=first_id)))
             conn.executescript(_INDEXES)
             # In key order, so the tag index's pages fill.
             conn.executemany(
@@ -263,7 +286,8 @@ def append(path: Path, records: Sequence[NewMemory]) -> int:
             if fresh[0].date < last:
                 # A backfill breaks "ids follow time": readers fall back to the date index.
                 conn.execute("UPDATE meta SET value='0' WHERE key='ordered'")
-            conn.executemany(_INSERT, (_row(top + i, r) for i, r in enumerate(fresh, start=1)))
+            prefixes = _Prefixes(conn)
+            conn.executemany(_INSERT, (_row(top + i, r, prefixes) for i, r in enumerate(fresh, start=1)))
             conn.executemany(
                 "INSERT OR IGNORE INTO memory_tags(tag, id) VALUES (?, ?)",
                 ((t.lower(), top + i) for i, r in enumerate(fresh, start=1) for t in r.tags),
