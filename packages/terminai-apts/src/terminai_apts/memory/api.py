@@ -138,13 +138,8 @@ class ThermalMemory:
         found: list[tuple[tuple[str, int], int, int]] = []  # ((date, id), shard, id)
         totals: list[int] = []
         labels: list[str] = []
-        how = (
-            f"like via trigram {plan.literal!r}"
-            if plan.literal
-            else "like via short-piece bitmap"
-            if grams.exact_piece(plan.text)
-            else "like (scan: no 3-character run to look up)"
-        )
+        how = f"like via trigram {plan.literal!r}" if plan.literal else "like (scan: no 3-character run to look up)"
+        short = plan.literal is None and grams.exact_piece(plan.text) is not None
         # One pass reads the matches up to COUNT_CAP past the page: the page and the total
         # (-1 beyond it; count() gives it), so a common substring costs a page, not a pass
         # over all its matches. A short piece's bitmap counts every match at no cost.
@@ -157,7 +152,8 @@ class ThermalMemory:
                 uncounted = uncounted or total < 0
             except TimeUp:
                 page, total, note = [], -1, " (budget)"
-            labels.append(shard.label(f"{how} order={plan.order}{note}"))
+            used = "like via short-piece bitmap" if short and shard.ordered else how  # see matching.short_match
+            labels.append(shard.label(f"{used} order={plan.order}{note}"))
             totals.append(total)
             found += [((date, mid), n, mid) for mid, date in page]
         if uncounted:
