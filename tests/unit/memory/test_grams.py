@@ -15,8 +15,10 @@ import random
 from pathlib import Path
 
 import pytest
+import re2
 from terminai_apts.memory import ThermalMemory, grams, store
 from terminai_apts.memory.cli import import_archive
+from terminai_apts.memory.records import Memory
 
 from tests.unit.memory.seed_oracle import Row, SeedOracle, write_archive
 
@@ -121,3 +123,33 @@ def test_an_index_of_the_previous_format_is_refused_with_a_rebuild_hint(tmp_path
     with ThermalMemory(index) as mem:
         assert mem.count("a") == oracle.count("a")
     oracle.close()
+
+
+def test_a_backfilled_index_answers_short_queries_in_date_order(tmp_path: Path) -> None:
+    # Records older than the index's newest break "ids follow time": the bitmaps' id order
+    # is no longer the seed's date order, so SQLite answers (and grep still uses the bitmaps).
+    rows = _rows(random.Random(5), 240)
+    archive, index = tmp_path / "a.db", tmp_path / "i.db"
+    write_archive(archive, rows)
+    records = sorted(import_archive(archive), key=lambda r: (r.date, r.uid))
+    store.build(index, records[120:])
+    assert store.append(index, records[:120]) == 120
+    oracle = SeedOracle(archive)
+    with ThermalMemory(index) as mem:
+        assert _check(mem, oracle, QUERIES[:30]) == 0  # no bitmap answers on this shard
+        for needle in ("ß", "é", "K", "ſ", "a0"):
+            want = sorted(
+                (m.key for m in (mem.get(r[0]) for r in rows) if m is not None and _folds(needle, m)),
+                reverse=True,
+            )
+            res = mem.find(needle, limit=500)
+            assert "piece-bitmap" in res.plan and [h.memory.key for h in res] == want, needle
+    oracle.close()
+
+
+def _folds(needle: str, m: Memory) -> bool:
+    options = re2.Options()
+    options.case_sensitive = False
+    options.literal = True
+    text = f"{m.title}\n{m.summary}\n{m.content}"
+    return re2.compile(needle, options).search(text) is not None
