@@ -157,7 +157,7 @@ def test_every_call_honours_its_budget(tmp_path: Path) -> None:
 def test_find_filter_get_and_friends(index: Path) -> None:
     with ThermalMemory(index) as mem:
         assert mem.find("proj-12").total == 1
-        assert mem.find("pg").total == 0 and "full-scan" in mem.find("pg").plan
+        assert mem.find("pg").total == 0 and "piece-bitmap" in mem.find("pg").plan
         f = mem.filter(source="ops", min_confidence=0.9)
         assert [h.memory.title for h in f] == ["Deploy fixed"]
         # Inclusive bounds, as the seed's `date >= ?` and `date <= ?`.

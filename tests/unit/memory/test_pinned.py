@@ -62,7 +62,7 @@ def test_the_pinned_reader_takes_no_lock_so_the_writer_never_waits(index: Path) 
 def test_opening_waits_for_a_commit_in_progress_then_pins_the_committed_version(index: Path) -> None:
     writer = sqlite3.connect(index, isolation_level=None, check_same_thread=False)
     writer.execute("BEGIN IMMEDIATE")
-    store_rows = store._row(999, _fresh(1)[0])  # one record, written by the host's own statement
+    store_rows = store._row(999, _fresh(1)[0], store._Prefixes(writer))  # written by the host's own statement
     writer.execute(store._INSERT, store_rows)
     assert Path(f"{index}-journal").stat().st_size > 0  # half a commit may be in the file
     with pytest.raises(MemoryStoreError, match="is being written"):

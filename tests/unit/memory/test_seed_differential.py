@@ -116,6 +116,22 @@ QUERIES = (
     "PROJ-12",
     "absent-word",
     "x",
+    # one or two characters: answered by the piece bitmaps, folded as LIKE folds
+    "go",
+    "ok",
+    "OK",
+    "é",
+    "ẞ",
+    "\u212a",
+    "K",
+    "ſ",
+    "İ",
+    "ı",
+    "50",
+    "%5",
+    "0%",
+    "%%",
+    "日",
 )
 
 

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from terminai_apts.errors import MemoryNotFound, MemoryQueryError
-from terminai_apts.memory import batches, fts, inputs, matching, planner, tiers
+from terminai_apts.memory import batches, fts, grams, inputs, matching, planner, tiers
 from terminai_apts.memory.planner import MAX_ROWS
 from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results, digest
 from terminai_apts.memory.shard import Shard, TimeUp, decode
@@ -139,21 +139,21 @@ class ThermalMemory:
         totals: list[int] = []
         labels: list[str] = []
         how = f"like via trigram {plan.literal!r}" if plan.literal else "like (scan: no 3-character run to look up)"
+        short = plan.literal is None and grams.exact_piece(plan.text) is not None
         # One pass reads the matches up to COUNT_CAP past the page: the page and the total
         # (-1 beyond it; count() gives it), so a common substring costs a page, not a pass
-        # over all its matches, and a scan (no 3-character run) is made once, not twice.
+        # over all its matches. A short piece's bitmap counts every match at no cost.
         cap = plan.offset + plan.limit + planner.COUNT_CAP
         uncounted = False
         for n, shard in enumerate(self._shards):
+            note = ""
             try:
-                rows = matching.like_page(shard, plan, cap, 0)
-                page, total = rows[skip : skip + want], len(rows)
+                page, total = matching.like_search(shard, plan, want, skip, cap)
+                uncounted = uncounted or total < 0
             except TimeUp:
-                page, total = [], -1
-            if total >= cap:
-                total, uncounted = -1, True
-            note = " (budget)" if total < 0 and not uncounted else ""
-            labels.append(shard.label(f"{how} order={plan.order}{note}"))
+                page, total, note = [], -1, " (budget)"
+            used = "like via short-piece bitmap" if short and shard.ordered else how  # see matching.short_match
+            labels.append(shard.label(f"{used} order={plan.order}{note}"))
             totals.append(total)
             found += [((date, mid), n, mid) for mid, date in page]
         if uncounted:

@@ -9,10 +9,12 @@ exact; one match past it proves the result truncated (its total is then unknown,
 # ruff: noqa: S608
 from __future__ import annotations
 
+import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 
-from terminai_apts.memory import planner
+from terminai_apts.memory import grams, planner
 from terminai_apts.memory import query as q
 from terminai_apts.memory import regex as rx
 from terminai_apts.memory.records import Hit, Results
@@ -43,7 +45,11 @@ def verify(shards: Sequence[Shard], plan: planner.Match, matcher: rx.Matcher, st
         with rx.hard_limit(matcher, deadline):
             for shard in shards:
                 labels.append(shard.label(plan.label))
-                for row in shard.candidates(plan.literal, plan.window):
+                bits = (
+                    None if plan.literal is not None or plan.short is None else piece_candidates(shard, plan, matcher)
+                )
+                rows = shard.candidates(plan.literal, plan.window) if bits is None else _rows(shard, bits)
+                for row in rows:
                     shard.check_time()
                     text = f"{row[3]}\n{row[5]}\n{row[4]}"
                     span = matcher.search(text)
@@ -90,6 +96,102 @@ def _like_from(shard: Shard, plan: planner.Substring) -> tuple[str, str, list[ob
     return source, where(conds), params
 
 
+def short_match(shard: Shard, plan: planner.Substring) -> int | None:
+    """The seed's matches on ``shard`` as a bitmap over ``id - bits_base``, when the text is one
+    piece of one or two characters (:func:`grams.exact_piece`); None: SQLite must decide.
+
+    Exact without reading a row: the piece's bitmap is the set of records whose title or
+    content holds it as ``LIKE`` folds it. Ids follow time only on an ``ordered`` shard, so a
+    backfilled one (ordered off) is left to SQLite's date order.
+    """
+    piece = grams.exact_piece(plan.text)
+    if piece is None or plan.literal is not None or not shard.ordered:
+        return None
+    base = shard.bits_base
+    lo, hi = _offsets(shard, plan.window)
+    if hi < lo:
+        return 0
+    bits = grams.bitmap(shard.grams(piece), lo, hi)
+    if bits and plan.tags:
+        marks = ",".join("?" * len(plan.tags))
+        tagged = shard.rows(
+            f"SELECT DISTINCT id FROM memory_tags WHERE tag IN ({marks}) AND id BETWEEN ? AND ?",
+            [*plan.tags, base + lo, base + hi],
+        )
+        bits &= grams.of_ids((r[0] for r in tagged), base)
+    return bits
+
+
+def _offsets(shard: Shard, span: planner.Window) -> tuple[int, int]:
+    """The window as bit offsets ``lo..hi`` of an ordered shard (``hi < lo``: empty)."""
+    base = shard.bits_base
+    first, last = shard.id_bounds(span)
+    if last is None:
+        last = shard.rows("SELECT max(id) FROM memories")[0][0]
+        if last is None:
+            return 0, -1
+    return max(0, (first or base) - base), last - base
+
+
+def piece_candidates(shard: Shard, plan: planner.Match, matcher: rx.Matcher) -> int | None:
+    """Records holding ``plan.short`` under the matcher's case folding, as a bitmap (a superset:
+    every pair of its characters is somewhere in the record); None: the rows must be scanned.
+
+    Each character stands for every character of the index the engine folds it to (asked
+    of the engine itself), each pair for all its variants, in any field.
+    """
+    text = plan.short or ""
+    if plan.window.bounded and not shard.ordered:
+        return None
+    lo, hi = _offsets(shard, plan.window)
+    if hi < lo:
+        return 0
+    keys = shard.rows(
+        "SELECT DISTINCT gram FROM grams WHERE length(gram) = 1 OR (length(gram) = 3 AND substr(gram, 1, 2) = ?)",
+        [grams.EXTRA],
+    )
+    pool = {k[0][-1] for k in keys}
+    variants = {c: rx.case_variants(c, pool, backtracking=matcher.backtracking) for c in set(text)}
+    pairs = list(dict.fromkeys(text[i : i + 2] for i in range(len(text) - 1)))[:8] or [text]
+    found: int | None = None
+    for pair in pairs:
+        names = {grams.fold("".join(v)) for v in itertools.product(*(variants[c] for c in pair))}
+        bits = 0
+        for name in names:
+            bits |= grams.bitmap([*shard.grams(name), *shard.grams(grams.EXTRA + name)], lo, hi)
+        found = bits if found is None else found & bits
+        if not found:
+            return 0
+    return found
+
+
+def _rows(shard: Shard, bits: int) -> Iterator[Sequence[Any]]:
+    """``COLUMNS`` rows of the records in ``bits``, newest (highest id) first, in growing pages."""
+    offsets, size = grams.descending(bits), 64
+    while True:
+        ids = [shard.bits_base + o for o in itertools.islice(offsets, size)]
+        if not ids:
+            return
+        found = shard.records(ids)
+        yield from (found[i] for i in ids if i in found)
+        size = min(size * 4, 1000)
+
+
+def like_search(
+    shard: Shard, plan: planner.Substring, want: int, skip: int, cap: int
+) -> tuple[list[tuple[int, str]], int]:
+    """``(page, total)``: ``want`` matches after ``skip`` as ``(id, date)``, in the plan's order,
+    and the number of matches (-1 when SQLite found ``cap`` of them and stopped counting)."""
+    bits = short_match(shard, plan)
+    if bits is None:
+        rows = like_page(shard, plan, cap, 0)
+        return rows[skip : skip + want], len(rows) if len(rows) < cap else -1
+    pick = grams.highest if plan.order == "newest" else grams.lowest
+    ids = [shard.bits_base + offset for offset in pick(bits, want, skip)]
+    dates = shard.dates(ids)
+    return [(i, dates[i]) for i in ids if i in dates], bits.bit_count()
+
+
 def like_page(shard: Shard, plan: planner.Substring, limit: int, offset: int) -> list[tuple[int, str]]:
     """``(id, date)`` of one page of matches on ``shard``, in the plan's order (same date: by id)."""
     source, clause, params = _like_from(shard, plan)
@@ -106,5 +208,8 @@ def like_page(shard: Shard, plan: planner.Substring, limit: int, offset: int) ->
 
 def like_count(shard: Shard, plan: planner.Substring) -> int:
     """Exact number of the seed's matches on ``shard``."""
+    bits = short_match(shard, plan)
+    if bits is not None:
+        return bits.bit_count()
     source, clause, params = _like_from(shard, plan)
     return int(shard.rows(f"SELECT count(*) FROM {source}{clause}", params)[0][0])

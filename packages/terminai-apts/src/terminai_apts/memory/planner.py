@@ -134,6 +134,7 @@ class Match:
     limit: int
     window: Window
     label: str
+    short: str | None = None  # without a trigram lookup: a literal every match holds, for the piece bitmaps
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -327,9 +328,18 @@ def grep(
     """Plan a regex search: RE2 (or time-limited ``re``), prefiltered by a required literal."""
     matcher = rx.compile_pattern(pattern)
     rows = inputs.limit(limit, MAX_ROWS)
-    literal = rx.prefilter_literal(rx.required_literal(str(pattern)), backtracking=matcher.backtracking)
-    label = f"trigram-prefilter {literal!r} + {matcher.engine}" if literal else f"full-scan + {matcher.engine}"
-    return Match(matcher=matcher, literal=literal, limit=rows, window=window(since, until, date_range), label=label)
+    required = rx.required_literal(str(pattern))
+    literal = rx.prefilter_literal(required, backtracking=matcher.backtracking)
+    short = None if literal else rx.piece_literal(required)
+    label = (
+        f"trigram-prefilter {literal!r} + {matcher.engine}"
+        if literal
+        else f"piece-bitmap {short!r} + {matcher.engine}"
+        if short
+        else f"full-scan + {matcher.engine}"
+    )
+    span = window(since, until, date_range)
+    return Match(matcher=matcher, literal=literal, limit=rows, window=span, label=label, short=short)
 
 
 def find(substring: object, limit: object = 20, *, since: str | None = None, until: str | None = None) -> Match:
@@ -340,8 +350,9 @@ def find(substring: object, limit: object = 20, *, since: str | None = None, unt
     if not needle:
         return Match(matcher=None, literal=None, limit=rows, window=span, label="empty-query")
     literal = rx.prefilter_literal(needle, backtracking=False)
-    label = f"trigram {literal!r}" if literal else "full-scan (no 3-character ASCII run to look up)"
-    return Match(matcher=rx.literal_matcher(needle), literal=literal, limit=rows, window=span, label=label)
+    short = None if literal else rx.piece_literal(needle)
+    label = f"trigram {literal!r}" if literal else f"piece-bitmap {short!r}" if short else "full-scan"
+    return Match(matcher=rx.literal_matcher(needle), literal=literal, limit=rows, window=span, label=label, short=short)
 
 
 def facets(query: object = None, by: object = "month", *, since: str | None = None, until: str | None = None) -> Facets:

@@ -20,7 +20,7 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -124,6 +124,25 @@ def prefilter_literal(literal: str | None, *, backtracking: bool) -> str | None:
     runs = re.split(stops, literal)
     best = max(runs, key=len)
     return best if len(best.strip()) >= 3 else None
+
+
+def piece_literal(literal: str | None) -> str | None:
+    """The literal for the one- and two-character piece bitmaps when the trigram index cannot
+    look it up (non-ASCII, or short): pieces that could span two fields (a newline) are cut."""
+    if not literal:
+        return None
+    best = max(literal.split("\n"), key=len)
+    return best or None
+
+
+def case_variants(char: str, pool: Iterable[str], *, backtracking: bool) -> list[str]:
+    """The characters of ``pool`` a case-insensitive match of ``char`` accepts, by the engine
+    itself (RE2's or ``re``'s folding: ``s`` takes ``ſ``, ``k`` the Kelvin sign)."""
+    # One pass of the engine over the pool: folding is one character to one, so each match
+    # is one character of it.
+    text = "".join(sorted(set(pool)))
+    found = re.compile(re.escape(char), re.IGNORECASE) if backtracking else re2.compile(char, _LITERAL)
+    return [m.group() for m in found.finditer(text)]
 
 
 def required_literal(pattern: str) -> str | None:

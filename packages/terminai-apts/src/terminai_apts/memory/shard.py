@@ -28,9 +28,14 @@ from terminai_apts.memory.records import Memory, Provenance, split_tags
 from terminai_apts.memory.store import check_schema
 from terminai_apts.memory.terms import Terms
 
+# The origin as written: stored whole, or as a shared prefix's number and the uid.
+ORIGIN = (
+    "CASE WHEN m.origin_uid THEN (SELECT p.prefix FROM origin_prefixes p WHERE p.n = m.origin_uid) || m.uid"
+    " ELSE m.origin END"
+)
 COLUMNS = (
-    "m.id, m.date, m.recorded_at, m.title, m.content, m.summary, m.tags, m.source,"
-    " m.confidence, m.kind, m.tier, m.origin, m.content_hash,"
+    "m.id, m.date, coalesce(m.recorded_at, m.date), m.title, m.content, m.summary, m.tags, m.source,"
+    f" m.confidence, m.kind, m.tier, {ORIGIN}, lower(hex(m.content_hash)),"
     " (SELECT s.uid FROM memories s WHERE s.id = m.superseded_by), m.uid"
 )
 _FACET_KEYS = {"month": "substr(m.date, 1, 7)", "source": "m.source", "tag": "t.tag"}
@@ -157,6 +162,10 @@ class Shard:
         if time.monotonic() > self._deadline:
             raise TimeUp
 
+    def grams(self, piece: str) -> list[Any]:
+        """``(block, df, bits)`` rows of a one- or two-character piece (:mod:`terminai_apts.memory.grams`)."""
+        return self.rows("SELECT block, df, bits FROM grams WHERE gram = ?", [piece])
+
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
         try:
             return self._conn.execute(sql, tuple(params)).fetchall()
@@ -260,7 +269,10 @@ class Shard:
 
     def trace(self, memory_id: int) -> Provenance | None:
         rows = self.rows(
-            "SELECT id, uid, tier, origin, source, recorded_at, content_hash FROM memories WHERE id = ?", [memory_id]
+            f"SELECT m.id, m.uid, m.tier, {ORIGIN}, m.source, coalesce(m.recorded_at, m.date),"
+            " lower(hex(m.content_hash))"
+            " FROM memories m WHERE m.id = ?",
+            [memory_id],
         )
         if not rows:
             return None
@@ -268,9 +280,14 @@ class Shard:
         return Provenance(id=r[1], key=r[0], tier=r[2], origin=r[3], source=r[4], recorded_at=r[5], content_hash=r[6])
 
     def dupes_of(self, content_digest: str, exclude: int) -> tuple[Memory, ...]:
+        try:
+            digest = bytes.fromhex(content_digest)
+        except ValueError:
+            return ()  # not a hex digest: no record has it
         rows = self.rows(
-            f"SELECT {COLUMNS} FROM memories m WHERE m.content_hash = ? AND m.id != ? ORDER BY m.id LIMIT ?",
-            [content_digest, exclude, planner.MAX_ROWS],
+            f"SELECT {COLUMNS} FROM memories m WHERE substr(m.content_hash, 1, 4) = ? AND m.content_hash = ?"
+            " AND m.id != ? ORDER BY m.id LIMIT ?",
+            [digest[:4], digest, exclude, planner.MAX_ROWS],
         )
         return tuple(decode(r) for r in rows)
 

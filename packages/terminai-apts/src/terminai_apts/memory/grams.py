@@ -1,0 +1,192 @@
+"""Record bitmaps of every one- and two-character piece of title and content: the seed's
+``LIKE '%q%'`` for text too short for the trigram index.
+
+A query like ``go``, ``ß`` or ``50%`` has no three-character run, so the trigram index
+cannot name its candidates and ``LIKE`` would scan every row. Here every distinct piece of
+one or two characters of a record's title and content (folded as ``LIKE`` folds: ASCII
+letters only, so ``ß`` is not ``SS`` and ``é`` not ``É``) sets the record's bit in that
+piece's bitmap. A text that is one such piece (``%`` around it is free) is then matched
+exactly by its bitmap: counts are popcounts, pages the highest (newest) bits, with no row
+read. Bitmaps are kept per block of ``2**BLOCK_BITS`` ids, zlib-compressed (a rare piece
+costs a few bytes, a common one at most ``2**BLOCK_BITS / 8``), so an append rewrites
+only the last block of the pieces it touches.
+"""
+
+from __future__ import annotations
+
+import array
+import itertools
+import re
+import sqlite3
+import string
+import sys
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+
+BLOCK_BITS = 16
+_MASK = (1 << BLOCK_BITS) - 1
+# Keys of pieces only grep/find see: two characters no real piece (at most two long) starts with.
+EXTRA = "\x00+"
+_FOLD = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # LIKE's case folding
+_PAIR = re.compile("..", re.DOTALL)  # pairs at even offsets; from offset 1, the odd ones
+
+SCHEMA = """
+CREATE TABLE grams(gram TEXT NOT NULL, block INTEGER NOT NULL, df INTEGER NOT NULL, bits BLOB NOT NULL);
+"""
+# After the bulk load (rows in key order, a packed index): 10 MB where rows inserted block
+# by block into a keyed table left half of every page empty (Debian changelogs, 157k records).
+_INDEX = "CREATE UNIQUE INDEX grams_key ON grams(gram, block)"
+
+
+def fold(text: str) -> str:
+    """``text`` with ASCII letters lower-cased, as SQLite's ``LIKE`` compares them."""
+    return text.translate(_FOLD)
+
+
+def exact_piece(text: str) -> str | None:
+    """The folded piece a ``LIKE '%text%'`` is exactly the bitmap of, or None.
+
+    That holds when ``text`` without its outer ``%`` is one or two characters and no
+    wildcard; a NUL ends a string inside ``LIKE``, so text holding one is left to SQLite.
+    """
+    piece = text.strip("%")
+    if not 1 <= len(piece) <= 2 or "%" in piece or "_" in piece or "\x00" in piece:
+        return None
+    return fold(piece)
+
+
+def pieces(*texts: str, like: bool = True) -> set[str]:
+    """Distinct folded pieces of one and two characters of each text (none spans two texts);
+    ``like``: only what ``LIKE`` reads of each, the text before a NUL."""
+    out: set[str] = set()
+    for raw in texts:
+        text = fold(raw.split("\x00", 1)[0] if like else raw)  # LIKE stops reading at a NUL
+        out.update(text)
+        out.update(_PAIR.findall(text))
+        out.update(_PAIR.findall(text, 1))
+    return out
+
+
+def record_pieces(title: str, content: str, summary: str) -> Iterator[str]:
+    """The keys a record sets: its ``LIKE`` pieces, then (behind ``EXTRA``) the pieces only
+    ``grep`` and ``find`` see (of the summary, or after a NUL), so those can use the bitmaps too."""
+    seen = pieces(title, content)
+    yield from seen
+    if summary or "\x00" in title or "\x00" in content:
+        yield from (EXTRA + piece for piece in pieces(title, summary, content, like=False) - seen)
+
+
+def build(conn: sqlite3.Connection, base: int, records: Iterable[tuple[int, str, str, str]]) -> None:
+    """Fill ``grams`` from ``(id, title, content, summary)`` in id order, one block at a time."""
+    done: list[tuple[str, int, int, bytes]] = []
+    block, current = -1, dict[str, bytearray]()
+    for mid, title, content, summary in records:
+        offset = mid - base
+        if offset >> BLOCK_BITS != block:
+            done += _packed(block, current)
+            block, current = offset >> BLOCK_BITS, {}
+        byte, bit = (offset & _MASK) >> 3, 1 << (offset & 7)
+        for piece in record_pieces(title, content, summary):
+            bits = current.get(piece)
+            if bits is None:
+                bits = current[piece] = bytearray(1 << (BLOCK_BITS - 3))
+            bits[byte] |= bit
+    done += _packed(block, current)
+    done.sort()
+    conn.executemany("INSERT INTO grams(gram, block, df, bits) VALUES (?, ?, ?, ?)", done)
+    conn.execute(_INDEX)
+
+
+def _packed(block: int, current: dict[str, bytearray]) -> list[tuple[str, int, int, bytes]]:
+    return [
+        (piece, block, int.from_bytes(bits, "little").bit_count(), zlib.compress(bytes(bits)))
+        for piece, bits in current.items()
+    ]
+
+
+def add(conn: sqlite3.Connection, base: int, records: Sequence[tuple[int, str, str, str]]) -> None:
+    """Set the bits of appended records ``(id, title, content, summary)`` (their blocks are rewritten)."""
+    touched: dict[tuple[str, int], list[int]] = {}
+    for mid, title, content, summary in records:
+        offset = mid - base
+        for piece in record_pieces(title, content, summary):
+            touched.setdefault((piece, offset >> BLOCK_BITS), []).append(offset & _MASK)
+    for (piece, block), offsets in touched.items():
+        row = conn.execute("SELECT bits FROM grams WHERE gram = ? AND block = ?", (piece, block)).fetchone()
+        bits = bytearray(zlib.decompress(row[0]) if row else bytes(1 << (BLOCK_BITS - 3)))
+        for offset in offsets:
+            bits[offset >> 3] |= 1 << (offset & 7)
+        conn.execute(
+            "INSERT OR REPLACE INTO grams(gram, block, df, bits) VALUES (?, ?, ?, ?)",
+            (piece, block, int.from_bytes(bits, "little").bit_count(), zlib.compress(bytes(bits))),
+        )
+
+
+def bitmap(rows: Iterable[tuple[int, int, bytes]], lo: int, hi: int) -> int:
+    """One int over id offsets ``lo..hi`` (bit ``offset``) from ``(block, df, bits)`` rows."""
+    value = 0
+    for block, _df, blob in rows:
+        start = block << BLOCK_BITS
+        if start > hi or start + _MASK < lo:
+            continue
+        value |= int.from_bytes(zlib.decompress(blob), "little") << start
+    return value & window_mask(lo, hi)
+
+
+def window_mask(lo: int, hi: int) -> int:
+    """Bits ``lo..hi`` set (none when ``hi < lo``)."""
+    return 0 if hi < lo else ((1 << (hi + 1)) - 1) ^ ((1 << lo) - 1)
+
+
+def of_ids(ids: Iterable[int], base: int) -> int:
+    """The bitmap of ids (bit ``id - base``)."""
+    bits = bytearray()
+    for mid in ids:
+        offset = mid - base
+        byte = offset >> 3
+        if byte >= len(bits):
+            bits.extend(bytes(byte + 1 - len(bits)))
+        bits[byte] |= 1 << (offset & 7)
+    return int.from_bytes(bits, "little")
+
+
+def highest(value: int, count: int, skip: int = 0) -> list[int]:
+    """Offsets of the set bits of ``value``, highest first: ``count`` of them after ``skip``."""
+    return list(itertools.islice(descending(value), skip, skip + count)) if count > 0 else []
+
+
+def lowest(value: int, count: int, skip: int = 0) -> list[int]:
+    """Offsets of the set bits of ``value``, lowest first: ``count`` of them after ``skip``."""
+    return list(itertools.islice(ascending(value), skip, skip + count)) if count > 0 else []
+
+
+def descending(value: int) -> Iterator[int]:
+    """Offsets of the set bits of ``value``, highest first (a Python step per 64-bit word)."""
+    words = _words(value)
+    for index in range(len(words) - 1, -1, -1):
+        word = words[index]
+        while word:
+            top = word.bit_length() - 1
+            yield (index << 6) | top
+            word ^= 1 << top
+
+
+def ascending(value: int) -> Iterator[int]:
+    """Offsets of the set bits of ``value``, lowest first."""
+    for index, packed in enumerate(_words(value)):
+        word = packed
+        while word:
+            low = (word & -word).bit_length() - 1
+            yield (index << 6) | low
+            word ^= 1 << low
+
+
+def _words(value: int) -> array.array[int]:
+    size = (value.bit_length() + 63) >> 6
+    return array.array("Q", value.to_bytes(size * 8, "little")) if sys.byteorder == "little" else _swapped(value, size)
+
+
+def _swapped(value: int, size: int) -> array.array[int]:
+    words = array.array("Q", value.to_bytes(size * 8, "little"))
+    words.byteswap()
+    return words
