@@ -108,9 +108,13 @@ def connect(name: str, env: Mapping[str, str]) -> LaunchEngine:
 
 
 def _facts(document: Mapping[str, Any]) -> ImageFacts:
+    """What an ``image inspect`` document says; :class:`EngineError` when it is not one."""
     config = document.get("Config") or {}
-    labels = config.get("Labels") or document.get("Labels") or {}
-    return ImageFacts(id=str(document["Id"]), labels=dict(labels))
+    labels = (config.get("Labels") if isinstance(config, dict) else None) or document.get("Labels") or {}
+    image_id = document.get("Id")
+    if not isinstance(image_id, str) or not image_id or not isinstance(config, dict) or not isinstance(labels, dict):
+        raise EngineError(f"the engine's image inspect answer is not an image document: {str(document)[:80]!r}")
+    return ImageFacts(id=image_id, labels={str(k): str(v) for k, v in labels.items()})
 
 
 class DockerEngine:
