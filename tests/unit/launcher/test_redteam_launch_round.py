@@ -13,7 +13,9 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import subprocess
 from pathlib import Path
 
 import click
@@ -22,7 +24,7 @@ from terminai_sandbox.launch import session
 from terminai_sandbox.launch.options import CommandLineError, HelpWanted, parse_preflight, parse_run
 from terminai_sandbox.launch.run import Limits
 
-from tests.unit.launcher.test_console import _oracle
+from tests.unit.launcher.test_console import CLI, PINNED, _oracle, _untimed
 from tests.unit.launcher.test_engines_and_trust import _FakeEngine, _session_site
 
 TOKENS = [
@@ -51,7 +53,7 @@ def _outcome(read: object) -> tuple[object, ...]:
 @pytest.mark.parametrize("seed", range(2))
 def test_generated_command_lines_read_as_click_reads_them(seed: int, capsys: pytest.CaptureFixture[str]) -> None:
     rng = random.Random(seed)
-    for _ in range(1000):
+    for _ in range(600):
         args = [rng.choice(TOKENS) for _ in range(rng.randint(0, 7))]
         for command, parse, name in ((True, parse_run, "run"), (False, parse_preflight, "preflight")):
             kernel = _outcome(lambda: parse(list(args)))  # noqa: B023
@@ -115,3 +117,25 @@ def test_the_session_runs_the_verified_reference_whatever_the_engine_says_the_im
     argv = argv_file.read_text().splitlines()
     assert argv[-2:] == [pinned, "true"]
     assert not any("c" * 64 in a or "evil.example" in a for a in argv)
+
+
+def _console(args: list[str], home: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = {"PATH": os.environ["PATH"], "HOME": str(home), **env}
+    return subprocess.run([CLI, *args], env=base, capture_output=True, text=True, timeout=60, check=False)
+
+
+@pytest.mark.parametrize("extra", [[], ["--json"]])
+def test_the_kernel_path_and_the_click_path_fail_alike_with_and_without_json(tmp_path: Path, extra: list[str]) -> None:
+    """``terminai-sandbox run`` (kernel) and ``terminai-sandbox -q run`` (click): same stdout, stderr, exit."""
+    env = {"TERMINAI_SANDBOX": "docker", "SANDBOX_MOUNTS": "relative/path"}
+    args = ["run", *extra, "--image", PINNED, "--unsafe-skip-verify", "true"]
+    kernel = _console(args, tmp_path, env)
+    via_click = _console(["-q", *args], tmp_path, env)
+    assert kernel.returncode == via_click.returncode == 3
+    assert _untimed(kernel.stderr.splitlines()) == _untimed(via_click.stderr.splitlines())
+    assert kernel.stdout == via_click.stdout
+    if extra:
+        error = json.loads(kernel.stdout)["error"]
+        assert error["exit_code"] == 3 and "SANDBOX_MOUNTS" in error["message"]
+    else:
+        assert kernel.stdout == ""
