@@ -21,7 +21,8 @@ from pathlib import Path
 from types import FrameType
 
 import pytest
-from terminai_sandbox.common.trust_options import MAX_TRUST_FILE, TOO_MANY, UNPAIRED, read_trust_file
+from terminai_sandbox.common import trust_options
+from terminai_sandbox.common.trust_options import EMPTY, MAX_TRUST_FILE, TOO_MANY, UNPAIRED, read_trust_file
 from terminai_sandbox.errors import ConfigError
 from terminai_sandbox.kube.admission import whole_match
 from terminai_sandbox.launch.session import LaunchRequest, trust_source
@@ -168,3 +169,41 @@ def test_companion_the_pattern_as_given_admits_a_subject_verify_refuses() -> Non
     pattern, forged = PATTERNS[0], SUBJECTS[1]
     assert re.fullmatch(pattern, forged) is None
     assert _go_match(pattern, forged)  # what the cluster admitted before the anchoring
+
+
+def _user_policy_in_warn_mode(tmp_path: Path) -> dict[str, str]:
+    user_policy = tmp_path / "config" / "terminai-sandbox" / "policy.json"
+    user_policy.parent.mkdir(parents=True, exist_ok=True)
+    user_policy.write_text('{"version": 1, "mode": "warn", "keys": []}')
+    return {"XDG_CONFIG_HOME": str(tmp_path / "config")}
+
+
+@pytest.mark.parametrize(
+    "given",
+    [{"identity": "", "issuer": ""}, {"identity": ""}, {"issuer": ""}],
+    ids=["both-empty", "identity-empty", "issuer-empty"],
+)
+def test_empty_keyless_options_never_fall_back_to_the_user_policy(tmp_path: Path, given: dict[str, str]) -> None:
+    """``--certificate-identity "$ID" --certificate-oidc-issuer "$ISS"`` with the variables unset."""
+    env = _user_policy_in_warn_mode(tmp_path)
+    request = LaunchRequest(certificate_identity=given.get("identity"), certificate_oidc_issuer=given.get("issuer"))
+    with pytest.raises(ConfigError) as launched:
+        trust_source(request, env)
+    with pytest.raises(ConfigError) as verified:
+        policy_from_options(key=None, identity=given.get("identity"), issuer=given.get("issuer"), policy_file=None)
+    assert launched.value.message == verified.value.message == EMPTY
+
+
+def test_companion_without_the_check_empty_options_launch_under_the_user_policy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env = _user_policy_in_warn_mode(tmp_path)
+    real = trust_options.choose_trust
+
+    def lenient(**kwargs: object) -> object:
+        blank = {k: (None if v == "" else v) for k, v in kwargs.items()}
+        return real(**blank)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("terminai_sandbox.launch.session.choose_trust", lenient)
+    source = trust_source(LaunchRequest(certificate_identity="", certificate_oidc_issuer=""), env)
+    assert source is not None and source.describe.startswith("policy ") and source.load().mode == "warn"

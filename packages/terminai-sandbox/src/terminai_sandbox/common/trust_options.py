@@ -26,6 +26,11 @@ TOO_MANY = "pass only one of --key, --certificate-identity/--certificate-oidc-is
 TOO_MANY_HINT = "each names whom to trust; to trust several keys or identities, list them in a --policy file"
 UNPAIRED = "--certificate-identity and --certificate-oidc-issuer go together"
 UNPAIRED_HINT = "keyless verification checks both the signer's identity and the OIDC issuer that vouched for it"
+EMPTY = "--certificate-identity/--certificate-oidc-issuer given empty: they name no one to trust"
+EMPTY_HINT = (
+    "pass the signer's identity and its OIDC issuer, or leave both out "
+    "(a launch then uses your policy file; an unset variable in a script is the usual cause)"
+)
 NONE_GIVEN = "no verification policy: nothing can be verified"
 NONE_GIVEN_HINT = (
     "pass --key cosign.pub, a keyless identity (--certificate-identity with --certificate-oidc-issuer) or --policy FILE"
@@ -76,8 +81,11 @@ def choose_trust(
     """The policy the options name, or None when they name none.
 
     Raises :class:`ConfigError` when they name more than one (a keyless identity counts
-    once, whether one or both of its options are given), or give only half of a keyless
-    identity. An empty value counts as not given.
+    once, whether one or both of its options are given), give only half of a keyless
+    identity, or give the keyless options empty and nothing else: a launch would otherwise
+    fall back to the user's policy file, trusting what that file trusts (perhaps in ``warn``
+    mode) instead of the identity the command line meant to pin. Beside another option an
+    empty value counts as not given.
     """
     named = [given for given in (key, identity or issuer, policy) if given]
     if len(named) > 1:
@@ -90,6 +98,8 @@ def choose_trust(
         return TrustChoice(identity=identity, issuer=issuer)
     if policy:
         return TrustChoice(policy=policy)
+    if identity is not None or issuer is not None:  # given, but empty: names no one
+        raise ConfigError(EMPTY, hint=EMPTY_HINT)
     return None
 
 
