@@ -139,3 +139,32 @@ def test_the_kernel_path_and_the_click_path_fail_alike_with_and_without_json(tmp
         assert error["exit_code"] == 3 and "SANDBOX_MOUNTS" in error["message"]
     else:
         assert kernel.stdout == ""
+
+
+@pytest.mark.parametrize("guarded", [True, False], ids=["pointed", "companion-unpointed"])
+def test_the_session_runs_on_the_engine_preflight_checked_not_the_cli_context(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guarded: bool
+) -> None:
+    """DOCKER_HOST unset: the engine client finds an engine, the docker CLI would follow DOCKER_CONTEXT."""
+    from terminai_sandbox.common import dockerapi
+    from terminai_sandbox.launch.engines import DockerEngine
+
+    answers: dict[str, bytes] = {}
+    server = _FakeEngine(tmp_path / "e.sock", answers)
+    try:
+        env, ref = _session_site(tmp_path, answers)
+        checked = env.pop("DOCKER_HOST")
+        monkeypatch.setattr(dockerapi, "candidate_hosts", lambda _env: [checked])
+        if not guarded:
+            monkeypatch.setattr(DockerEngine, "host", property(lambda _self: None))
+        env["DOCKER_CONTEXT"] = "some-other-engine"
+        seen = tmp_path / "seen"
+        (tmp_path / "bin" / "docker").write_text(f'#!/bin/sh\necho "$DOCKER_HOST" > {seen}\nexit 0\n')
+        project = tmp_path / "project"
+        project.mkdir()
+        monkeypatch.chdir(project)
+        request = session.LaunchRequest(image=ref, unsafe_skip_verify=True)
+        assert session.run(request, ["true"], limits=Limits(), env=env, say=lambda _line: None) == 0
+    finally:
+        server.server.close()
+    assert (seen.read_text().strip() == checked) is guarded

@@ -65,6 +65,9 @@ if TYPE_CHECKING:
 
         name: str
 
+        @property
+        def host(self) -> str | None: ...
+
         def describe(self) -> str: ...
 
         def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], RegistryClient]) -> str: ...
@@ -136,6 +139,11 @@ class DockerEngine:
     @classmethod
     def connect(cls, env: Mapping[str, str]) -> DockerEngine:
         return cls(dockerapi.DockerApi.connect(env), env)
+
+    @property
+    def host(self) -> str | None:
+        """The API address preflight used; the session's docker CLI is pointed at it too."""
+        return str(self.api.info.host)
 
     def describe(self) -> str:
         info = self.api.info
@@ -266,6 +274,10 @@ class PodmanEngine:
         except (ValueError, KeyError, TypeError):
             raise EngineError(f"podman version printed something unexpected: {result.stdout[:200]!r}") from None
         return cls(binary, version, rootless=probe.rootless, env=env)
+
+    @property
+    def host(self) -> str | None:
+        return None  # the podman CLI runs both preflight and the session
 
     def describe(self) -> str:
         mode = "rootless" if self.rootless else "rootful"
