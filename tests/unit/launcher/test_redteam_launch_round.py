@@ -124,11 +124,19 @@ def _console(args: list[str], home: Path, env: dict[str, str]) -> subprocess.Com
     return subprocess.run([CLI, *args], env=base, capture_output=True, text=True, timeout=60, check=False)
 
 
-@pytest.mark.parametrize("extra", [[], ["--json"]])
-def test_the_kernel_path_and_the_click_path_fail_alike_with_and_without_json(tmp_path: Path, extra: list[str]) -> None:
-    """``terminai-sandbox run`` (kernel) and ``terminai-sandbox -q run`` (click): same stdout, stderr, exit."""
+@pytest.mark.parametrize(
+    ("extra", "command"),
+    [([], ["true"]), (["--json"], ["true"]), ([], ["bash", "--json"]), ([], ["python3", "-m", "x", "--json"])],
+)
+def test_the_kernel_path_and_the_click_path_fail_alike_with_and_without_json(
+    tmp_path: Path, extra: list[str], command: list[str]
+) -> None:
+    """``terminai-sandbox run`` (kernel) and ``terminai-sandbox -q run`` (click): same stdout, stderr, exit.
+
+    A ``--json`` in the container's command is the command's, not the launcher's.
+    """
     env = {"TERMINAI_SANDBOX": "docker", "SANDBOX_MOUNTS": "relative/path"}
-    args = ["run", *extra, "--image", PINNED, "--unsafe-skip-verify", "true"]
+    args = ["run", *extra, "--image", PINNED, "--unsafe-skip-verify", *command]
     kernel = _console(args, tmp_path, env)
     via_click = _console(["-q", *args], tmp_path, env)
     assert kernel.returncode == via_click.returncode == 3
