@@ -211,8 +211,11 @@ def api_request(
             received += len(data)
             if received > MAX_ANSWER:
                 raise ValueError(f"the answer from {host} is larger than {MAX_ANSWER >> 20} MiB")
-            if give_up is not None and time.monotonic() > give_up:
-                raise TimeoutError(f"no whole answer from {host} within {deadline:.0f} s")
+            if give_up is not None:
+                left = give_up - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no whole answer from {host} within {deadline:g} s")
+                sock.settimeout(min(timeout, left))  # the next read may not outlast the deadline either
             if lines is not None:
                 lines.feed(data)
     finally:
