@@ -60,11 +60,11 @@ def test_a_policy_file_with_keys_and_regexp_identities_maps_one_for_one(tmp_path
     assert [a["name"] for a in authorities] == ["key-0", "key-1", "keyless-0"]
     assert [a["key"]["data"].encode() for a in authorities[:2]] == [pem, other]
     assert authorities[2]["keyless"]["identities"] == [
-        {"issuer": ISSUER, "subjectRegExp": "^https://github.com/terminai/.*$"}
+        {"issuer": ISSUER, "subjectRegExp": "^(?:^https://github.com/terminai/.*$)$"}
     ]
     rule = _kyverno(objects)
     assert rule["attestors"][0]["count"] == 1  # any one trusted signer passes, as in verify
-    assert rule["attestors"][0]["entries"][2]["keyless"]["subjectRegExp"] == "^https://github.com/terminai/.*$"
+    assert rule["attestors"][0]["entries"][2]["keyless"]["subjectRegExp"] == "^(?:^https://github.com/terminai/.*$)$"
     # mode "warn" in the policy warns in the controllers too; it never silently enforces nothing.
     assert rule["failureAction"] == "Audit" and by_kind(objects)["ClusterImagePolicy"]["spec"]["mode"] == "warn"
 
@@ -120,4 +120,4 @@ def test_identities_keep_every_field_verify_matches() -> None:
     identity = KeylessIdentity(identity=IDENTITY, issuer_regexp="^https://token\\..*$")
     objects = emitted(VerificationPolicy(identities=(identity,)))
     [authority] = _sigstore(objects)
-    assert authority["keyless"]["identities"] == [{"issuerRegExp": "^https://token\\..*$", "subject": IDENTITY}]
+    assert authority["keyless"]["identities"] == [{"issuerRegExp": "^(?:^https://token\\..*$)$", "subject": IDENTITY}]

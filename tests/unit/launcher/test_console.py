@@ -239,7 +239,9 @@ def test_an_interrupt_is_exit_130_with_a_message(
 
     monkeypatch.setattr(session, "run", interrupted)
     assert entry.launch(["true"]) == 130
-    assert capsys.readouterr().err == "error: interrupted\n"
+    assert (
+        capsys.readouterr().err == "error: interrupted\n  hint: nothing was left half-written; run the command again\n"
+    )
 
 
 def test_other_command_lines_go_to_click(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.common.trust_options import (
+    EMPTY,
     NONE_GIVEN,
     TOO_MANY,
     UNPAIRED,
@@ -43,9 +44,13 @@ def test_each_option_alone_names_its_policy() -> None:
     assert _choose(policy=POLICY) == TrustChoice(policy=POLICY)
 
 
-def test_no_option_names_no_policy_and_empty_values_count_as_absent() -> None:
+def test_no_option_names_no_policy_and_empty_keyless_options_alone_are_refused() -> None:
     assert _choose() is None
-    assert _choose(key=None, identity="", issuer="", policy=None) is None
+    for given in ({"identity": "", "issuer": ""}, {"identity": ""}, {"issuer": ""}):
+        with pytest.raises(ConfigError) as caught:
+            _choose(**given)  # type: ignore[arg-type]
+        assert caught.value.message == EMPTY
+    assert _choose(key=KEY, identity="", issuer="") == TrustChoice(key=KEY)  # beside another option: absent
 
 
 @pytest.mark.parametrize(

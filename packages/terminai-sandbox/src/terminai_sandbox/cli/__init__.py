@@ -105,10 +105,11 @@ class _Group(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise  # click's own: --help, usage errors (exit 2)
         except (Exception, KeyboardInterrupt) as exc:  # the one place failures of a command become a message
-            sys.exit(fail(exc, debug=bool(ctx.obj and ctx.obj.get("debug"))))
+            parsed_json = ctx.obj.get("as_json") if isinstance(ctx.obj, dict) else None
+            sys.exit(fail(exc, debug=bool(ctx.obj and ctx.obj.get("debug")), as_json=parsed_json))
 
 
-def fail(exc: BaseException, *, debug: bool) -> int:
+def fail(exc: BaseException, *, debug: bool, as_json: bool | None = None) -> int:
     """Report ``exc`` as one error line and its hint; the exit code to end with.
 
     Temporary files not yet renamed into place are removed first (a failed or interrupted
@@ -123,10 +124,12 @@ def fail(exc: BaseException, *, debug: bool) -> int:
         import traceback  # noqa: PLC0415  (only when asked for)
 
         traceback.print_exception(exc, file=sys.stderr)
-    argv = sys.argv[1:]
-    options = argv[: argv.index("--") if "--" in argv else len(argv)]
-    # kube's stdout is objects for 'kubectl apply -f -': an error never goes there.
-    if "--json" in options and "kube" not in options[:1]:
+    if as_json is None:  # a command that parsed its options says; else the command line's words
+        argv = sys.argv[1:]
+        options = argv[: argv.index("--") if "--" in argv else len(argv)]
+        # kube's stdout is objects for 'kubectl apply -f -': an error never goes there.
+        as_json = "--json" in options and "kube" not in options[:1]
+    if as_json:
         body = {"ok": False, "error": {"message": err.message, "hint": err.hint, "exit_code": err.exit_code}}
         with contextlib.suppress(OSError, ValueError):
             click.echo(json.dumps(body, ensure_ascii=True))

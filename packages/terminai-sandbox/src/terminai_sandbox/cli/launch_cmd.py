@@ -71,6 +71,8 @@ class _KernelParsed(click.Command):
             params = options.defaults(self.table)
         if self.takes_command:
             params.setdefault("command", ())
+        if isinstance(ctx.obj, dict):  # an error's JSON object follows the parsed --json, not a word of COMMAND
+            ctx.obj["as_json"] = bool(params.get("as_json"))
         ctx.params.update(params)
         ctx.args = []
         return []

@@ -20,6 +20,7 @@ import _socket
 import json
 import os
 import shutil
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -56,6 +57,10 @@ PLAIN_SCHEMES = ("unix://", "tcp://", "http://")
 
 # How dockerd words a registry's refusal to an anonymous or wrong login (it answers 500 for them).
 AUTH_REFUSALS = ("unauthorized", "denied", "no basic auth credentials", "authentication required")
+
+# No answer the launcher asks for comes near this (inspect documents are KB, a pull's progress
+# stream a few MB); an engine or proxy sending more is broken, and reading on would only grow memory.
+MAX_ANSWER = 64 << 20
 
 _SAFE_PATH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/:@")
 
@@ -106,7 +111,13 @@ def diagnose(host: str, exc: Exception) -> EngineError:
 
 
 def check_api_version(api: str, host: str) -> None:
-    major, minor = (int(p) for p in api.split(".")[:2])
+    try:
+        major, minor = (int(p) for p in api.split(".")[:2])
+    except ValueError:
+        raise EngineError(
+            f"the engine at {host} gave an API version that is not one: {api[:40]!r}",
+            hint="check that DOCKER_HOST names a Docker or Podman API socket",
+        ) from None
     if (major, minor) < MIN_API_VERSION:
         raise EngineError(
             f"engine API {api} at {host} is too old (need {MIN_API_VERSION[0]}.{MIN_API_VERSION[1]}+)",
@@ -166,6 +177,7 @@ def api_request(
     timeout: float = 30,
     headers: Mapping[str, str] | None = None,
     on_line: Callable[[bytes], None] | None = None,
+    deadline: float | None = None,
 ) -> tuple[int, dict[str, str], bytes]:
     """``METHOD path`` on a Docker API host, with an optional body: (status, headers, body).
 
@@ -174,7 +186,9 @@ def api_request(
     ``TimeoutError`` after ``timeout`` seconds without a byte) and ValueError when the answer
     is not HTTP. HTTP/1.0 makes the server close the connection after one response, so the
     body is everything up to EOF. ``on_line`` hears each line of the body as it arrives (a
-    progress stream); the whole body is still returned.
+    progress stream); the whole body is still returned. ``deadline`` bounds the whole
+    exchange in seconds (an answer trickling in a byte at a time never idles for ``timeout``);
+    an answer over :data:`MAX_ANSWER` bytes is a ValueError.
     """
     extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
     if body is not None:
@@ -189,10 +203,19 @@ def api_request(
                     sock.sendall(block)
         elif body:
             sock.sendall(body)
-        chunks = []
+        chunks, received = [], 0
         lines = _LineFeed(on_line) if on_line is not None else None
+        give_up = None if deadline is None else time.monotonic() + deadline
         while data := sock.recv(65536):
             chunks.append(data)
+            received += len(data)
+            if received > MAX_ANSWER:
+                raise ValueError(f"the answer from {host} is larger than {MAX_ANSWER >> 20} MiB")
+            if give_up is not None:
+                left = give_up - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"no whole answer from {host} within {deadline:g} s")
+                sock.settimeout(min(timeout, left))  # the next read may not outlast the deadline either
             if lines is not None:
                 lines.feed(data)
     finally:
@@ -401,6 +424,7 @@ class DockerApi:
         on_line: Callable[[bytes], None] | None = None,
     ) -> tuple[int, bytes]:
         """One request: (status, body). With ``waiting``, running out of time is a :class:`TimeoutError`."""
+        limit = self.timeout if timeout is None else timeout
         try:
             status, _, answer = api_request(
                 self.info.host,
@@ -408,9 +432,11 @@ class DockerApi:
                 method=method,
                 body=body,
                 content_type=content_type,
-                timeout=self.timeout if timeout is None else timeout,
+                timeout=limit,
                 headers=headers,
                 on_line=on_line,
+                # A GET reads a document: it has the whole timeout, not only between bytes.
+                deadline=limit if method == "GET" else None,
             )
         except TimeoutError:
             if waiting:
@@ -446,8 +472,9 @@ class DockerApi:
         return status, answer
 
     def _get(self, path: str, headers: Mapping[str, str] | None = None) -> tuple[int, Any]:
+        """The status and JSON answer (a str when the body is not JSON: callers refuse it by type)."""
         status, raw = self._raw("GET", path, headers=headers)
-        return status, (json.loads(raw) if raw.strip() else None)
+        return status, _loads(raw)
 
     # -- the engine and its images ------------------------------------------------------------
 
@@ -513,7 +540,7 @@ class DockerApi:
         found = self.inspect_image(pinned)
         if found is None:
             raise RegistryError(f"the engine pulled {pinned} but cannot find it afterwards")
-        return str(found["Id"])
+        return _id_in(found, f"inspecting {pinned}")
 
     def load_image(self, archive: Path) -> None:
         """``docker load`` a ``docker save`` archive (streamed from disk)."""
@@ -550,7 +577,7 @@ class DockerApi:
             doing=f"creating a container from {image}",
             document=_container_document(image, command, options),
         )
-        return str(body["Id"])
+        return _id_in(body, f"creating a container from {image}")
 
     def start_container(self, container: str) -> None:
         self._call("POST", f"/containers/{container}/start", doing=f"starting container {container[:12]}")
@@ -566,7 +593,10 @@ class DockerApi:
                 status=status,
                 explanation=explanation,
             )
-        return int(answer.get("StatusCode", 1))
+        code = answer.get("StatusCode", 1)
+        if type(code) is not int:
+            raise EngineError(f"the engine answered waiting for container {container[:12]} without an exit code")
+        return code
 
     def container_logs(self, container: str) -> tuple[bytes, bytes]:
         """What the (stopped) container wrote: (stdout, stderr)."""
@@ -608,7 +638,7 @@ class DockerApi:
         _, body = self._call(
             "POST", f"/commit?container={container}{query}", doing=f"committing container {container[:12]}", body=b""
         )
-        return str(body["Id"])
+        return _id_in(body, f"committing container {container[:12]}")
 
     def run(
         self,
@@ -659,6 +689,14 @@ def _pull_events(on_progress: Callable[[PullProgress], None]) -> Callable[[bytes
         )
 
     return heard
+
+
+def _id_in(answer: Any, doing: str) -> str:
+    """The ``Id`` of an engine's answer, or the :class:`EngineError` for an answer without one."""
+    found = answer.get("Id") if isinstance(answer, dict) else None
+    if not isinstance(found, str) or not found:
+        raise EngineError(f"the engine answered {doing} without an id: {str(answer)[:80]!r}")
+    return found
 
 
 def _loads(raw: bytes) -> Any:

@@ -14,6 +14,9 @@ Standard library only: the launch kernel imports it on every session start.
 
 from __future__ import annotations
 
+import errno
+import os
+import stat
 from pathlib import Path
 
 from terminai_sandbox.common.records import frozen_record
@@ -23,10 +26,43 @@ TOO_MANY = "pass only one of --key, --certificate-identity/--certificate-oidc-is
 TOO_MANY_HINT = "each names whom to trust; to trust several keys or identities, list them in a --policy file"
 UNPAIRED = "--certificate-identity and --certificate-oidc-issuer go together"
 UNPAIRED_HINT = "keyless verification checks both the signer's identity and the OIDC issuer that vouched for it"
+EMPTY = "--certificate-identity/--certificate-oidc-issuer given empty: they name no one to trust"
+EMPTY_HINT = (
+    "pass the signer's identity and its OIDC issuer, or leave both out "
+    "(a launch then uses your policy file; an unset variable in a script is the usual cause)"
+)
 NONE_GIVEN = "no verification policy: nothing can be verified"
 NONE_GIVEN_HINT = (
     "pass --key cosign.pub, a keyless identity (--certificate-identity with --certificate-oidc-issuer) or --policy FILE"
 )
+
+
+# A cosign.pub is ~180 bytes and a policy file a few KB; a trust input larger than this is a mistake.
+MAX_TRUST_FILE = 1 << 20
+
+
+def read_trust_file(path: Path) -> bytes:
+    """The bytes of a key or policy file: a regular file of at most :data:`MAX_TRUST_FILE` bytes.
+
+    Anything else is an :class:`OSError` naming the path, so the caller's "cannot read"
+    message applies: a FIFO would block the launch forever and ``/dev/zero`` would fill
+    memory, where a plain ``read_bytes`` would try.
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # O_NONBLOCK: opening a FIFO never waits
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        if not stat.S_ISREG(mode):
+            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket)", str(path))
+        data = b""
+        while len(data) <= MAX_TRUST_FILE and (block := os.read(fd, MAX_TRUST_FILE + 1 - len(data))):
+            data += block
+        if len(data) > MAX_TRUST_FILE:
+            raise OSError(errno.EFBIG, f"larger than {MAX_TRUST_FILE >> 10} KiB: not a key or policy file", str(path))
+        return data
+    finally:
+        os.close(fd)
 
 
 @frozen_record
@@ -45,8 +81,11 @@ def choose_trust(
     """The policy the options name, or None when they name none.
 
     Raises :class:`ConfigError` when they name more than one (a keyless identity counts
-    once, whether one or both of its options are given), or give only half of a keyless
-    identity. An empty value counts as not given.
+    once, whether one or both of its options are given), give only half of a keyless
+    identity, or give the keyless options empty and nothing else: a launch would otherwise
+    fall back to the user's policy file, trusting what that file trusts (perhaps in ``warn``
+    mode) instead of the identity the command line meant to pin. Beside another option an
+    empty value counts as not given.
     """
     named = [given for given in (key, identity or issuer, policy) if given]
     if len(named) > 1:
@@ -59,6 +98,8 @@ def choose_trust(
         return TrustChoice(identity=identity, issuer=issuer)
     if policy:
         return TrustChoice(policy=policy)
+    if identity is not None or issuer is not None:  # given, but empty: names no one
+        raise ConfigError(EMPTY, hint=EMPTY_HINT)
     return None
 
 

@@ -41,12 +41,25 @@ def _nothing_trusted(policy: VerificationPolicy) -> bool:
     return not policy.keys and not policy.identities
 
 
+def whole_match(pattern: str | None) -> str | None:
+    """``pattern`` anchored at both ends, as ``verify`` matches it (``re.fullmatch``).
+
+    policy-controller and Kyverno match identities with cosign's Go code, whose
+    ``regexp.MatchString`` finds the pattern anywhere in the subject: unanchored,
+    ``https://github.com/org/.*`` would also admit ``https://evil.example/https://github.com/org/x``,
+    which ``verify`` refuses.
+    """
+    if not pattern or (pattern.startswith("^(?:") and pattern.endswith(")$")):
+        return pattern
+    return f"^(?:{pattern})$"
+
+
 def _sigstore_identity(identity: KeylessIdentity) -> dict[str, str]:
     fields = {
         "subject": identity.identity,
-        "subjectRegExp": identity.identity_regexp,
+        "subjectRegExp": whole_match(identity.identity_regexp),
         "issuer": identity.issuer,
-        "issuerRegExp": identity.issuer_regexp,
+        "issuerRegExp": whole_match(identity.issuer_regexp),
     }
     return {key: value for key, value in fields.items() if value}
 

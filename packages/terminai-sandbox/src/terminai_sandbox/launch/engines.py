@@ -67,6 +67,9 @@ if TYPE_CHECKING:
 
         name: str
 
+        @property
+        def host(self) -> str | None: ...
+
         def describe(self) -> str: ...
 
         def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], RegistryClient]) -> str: ...
@@ -124,9 +127,13 @@ def _pull_lines() -> Callable[[PullProgress], None] | None:
 
 
 def _facts(document: Mapping[str, Any]) -> ImageFacts:
+    """What an ``image inspect`` document says; :class:`EngineError` when it is not one."""
     config = document.get("Config") or {}
-    labels = config.get("Labels") or document.get("Labels") or {}
-    return ImageFacts(id=str(document["Id"]), labels=dict(labels))
+    labels = (config.get("Labels") if isinstance(config, dict) else None) or document.get("Labels") or {}
+    image_id = document.get("Id")
+    if not isinstance(image_id, str) or not image_id or not isinstance(config, dict) or not isinstance(labels, dict):
+        raise EngineError(f"the engine's image inspect answer is not an image document: {str(document)[:80]!r}")
+    return ImageFacts(id=image_id, labels={str(k): str(v) for k, v in labels.items()})
 
 
 class DockerEngine:
@@ -148,6 +155,11 @@ class DockerEngine:
     @classmethod
     def connect(cls, env: Mapping[str, str]) -> DockerEngine:
         return cls(dockerapi.DockerApi.connect(env), env)
+
+    @property
+    def host(self) -> str | None:
+        """The API address preflight used; the session's docker CLI is pointed at it too."""
+        return str(self.api.info.host)
 
     def describe(self) -> str:
         info = self.api.info
@@ -280,6 +292,10 @@ class PodmanEngine:
         except (ValueError, KeyError, TypeError):
             raise EngineError(f"podman version printed something unexpected: {result.stdout[:200]!r}") from None
         return cls(binary, version, rootless=probe.rootless, env=env)
+
+    @property
+    def host(self) -> str | None:
+        return None  # the podman CLI runs both preflight and the session
 
     def describe(self) -> str:
         mode = "rootless" if self.rootless else "rootful"

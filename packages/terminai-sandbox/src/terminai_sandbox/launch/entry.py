@@ -9,7 +9,8 @@ would report it (exit 2), and only a request for help is declined, for click to 
 The boundary is the same as the click group's: a :class:`~terminai_sandbox.errors.SandboxError`
 becomes its message, hint and exit code; an interrupt exit 130; anything else
 :class:`~terminai_sandbox.errors.UnexpectedError` (exit 1, one line and a hint), with the
-traceback first when ``--debug`` was given.
+traceback first when ``--debug`` was given. Under ``--json`` the error is also one JSON
+object on stdout, as the click group prints it (``docs/EXIT_CODES.md``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import sys
 from collections.abc import Sequence
 
-from terminai_sandbox.errors import Interrupted, SandboxError, as_sandbox_error
+from terminai_sandbox.errors import SandboxError, as_sandbox_error
 from terminai_sandbox.launch import session
 from terminai_sandbox.launch.options import CommandLineError, HelpWanted, limits_from, parse_run, request_from
 
@@ -29,13 +30,25 @@ def say(line: str) -> None:
     sys.stderr.write(line + "\n")
 
 
-def unexpected(exc: BaseException, debug: bool) -> int:
+def unexpected(exc: BaseException, debug: bool, as_json: bool = False) -> int:
     """Report an exception nobody turned into a :class:`SandboxError`; the exit code to use."""
     if debug:
         import traceback  # noqa: PLC0415  (only when asked for)
 
         traceback.print_exception(exc, file=sys.stderr)
-    err = as_sandbox_error(exc)  # a file that cannot be used is named, not "unexpected"
+    return report(as_sandbox_error(exc), as_json)  # a file that cannot be used is named, not "unexpected"
+
+
+def report(err: SandboxError, as_json: bool) -> int:
+    """Say ``err`` (and under ``--json`` print it as the click group's JSON error object); its exit code."""
+    if as_json:
+        import json  # noqa: PLC0415  (only for a failure)
+
+        body = {"ok": False, "error": {"message": err.message, "hint": err.hint, "exit_code": err.exit_code}}
+        try:  # noqa: SIM105  (contextlib is not loaded on a session start)
+            sys.stdout.write(json.dumps(body, ensure_ascii=True) + "\n")
+        except (OSError, ValueError):
+            pass
     say(err.render())
     return err.exit_code
 
@@ -50,13 +63,12 @@ def launch(args: Sequence[str], *, debug: bool = False) -> int | None:
         say(f"error: {exc}")
         say("  hint: see 'terminai-sandbox run --help'")
         return USAGE_EXIT
+    as_json = bool(params["as_json"])
     try:
         return session.run(request_from(params), params["command"], limits=limits_from(params), env=os.environ, say=say)
     except SandboxError as exc:
-        say(exc.render())
-        return exc.exit_code
-    except KeyboardInterrupt:
-        say(Interrupted("interrupted").render())
-        return Interrupted.exit_code
+        return report(exc, as_json)
+    except KeyboardInterrupt as exc:  # worded as the click group words it: message and hint
+        return report(as_sandbox_error(exc), as_json)
     except Exception as exc:  # the one place unforeseen failures of a launch become a message
-        return unexpected(exc, debug)
+        return unexpected(exc, debug, as_json)

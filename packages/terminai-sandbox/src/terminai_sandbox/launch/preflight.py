@@ -69,6 +69,9 @@ class VerifiedImage:
     verified_by: tuple[str, ...]
     skipped_verification: bool
     run_ref: str  # what to run: the pinned reference, or the project image derived from it
+    # The engine API preflight checked the image on (docker): the session's CLI must use the
+    # same one, not whatever DOCKER_CONTEXT or the CLI's current context would pick.
+    engine_host: str | None = None
     _token: object = field(default=None, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -319,6 +322,7 @@ def _preflight(
         verified_by=verified_by,
         skipped_verification=options.unsafe_skip_verify,
         run_ref=run_ref,
+        engine_host=engine.host,
         _token=_TOKEN,
     )
     return verified, steps.results

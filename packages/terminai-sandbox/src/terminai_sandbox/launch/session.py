@@ -169,6 +169,8 @@ def run(
         ledger.release([("run", run_record)])
     finally:
         ledger.release()  # a no-op once the run record is written
-    code = execute(argv, env)
+    # The docker CLI would otherwise follow DOCKER_CONTEXT or its current context, which the
+    # engine client does not read: the session must run on the engine preflight checked.
+    code = execute(argv, env if verified.engine_host is None else {**env, "DOCKER_HOST": verified.engine_host})
     ledger.append("exit", image=verified.pinned, code=code)
     return code

@@ -28,6 +28,7 @@ from terminai_apts.ledger import sha256  # the built-in SHA-256, without loading
 
 from terminai_sandbox._version import __version__
 from terminai_sandbox.common.records import frozen_record
+from terminai_sandbox.common.trust_options import read_trust_file
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def _key(kind: str, *parts: bytes) -> str:
 
 def _read(path: Path) -> bytes | None:
     try:
-        return path.read_bytes()
+        return read_trust_file(path)
     except OSError:
         return None  # the loader reports it
 

@@ -33,7 +33,7 @@ from typing import Literal
 
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from terminai_sandbox.common.trust_options import choose_trust, no_trust
+from terminai_sandbox.common.trust_options import choose_trust, no_trust, read_trust_file
 from terminai_sandbox.errors import ConfigError, VerificationError
 from terminai_sandbox.signing.formats.keys import key_id, load_public
 
@@ -127,7 +127,7 @@ class VerificationPolicy:
 
 def _read_key(path: Path) -> TrustedKey:
     try:
-        pem = path.read_bytes()
+        pem = read_trust_file(path)
     except OSError as exc:
         raise ConfigError(f"cannot read public key {str(path)!r}: {exc.strerror}") from None
     try:
@@ -141,7 +141,7 @@ def load_policy(path: Path) -> VerificationPolicy:
     """Read a policy file; every malformed item is a :class:`ConfigError` naming it."""
     kind = "TOML" if path.suffix == ".toml" else "JSON"
     try:
-        text = path.read_text()
+        text = read_trust_file(path).decode()
         data = tomllib.loads(text) if kind == "TOML" else json.loads(text)
     except OSError as exc:
         raise ConfigError(f"cannot read policy {str(path)!r}: {exc.strerror}") from None
