@@ -1,0 +1,199 @@
+"""Red team, fifth round: the function-entry check and the stand-in write guard, attacked.
+
+Two holes were found and closed here:
+
+* A decorated ``def`` or ``class`` bound what its last decorator returned without any
+  check: applying a decorator is a call, but not an ``ast.Call``, so ``_call_`` never saw
+  it. With ``functools.partial`` (or, in every mode, stacked decorators such as
+  ``@d.get`` over ``@(lambda f: 'k')``, or ``@next`` over ``@(lambda f: it)``) that is an
+  unchecked read of any container's items: a list or dict the program holds is admitted
+  without looking inside, its items are checked when read, and this read was not. No
+  container holding a forbidden object is known in the program's reach (the reachability
+  walk finds none), so the container is planted here, as in ``test_callback_routes``.
+  Decorated definitions are now followed by ``name = _call_(name)``
+  (``entry_guard.EntryGuardMixin.check_decorated``).
+* ``dataclasses.dataclass`` accepted the host's ``CacheInfo`` (a class of the sandbox's
+  module, shared by every cell of a session) and added methods to it: its new
+  ``__init__`` took no argument, so every later ``cache_info()`` in the session failed.
+  The decorator now refuses every stand-in (``wrappers.STAND_INS``).
+
+Each has a companion showing the route open without its check. The other attacks of the
+round were refused already; the ones below keep them refused, each by the layer and for
+the reason it names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from RestrictedPython.compile import compile_restricted
+from terminai_apts.executor import module_proxies, output, stdlib_shims
+from terminai_apts.executor import sandbox_globals as globals_
+from terminai_apts.executor.policy import Mode
+from terminai_apts.executor.transform import SandboxTransformer
+from terminai_apts.executor.wrappers import SandboxViolation
+
+from tests.unit.executor import reachability
+from tests.unit.executor.test_callback_routes import FORBIDDEN
+from tests.unit.executor.test_python_layer_attacks import ALL_MODES, IMPORT_MODES, A, run_attacks, run_benign
+
+
+class _NoDecoratorCheck(SandboxTransformer):
+    """The compile policy as it was: a decorated definition binds its decorator's result."""
+
+    def check_decorated(self, node: Any) -> Any:
+        return node
+
+
+# route -> a program binding `out` to the first item of `leak` (a list the program holds)
+# through a decorator; `strict` says whether it needs no import
+DECORATOR_ROUTES: dict[str, tuple[str, bool]] = {
+    "partial(dict.get)": (
+        "import functools\nd = dict(zip(['k'], leak))\n@functools.partial(d.get, 'k')\ndef out():\n    pass",
+        False,
+    ),
+    "partial(next)": ("import functools\n@functools.partial(next, iter(leak))\nclass out:\n    pass", False),
+    "stacked dict.get": ("d = dict(zip(['k'], leak))\n@d.get\n@(lambda f: 'k')\ndef out():\n    pass", True),
+    "stacked next": ("@next\n@(lambda c: iter(leak))\nclass out:\n    pass", True),
+    "global name": (
+        "d = dict(zip(['k'], leak))\ndef g():\n    global out\n    @d.get\n    @(lambda f: 'k')\n"
+        "    def out():\n        pass\ng()",
+        True,
+    ),
+    "class body": (
+        "d = dict(zip(['k'], leak))\nclass K:\n    @d.get\n    @(lambda f: 'k')\n    def m(self):\n        pass\n"
+        "    out = m",
+        True,
+    ),
+}
+
+
+def _run(code: str, leaked: object, mode: Mode, policy: type[SandboxTransformer] = SandboxTransformer) -> Any:
+    scope = dict(reachability.sandbox_globals(mode, {"leak": [leaked]}))
+    exec(compile_restricted(code, filename="<sandbox>", mode="exec", policy=policy), scope)
+    return scope.get("out", scope.get("K"))
+
+
+def _out(value: Any) -> Any:
+    return value.out if isinstance(value, type) and value.__name__ == "K" else value
+
+
+@pytest.mark.parametrize("kind", sorted(FORBIDDEN))
+@pytest.mark.parametrize("route", sorted(DECORATOR_ROUTES))
+def test_a_decorator_result_passes_the_call_check(route: str, kind: str) -> None:
+    code, strict = DECORATOR_ROUTES[route]
+    for mode in ALL_MODES if strict else IMPORT_MODES:
+        with pytest.raises(SandboxViolation, match=rf"call result is not allowed \(it is a {kind}\)"):
+            _run(code, FORBIDDEN[kind], mode)
+
+
+@pytest.mark.parametrize("route", sorted(DECORATOR_ROUTES))
+def test_a_decorator_result_companion_bound_the_item_unchecked(route: str) -> None:
+    """Not vacuous: without the check each route binds the planted object as it is."""
+    code, _ = DECORATOR_ROUTES[route]
+    for kind, leaked in FORBIDDEN.items():
+        got = _out(_run(code, leaked, "high", _NoDecoratorCheck))
+        assert got is leaked, f"{route}: the {kind} was not bound"
+        assert reachability.classify(got) is not None
+
+
+@pytest.mark.parametrize("mode", IMPORT_MODES)
+def test_decorators_programs_use_still_work(mode: Mode) -> None:
+    code = (
+        "import functools, dataclasses, abc\n"
+        "def twice(f):\n    @functools.wraps(f)\n    def inner(*a):\n        return 2 * f(*a)\n    return inner\n"
+        "@twice\n@twice\ndef one():\n    return 1\n"
+        "@functools.lru_cache(maxsize=None)\ndef fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n"
+        "@dataclasses.dataclass(frozen=True)\nclass P:\n    x: int = 0\n"
+        "class B(abc.ABC):\n    @abc.abstractmethod\n    def area(self):\n        pass\n"
+        "class K:\n    def __init__(self):\n        self.val = 1\n"
+        "    @property\n    def v(self):\n        return self.val\n"
+        "    @v.setter\n    def v(self, value):\n        self.val = value\n"
+        "    @staticmethod\n    def s(a):\n        return a + 1\n"
+        "    @classmethod\n    def make(cls):\n        return cls()\n"
+        "k = K.make()\nk.v = 5\n"
+        "def reg():\n    global hook\n    @twice\n    def hook():\n        return 3\nreg()\n"
+        "print(one(), fib(20), P(3).x, k.v, K.s(1), hook(), one.__name__)\n"
+    )
+    run_benign(code, mode, "4 6765 3 5 2 6 one\n")
+
+
+def test_plain_decorators_work_in_strict_mode() -> None:
+    code = (
+        "def twice(f):\n    def inner(*a):\n        return 2 * f(*a)\n    return inner\n"
+        "@twice\n@twice\ndef one():\n    return 1\n"
+        "def tag(c):\n    c.tagged = True\n    return c\n"
+        "@tag\nclass C:\n    pass\n"
+        "print(one(), C.tagged)\n"
+    )
+    run_benign(code, "strict", "4 True\n")
+
+
+# -- @dataclass on a host stand-in ----------------------------------------------------------
+
+CACHE_INFO_DATACLASS = (
+    "import dataclasses, functools\nC = type(functools.lru_cache(len).cache_info())\n"
+    "dataclasses.dataclass(C)\nprint('ESCAPED')"
+)
+
+
+def _globals(mode: Mode = "standard") -> tuple[dict[str, Any], output.OutputBuffer]:
+    buffer = output.OutputBuffer(100_000)
+    return globals_.build_globals(mode, module_proxies.build_proxies(mode), buffer, {}), buffer
+
+
+def _exec(code: str, glb: dict[str, Any]) -> None:
+    exec(compile_restricted(code, filename="<sandbox>", mode="exec", policy=SandboxTransformer), glb)
+
+
+@pytest.mark.parametrize("mode", IMPORT_MODES)
+def test_dataclass_refuses_the_host_s_stand_ins(mode: Mode) -> None:
+    reason = "@dataclass applies to the program's own classes only"
+    run_attacks(
+        [
+            A(CACHE_INFO_DATACLASS, "L4-runtime-guard", reason),
+            A(CACHE_INFO_DATACLASS.replace("dataclass(C)", "dataclass(order=True)(C)"), "L4-runtime-guard", reason),
+            A(
+                "import dataclasses, enum\ndataclasses.dataclass(enum.IntEnum)\nprint('ESCAPED')",
+                "L4-runtime-guard",
+                reason,
+            ),
+            A("import dataclasses, abc\ndataclasses.dataclass(abc.ABC)\nprint('ESCAPED')", "L4-runtime-guard", reason),
+        ],
+        mode,
+    )
+
+
+def test_dataclass_stand_in_companion_broke_later_cells(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the check the decorator added an ``__init__`` to the shared ``CacheInfo``:
+    the next cell's ``cache_info()`` failed."""
+    cache_info = stdlib_shims.CACHE_INFO
+    saved = dict(cache_info.__dict__)
+    monkeypatch.setattr(stdlib_shims, "STAND_INS", set())
+    glb, buffer = _globals()
+    try:
+        _exec(CACHE_INFO_DATACLASS, glb)
+        assert "ESCAPED" in "".join(buffer.parts)
+        with pytest.raises(TypeError, match=r"CacheInfo\.__init__\(\) takes 1 positional argument"):
+            _exec("import functools\nprint(functools.lru_cache(len).cache_info())", glb)
+    finally:
+        for name in set(cache_info.__dict__) - set(saved):
+            type.__delattr__(cache_info, name)
+        for name, value in saved.items():
+            if cache_info.__dict__.get(name) is not value and name not in ("__dict__", "__weakref__", "__doc__"):
+                type.__setattr__(cache_info, name, value)
+    assert not dataclasses.is_dataclass(cache_info)
+    glb, buffer = _globals()
+    _exec("import functools\nprint(functools.lru_cache(len).cache_info().hits)", glb)
+    assert "".join(buffer.parts) == "0\n"
+
+
+def test_the_program_s_own_namedtuple_stays_a_dataclass_target() -> None:
+    glb, buffer = _globals()
+    _exec(
+        "import dataclasses, collections\nP = collections.namedtuple('P', 'a')\ndataclasses.dataclass(P)\nprint('ok')",
+        glb,
+    )
+    assert "".join(buffer.parts) == "ok\n"
