@@ -1,6 +1,6 @@
 """Red team, fifth round: the function-entry check and the stand-in write guard, attacked.
 
-Two holes were found and closed here:
+Three holes were found and closed here:
 
 * A decorated ``def`` or ``class`` bound what its last decorator returned without any
   check: applying a decorator is a call, but not an ``ast.Call``, so ``_call_`` never saw
@@ -16,6 +16,11 @@ Two holes were found and closed here:
   module, shared by every cell of a session) and added methods to it: its new
   ``__init__`` took no argument, so every later ``cache_info()`` in the session failed.
   The decorator now refuses every stand-in (``wrappers.STAND_INS``).
+
+* A list target (``[a] = x``, ``for [a] in xs``, ``with cm as [a]``, nested in a tuple,
+  in a comprehension) unpacked its items in C: RestrictedPython guards only tuple targets.
+  Every list target is now compiled as the tuple target it means
+  (``transform.list_targets_as_tuples``).
 
 Each has a companion showing the route open without its check. The other attacks of the
 round were refused already; the ones below keep them refused, each by the layer and for
@@ -197,3 +202,62 @@ def test_the_program_s_own_namedtuple_stays_a_dataclass_target() -> None:
         glb,
     )
     assert "".join(buffer.parts) == "ok\n"
+
+
+# -- list targets: `[a] = x` unpacked in C ------------------------------------------------
+
+
+class _NoListTargets(SandboxTransformer):
+    """The compile policy as it was: list targets compiled as written."""
+
+    def visit_Module(self, node: Any) -> Any:
+        return super(SandboxTransformer, self).visit_Module(node)
+
+
+# route -> a program binding `out` (or appending to `got`) to the first item of `leak`
+LIST_TARGET_ROUTES: dict[str, str] = {
+    "assignment": "[out] = leak",
+    "two names": "[out, b] = leak + [1]",
+    "nested in a tuple": "(a, [out]) = (1, leak)",
+    "chained": "x = [out] = leak",
+    "for": "for [out] in [leak]:\n    pass",
+    "comprehension": "got = [a for [a] in [leak]]",
+    "with": (
+        "class CM:\n    def __enter__(self):\n        return leak\n    def __exit__(self, *a):\n        return False\n"
+        "with CM() as [out]:\n    pass"
+    ),
+    "in a function": "def f():\n    [o] = leak\n    got.append(o)\ngot = []\nf()",
+}
+
+
+def _run_scope(code: str, leaked: object, mode: Mode, policy: type[SandboxTransformer] = SandboxTransformer) -> Any:
+    scope = dict(reachability.sandbox_globals(mode, {"leak": [leaked]}))
+    exec(compile_restricted(code, filename="<sandbox>", mode="exec", policy=policy), scope)
+    return scope["out"] if "out" in scope else scope["got"][0]
+
+
+@pytest.mark.parametrize("kind", sorted(FORBIDDEN))
+@pytest.mark.parametrize("route", sorted(LIST_TARGET_ROUTES))
+def test_a_list_target_unpacks_through_the_item_check(route: str, kind: str) -> None:
+    for mode in ALL_MODES:
+        with pytest.raises(SandboxViolation, match=rf"item is not allowed \(it is a {kind}\)"):
+            _run_scope(LIST_TARGET_ROUTES[route], FORBIDDEN[kind], mode)
+
+
+@pytest.mark.parametrize("route", sorted(LIST_TARGET_ROUTES))
+def test_a_list_target_companion_bound_the_item_unchecked(route: str) -> None:
+    """Not vacuous: compiled as written, each list target binds the planted object."""
+    for kind, leaked in FORBIDDEN.items():
+        got = _run_scope(LIST_TARGET_ROUTES[route], leaked, "high", _NoListTargets)
+        assert got is leaked, f"{route}: the {kind} was not bound"
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_list_targets_programs_use_still_work(mode: Mode) -> None:
+    code = (
+        "[a, b] = [1, 2]\n[c, [d, e]] = (3, [4, 5])\n[f, *g] = 'xyz'\n"
+        "pairs = [[k, v] for [k, v] in {'p': 1, 'q': 2}.items()]\n"
+        "total = 0\nfor [k, v] in pairs:\n    total += v\n"
+        "print(a, b, c, d, e, f, g, pairs, total)\n"
+    )
+    run_benign(code, mode, "1 2 3 4 5 x ['y', 'z'] [['p', 1], ['q', 2]] 3\n")
