@@ -261,3 +261,94 @@ def test_list_targets_programs_use_still_work(mode: Mode) -> None:
         "print(a, b, c, d, e, f, g, pairs, total)\n"
     )
     run_benign(code, mode, "1 2 3 4 5 x ['y', 'z'] [['p', 1], ['q', 2]] 3\n")
+
+
+# -- kept: the round's other attacks, refused already --------------------------------------
+
+# routes that read the items of `leak` (planted) and were refused by a guard
+KEPT_PLANTED: dict[str, str] = {
+    "tuple target of a host with": (
+        "class CM:\n    def __enter__(self):\n        return tuple(leak)\n    def __exit__(self, *a):\n"
+        "        return False\nwith CM() as (out,):\n    pass"
+    ),
+    "starred for target": "for a, *b in [[1] + leak]:\n    out = b",
+    "starred assignment": "a, *out = [1] + leak",
+    "walrus in a comprehension": "out = [y for x in leak if (y := x)]",
+    "star call of a program function": "def f(*a):\n    return a\nout = f(*leak)",
+    "double-star call": "def f(**k):\n    return k\nout = f(**dict(zip(['k'], leak)))",
+    "a generator's return value": (
+        "def g():\n    yield 1\n    return leak\nit = g()\nnext(it)\ntry:\n    next(it)\n"
+        "except StopIteration as e:\n    out = e.value[0]"
+    ),
+    "an exception's args by match": (
+        "try:\n    raise ValueError(*leak)\nexcept ValueError as e:\n    match e.args:\n        case (out,):\n"
+        "            pass"
+    ),
+    "format field": "out = '{0[0]}'.format(leak)",
+    "generator expression": "got = []\ng = (got.append(x) for x in leak)\nnext(g)",
+    "nested comprehension": "out = [y for x in [leak] for y in x]",
+    "dict comprehension over zip": "out = {k: v for k, v in zip(['k'], leak)}",
+    "generator expression send": "g = (x for x in leak)\nout = g.send(None)",
+}
+
+
+@pytest.mark.parametrize("route", sorted(KEPT_PLANTED))
+def test_kept_planted_routes_stay_refused(route: str) -> None:
+    with pytest.raises(SandboxViolation, match=r"is not allowed \(it is a function\)"):
+        _run_scope(KEPT_PLANTED[route], FORBIDDEN["function"], "high")
+
+
+EXIT_TRACEBACK = "a value passed to the program's code is not allowed (it is a traceback)"
+
+
+@pytest.mark.parametrize("mode", ALL_MODES)
+def test_kept_exit_and_construct_refusals(mode: Mode) -> None:
+    """``__exit__`` shapes the compile policy does not blank (nested in an ``if``, a static
+    method, a decorator's replacement) still never hold the traceback; ``except*``,
+    ``async`` and the exception chain's dunders stay refused."""
+    exit_tail = "with C():\n    1/0\n"
+    enter = "    def __enter__(self):\n        return self\n"
+    run_attacks(
+        [
+            A(
+                "class C:\n    if True:\n        def __exit__(self, t, v, tb):\n            print('ESCAPED', tb)\n"
+                "            return True\n" + enter + exit_tail,
+                "L4-runtime-guard",
+                EXIT_TRACEBACK,
+            ),
+            A(
+                "class C:\n" + enter + "    @staticmethod\n    def __exit__(t, v, tb):\n        print('ESCAPED', tb)\n"
+                "        return True\n" + exit_tail,
+                "L4-runtime-guard",
+                EXIT_TRACEBACK,
+            ),
+            A(
+                "class C:\n" + enter + "    @staticmethod\n    def __exit__(*a):\n        print('ESCAPED', a)\n"
+                "        return True\n" + exit_tail,
+                "L4-runtime-guard",
+                EXIT_TRACEBACK,
+            ),
+            A(
+                "def deco(f):\n    def g(self, t, v, tb):\n        print('ESCAPED', tb)\n        return True\n"
+                "    return g\nclass C:\n"
+                + enter
+                + "    @deco\n    def __exit__(self, t, v, tb):\n        pass\n"
+                + exit_tail,
+                "L4-runtime-guard",
+                EXIT_TRACEBACK,
+            ),
+            A(
+                "try:\n    raise ExceptionGroup('g', [ValueError(1)])\nexcept* ValueError as eg:\n    print('ESCAPED')",
+                "L2-validate",
+                "except* is not allowed",
+            ),
+            A("async def f():\n    pass\nprint('ESCAPED')", "L2-validate", "async constructs are not allowed"),
+            A(
+                "try:\n    raise KeyError(1) from ValueError(2)\nexcept KeyError as e:\n"
+                "    print('ESCAPED', getattr(e, '__cause__'))",
+                "L4-runtime-guard",
+                "attribute '__cause__' is not allowed",
+            ),
+        ],
+        mode,
+    )
