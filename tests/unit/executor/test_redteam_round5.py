@@ -16,7 +16,6 @@ Three holes were found and closed here:
   module, shared by every cell of a session) and added methods to it: its new
   ``__init__`` took no argument, so every later ``cache_info()`` in the session failed.
   The decorator now refuses every stand-in (``wrappers.STAND_INS``).
-
 * A list target (``[a] = x``, ``for [a] in xs``, ``with cm as [a]``, nested in a tuple,
   in a comprehension) unpacked its items in C: RestrictedPython guards only tuple targets.
   Every list target is now compiled as the tuple target it means
