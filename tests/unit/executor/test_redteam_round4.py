@@ -285,13 +285,24 @@ def test_methodcaller_admits_what_the_method_returns() -> None:
     assert methodcaller("upper")("ab") == "AB"
 
 
+class _NoDecoratorCheck(SandboxTransformer):
+    """The compile policy as it was before decorated definitions were call-checked."""
+
+    def check_decorated(self, node: Any) -> Any:
+        return node
+
+
 def test_decorator_results_are_not_call_guarded_companion() -> None:
-    """Why the shim checks: a decorator's result is bound without ``_call_`` (a decorator
-    that hands back a planted host function binds it as is)."""
+    """Why the shim checks: without the compile policy's check of decorated definitions
+    (``entry_guard.check_decorated``, a later defence), a decorator's result is bound
+    without ``_call_`` (a decorator that hands back a planted host function binds it as is)."""
     glb, buffer = _globals()
     glb["planted"] = SafeCallable(lambda fn: json.dumps, "planted")
-    _exec("@planted\ndef f():\n    pass\nprint('ESCAPED', f)", glb)
+    code = "@planted\ndef f():\n    pass\nprint('ESCAPED', f)"
+    exec(compile_restricted(code, filename="<sandbox>", mode="exec", policy=_NoDecoratorCheck), glb)
     assert "ESCAPED <function dumps" in "".join(buffer.parts)
+    with pytest.raises(SandboxViolation, match=r"call result is not allowed \(it is a function\)"):
+        _exec(code, glb)
 
 
 @pytest.mark.parametrize("mode", ALL_MODES)

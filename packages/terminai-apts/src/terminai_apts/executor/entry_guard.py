@@ -16,7 +16,11 @@ them where they enter instead, whoever the caller is:
 * the value of a ``yield`` expression (what ``send`` passed) and of ``yield from`` (what
   the inner iterator returned) pass ``_bind_``; a ``yield`` statement's value is unused;
 * a ``with ... as name`` target (what ``__enter__`` returned) passes ``_bind_`` first thing
-  in the block (the compile policy does the same for ``match`` captures, in the guard).
+  in the block (the compile policy does the same for ``match`` captures, in the guard);
+* a decorated ``def`` or ``class`` is followed by ``name = _call_(name)``: applying a
+  decorator is a call the program's code makes, but not an ``ast.Call``, so what the last
+  decorator returned (``@functools.partial(d.get, 'k')``, ``@next`` over ``@(lambda f:
+  it)``: an item of a container, read in C) would otherwise be bound unchecked.
 
 The guards (``guards.guarded_enter`` …) apply the one value check, ``guards.admit``, and
 rebind each parameter to what it answers. Names starting with ``_`` cannot be spelled
@@ -27,6 +31,8 @@ from __future__ import annotations
 
 import ast
 from typing import Any
+
+from terminai_apts.executor.call_guard import CALL_GUARD
 
 ENTER = "_enter_"
 ENTER_STAR = "_enter_star_"
@@ -128,9 +134,29 @@ class EntryGuardMixin(ast.NodeTransformer):
         visited = super().visit_FunctionDef(node)
         if not isinstance(visited, ast.FunctionDef):
             return visited
+        self._add_entry_checks(visited)
+        return self.check_decorated(visited)
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
+        visited = super().visit_ClassDef(node)
+        if not isinstance(visited, ast.ClassDef):
+            return visited
+        return self.check_decorated(visited)
+
+    def check_decorated(self, node: ast.FunctionDef | ast.ClassDef) -> ast.stmt | list[ast.stmt]:
+        """``@d def f`` binds ``d(f)`` as no call of the program's code would: unchecked. The
+        statement is followed by ``f = _call_(f)`` (in the same scope, so ``global f`` and a
+        class body's namespace are respected), the check every call result passes."""
+        if not node.decorator_list:
+            return node
+        check = ast.Assign(targets=[_store(node.name)], value=_call(CALL_GUARD, _load(node.name)))
+        ast.fix_missing_locations(ast.copy_location(check, node))
+        return [node, check]
+
+    def _add_entry_checks(self, visited: ast.FunctionDef) -> None:
         stmts = entry_statements(visited.args)
         if not stmts:
-            return visited
+            return
         body = visited.body
         after = self._entry_after
         position = 1 if body and _is_docstring(body[0]) else 0
@@ -141,7 +167,6 @@ class EntryGuardMixin(ast.NodeTransformer):
             ast.copy_location(stmt, visited)
             ast.fix_missing_locations(stmt)
         body[position:position] = stmts
-        return visited
 
     def visit_Lambda(self, node: ast.Lambda) -> Any:
         visited = super().visit_Lambda(node)

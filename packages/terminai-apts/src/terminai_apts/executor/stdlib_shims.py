@@ -41,10 +41,11 @@ import operator
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from terminai_apts.executor.shims_classes import ABC_MODULE, ENUM, SHIM_BASES
+from terminai_apts.executor.shims_classes import ABC_MODULE, ENUM
 from terminai_apts.executor.shims_output import LOGGING, PPRINT, WARNINGS
 from terminai_apts.executor.wrappers import (
     SANDBOX_MODULE,
+    STAND_INS,
     SafeCallable,
     SandboxViolation,
     Sealed,
@@ -154,7 +155,10 @@ FUNCTOOLS: dict[str, object] = {
 
 
 def _dataclass_of(cls: Any, options: dict[str, Any]) -> Any:
-    if not is_sandbox_class(cls) or cls in SHIM_BASES:
+    # the host's stand-ins (the shim bases, `CacheInfo`) are shared by every cell: the
+    # decorator would add methods to them (a `CacheInfo.__init__` taking no argument
+    # broke every later `cache_info()` of the session)
+    if not is_sandbox_class(cls) or cls in STAND_INS:
         raise SandboxViolation("@dataclass applies to the program's own classes only")
     return dataclasses.dataclass(cls, **options)
 

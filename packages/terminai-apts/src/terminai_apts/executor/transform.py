@@ -17,7 +17,9 @@ Everything RestrictedPython checks is still checked; on top of it this policy
   * blanks the traceback a class's ``__exit__`` receives before its body runs;
   * checks every value C code hands to the program's own code: parameters at a function's
     entry, what a ``yield`` receives, a ``with`` target, a ``match`` capture
-    (``executor.entry_guard``).
+    (``executor.entry_guard``);
+  * compiles list targets (``[a, b] = x``) as the tuple targets they mean, which
+    RestrictedPython unpacks through ``_getiter_``.
 """
 
 from __future__ import annotations
@@ -114,12 +116,28 @@ def _rebind(name: str) -> ast.expr:
     return ast.Compare(left=named, ops=[ast.Is()], comparators=[_name(name, ast.Load())])
 
 
+def list_targets_as_tuples(tree: ast.AST) -> None:
+    """``[a, b] = x`` unpacks exactly as ``(a, b) = x``, but RestrictedPython routes only
+    tuple targets through ``_getiter_`` (``_unpack_sequence_``): a list target (in an
+    assignment, a ``for``, a comprehension, a ``with``, nested in a tuple) took the items
+    in C, past the value check. Every list target becomes the tuple target it means, in
+    place (the two node classes have the same fields: ``elts``, ``ctx``). Iterative
+    (``ast.walk``): a 500-branch ``elif`` chain is deeper than the recursion limit."""
+    for node in ast.walk(tree):
+        if type(node) is ast.List and type(node.ctx) is ast.Store:
+            node.__class__ = ast.Tuple  # type: ignore[assignment]  # same fields, see above
+
+
 class SandboxTransformer(EntryGuardMixin, CallGuardMixin, RestrictingNodeTransformer):
     """The compile policy of the executor (``compile_restricted(..., policy=...)``)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._kept_annotations: set[int] = set()
+
+    def visit_Module(self, node: ast.Module) -> Any:  # noqa: N802 - NodeTransformer naming
+        list_targets_as_tuples(node)
+        return super().visit_Module(node)
 
     def check_name(self, node: Any, name: str | None, allow_magic_methods: bool = False) -> None:
         if allow_magic_methods and name in SPECIAL_METHODS and getattr(node, "col_offset", 0) != 0:
