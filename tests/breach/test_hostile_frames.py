@@ -132,7 +132,7 @@ def test_a_forged_session_end_leaves_nothing_behind() -> None:
     finally:
         del zygote.spawn
     assert result.success and result.stdout == "done"
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 10  # the zygote reaps on SIGCHLD: prompt, but a loaded host may delay it
     while group(spawned[0]) and time.monotonic() < deadline:
         time.sleep(0.02)
     assert not group(spawned[0])  # the host ended the run (its whole group) whatever it claimed

@@ -3,6 +3,7 @@ runner, optionally with named isolation steps switched off (to show a test fails
 
 from __future__ import annotations
 
+import fcntl  # noqa: F401  (attacks use it: loaded before the fork, as production loads what runs use)
 import sys
 
 from terminai_apts.executor import zygote
