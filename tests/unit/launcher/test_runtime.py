@@ -43,7 +43,7 @@ def test_anything_else_is_refused_naming_the_source(value: str) -> None:
     assert "runc" in refused.value.hint and "runsc" in refused.value.hint and "gvisor" in refused.value.hint
 
 
-def test_env_beats_flag_beats_settings_beats_the_default(tmp_path: Path) -> None:
+def test_env_or_flag_beats_settings_beats_the_default(tmp_path: Path) -> None:
     env = _settings(tmp_path, {"tools": {"sandbox": "docker", "sandboxRuntime": "gvisor"}})
     read = lambda: runtime_setting(env)  # noqa: E731
     cfg = load_launch_config(env, **BASE)  # type: ignore[arg-type]
@@ -53,8 +53,18 @@ def test_env_beats_flag_beats_settings_beats_the_default(tmp_path: Path) -> None
     cfg = load_launch_config(env, runtime_flag="runc", settings_runtime=read, **BASE)  # type: ignore[arg-type]
     assert (cfg.runtime, cfg.runtime_from) == ("runc", "--runtime")
     with_env = {**env, "TERMINAI_SANDBOX_RUNTIME": "runsc"}
-    cfg = load_launch_config(with_env, runtime_flag="runc", settings_runtime=read, **BASE)  # type: ignore[arg-type]
+    cfg = load_launch_config(with_env, settings_runtime=read, **BASE)  # type: ignore[arg-type]
     assert (cfg.runtime, cfg.runtime_from) == ("runsc", "TERMINAI_SANDBOX_RUNTIME")
+    cfg = load_launch_config(with_env, runtime_flag="gvisor", settings_runtime=read, **BASE)  # type: ignore[arg-type]
+    assert (cfg.runtime, cfg.runtime_from) == ("runsc", "TERMINAI_SANDBOX_RUNTIME")
+
+
+@pytest.mark.parametrize(("variable", "flag"), [("runc", "runsc"), ("runsc", "runc"), ("gvisor", "runc")])
+def test_the_environment_and_the_command_line_must_agree(variable: str, flag: str) -> None:
+    """A project's environment quietly undid `--runtime runsc` (the session then shared the
+    host's kernel); either way round, a disagreement is refused naming both."""
+    with pytest.raises(ConfigError, match=f"--runtime {flag} and TERMINAI_SANDBOX_RUNTIME={variable} disagree"):
+        load_launch_config({"TERMINAI_SANDBOX_RUNTIME": variable}, runtime_flag=flag, **BASE)  # type: ignore[arg-type]
 
 
 def test_a_bad_value_from_each_source_names_that_source(tmp_path: Path) -> None:

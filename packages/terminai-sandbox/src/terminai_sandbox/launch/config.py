@@ -385,6 +385,13 @@ def load_launch_config(
         raise ConfigError(f"{image_var} is set but empty", hint="unset it to use the default image, or name an image")
     image = ImageRef.parse(raw_image, what=image_var) if raw_image else None
     raw_runtime, runtime_var = _var(env, "TERMINAI_SANDBOX_RUNTIME")
+    if raw_runtime is not None and runtime_flag is not None:
+        chosen, asked = parse_runtime(raw_runtime, runtime_var), parse_runtime(runtime_flag, "--runtime")
+        if chosen != asked:  # a project's environment must not quietly undo what the command line asked
+            raise ConfigError(
+                f"--runtime {runtime_flag} and {runtime_var}={raw_runtime} disagree",
+                hint=f"drop one of them, or make them name the same runtime ({asked} or {chosen})",
+            )
     if raw_runtime is None:
         raw_runtime, runtime_var = (
             (runtime_flag, "--runtime")

@@ -187,8 +187,8 @@ class DockerEngine:
             self.api.pull_by_digest(
                 pinned.name, pinned.digest, auth=self._auth(pinned.registry), on_progress=_pull_lines()
             )
-        except RegistryError as exc:
-            raise LaunchError(exc.message, hint="check the registry and your login") from None
+        except RegistryError as exc:  # the registry's exit code, as when step 2 resolves a tag
+            raise RegistryError(exc.message, hint=exc.hint or "check the registry and your login") from None
         found = self.inspect(pinned.pinned)
         if found is None:
             raise LaunchError(f"the engine pulled {pinned.pinned} but cannot find it afterwards")
