@@ -36,10 +36,13 @@ def test_lines_arrive_as_the_bytes_do(size: int) -> None:
         assert seen_before_end >= 1  # heard during the transfer, not only at its end
 
 
-def test_a_chunked_answer_is_heard_once_decoded() -> None:
+@pytest.mark.parametrize(
+    "header", [b"Transfer-Encoding: chunked", b"transfer-encoding:chunked", b"TRANSFER-ENCODING:  Chunked "]
+)
+def test_a_chunked_answer_is_heard_once_decoded(header: bytes) -> None:
     heard: list[bytes] = []
     feed = dockerapi._LineFeed(heard.append)
-    feed.feed(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
+    feed.feed(b"HTTP/1.1 200 OK\r\n" + header + b"\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
     feed.end()
     assert heard == []  # api_request feeds the decoded body instead
 

@@ -250,7 +250,10 @@ class _LineFeed:
             if end < 0:
                 return
             self.in_body = True
-            self.chunked = b"transfer-encoding: chunked" in self.head[:end].lower()
+            fields = (line.partition(b":") for line in self.head[:end].split(b"\r\n")[1:])
+            self.chunked = any(
+                k.strip().lower() == b"transfer-encoding" and v.strip().lower() == b"chunked" for k, _, v in fields
+            )
             data = self.head[end + 4 :]
         if self.chunked:
             return  # framed: api_request hears it whole once it is decoded
