@@ -78,6 +78,9 @@ def test_a_run_that_closes_its_pipe_holds_the_zygote_at_most_its_grace() -> None
     took = time.monotonic() - started
     assert not result.success
     assert took < zygote.MAX_GRACE + 1.0, took  # not the 20 s the run asked for
+    # The zygote's own kill after the grace is said as such, never as the memory limit's.
+    assert (result.error_type, result.error) == ("ChildCrashed", "the run closed its result pipe and did not exit")
+    assert not result.memory_exceeded
 
     # Another caller of the same zygote, while a hostile run is in its grace: delayed by
     # at most the rest of that grace.

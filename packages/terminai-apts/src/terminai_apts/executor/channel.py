@@ -180,6 +180,8 @@ class RunChannel:
         status = self.end(ended=True)
         if status is None:
             return _failure("ChildCrashed", "the executor lost the run", dead=True)
+        if status == frames.OUTLIVED_GRACE:
+            return _failure("ChildCrashed", "the run closed its result pipe and did not exit", dead=True)
         sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else 0
         if sig == signal.SIGXCPU:
             return _failure("TimeoutError", "CPU time limit exceeded", timed_out=True, dead=True)

@@ -19,6 +19,9 @@ _HEADER = struct.Struct(">I")
 # JSON escaping can grow a character to 12 bytes).
 FRAME_OVERHEAD = 64 * 1024
 MAX_ERROR_CHARS = 4_000
+# The zygote's answer to an end whose grace the run outlived (it closed its result pipe and
+# kept running, so the zygote killed it): not a wait status, which is never negative.
+OUTLIVED_GRACE = -1
 
 
 class FrameError(Exception):

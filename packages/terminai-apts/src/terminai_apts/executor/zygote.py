@@ -28,6 +28,7 @@ import time
 from typing import Any
 
 from terminai_apts.executor import child, isolation, module_proxies
+from terminai_apts.executor.frames import OUTLIVED_GRACE
 from terminai_apts.executor.limits import become_subreaper
 from terminai_apts.executor.policy import MODES, Mode
 
@@ -142,6 +143,7 @@ class Zygote:
                 status = found
             else:
                 time.sleep(0.001)
+        outlived_grace = status is None and grace > 0
         if status is None:
             # Not reaped yet, so the group id cannot have been reused by anyone else.
             with contextlib.suppress(OSError):
@@ -162,7 +164,9 @@ class Zygote:
         self.dying.discard(pid)
         self.discard(self.runs.pop(pid))
         if report:
-            self._answer(status)
+            # A run that closed its pipe and did not exit was killed here: its SIGKILL says
+            # nothing of the run (the host must not read it as the memory limit's).
+            self._answer(OUTLIVED_GRACE if outlived_grace else status)
         self._sweep_due()
 
     def reap_dying(self, *, block: bool) -> None:
