@@ -75,7 +75,8 @@ print(json.dumps(samples))
 """
 _IDLE_SCRIPT = r"""
 import json, sys, time
-from terminai_apts.executor import execute, zygote_client
+from terminai_apts.executor import execute
+from terminai_apts.executor.host import zygote_client
 assert execute("print(1)").success
 pid = zygote_client.shared().proc.pid
 def ticks():

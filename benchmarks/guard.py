@@ -30,8 +30,9 @@ SRC = "packages/terminai-apts/src"
 WORKER = r"""
 import json, sys, time
 from RestrictedPython.compile import compile_restricted
-from terminai_apts.executor import api_object, module_proxies, output, policy, sandbox_globals
-from terminai_apts.executor.transform import SandboxTransformer
+from terminai_apts.executor import policy
+from terminai_apts.executor.python_layer import api_object, module_proxies, output, sandbox_globals
+from terminai_apts.executor.python_layer.transform import SandboxTransformer
 from terminai_apts.memory.api import open_memory
 programs = json.loads(sys.argv[1])
 db = sys.argv[3] if len(sys.argv) > 3 else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from terminai_apts.executor import run, zygote_client
+from terminai_apts.executor.host import run, zygote_client
 from terminai_apts.executor.policy import ApiSpec, SandboxConfig
 
 DEFAULT = SandboxConfig(timeout_seconds=10, security_mode="standard")

@@ -8,7 +8,7 @@ import io
 import traceback
 from typing import Any
 
-from terminai_apts.executor import output
+from terminai_apts.executor.python_layer import output
 
 
 def run_raw(code: str, glb: dict[str, Any], buffer: output.OutputBuffer) -> dict[str, Any]:

@@ -12,7 +12,8 @@ import socket
 import threading
 from collections.abc import Iterable, Iterator
 
-from terminai_apts.executor import child, landlock
+from terminai_apts.executor.os_layer import landlock
+from terminai_apts.executor.process import child
 
 from tests.breach import harness
 
@@ -49,7 +50,7 @@ EVERYTHING_OFF = (
 def namespaces_available() -> bool:
     pid = os.fork()
     if pid == 0:
-        from terminai_apts.executor import namespaces
+        from terminai_apts.executor.os_layer import namespaces
 
         os._exit(0 if namespaces.enter_run_namespaces() else 1)
     _, status = os.waitpid(pid, 0)

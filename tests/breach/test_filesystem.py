@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_apts.executor import SandboxConfig, isolation
+from terminai_apts.executor import SandboxConfig
+from terminai_apts.executor.os_layer import isolation
 
 from tests.breach.harness import DEFAULT
 from tests.breach.support import EVERYTHING_OFF, attack, container, landlock_abi, namespaces_available

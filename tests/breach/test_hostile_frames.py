@@ -8,7 +8,8 @@ import json
 import time
 
 import pytest
-from terminai_apts.executor import SandboxConfig, channel, run, zygote_client
+from terminai_apts.executor import SandboxConfig
+from terminai_apts.executor.host import channel, run, zygote_client
 
 from tests.breach import harness
 from tests.breach.support import PRELUDE, group

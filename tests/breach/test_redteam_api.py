@@ -18,7 +18,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_apts.executor import SandboxConfig, channel, thermal_spec
+from terminai_apts.executor import SandboxConfig, thermal_spec
+from terminai_apts.executor.host import channel
 from terminai_apts.memory import store
 from terminai_apts.memory.records import NewMemory
 

@@ -66,7 +66,7 @@ def _cli(code: str) -> subprocess.CompletedProcess[str]:
     driver = (
         "import sys\n"
         "from terminai_apts import cli\n"
-        "from terminai_apts.executor import cli as exec_cli\n"
+        "from terminai_apts.executor.host import cli as exec_cli\n"
         "from tests.breach import harness\n"
         "exec_cli.execute = lambda code, config, api: harness.breach(code, config)\n"
         "sys.exit(cli.main(['exec', *sys.argv[1:]]))\n"

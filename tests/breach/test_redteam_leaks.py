@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_apts.executor import child, thermal_spec
+from terminai_apts.executor import thermal_spec
+from terminai_apts.executor.process import child
 from terminai_apts.memory import store
 from terminai_apts.memory.records import NewMemory
 

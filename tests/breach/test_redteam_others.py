@@ -15,7 +15,7 @@ import os
 import uuid
 
 import pytest
-from terminai_apts.executor import run, zygote_client
+from terminai_apts.executor.host import run, zygote_client
 
 from tests.breach import harness
 from tests.breach.support import EMIT, EVERYTHING_OFF, PRELUDE, attack, landlock_abi

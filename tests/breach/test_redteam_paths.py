@@ -15,7 +15,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_apts.executor import ExecutorSession, SandboxConfig, isolation, thermal_spec
+from terminai_apts.executor import ExecutorSession, SandboxConfig, thermal_spec
+from terminai_apts.executor.os_layer import isolation
 from terminai_apts.memory import store
 from terminai_apts.memory.records import NewMemory
 

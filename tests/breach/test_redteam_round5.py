@@ -15,7 +15,8 @@ from __future__ import annotations
 import threading
 import time
 
-from terminai_apts.executor import SandboxConfig, zygote
+from terminai_apts.executor import SandboxConfig
+from terminai_apts.executor.process import zygote
 
 from tests.breach import harness
 from tests.breach.test_hostile_frames import FORGE

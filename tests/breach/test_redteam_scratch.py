@@ -12,7 +12,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from terminai_apts.executor import SandboxConfig, channel
+from terminai_apts.executor import SandboxConfig
+from terminai_apts.executor.host import channel
 
 from tests.breach import harness
 from tests.breach.support import attack, container, namespaces_available

@@ -12,7 +12,7 @@ from __future__ import annotations
 import collections.abc
 
 import pytest
-from terminai_apts.executor import channel
+from terminai_apts.executor.host import channel
 
 from tests.breach import harness
 from tests.breach.support import EVERYTHING_OFF, attack

@@ -26,7 +26,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_apts.executor import channel, thermal_spec
+from terminai_apts.executor import thermal_spec
+from terminai_apts.executor.host import channel
 from terminai_apts.memory import store
 from terminai_apts.memory.records import NewMemory
 from terminai_apts.memory.tiers import LIVE_INDEX

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import time
 
-from terminai_apts.executor import SandboxConfig, zygote, zygote_client
+from terminai_apts.executor import SandboxConfig
+from terminai_apts.executor.host import zygote_client
+from terminai_apts.executor.process import zygote
 
 from tests.breach import harness
 from tests.breach.support import proc_stats

@@ -8,7 +8,7 @@ import fcntl
 import struct
 
 import pytest
-from terminai_apts.executor import seccomp
+from terminai_apts.executor.os_layer import seccomp
 
 from tests.breach.harness import breach
 from tests.breach.support import EMIT, PRELUDE, attack

@@ -15,7 +15,8 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from terminai_apts.executor import ExecutorSession, SandboxConfig, channel, frames, run, zygote_client
+from terminai_apts.executor import ExecutorSession, SandboxConfig, frames
+from terminai_apts.executor.host import channel, run, zygote_client
 
 from tests.breach import harness
 from tests.breach.support import group, group_ticks

@@ -9,7 +9,9 @@ import sys
 from pathlib import Path
 
 import terminai_apts
-from terminai_apts.executor import SandboxConfig, child, execute, run, zygote, zygote_client
+from terminai_apts.executor import SandboxConfig, execute
+from terminai_apts.executor.host import run, zygote_client
+from terminai_apts.executor.process import child, zygote
 
 PACKAGE = Path(terminai_apts.__file__).parent
 
@@ -33,7 +35,7 @@ def test_the_package_never_names_the_harness() -> None:
 
 
 def test_production_starts_only_the_production_zygote_with_its_defaults() -> None:
-    assert zygote_client.ZygoteClient.__init__.__defaults__ == ("terminai_apts.executor.zygote", ())
+    assert zygote_client.ZygoteClient.__init__.__defaults__ == ("terminai_apts.executor.process.zygote", ())
     # Every construction of a zygote client in the package passes no module or arguments,
     assert all(not call.args and not call.keywords for call in _calls("ZygoteClient"))
     # and the zygote's entry point runs RestrictedPython whatever it is given.

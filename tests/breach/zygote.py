@@ -6,7 +6,7 @@ from __future__ import annotations
 import fcntl  # noqa: F401  (attacks use it: loaded before the fork, as production loads what runs use)
 import sys
 
-from terminai_apts.executor import zygote
+from terminai_apts.executor.process import zygote
 
 from tests.breach.runner import run_raw
 

@@ -109,7 +109,7 @@ def test_the_executor_fails_closed_under_gvisor(engine: Engine, built_image: Bui
     probe = (
         "import ctypes; lib = ctypes.CDLL('libseccomp.so.2'); print('api', lib.seccomp_api_get())\n"
         "from terminai_apts.errors import ExecutorError\n"
-        "from terminai_apts.executor import isolation\n"
+        "from terminai_apts.executor.os_layer import isolation\n"
         "try:\n    isolation.prepare()\nexcept ExecutorError as exc:\n    print('refused', exc.message)\n"
         "else:\n    print('prepared')\n"
     )

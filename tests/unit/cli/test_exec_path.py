@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from terminai_apts import cli
-from terminai_apts.executor import cli as executor_cli
+from terminai_apts.executor.host import cli as executor_cli
 
 BIN = Path(sys.executable).parent
 

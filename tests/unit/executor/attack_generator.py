@@ -54,10 +54,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from RestrictedPython.compile import compile_restricted
-from terminai_apts.executor import guards, sandbox_builtins, wrappers
-from terminai_apts.executor.entry_guard import ENTRY_GUARD_NAMES
 from terminai_apts.executor.policy import FORBIDDEN_ATTR_PREFIXES, FORBIDDEN_ATTRS, Mode, modules_for
-from terminai_apts.executor.transform import SandboxTransformer
+from terminai_apts.executor.python_layer import guards, sandbox_builtins, wrappers
+from terminai_apts.executor.python_layer.entry_guard import ENTRY_GUARD_NAMES
+from terminai_apts.executor.python_layer.transform import SandboxTransformer
 
 from tests.unit.executor import reachability
 
@@ -396,7 +396,7 @@ def _entered(*params: object) -> bool:
     return True
 
 
-# the checks at a function's entry as pass-throughs (``executor.entry_guard``)
+# the checks at a function's entry as pass-throughs (``executor.python_layer.entry_guard``)
 ENTRY_CHECKS_OFF: dict[str, object] = dict(zip(ENTRY_GUARD_NAMES, (_enter, _same, _same, _same, _entered), strict=True))
 
 
@@ -425,7 +425,8 @@ def generate_and_run(
     rng = random.Random(seed)
     injected: dict[str, object] = {"leak": _planted()} if plant else {}
     if db is not None:
-        from terminai_apts.executor import api_object, policy
+        from terminai_apts.executor import policy
+        from terminai_apts.executor.python_layer import api_object
         from terminai_apts.memory.api import open_memory
 
         injected["thermal"] = api_object.wrap_api(policy.thermal_spec(db), open_memory(db))

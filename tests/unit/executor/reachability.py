@@ -44,8 +44,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from RestrictedPython.compile import compile_restricted
-from terminai_apts.executor import guards, module_proxies, output, wrappers
-from terminai_apts.executor import sandbox_globals as globals_
 from terminai_apts.executor.policy import (
     CLASS_HELPERS,
     FORBIDDEN_ATTR_PREFIXES,
@@ -55,15 +53,22 @@ from terminai_apts.executor.policy import (
     Mode,
     modules_for,
 )
-from terminai_apts.executor.sandbox_builtins import SandboxClassMethod, SandboxProperty, SandboxStaticMethod, TypeView
-from terminai_apts.executor.transform import SandboxTransformer
+from terminai_apts.executor.python_layer import guards, module_proxies, output, wrappers
+from terminai_apts.executor.python_layer import sandbox_globals as globals_
+from terminai_apts.executor.python_layer.sandbox_builtins import (
+    SandboxClassMethod,
+    SandboxProperty,
+    SandboxStaticMethod,
+    TypeView,
+)
+from terminai_apts.executor.python_layer.transform import SandboxTransformer
 from terminai_apts.memory import records
 
 # Names in the globals and builtins user code cannot spell (validation and
 # compile_restricted refuse every name starting with "_"); generated code calls them.
 INTERNAL_NAMES = frozenset({*globals_.GUARD_NAMES, "__build_class__", "__import__", "__metaclass__", "__name__"})
 # Internal names whose contents are not walked: `_kinds_` is the set of classes the compiled
-# entry test reads (`_type_(a) in _kinds_`, ``executor.entry_guard``); only generated code
+# entry test reads (`_type_(a) in _kinds_`, ``executor.python_layer.entry_guard``); only generated code
 # names it and nothing hands it (or an item of it) out, so its items are classes by design.
 UNWALKED_NAMES = frozenset({"_kinds_"})
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from terminai_apts.executor import ApiSpec, ExecutionResult, ExecutorSession, SandboxConfig, thermal_spec
 from terminai_apts.executor.policy import Mode
-from terminai_apts.executor.transform import SandboxTransformer
+from terminai_apts.executor.python_layer.transform import SandboxTransformer
 
 from tests.corpus import memory_fixture, oracle
 

@@ -1,4 +1,4 @@
-"""Values C code hands to the program's own code (``executor.entry_guard``).
+"""Values C code hands to the program's own code (``executor.python_layer.entry_guard``).
 
 A callback receives what its caller passes: ``sorted(key=f)``, ``map``, ``filter``,
 ``functools.reduce``, ``itertools`` (``groupby`` keys, ``accumulate``, ``starmap``), json's
@@ -30,11 +30,12 @@ from typing import Any
 
 import pytest
 from RestrictedPython.compile import compile_restricted
-from terminai_apts.executor import SandboxConfig, execute, guards
-from terminai_apts.executor.entry_guard import ENTRY_NAMES
+from terminai_apts.executor import SandboxConfig, execute
 from terminai_apts.executor.policy import Mode
-from terminai_apts.executor.transform import SandboxTransformer
-from terminai_apts.executor.wrappers import SandboxViolation
+from terminai_apts.executor.python_layer import guards
+from terminai_apts.executor.python_layer.entry_guard import ENTRY_NAMES
+from terminai_apts.executor.python_layer.transform import SandboxTransformer
+from terminai_apts.executor.python_layer.wrappers import SandboxViolation
 
 from tests.unit.executor import reachability
 from tests.unit.executor.attack_generator import ENTRY_CHECKS_OFF

@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 from RestrictedPython.compile import compile_restricted
-from terminai_apts.executor import api_object, guards, policy
+from terminai_apts.executor import policy
 from terminai_apts.executor.policy import Mode
-from terminai_apts.executor.sandbox_builtins import TypeView
-from terminai_apts.executor.transform import SandboxTransformer
-from terminai_apts.executor.wrappers import SandboxViolation
+from terminai_apts.executor.python_layer import api_object, guards
+from terminai_apts.executor.python_layer.sandbox_builtins import TypeView
+from terminai_apts.executor.python_layer.transform import SandboxTransformer
+from terminai_apts.executor.python_layer.wrappers import SandboxViolation
 from terminai_apts.memory import store
 from terminai_apts.memory.api import open_memory
 

@@ -17,9 +17,10 @@ import sys
 import time
 
 import pytest
-from terminai_apts.executor import SandboxConfig, execute, output
+from terminai_apts.executor import SandboxConfig, execute
 from terminai_apts.executor.policy import MAX_SOURCE_BYTES
-from terminai_apts.executor.validate import MAX_REPORTED, validate_code
+from terminai_apts.executor.python_layer import output
+from terminai_apts.executor.python_layer.validate import MAX_REPORTED, validate_code
 
 
 def _cli(args: list[str], stdin: bytes) -> subprocess.CompletedProcess[bytes]:

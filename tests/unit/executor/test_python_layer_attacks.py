@@ -1322,7 +1322,7 @@ def test_red_team_prepare_chain(mode: Mode, memory_api: ApiSpec) -> None:
 # child through any public entry point, which is the point of the walk.)
 def test_build_class_refuses_a_leaked_metaclass() -> None:
     from RestrictedPython.compile import compile_restricted
-    from terminai_apts.executor import module_proxies, output, sandbox_globals, wrappers
+    from terminai_apts.executor.python_layer import module_proxies, output, sandbox_globals, wrappers
 
     prepared: list[str] = []
 

@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from terminai_apts.executor import api_object, guards, module_proxies, policy, safe_classes, wrappers
+from terminai_apts.executor import policy
 from terminai_apts.executor.policy import MODES, Mode
-from terminai_apts.executor.validate import validate_code
-from terminai_apts.executor.wrappers import SafeCallable
+from terminai_apts.executor.python_layer import api_object, guards, module_proxies, safe_classes, wrappers
+from terminai_apts.executor.python_layer.validate import validate_code
+from terminai_apts.executor.python_layer.wrappers import SafeCallable
 from terminai_apts.memory import store
 from terminai_apts.memory.api import open_memory
 
@@ -182,7 +183,8 @@ def test_wrapper_classes_are_sealed(thermal: object) -> None:
 
 _FUZZ_SCRIPT = """
 import json, sys
-from terminai_apts.executor import api_object, policy
+from terminai_apts.executor import policy
+from terminai_apts.executor.python_layer import api_object
 from terminai_apts.memory.api import open_memory
 from tests.unit.executor import reachability as r
 mode, db = sys.argv[1], sys.argv[2]

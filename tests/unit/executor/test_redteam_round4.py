@@ -30,11 +30,11 @@ from typing import Any
 
 import pytest
 from RestrictedPython.compile import compile_restricted
-from terminai_apts.executor import guards, module_proxies, output, shims_classes, transform
-from terminai_apts.executor import sandbox_globals as globals_
 from terminai_apts.executor.policy import Mode
-from terminai_apts.executor.transform import SandboxTransformer
-from terminai_apts.executor.wrappers import SafeCallable, SandboxViolation
+from terminai_apts.executor.python_layer import guards, module_proxies, output, shims_classes, transform
+from terminai_apts.executor.python_layer import sandbox_globals as globals_
+from terminai_apts.executor.python_layer.transform import SandboxTransformer
+from terminai_apts.executor.python_layer.wrappers import SafeCallable, SandboxViolation
 
 from tests.unit.executor.test_python_layer_attacks import ALL_MODES, IMPORT_MODES, A, Attack, run_attacks, run_benign
 

@@ -33,11 +33,11 @@ from typing import Any
 
 import pytest
 from RestrictedPython.compile import compile_restricted
-from terminai_apts.executor import module_proxies, output, stdlib_shims
-from terminai_apts.executor import sandbox_globals as globals_
 from terminai_apts.executor.policy import Mode
-from terminai_apts.executor.transform import SandboxTransformer
-from terminai_apts.executor.wrappers import SandboxViolation
+from terminai_apts.executor.python_layer import module_proxies, output, stdlib_shims
+from terminai_apts.executor.python_layer import sandbox_globals as globals_
+from terminai_apts.executor.python_layer.transform import SandboxTransformer
+from terminai_apts.executor.python_layer.wrappers import SandboxViolation
 
 from tests.unit.executor import reachability
 from tests.unit.executor.test_callback_routes import FORBIDDEN

@@ -8,7 +8,7 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from terminai_apts.executor import isolation, rootfs
+from terminai_apts.executor.os_layer import isolation, rootfs
 
 
 @pytest.fixture

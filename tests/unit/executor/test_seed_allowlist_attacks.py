@@ -18,11 +18,12 @@ from typing import Any
 
 import pytest
 from RestrictedPython.compile import compile_restricted
-from terminai_apts.executor import ExecutionResult, SandboxConfig, execute, module_proxies, output, transform
-from terminai_apts.executor import sandbox_globals as globals_
+from terminai_apts.executor import ExecutionResult, SandboxConfig, execute
 from terminai_apts.executor.policy import Mode
-from terminai_apts.executor.transform import SandboxTransformer
-from terminai_apts.executor.wrappers import SafeCallable
+from terminai_apts.executor.python_layer import module_proxies, output, transform
+from terminai_apts.executor.python_layer import sandbox_globals as globals_
+from terminai_apts.executor.python_layer.transform import SandboxTransformer
+from terminai_apts.executor.python_layer.wrappers import SafeCallable
 
 from tests.unit.executor import reachability
 from tests.unit.executor.attack_generator import ENTRY_CHECKS_OFF
@@ -279,7 +280,8 @@ def test_bytesio_companion_real_getbuffer_is_a_memoryview() -> None:
 
 _COPY_SCRIPT = """
 import copy, json, sys
-from terminai_apts.executor import api_object, policy
+from terminai_apts.executor import policy
+from terminai_apts.executor.python_layer import api_object
 from terminai_apts.memory.api import open_memory
 from tests.unit.executor import reachability as r
 db = sys.argv[1]
@@ -514,7 +516,7 @@ def test_dataclass_generated_methods_never_cross_raw() -> None:
 
 
 def test_deepcopy_keeps_enum_members_and_seals_copies() -> None:
-    from terminai_apts.executor import stdlib_shims
+    from terminai_apts.executor.python_layer import stdlib_shims
 
     glb, _ = _globals()
     scope = _run("from enum import Enum\nclass C(Enum):\n    A = 1\nm = C.A", glb)

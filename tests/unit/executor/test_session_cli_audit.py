@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 from terminai_apts.errors import IntegrityError
-from terminai_apts.executor import ExecutorSession, SandboxConfig, audit, execute
+from terminai_apts.executor import ExecutorSession, SandboxConfig, execute
+from terminai_apts.executor.host import audit
 
 CFG = SandboxConfig(timeout_seconds=3)
 

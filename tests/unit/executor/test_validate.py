@@ -68,7 +68,8 @@ def test_special_writes_and_other_dunders_stay_refused(code: str) -> None:
 
 
 def test_the_admitted_reads_are_the_ones_the_guard_answers() -> None:
-    from terminai_apts.executor import guards, policy
+    from terminai_apts.executor import policy
+    from terminai_apts.executor.python_layer import guards
 
     assert set(guards._SAFE_SPECIALS) == set(policy.SAFE_SPECIAL_READS) == {"__class__", "__name__"}
     assert not policy.SAFE_SPECIAL_READS & policy.FORBIDDEN_NAMES
@@ -79,7 +80,7 @@ def test_special_reads_compile_to_the_attribute_guard() -> None:
     a sandbox-safe value); nothing reads them directly."""
     import ast
 
-    from terminai_apts.executor.transform import SandboxTransformer
+    from terminai_apts.executor.python_layer.transform import SandboxTransformer
 
     tree = ast.parse("k = c.__class__.__name__\nn = type(e).__name__\nm = super().__init__")
     errors: list[str] = []

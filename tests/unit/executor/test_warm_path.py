@@ -6,9 +6,10 @@ from __future__ import annotations
 import os
 import time
 
-from terminai_apts.executor import SandboxConfig, run
-from terminai_apts.executor.channel import RunChannel
-from terminai_apts.executor.zygote_client import ZygoteClient
+from terminai_apts.executor import SandboxConfig
+from terminai_apts.executor.host import run
+from terminai_apts.executor.host.channel import RunChannel
+from terminai_apts.executor.host.zygote_client import ZygoteClient
 
 FAST = SandboxConfig(timeout_seconds=5)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from terminai_apts.errors import IntegrityError
-from terminai_apts.executor import audit as executor_audit
+from terminai_apts.executor.host import audit as executor_audit
 from terminai_apts.memory.journal import MemoryJournal
 from terminai_sandbox.errors import AuditError
 from terminai_sandbox.launch import audit as launcher_audit

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from terminai_apts import ledger
-from terminai_apts.executor import audit
+from terminai_apts.executor.host import audit
 from terminai_sandbox.launch import audit as launch_audit
 
 NOT_UTF8 = os.fsdecode(b"agent-\xff\xfe")  # what a non-UTF-8 argument becomes

@@ -48,6 +48,19 @@ def test_the_tree_keeps_every_contract() -> None:
         ("terminai_sandbox/common/runtime.py", "import requests", "host: common/ imports no third-party"),
         ("terminai_sandbox/registry.py", "import terminai_apts.memory", "host: of the toolset"),
         ("terminai_apts/model.py", "import terminai_apts.executor", "image: evolution > executor"),
+        (
+            "terminai_apts/executor/os_layer/seccomp.py",
+            "import terminai_apts.executor.python_layer.guards",
+            "image executor:",
+        ),
+        (
+            "terminai_apts/executor/python_layer/guards.py",
+            "import terminai_apts.executor.os_layer.seccomp",
+            "image executor:",
+        ),
+        ("terminai_apts/executor/host/channel.py", "import terminai_apts.executor.process.zygote", "image executor:"),
+        ("terminai_apts/executor/python_layer/values.py", "import terminai_apts.executor.host.run", "image executor:"),
+        ("terminai_apts/executor/frames.py", "import terminai_apts.executor.python_layer.wrappers", "image executor:"),
         ("terminai_apts/health.py", "import apts", "image: nothing imports the apts shim"),
     ],
 )

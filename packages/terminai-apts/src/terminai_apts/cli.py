@@ -28,7 +28,7 @@ from terminai_apts import boundary
 from terminai_apts._version import __version__
 
 _COMMAND_MODULES = (
-    "terminai_apts.executor.cli",
+    "terminai_apts.executor.host.cli",
     "terminai_apts.memory.cli",
     "terminai_apts.evolution.cli",
 )
@@ -318,11 +318,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The run's zygote (a second interpreter) starts now, on the other core, while
         # this one parses and reads the program; a usage error only ends it unused. If it
         # cannot start, the command's own attempt fails the usual way (its exit code).
-        from terminai_apts.executor import zygote_client  # noqa: PLC0415
+        from terminai_apts.executor.host import zygote_client  # noqa: PLC0415
 
         with contextlib.suppress(OSError):
             zygote_client.shared()
-    parser = build_parser(("terminai_apts.executor.cli",) if command in EXECUTOR_COMMANDS else _COMMAND_MODULES)
+    parser = build_parser(("terminai_apts.executor.host.cli",) if command in EXECUTOR_COMMANDS else _COMMAND_MODULES)
     words = _join_dash_values(parser, given)
     state: dict[str, argparse.Namespace] = {}
 

@@ -14,9 +14,9 @@ import importlib
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from terminai_apts.executor.host.run import ExecutionResult, ExecutorSession, execute
     from terminai_apts.executor.policy import ApiSpec, SandboxConfig, thermal_spec
-    from terminai_apts.executor.run import ExecutionResult, ExecutorSession, execute
-    from terminai_apts.executor.validate import ValidationReport, Violation, validate_code
+    from terminai_apts.executor.python_layer.validate import ValidationReport, Violation, validate_code
 
 # Imported on first use (PEP 562): the zygote, started as ``-m`` of a module in this
 # package, then loads what a run needs and not the host side (validation, audit log).
@@ -24,12 +24,12 @@ _HOME = {
     "ApiSpec": "policy",
     "SandboxConfig": "policy",
     "thermal_spec": "policy",
-    "ExecutionResult": "run",
-    "ExecutorSession": "run",
-    "execute": "run",
-    "ValidationReport": "validate",
-    "Violation": "validate",
-    "validate_code": "validate",
+    "ExecutionResult": "host.run",
+    "ExecutorSession": "host.run",
+    "execute": "host.run",
+    "ValidationReport": "python_layer.validate",
+    "Violation": "python_layer.validate",
+    "validate_code": "python_layer.validate",
 }
 
 __all__ = [

@@ -181,7 +181,7 @@ class SandboxConfig:
 # Names sandboxed code may never mention (layer 2) and never receives (layer 4).
 # `getattr`, `super`, `property`, `type`, `hasattr`, `setattr`, `delattr`, `staticmethod`
 # and `classmethod` are not here: the sandbox holds its own versions of them
-# (``executor.sandbox_builtins``, ``executor.guards``), never the real ones, in every mode.
+# (``executor.python_layer.sandbox_builtins``, ``executor.python_layer.guards``), never the real ones, in every mode.
 FORBIDDEN_NAMES: frozenset[str] = frozenset(
     {
         "eval", "exec", "compile", "open", "__import__", "globals", "locals", "vars",
@@ -200,14 +200,14 @@ SAFE_SPECIAL_READS: frozenset[str] = frozenset({"__class__", "__name__"})
 # Attribute names refused by name, and refused prefixes (frame/code/traceback/generator
 # internals) — both at validation time and again by the runtime attribute guard.
 # `format`/`format_map` are not here: on a str they return the safe formatter
-# (``executor.sandbox_builtins``), on anything else the runtime guard refuses them.
+# (``executor.python_layer.sandbox_builtins``), on anything else the runtime guard refuses them.
 FORBIDDEN_ATTRS: frozenset[str] = frozenset({"mro", "obj"})
 FORMAT_ATTRS: frozenset[str] = frozenset({"format", "format_map"})
 FORBIDDEN_ATTR_PREFIXES: tuple[str, ...] = ("_", "f_", "gi_", "cr_", "ag_", "tb_", "co_")
 
 # Modules that are never importable in any mode (documented refusal list). `io`,
 # `functools`, `operator`, `typing`, `string` and `logging` are importable only as the
-# reviewed subsets below (``executor.stdlib_shims``), never as the real modules.
+# reviewed subsets below (``executor.python_layer.stdlib_shims``), never as the real modules.
 NEVER_MODULES: frozenset[str] = frozenset(
     {
         "os", "sys", "subprocess", "socket", "pathlib", "shutil", "ctypes",
@@ -258,7 +258,7 @@ HIGH_MODULES: dict[str, tuple[str, ...]] = {
     "random": ("random", "randint", "randrange", "choice", "choices", "shuffle", "sample",
                "uniform", "gauss", "seed"),
     # The rest of seed 001's SAFE_IMPORTS. Those marked * are the sandbox's own versions
-    # (``executor.stdlib_shims``): the real objects reach too far.
+    # (``executor.python_layer.stdlib_shims``): the real objects reach too far.
     "functools": ("reduce", "partial", "cmp_to_key", "lru_cache", "cache", "wraps"),  # * caches, wraps
     "operator": (
         "abs", "add", "and_", "concat", "contains", "countOf", "eq", "floordiv", "ge", "gt",
@@ -312,7 +312,7 @@ STANDARD_EXTRA_MODULES: dict[str, tuple[str, ...]] = {
 # Real classes the proxies hand out as they are: C types whose methods check the type of
 # `self` (so they cannot be pointed at other objects) and whose metaclass is `type`. Every
 # other class in an allowed module is handed out as an instance factory (see
-# `executor.wrappers.ClassFactory`), except exception classes, which `except` needs as
+# `executor.python_layer.wrappers.ClassFactory`), except exception classes, which `except` needs as
 # classes. The reachability walk in the tests checks what each of them exposes.
 SAFE_MODULE_CLASSES: dict[str, tuple[str, ...]] = {
     "collections": ("OrderedDict", "defaultdict", "deque"),

@@ -4,7 +4,7 @@ SQLite's ordinary readers take POSIX record locks on the database file, and any 
 that holds a descriptor to the file can take one itself and keep it: a sandboxed run
 holding a read lock for its whole session leaves the host's writer with "database is
 locked". Opened ``immutable=1``, SQLite takes no lock at all, so the executor's system
-call filter can refuse every locking call to the run (``executor/seccomp.py``).
+call filter can refuse every locking call to the run (``executor/os_layer/seccomp.py``).
 
 ``immutable=1`` also tells SQLite the file never changes: it keeps its page cache for the
 life of the connection and reads any page it has not cached from the file as it is now.

@@ -14,7 +14,7 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
-from terminai_apts.executor.wrappers import SandboxViolation, Sealed
+from terminai_apts.executor.python_layer.wrappers import SandboxViolation, Sealed
 
 _PLAIN_SCALARS = (str, int, float, bool, type(None))
 MAX_NESTING = 20

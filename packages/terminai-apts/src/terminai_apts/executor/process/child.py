@@ -23,20 +23,12 @@ from typing import Any, NoReturn
 
 from RestrictedPython.compile import compile_restricted
 
-from terminai_apts.executor import (
-    api_object,
-    frames,
-    isolation,
-    module_proxies,
-    namespaces,
-    output,
-    rootfs,
-    sandbox_globals,
-    wrappers,
-)
-from terminai_apts.executor.limits import die_with_parent
+from terminai_apts.executor import frames
+from terminai_apts.executor.os_layer import isolation, namespaces, rootfs
+from terminai_apts.executor.os_layer.limits import die_with_parent
 from terminai_apts.executor.policy import ApiSpec, Mode
-from terminai_apts.executor.transform import SandboxTransformer
+from terminai_apts.executor.python_layer import api_object, module_proxies, output, sandbox_globals, wrappers
+from terminai_apts.executor.python_layer.transform import SandboxTransformer
 
 _HOST_PATH = re.compile(r"(/[\w.+-]+)+\.py\b|(/[\w.+-]+){2,}")
 

@@ -6,7 +6,8 @@ from typing import Any
 
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safe_builtins
 
-from terminai_apts.executor.guards import (
+from terminai_apts.executor.policy import FORBIDDEN_NAMES, Mode
+from terminai_apts.executor.python_layer.guards import (
     ADMITTED_KINDS,
     DEFAULT_METACLASS,
     guarded_apply,
@@ -27,11 +28,10 @@ from terminai_apts.executor.guards import (
     guarded_write,
     sandbox_type,
 )
-from terminai_apts.executor.module_proxies import ModuleProxy, make_import
-from terminai_apts.executor.output import OutputBuffer, PrintFactory
-from terminai_apts.executor.policy import FORBIDDEN_NAMES, Mode
-from terminai_apts.executor.safe_classes import EXTRA_BUILTINS
-from terminai_apts.executor.sandbox_builtins import (
+from terminai_apts.executor.python_layer.module_proxies import ModuleProxy, make_import
+from terminai_apts.executor.python_layer.output import OutputBuffer, PrintFactory
+from terminai_apts.executor.python_layer.safe_classes import EXTRA_BUILTINS
+from terminai_apts.executor.python_layer.sandbox_builtins import (
     CLASSMETHOD,
     STATICMETHOD,
     PropertyFactory,
@@ -40,10 +40,10 @@ from terminai_apts.executor.sandbox_builtins import (
     StandIn,
     TypeStandIn,
 )
-from terminai_apts.executor.wrappers import SANDBOX_MODULE
+from terminai_apts.executor.python_layer.wrappers import SANDBOX_MODULE
 
 # The sandbox's own versions of builtins whose real ones reach too far (see
-# ``executor.sandbox_builtins``); installed in every mode.
+# ``executor.python_layer.sandbox_builtins``); installed in every mode.
 _SANDBOX_OWN: dict[str, Any] = {
     "getattr": SandboxGetattr(guarded_getattr),
     "super": SandboxSuper(),

@@ -9,8 +9,8 @@ from typing import Any
 
 from terminai_apts.errors import AptsError
 from terminai_apts.executor.policy import NOT_FOUND_METHODS, ApiSpec
-from terminai_apts.executor.values import ApiError, NotFound, check_plain, result_size, to_plain
-from terminai_apts.executor.wrappers import SandboxViolation, Sealed
+from terminai_apts.executor.python_layer.values import ApiError, NotFound, check_plain, result_size, to_plain
+from terminai_apts.executor.python_layer.wrappers import SandboxViolation, Sealed
 
 
 class ApiMethod(metaclass=Sealed):

@@ -30,7 +30,12 @@ from terminai_apts.executor.policy import (
     allowed_imports_text,
     modules_for,
 )
-from terminai_apts.executor.transform import SPECIAL_METHODS, SUPER_METHODS, SandboxTransformer, is_super_call
+from terminai_apts.executor.python_layer.transform import (
+    SPECIAL_METHODS,
+    SUPER_METHODS,
+    SandboxTransformer,
+    is_super_call,
+)
 
 # Bounds of a refusal's report (issue: a 100 KB program printed 43.6 MB of violations).
 MAX_REPORTED = 20
@@ -46,7 +51,7 @@ _PATH_WRITES = frozenset(
 
 
 # Special methods a class body may define, and the ones `super()` may read (layer 3
-# accepts the same names: see ``executor.transform``).
+# accepts the same names: see ``executor.python_layer.transform``).
 _DUNDER_METHODS = SPECIAL_METHODS
 
 

@@ -17,7 +17,7 @@ Everything RestrictedPython checks is still checked; on top of it this policy
   * blanks the traceback a class's ``__exit__`` receives before its body runs;
   * checks every value C code hands to the program's own code: parameters at a function's
     entry, what a ``yield`` receives, a ``with`` target, a ``match`` capture
-    (``executor.entry_guard``);
+    (``executor.python_layer.entry_guard``);
   * compiles list targets (``[a, b] = x``) as the tuple targets they mean, which
     RestrictedPython unpacks through ``_getiter_``.
 """
@@ -30,9 +30,9 @@ from typing import Any
 
 from RestrictedPython.transformer import IOPERATOR_TO_STR, RestrictingNodeTransformer
 
-from terminai_apts.executor.call_guard import CallGuardMixin
-from terminai_apts.executor.entry_guard import EntryGuardMixin, bind
 from terminai_apts.executor.policy import SAFE_SPECIAL_READS
+from terminai_apts.executor.python_layer.call_guard import CallGuardMixin
+from terminai_apts.executor.python_layer.entry_guard import EntryGuardMixin, bind
 
 # Special methods a class body may define. Each is called by C code only in ways Python
 # code could call it too (comparisons, len(), iter(), str(), repr(), `in`); what they return

@@ -23,7 +23,7 @@ import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from terminai_apts.executor.wrappers import (
+from terminai_apts.executor.python_layer.wrappers import (
     SANDBOX_FILENAME,
     ClassFactory,
     SandboxViolation,

@@ -16,8 +16,8 @@ import time
 from typing import Any
 
 from terminai_apts.executor import frames
+from terminai_apts.executor.host.zygote_client import ZygoteClient
 from terminai_apts.executor.policy import SandboxConfig
-from terminai_apts.executor.zygote_client import ZygoteClient
 
 _READY_LIMIT = 64 * 1024
 

@@ -27,10 +27,12 @@ import tempfile
 import time
 from typing import Any
 
-from terminai_apts.executor import child, isolation, module_proxies
 from terminai_apts.executor.frames import OUTLIVED_GRACE
-from terminai_apts.executor.limits import become_subreaper
+from terminai_apts.executor.os_layer import isolation
+from terminai_apts.executor.os_layer.limits import become_subreaper
 from terminai_apts.executor.policy import MODES, Mode
+from terminai_apts.executor.process import child
+from terminai_apts.executor.python_layer import module_proxies
 
 MAX_MESSAGE = 4096
 MAX_GRACE = 0.5

@@ -32,7 +32,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from terminai_apts.executor import namespaces
+from terminai_apts.executor.os_layer import namespaces
 
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 0x20, 0x1000, 0x4000, 0x40000

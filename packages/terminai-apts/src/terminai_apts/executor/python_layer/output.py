@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 from terminai_apts.executor import frames
-from terminai_apts.executor.wrappers import SandboxViolation, Sealed
+from terminai_apts.executor.python_layer.wrappers import SandboxViolation, Sealed
 
 
 class OutputBuffer:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from terminai_apts.executor.wrappers import SANDBOX_MODULE, SafeCallable, stand_in
+from terminai_apts.executor.python_layer.wrappers import SANDBOX_MODULE, SafeCallable, stand_in
 
 
 class _Auto:

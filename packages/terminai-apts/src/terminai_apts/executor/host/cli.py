@@ -9,9 +9,9 @@ import sys
 from typing import Any
 
 from terminai_apts.errors import PathError, UsageError
-from terminai_apts.executor.output import json_line
+from terminai_apts.executor.host.run import ExecutionResult, ExecutorSession, execute
 from terminai_apts.executor.policy import MAX_SOURCE_BYTES, MODES, ApiSpec, SandboxConfig, thermal_spec
-from terminai_apts.executor.run import ExecutionResult, ExecutorSession, execute
+from terminai_apts.executor.python_layer.output import json_line
 
 
 def _limits(parser: argparse.ArgumentParser) -> None:
@@ -155,7 +155,7 @@ def _repl(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from terminai_apts.executor import audit  # noqa: PLC0415 - only this command reads the log
+    from terminai_apts.executor.host import audit  # noqa: PLC0415 - only this command reads the log
 
     count = audit.verify(args.path)
     print(json.dumps({"ok": True, "entries": count}) if args.json else f"ok: {count} entries")

@@ -28,10 +28,10 @@ import types
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from terminai_apts.executor.module_proxies import ModuleProxy
 from terminai_apts.executor.policy import FORBIDDEN_ATTR_PREFIXES, FORBIDDEN_ATTRS, FORMAT_ATTRS
-from terminai_apts.executor.safe_classes import SAFE_CLASSES
-from terminai_apts.executor.sandbox_builtins import (
+from terminai_apts.executor.python_layer.module_proxies import ModuleProxy
+from terminai_apts.executor.python_layer.safe_classes import SAFE_CLASSES
+from terminai_apts.executor.python_layer.sandbox_builtins import (
     SafeFormatter,
     SandboxClassMethod,
     SandboxProperty,
@@ -42,8 +42,8 @@ from terminai_apts.executor.sandbox_builtins import (
     TypeStandIn,
     TypeView,
 )
-from terminai_apts.executor.transform import SUPER_METHODS
-from terminai_apts.executor.wrappers import (
+from terminai_apts.executor.python_layer.transform import SUPER_METHODS
+from terminai_apts.executor.python_layer.wrappers import (
     SANDBOX_MODULE,
     STAND_INS,
     ClassFactory,

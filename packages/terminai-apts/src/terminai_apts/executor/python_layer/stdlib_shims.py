@@ -41,9 +41,9 @@ import operator
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from terminai_apts.executor.shims_classes import ABC_MODULE, ENUM
-from terminai_apts.executor.shims_output import LOGGING, PPRINT, WARNINGS
-from terminai_apts.executor.wrappers import (
+from terminai_apts.executor.python_layer.shims_classes import ABC_MODULE, ENUM
+from terminai_apts.executor.python_layer.shims_output import LOGGING, PPRINT, WARNINGS
+from terminai_apts.executor.python_layer.wrappers import (
     SANDBOX_MODULE,
     STAND_INS,
     SafeCallable,
@@ -196,7 +196,7 @@ COPY: dict[str, object] = {
 def _guards() -> tuple[Callable[..., Any], Callable[..., Any]]:
     # Imported when a getter runs: `guards` imports the module proxies, which import this
     # module, so a module-level import would be circular.
-    from terminai_apts.executor import guards  # noqa: PLC0415 - see above
+    from terminai_apts.executor.python_layer import guards  # noqa: PLC0415 - see above
 
     return guards.guarded_getattr, guards.guarded_getitem
 
@@ -245,7 +245,7 @@ def methodcaller(name: str, *args: Any, **kwargs: Any) -> SafeCallable:
 
 
 def _admit(value: object) -> Any:
-    from terminai_apts.executor import guards  # noqa: PLC0415 - see _guards
+    from terminai_apts.executor.python_layer import guards  # noqa: PLC0415 - see _guards
 
     return guards.guarded_call(value)
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from terminai_apts.errors import ExecutorError, UsageError
-from terminai_apts.executor.channel import RunChannel
+from terminai_apts.executor.host.channel import RunChannel
+from terminai_apts.executor.host.zygote_client import ZygoteClient, shared
 from terminai_apts.executor.policy import ApiSpec, SandboxConfig
-from terminai_apts.executor.validate import Violation, validate_code
-from terminai_apts.executor.zygote_client import ZygoteClient, shared
+from terminai_apts.executor.python_layer.validate import Violation, validate_code
 
 _SETUP_TIMEOUT = 15.0
 
@@ -97,7 +97,7 @@ def _refusal(code: str, config: SandboxConfig, started: float) -> ExecutionResul
 def _audit(code: str, config: SandboxConfig, result: ExecutionResult) -> None:
     if not config.audit_path:
         return
-    from terminai_apts.executor import audit  # noqa: PLC0415 - only runs that keep a log pay for it
+    from terminai_apts.executor.host import audit  # noqa: PLC0415 - only runs that keep a log pay for it
 
     limits = tuple(
         name

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pprint as _pprint
 from typing import Any
 
-from terminai_apts.executor import output
-from terminai_apts.executor.wrappers import SafeCallable, SandboxViolation, Sealed
+from terminai_apts.executor.python_layer import output
+from terminai_apts.executor.python_layer.wrappers import SafeCallable, SandboxViolation, Sealed
 
 
 def _pformat(obj: object, indent: int = 1, width: int = 80, depth: int | None = None, **kwargs: Any) -> str:

@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 import RestrictedPython
 
 import terminai_apts
-from terminai_apts.executor import landlock, limits, namespaces, rootfs, seccomp
+from terminai_apts.executor.os_layer import landlock, limits, namespaces, rootfs, seccomp
 
 STEPS: tuple[str, ...] = (
     "namespaces", "minimal-root", "descriptors", "environment", "dumpable", "privileges",

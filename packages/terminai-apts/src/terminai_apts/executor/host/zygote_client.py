@@ -33,7 +33,7 @@ class ZygoteClient:
     caller. Such a run is a keeper waiting for its setup: no caller's data is in it.
     """
 
-    def __init__(self, module: str = "terminai_apts.executor.zygote", args: tuple[str, ...] = ()) -> None:
+    def __init__(self, module: str = "terminai_apts.executor.process.zygote", args: tuple[str, ...] = ()) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "PATH": "/usr/bin:/bin"}
         try:

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from terminai_apts.executor.policy import CLASS_HELPERS, FUTURE_FEATURES, Mode, allowed_imports_text, modules_for
-from terminai_apts.executor.safe_classes import SAFE_CLASSES
-from terminai_apts.executor.stdlib_shims import SHIM_ATTRS, SHIM_MODULES, sandbox_namedtuple
-from terminai_apts.executor.values import Record, ResultList
-from terminai_apts.executor.wrappers import (
+from terminai_apts.executor.python_layer.safe_classes import SAFE_CLASSES
+from terminai_apts.executor.python_layer.stdlib_shims import SHIM_ATTRS, SHIM_MODULES, sandbox_namedtuple
+from terminai_apts.executor.python_layer.values import Record, ResultList
+from terminai_apts.executor.python_layer.wrappers import (
     ClassFactory,
     SafeCallable,
     SandboxViolation,

@@ -32,7 +32,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from terminai_apts.executor.call_guard import CALL_GUARD
+from terminai_apts.executor.python_layer.call_guard import CALL_GUARD
 
 ENTER = "_enter_"
 ENTER_STAR = "_enter_star_"
