@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.common.reference import ImageRef
-from terminai_sandbox.errors import LaunchError, RegistryError
+from terminai_sandbox.errors import RegistryError
 from terminai_sandbox.launch.engines import DockerEngine
 from terminai_sandbox.registry import OCI_MANIFEST, RegistryClient, sha256_digest
 
@@ -135,7 +135,7 @@ def test_a_pull_from_a_private_registry_sends_the_docker_config_credentials(
     digest = _push_tiny(registry, "1.0.0")
     pinned = ImageRef.parse(f"{private}/{REPO}:1.0.0").with_digest(digest)
     anonymous = DockerEngine.connect({"HOME": str(tmp_path)})
-    with pytest.raises(LaunchError, match="refused") as refused:
+    with pytest.raises(RegistryError, match="refused") as refused:  # exit 9, as at tag resolution
         anonymous.pull(pinned, insecure=False)
     assert "login" in refused.value.hint
     config = tmp_path / "docker"
