@@ -76,7 +76,10 @@ print(json.dumps(samples))
 _IDLE_SCRIPT = r"""
 import json, sys, time
 from terminai_apts.executor import execute
-from terminai_apts.executor.host import zygote_client
+try:
+    from terminai_apts.executor.host import zygote_client
+except ImportError:  # a baseline from before the executor's subpackages
+    from terminai_apts.executor import zygote_client
 assert execute("print(1)").success
 pid = zygote_client.shared().proc.pid
 def ticks():
