@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import subprocess
+import sys
 from datetime import date
 from pathlib import Path
 from types import SimpleNamespace
@@ -144,3 +145,57 @@ def test_seals_agree_with_sha256sum_and_chain_by_the_documented_formula(journal:
         ["sha256sum", *newest], cwd=journal.root, check=True, capture_output=True, text=True
     ).stdout.splitlines()
     assert {name: digest for digest, name in (row.split(maxsplit=1) for row in out)} == newest
+
+
+def _as_an_earlier_schema(journal: MemoryJournal) -> None:
+    """The sealed shard as an earlier release left it: another schema, sealed as it is."""
+    import sqlite3
+
+    shard = journal.root / SHARD
+    shard.chmod(0o644)
+    conn = sqlite3.connect(shard)
+    with conn:
+        conn.execute("UPDATE meta SET value='4' WHERE key='schema_version'")
+    conn.close()
+    shard.chmod(0o444)
+    with journal.lock():
+        journal.seal(SHARD)
+
+
+def test_a_rebuild_brings_sealed_shards_of_an_earlier_schema_up_and_seals_them_again(
+    journal: MemoryJournal,
+) -> None:
+    _as_an_earlier_schema(journal)
+    assert journal.verify() == []
+    with pytest.raises(MemoryStoreError, match="has index schema 4, expected"):
+        ThermalMemory(journal.root)
+    journal.build_index([], rebuild=True)
+    with ThermalMemory(journal.root, immutable=True) as mem:
+        assert mem.count("rollout") == 3
+    assert journal.verify() == []
+    assert seals.sealed_digest(journal.root, SHARD) == hashlib.sha256((journal.root / SHARD).read_bytes()).hexdigest()
+    assert oct((journal.root / SHARD).stat().st_mode & 0o777) == "0o444"
+
+
+def test_the_cli_rebuild_names_the_journal(journal: MemoryJournal) -> None:
+    _as_an_earlier_schema(journal)
+    done = subprocess.run(
+        [sys.executable, "-m", "terminai_apts.cli", "memory", "index", "--rebuild", str(journal.root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    with ThermalMemory(journal.root) as mem:
+        assert mem.count("rollout") == 3
+
+
+def test_a_changed_archive_is_not_rebuilt_into_a_fresh_seal(journal: MemoryJournal) -> None:
+    _as_an_earlier_schema(journal)
+    archive = journal.root / "cold/2024-Q1/decisions.jsonl"
+    archive.write_text(archive.read_text().replace("rollout decision 0", "ROLLOUT decision 0"))
+    before = (journal.root / SHARD).read_bytes()
+    with pytest.raises(IntegrityError, match="refusing to index a changed journal"):
+        journal.build_index([], rebuild=True)
+    assert (journal.root / SHARD).read_bytes() == before  # the old shard, still refused as it was

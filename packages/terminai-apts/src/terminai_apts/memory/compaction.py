@@ -22,6 +22,7 @@ from terminai_apts.memory.journal_files import DECISIONS, POSTURE, atomic_write,
 from terminai_apts.memory.records import NewMemory
 
 SCHEDULES = ("daily", "weekly", "quarterly")
+SHARD_NAME = "shard.sqlite"  # a sealed quarter's index, under cold/QUARTER/
 
 
 class Journal(Protocol):
@@ -219,12 +220,17 @@ def _archive_quarter(journal: Journal, crash_at: Callable[[str], None], quarter:
         atomic_write(summary, ("\n".join(lines) + "\n").encode())
         sealer.wrote(f"cold/{quarter}/summary.md")
     crash_at(f"shard:{quarter}")
-    shard = folder / "shard.sqlite"
-    if not sealer.exists(f"cold/{quarter}/shard.sqlite"):
-        recs = [r for r in journal.records() if r.origin.startswith(f"cold/{quarter}/")]
-        store.build(shard, recs, first_id=store.shard_base(quarter) + 1, meta=seals.SEALED_META)
-        shard.chmod(0o444)  # sealed: opened with immutable=1 from now on
-        sealer.wrote(f"cold/{quarter}/shard.sqlite")
+    if not sealer.exists(f"cold/{quarter}/{SHARD_NAME}"):
+        build_quarter_shard(journal, quarter)
+        sealer.wrote(f"cold/{quarter}/{SHARD_NAME}")
+
+
+def build_quarter_shard(journal: Journal, quarter: str) -> None:
+    """Build ``cold/QUARTER/shard.sqlite`` from the quarter's archived entries (unsealed)."""
+    recs = [r for r in journal.records() if r.origin.startswith(f"cold/{quarter}/")]
+    shard = journal.root / "cold" / quarter / SHARD_NAME
+    store.build(shard, recs, first_id=store.shard_base(quarter) + 1, meta=seals.SEALED_META)
+    shard.chmod(0o444)  # sealed: opened with immutable=1 from now on
 
 
 def _truncate(journal: Journal, crash_at: Callable[[str], None], rel: Path, quarters: set[str]) -> None:

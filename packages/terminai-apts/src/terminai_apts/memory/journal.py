@@ -376,6 +376,8 @@ class MemoryJournal:
                     f"refusing to index a changed journal: {changed[0].file}:{changed[0].line}: {changed[0].reason}",
                     hint=f"run `terminai-apts memory verify {self.root}` and restore the files it names",
                 )
+            if rebuild:
+                self._rebuild_earlier_shards()
             records = self.records(cold=False) + extra
             seals.record(self.root, checks.LIVE_INDEX, None, self._torn(str(seals.SEALS)))
             if rebuild or not db.exists():
@@ -384,6 +386,21 @@ class MemoryJournal:
                 n, what = store.append(db, records), "added"
             self.seal(checks.LIVE_INDEX)
         return what, n
+
+    def _rebuild_earlier_shards(self) -> None:
+        """Sealed quarter shards built with an earlier index schema (which readers refuse),
+        rebuilt from their quarter's archive as compaction built them, and sealed again (the
+        newest seal record of a file is what it must hold). The caller holds the lock and has
+        verified the journal, archives and old shards included, so nothing changed is
+        rebuilt into a fresh seal. The old seal is withdrawn first: a crash meanwhile leaves
+        an interrupted write for ``verify`` to report, not tampering."""
+        for shard in sorted((self.root / "cold").glob(f"*/{compaction.SHARD_NAME}")):
+            if store.schema_of(shard) == store.SCHEMA_VERSION:
+                continue
+            rel = shard.relative_to(self.root).as_posix()
+            seals.record(self.root, rel, None, self._torn(str(seals.SEALS)))
+            compaction.build_quarter_shard(self, shard.parent.name)
+            self.seal(rel)
 
     def records(self, *, cold: bool = True) -> list[NewMemory]:
         """Every journal entry and summary as an index record (uid = entry hash).

@@ -337,6 +337,23 @@ def is_legacy_archive(path: Path) -> bool:
     return "memories" in names and "meta" not in names and "memories_fts" not in names
 
 
+def schema_of(path: Path) -> str | None:
+    """The schema an index file was built with (None: not an index), read without a lock."""
+    if not is_sqlite(path):
+        return None
+    try:
+        conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1", uri=True)
+    except sqlite3.DatabaseError:
+        return None
+    try:
+        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    except sqlite3.DatabaseError:
+        return None
+    finally:
+        conn.close()
+    return str(row[0]) if row else None
+
+
 def check_schema(conn: sqlite3.Connection, path: Path) -> None:
     """Refuse files that are not an index of this schema version, naming what they are."""
     try:
