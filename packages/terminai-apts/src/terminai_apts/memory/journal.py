@@ -395,7 +395,7 @@ class MemoryJournal:
         rebuilt into a fresh seal. The old seal is withdrawn first: a crash meanwhile leaves
         an interrupted write for ``verify`` to report, not tampering."""
         for shard in sorted((self.root / "cold").glob(f"*/{compaction.SHARD_NAME}")):
-            if store.schema_of(shard) == store.SCHEMA_VERSION:
+            if store.meta_value(shard, "schema_version") == store.SCHEMA_VERSION:
                 continue
             rel = shard.relative_to(self.root).as_posix()
             seals.record(self.root, rel, None, self._torn(str(seals.SEALS)))

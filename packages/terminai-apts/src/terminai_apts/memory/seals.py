@@ -24,7 +24,7 @@ from pathlib import Path
 
 from terminai_apts import ledger
 from terminai_apts.errors import MemoryStoreError
-from terminai_apts.memory import chainfile
+from terminai_apts.memory import chainfile, store
 from terminai_apts.memory.journal_files import now
 from terminai_apts.memory.pinned import FilePin
 
@@ -145,17 +145,7 @@ def sealed_digest(root: Path, rel: str) -> str | None:
 
 def carries_seal_mark(path: Path) -> bool:
     """True when the SQLite index at ``path`` says a journal sealed it (see :data:`SEALED_META`)."""
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error:
-        return False
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key = 'sealed_in'").fetchone()
-    except sqlite3.Error:
-        return False
-    finally:
-        conn.close()
-    return row is not None
+    return store.meta_value(path, "sealed_in") is not None
 
 
 def is_journal(base: Path) -> bool:

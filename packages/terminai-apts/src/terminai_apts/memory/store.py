@@ -320,38 +320,33 @@ def is_sqlite(path: Path) -> bool:
         return False
 
 
-def is_legacy_archive(path: Path) -> bool:
-    """True for an archive in the original schema: a ``memories`` table and no index tables."""
+def _read_only(path: Path, sql: str, params: tuple[str, ...] = ()) -> list[tuple[object, ...]] | None:
+    """The rows of one query on the SQLite file at ``path``, opened read-only (None: not SQLite or unreadable)."""
     if not is_sqlite(path):
-        return False
+        return None
     try:
         conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro", uri=True)
-    except sqlite3.DatabaseError:
-        return False
+    except sqlite3.Error:
+        return None
     try:
-        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table','view')")}
-    except sqlite3.DatabaseError:
-        return False
+        return conn.execute(sql, params).fetchall()
+    except sqlite3.Error:
+        return None
     finally:
         conn.close()
+
+
+def is_legacy_archive(path: Path) -> bool:
+    """True for an archive in the original schema: a ``memories`` table and no index tables."""
+    rows = _read_only(path, "SELECT name FROM sqlite_master WHERE type IN ('table','view')")
+    names = {r[0] for r in rows or ()}
     return "memories" in names and "meta" not in names and "memories_fts" not in names
 
 
-def schema_of(path: Path) -> str | None:
-    """The schema an index file was built with (None: not an index), read without a lock."""
-    if not is_sqlite(path):
-        return None
-    try:
-        conn = sqlite3.connect(f"file:{quote(str(path.resolve()))}?mode=ro&immutable=1", uri=True)
-    except sqlite3.DatabaseError:
-        return None
-    try:
-        row = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-    except sqlite3.DatabaseError:
-        return None
-    finally:
-        conn.close()
-    return str(row[0]) if row else None
+def meta_value(path: Path, key: str) -> str | None:
+    """``key`` of the ``meta`` table of the index at ``path``, read only (None: not an index, or no such key)."""
+    rows = _read_only(path, "SELECT value FROM meta WHERE key = ?", (key,))
+    return str(rows[0][0]) if rows else None
 
 
 def check_schema(conn: sqlite3.Connection, path: Path) -> None:

@@ -119,27 +119,29 @@ def size_violation(size: int) -> Violation:
     return Violation(rule="L1-source-size", message=f"code is {size} bytes or more (limit {MAX_SOURCE_BYTES})")
 
 
-def _source_size(code: str) -> int:
-    """The UTF-8 size of ``code``, without encoding it when its length decides."""
+def _source_size(code: str) -> tuple[int, int | None]:
+    """The UTF-8 size of ``code`` (without encoding it when its length decides) and where its
+    first lone surrogate is (None: it has none), from one encoding."""
     if len(code) > MAX_SOURCE_BYTES:  # every character is at least one byte
-        return len(code)
-    return len(code.encode("utf-8", "surrogatepass"))
+        return len(code), None
+    try:
+        return len(code.encode("utf-8")), None
+    except UnicodeEncodeError as exc:  # a lone surrogate (a JSON "\\udcff" escape, os.fsdecode)
+        return len(code.encode("utf-8", "surrogatepass")), exc.start
 
 
 def _size_checks(code: str) -> list[Violation]:
     # The size first and alone: nothing scans an oversized program.
-    size = _source_size(code)
+    size, surrogate = _source_size(code)
     if size > MAX_SOURCE_BYTES:
         return [size_violation(size)]
-    out: list[Violation] = []
-    try:
-        code.encode("utf-8")
-    except UnicodeEncodeError as exc:  # a lone surrogate (a JSON "\\udcff" escape, os.fsdecode)
-        line = code.count("\n", 0, exc.start) + 1
-        col = exc.start - code.rfind("\n", 0, exc.start)
-        char = f"U+{ord(code[exc.start]):04X}"
+    if surrogate is not None:
+        line = code.count("\n", 0, surrogate) + 1
+        col = surrogate - code.rfind("\n", 0, surrogate)
+        char = f"U+{ord(code[surrogate]):04X}"
         message = f"the code holds a lone surrogate ({char}), which is not text; write it as an escape"
         return [Violation(rule="L1-encoding", message=message, line=line, col=col)]
+    out: list[Violation] = []
     brackets, indent = _text_depth(code)
     if brackets > MAX_BRACKET_DEPTH:
         out.append(Violation(rule="L1-nesting", message=f"brackets nested {brackets} deep (limit {MAX_BRACKET_DEPTH})"))
