@@ -396,8 +396,14 @@ def _entered(*params: object) -> bool:
     return True
 
 
+def _captured(value: object, call: bool = False, /) -> object:
+    return value
+
+
 # the checks at a function's entry as pass-throughs (``executor.python_layer.entry_guard``)
-ENTRY_CHECKS_OFF: dict[str, object] = dict(zip(ENTRY_GUARD_NAMES, (_enter, _same, _same, _same, _entered), strict=True))
+ENTRY_CHECKS_OFF: dict[str, object] = dict(
+    zip(ENTRY_GUARD_NAMES, (_enter, _same, _same, _same, _entered, _captured, _entered), strict=True)
+)
 
 
 def _planted() -> list[object]:

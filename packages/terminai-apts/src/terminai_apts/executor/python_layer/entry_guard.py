@@ -15,12 +15,18 @@ them where they enter instead, whoever the caller is:
   error inside a comprehension's iterable): ``_entered_`` answers True or refuses;
 * the value of a ``yield`` expression (what ``send`` passed) and of ``yield from`` (what
   the inner iterator returned) pass ``_bind_``; a ``yield`` statement's value is unused;
-* a ``with ... as name`` target (what ``__enter__`` returned) passes ``_bind_`` first thing
-  in the block (the compile policy does the same for ``match`` captures, in the guard);
-* a decorated ``def`` or ``class`` is followed by ``name = _call_(name)``: applying a
-  decorator is a call the program's code makes, but not an ``ast.Call``, so what the last
-  decorator returned (``@functools.partial(d.get, 'k')``, ``@next`` over ``@(lambda f:
-  it)``: an item of a container, read in C) would otherwise be bound unchecked.
+* a ``with ... as name`` target (what ``__enter__`` returned) is checked first thing in
+  the block (the compile policy does the same for ``match`` captures, in the guard);
+* a decorated ``def`` or ``class`` is followed by the same check of its name as a call
+  result: applying a decorator is a call the program's code makes, but not an
+  ``ast.Call``, so what the last decorator returned (``@functools.partial(d.get, 'k')``,
+  ``@next`` over ``@(lambda f: it)``: an item of a container, read in C) would otherwise
+  be bound unchecked.
+
+In those three places the interpreter has bound the name before the check runs, so the
+check is two steps: ``name = _capture_(name)`` rebinds it to the admitted value or to an
+inert ``Refused`` marker, then ``_held_(name)`` raises the refusal. A check that raised at
+once left the name holding the value for a program that catches the refusal.
 
 The guards (``guards.guarded_enter`` …) apply the one value check, ``guards.admit``, and
 rebind each parameter to what it answers. Names starting with ``_`` cannot be spelled
@@ -32,17 +38,17 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from terminai_apts.executor.python_layer.call_guard import CALL_GUARD
-
 ENTER = "_enter_"
 ENTER_STAR = "_enter_star_"
 ENTER_KW = "_enter_kw_"
 BIND = "_bind_"
 ENTERED = "_entered_"
+CAPTURE = "_capture_"
+HELD = "_held_"
 TYPE = "_type_"  # the real `type` (the program's `type` is a stand-in it may rebind)
 KINDS = "_kinds_"  # guards.ADMITTED_KINDS
 # the checks, in the order the tests switch them off; then the names of the inline test
-ENTRY_GUARD_NAMES = (ENTER, ENTER_STAR, ENTER_KW, BIND, ENTERED)
+ENTRY_GUARD_NAMES = (ENTER, ENTER_STAR, ENTER_KW, BIND, ENTERED, CAPTURE, HELD)
 ENTRY_NAMES = (*ENTRY_GUARD_NAMES, TYPE, KINDS)
 
 
@@ -61,6 +67,23 @@ def _call(func: str, *args: ast.expr) -> ast.Call:
 def bind(value: ast.expr) -> ast.Call:
     """``_bind_(value)``."""
     return _call(BIND, value)
+
+
+def capture(name: str, *, call: bool = False) -> list[ast.stmt]:
+    """``name = _capture_(name)`` then ``_held_(name)``: the name a statement bound before
+    any check, rebound to what the check answers before a refusal is raised."""
+    args: list[ast.expr] = [_load(name)]
+    if call:
+        args.append(ast.Constant(True))
+    rebind = ast.Assign(targets=[_store(name)], value=_call(CAPTURE, *args))
+    return [rebind, ast.Expr(value=_call(HELD, _load(name)))]
+
+
+def held(name: str) -> ast.expr:
+    """``_held_(name := _capture_(name))``: the same two steps as one expression (a
+    ``match`` case's guard)."""
+    named = ast.NamedExpr(target=_store(name), value=_call(CAPTURE, _load(name)))
+    return _call(HELD, named)
 
 
 def _named(args: ast.arguments) -> list[str]:
@@ -145,13 +168,15 @@ class EntryGuardMixin(ast.NodeTransformer):
 
     def check_decorated(self, node: ast.FunctionDef | ast.ClassDef) -> ast.stmt | list[ast.stmt]:
         """``@d def f`` binds ``d(f)`` as no call of the program's code would: unchecked. The
-        statement is followed by ``f = _call_(f)`` (in the same scope, so ``global f`` and a
-        class body's namespace are respected), the check every call result passes."""
+        statement is followed by the check every call result passes, in the same scope (so
+        ``global f`` and a class body's namespace are respected), in two steps
+        (:func:`capture`)."""
         if not node.decorator_list:
             return node
-        check = ast.Assign(targets=[_store(node.name)], value=_call(CALL_GUARD, _load(node.name)))
-        ast.fix_missing_locations(ast.copy_location(check, node))
-        return [node, check]
+        checks = capture(node.name, call=True)
+        for check in checks:
+            ast.fix_missing_locations(ast.copy_location(check, node))
+        return [node, *checks]
 
     def _add_entry_checks(self, visited: ast.FunctionDef) -> None:
         stmts = entry_statements(visited.args)
@@ -207,7 +232,7 @@ class EntryGuardMixin(ast.NodeTransformer):
         for item in visited.items:
             target = item.optional_vars
             if isinstance(target, ast.Name):  # a tuple target is unpacked through `_getiter_`
-                checks.append(ast.Assign(targets=[_store(target.id)], value=bind(_load(target.id))))
+                checks.extend(capture(target.id))
         for stmt in checks:
             ast.copy_location(stmt, visited)
             ast.fix_missing_locations(stmt)

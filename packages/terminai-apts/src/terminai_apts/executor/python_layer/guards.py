@@ -64,8 +64,12 @@ _PLAIN_VALUES = frozenset(
 )
 # Builtin methods bound to an instance of these are admitted without the full check.
 _PLAIN_OWNERS = frozenset({str, int, float, bytes, bytearray, tuple, list, dict, set, frozenset})
-# Containers whose items are checked by their exact types in one pass before iteration.
-_SCANNED = frozenset({list, tuple, dict, set, frozenset, type({}.keys()), type({}.values())})
+# Containers whose items are checked by their exact types in one pass before iteration:
+# only immutable ones. A list, dict or set can gain items while the loop runs, and not
+# only items the program holds: `xs.extend(c)`, `xs[i:j] = c`, `xs += c` and `d.update(c)`
+# copy another container's items in C, unchecked (a container's items are checked when
+# read), so a one-pass scan of a mutable container let later items through.
+_SCANNED = frozenset({tuple, frozenset})
 # Iterating these yields only str, int or bytes: no per-item check needed.
 _PLAIN_ITEMS = frozenset({str, bytes, bytearray, range})
 _BUILTIN_METHOD = types.BuiltinMethodType
@@ -209,9 +213,7 @@ def guarded_iter(obj: Any) -> Iterator[Any]:
     if kind in _PLAIN_ITEMS:
         return iterator
     if kind in _SCANNED and _PLAIN_VALUES.issuperset(map(type, obj)):
-        # every item is of a plain type (one pass in C); items the loop body adds are
-        # values the program already holds, so they were admitted when it got them
-        return iterator
+        return iterator  # every item is of a plain type (one pass in C), and stays so
     return _checked_items(iterator)
 
 
@@ -230,8 +232,8 @@ _FORMATTER = SafeFormatter(guarded_getattr, guarded_getitem)
 # by `in`, `__exit__` called by `with`) receives what C code passes: no attribute read,
 # item read, iteration or call of the program's code is involved, so the compile policy
 # checks every parameter at the function's entry (``_enter_``), the value a `yield`
-# receives and a `yield from` returns, a `with ... as name` target and a `match` capture
-# (``_bind_``).
+# receives and a `yield from` returns (``_bind_``), and a `with ... as name` target, a
+# `match` capture and a decorated `def`/`class` (``_capture_`` then ``_held_``).
 
 # Kinds whose instances `admit` returns unchanged: the plain ones, and others learned per
 # type: `refusal` looks at the value itself only for classes, functions, methods and
@@ -256,10 +258,49 @@ def _admit_passed(value: object) -> Any:
 
 
 def guarded_bind(value: object, /) -> Any:
-    """``_bind_``: one value C code handed over (a sent value, a `with` target, a capture)."""
+    """``_bind_``: one value C code handed over before anything bound it (what a `yield`
+    received, what a `yield from` returned)."""
     if type(value) in ADMITTED_KINDS:
         return value
     return _admit_passed(value)
+
+
+class Refused(metaclass=Sealed):
+    """What a name holds once the check refused the value the interpreter had already
+    bound to it: inert (no public attribute), and :func:`guarded_held` raises on it."""
+
+    __slots__ = ("_reason",)
+
+    def __init__(self, reason: str) -> None:
+        object.__setattr__(self, "_reason", reason)
+
+    def __setattr__(self, key: str, value: object) -> None:
+        raise SandboxViolation("read-only")
+
+    def __repr__(self) -> str:
+        return "<refused value>"
+
+
+def guarded_capture(value: object, call: bool = False, /) -> Any:
+    """``_capture_``: a value the interpreter bound to a name before any check could run
+    (a ``match`` capture, a ``with`` target, a decorated ``def``/``class``). The name is
+    rebound to the answer *before* a refusal is raised (by :func:`guarded_held`): raised
+    here, the refusal would leave the name holding the value for a program that catches
+    it (``try: ... except Exception: pass``, then use the name). ``call``: the value is
+    what a decorator returned, refused as a call result."""
+    if type(value) in ADMITTED_KINDS:
+        return value
+    try:
+        return admit(value, "call result") if call else _admit_passed(value)
+    except SandboxViolation as refusal_:
+        return Refused(str(refusal_))
+
+
+def guarded_held(value: object, /) -> bool:
+    """``_held_``: True, or the refusal :func:`guarded_capture` put in the name's place."""
+    if type(value) is Refused:
+        raise SandboxViolation(object.__getattribute__(value, "_reason"))
+    return True
 
 
 def guarded_enter(*params: object) -> tuple[object, ...]:

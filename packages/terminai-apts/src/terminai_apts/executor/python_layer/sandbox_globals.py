@@ -14,6 +14,7 @@ from terminai_apts.executor.python_layer.guards import (
     guarded_bind,
     guarded_build_class,
     guarded_call,
+    guarded_capture,
     guarded_delattr,
     guarded_enter,
     guarded_enter_kw,
@@ -22,6 +23,7 @@ from terminai_apts.executor.python_layer.guards import (
     guarded_getattr,
     guarded_getitem,
     guarded_hasattr,
+    guarded_held,
     guarded_inplacevar,
     guarded_iter,
     guarded_setattr,
@@ -90,7 +92,8 @@ def build_builtins(mode: Mode, proxies: dict[str, ModuleProxy]) -> dict[str, Any
 GUARD_NAMES: tuple[str, ...] = (
     "_getattr_", "_getitem_", "_getiter_", "_write_", "_inplacevar_",
     "_iter_unpack_sequence_", "_unpack_sequence_", "_print_", "_apply_",
-    "_call_", "_enter_", "_enter_star_", "_enter_kw_", "_bind_", "_entered_", "_type_", "_kinds_",
+    "_call_", "_enter_", "_enter_star_", "_enter_kw_", "_bind_", "_entered_", "_capture_", "_held_",
+    "_type_", "_kinds_",
 )  # fmt: skip
 
 
@@ -117,6 +120,8 @@ def build_globals(
         "_enter_kw_": guarded_enter_kw,
         "_bind_": guarded_bind,
         "_entered_": guarded_entered,
+        "_capture_": guarded_capture,
+        "_held_": guarded_held,
         "_type_": type,  # the real one, for the inline test at a function's entry
         "_kinds_": ADMITTED_KINDS,
     }

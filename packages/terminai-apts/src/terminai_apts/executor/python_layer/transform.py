@@ -32,7 +32,7 @@ from RestrictedPython.transformer import IOPERATOR_TO_STR, RestrictingNodeTransf
 
 from terminai_apts.executor.policy import SAFE_SPECIAL_READS
 from terminai_apts.executor.python_layer.call_guard import CallGuardMixin
-from terminai_apts.executor.python_layer.entry_guard import EntryGuardMixin, bind
+from terminai_apts.executor.python_layer.entry_guard import EntryGuardMixin, held
 
 # Special methods a class body may define. Each is called by C code only in ways Python
 # code could call it too (comparisons, len(), iter(), str(), repr(), `in`); what they return
@@ -111,9 +111,10 @@ def _captures(pattern: ast.pattern) -> list[str]:
 
 
 def _rebind(name: str) -> ast.expr:
-    """``(name := _bind_(name)) is name``: always true once the value is admitted."""
-    named = ast.NamedExpr(target=_name(name, ast.Store()), value=bind(_name(name, ast.Load())))
-    return ast.Compare(left=named, ops=[ast.Is()], comparators=[_name(name, ast.Load())])
+    """``_held_(name := _capture_(name))``: True once the value is admitted. The pattern
+    bound the name before the guard runs (and a failed guard leaves it bound), so the name
+    is rebound to the check's answer before a refusal is raised."""
+    return held(name)
 
 
 def list_targets_as_tuples(tree: ast.AST) -> None:
