@@ -166,6 +166,34 @@ ROUTES: tuple[tuple[tuple[str, ...], str], ...] = (
     (("json",), "json.loads('{{\"a\": [1.5, 2]}}', object_pairs_hook=keep_star, parse_float=keep, parse_int=keep)"),
     (("re",), "re.sub('a', keep_star, 'a')"),
     (("collections",), "collections.defaultdict(keep_star)[1]"),
+    # a container that gains another container's items (in C) while a loop runs over it
+    (
+        (),
+        "xs{i} = []\nxs{i}.append(xs{i})\nfor w{i} in xs{i}:\n    if w{i} is xs{i}:\n        xs{i}.extend({c})\n"
+        "    else:\n        caught.append(w{i})",
+    ),
+    (
+        (),
+        "xs{i} = [0, 0]\nfor w{i} in xs{i}:\n    if w{i} == 0 and len(caught) < 1000:\n        xs{i}[1:2] = {c}\n"
+        "    caught.append(w{i})",
+    ),
+    (
+        (),
+        "d{i} = dict.fromkeys('ak', 0)\nfor w{i} in d{i}.values():\n    d{i}.update(zip('k', {c}))\n"
+        "    caught.append(w{i})",
+    ),
+    # a name bound before its check, the refusal caught, then the name used
+    (
+        (),
+        "try:\n    match list({c}):\n        case [m{i}, *_]:\n            pass\nexcept Exception:\n    pass\n"
+        "caught.append(m{i})",
+    ),
+    ((), "try:\n    with {x} as m{i}:\n        pass\nexcept Exception:\n    pass\ncaught.append(m{i})"),
+    (
+        (),
+        "try:\n    @next\n    @(lambda f: iter({c}))\n    def m{i}():\n        pass\nexcept Exception:\n    pass\n"
+        "caught.append(m{i})",
+    ),
 )
 CONTAINERS = ("[{x}]", "({x}, {x})", "[{x}, 1]")
 

@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from terminai_apts.executor.python_layer import sandbox_globals
 from terminai_apts.memory import store
 
 from tests.unit.executor import attack_generator, reachability
+from tests.unit.executor.test_redteam_round6 import _OLD_SCANNED, _raising_check
 from tests.unit.memory.conftest import make_records
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -83,6 +85,21 @@ def test_generator_finds_callback_escapes_with_the_entry_checks_off() -> None:
     assert {f["variable"] for f in result["findings"]} == {"caught"}
 
 
+@pytest.mark.parametrize("old", ["one-pass scan of a list", "a check that raises while the name is bound"])
+def test_generator_finds_the_sixth_round_s_routes_with_their_old_behaviour(
+    old: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not vacuous for the routes `test_redteam_round6` closed: with either old behaviour
+    back (and every other check on), the generator reaches a planted forbidden object."""
+    if old.startswith("one-pass"):
+        monkeypatch.setattr(attack_generator.guards, "_SCANNED", _OLD_SCANNED)
+    else:
+        monkeypatch.setattr(sandbox_globals, "guarded_capture", _raising_check)
+    report = attack_generator.generate_and_run(SEED, 60, ("high", "strict"), stop_at_first=True, plant=True)
+    assert report.findings, f"the generator found nothing with the {old} back"
+    assert {f.variable for f in report.findings} == {"caught"}
+
+
 def test_every_move_is_generated() -> None:
     rng = random.Random(SEED)
     text = "".join(attack_generator.generate(rng, "high", 6, thermal=True, plant=True).source for _ in range(400))
@@ -93,7 +110,8 @@ def test_every_move_is_generated() -> None:
         "hasattr(", "delattr(", "staticmethod(", "classmethod(", "property(",
         "sorted(leak", "key=keep", "map(keep", "Eq() in", ".send,", "case [m", "yield from", "with ",
         "functools.reduce(", "itertools.groupby(", "itertools.starmap(", "cmp_to_key(", "default=keep",
-        "object_pairs_hook=", "re.sub(", "defaultdict(keep_star)",
+        "object_pairs_hook=", "re.sub(", "defaultdict(keep_star)", ".extend(", "[1:2] = ", ".update(zip(",
+        "caught.append(m",
     ):  # fmt: skip
         assert move in text, move
     strict = attack_generator.generate(random.Random(1), "strict", 3).source
