@@ -141,6 +141,22 @@ BOUND_FIRST_ROUTES: dict[str, tuple[str, str]] = {
         "call",
     ),
 }
+BOUND_FIRST_ROUTES.update(
+    {
+        # the second capture was left bound when the first one's check raised
+        "two match captures": (
+            "try:\n    match list(leak) + list(leak):\n        case [a, m]:\n            pass\n" + _CAUGHT + "out = m",
+            "passed",
+        ),
+        # the second item's `__enter__` raised before the first target was checked
+        "two with items, the second raising": (
+            "class Boom:\n    def __enter__(self):\n        raise ValueError('boom')\n"
+            "    def __exit__(self, *a):\n        return False\n"
+            "try:\n    with leak_cm as m, Boom() as n:\n        pass\n" + _CAUGHT + "out = m",
+            "passed",
+        ),
+    }
+)
 _MESSAGES = {"passed": "a value passed to the program's code is not allowed", "call": "call result is not allowed"}
 
 
@@ -178,6 +194,31 @@ def test_a_name_bound_before_its_check_companion_kept_the_value(route: str) -> N
         assert _out(scope) is leaked, f"{route}: the {kind} was not kept"
 
 
+class _OneBodyForAllWithItems(SandboxTransformer):
+    """The compile policy as it was for `with a as x, b as y`: every target checked at the
+    start of the one body, after every item was entered."""
+
+    def split_with(self, node: Any) -> Any:
+        return node
+
+
+def test_with_items_companion_the_second_item_raised_before_the_check() -> None:
+    """Not vacuous: unsplit, the second item's `__enter__` raises before the body (and the
+    first target's check) runs, and the name keeps the planted object."""
+    code, _ = BOUND_FIRST_ROUTES["two with items, the second raising"]
+    for kind, leaked in FORBIDDEN.items():
+        scope = dict(reachability.sandbox_globals("strict", {"leak_cm": _HostContext(leaked)}))
+        source = "why = []\n" + code
+        exec(compile_restricted(source, filename="<sandbox>", mode="exec", policy=_OneBodyForAllWithItems), scope)
+        assert scope["why"] == ["boom"] and scope["out"] is leaked, kind
+
+
+def test_a_refused_with_target_enters_no_further_item() -> None:
+    code = "try:\n    with leak_cm as a, leak_cm as m:\n        pass\nexcept Exception:\n    pass\n"
+    scope = _run(code, FORBIDDEN["function"], "strict")
+    assert type(scope["a"]) is guards.Refused and "m" not in scope
+
+
 def test_the_refused_marker_is_inert() -> None:
     marker = guards.guarded_capture(FORBIDDEN["function"])
     assert type(marker) is guards.Refused
@@ -196,10 +237,11 @@ def test_captures_targets_and_decorators_still_work(mode: Mode) -> None:
         "class CM:\n    def __enter__(self):\n        return [1, 2]\n"
         "    def __exit__(self, *a):\n        return False\n"
         "with CM() as got:\n    first = got[0]\n"
+        "with CM() as one_, CM() as (p, q), CM() as two_:\n    pair = (one_[1], p, q, two_[0])\n"
         "def tag(f):\n    return f\n"
         "@tag\ndef one():\n    return 1\n"
         "match {'k': [3, 4], 'n': 5}:\n    case {'k': [a, *rest], **others} if a == 3:\n"
         "        found = (a, rest, others)\n"
-        "print(first, one(), found)\n"
+        "print(first, one(), found, pair)\n"
     )
-    run_benign(code, mode, "1 1 (3, [4], {'n': 5})\n")
+    run_benign(code, mode, "1 1 (3, [4], {'n': 5}) (2, 1, 2, 1)\n")

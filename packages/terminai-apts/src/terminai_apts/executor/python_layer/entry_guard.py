@@ -79,11 +79,14 @@ def capture(name: str, *, call: bool = False) -> list[ast.stmt]:
     return [rebind, ast.Expr(value=_call(HELD, _load(name)))]
 
 
-def held(name: str) -> ast.expr:
-    """``_held_(name := _capture_(name))``: the same two steps as one expression (a
-    ``match`` case's guard)."""
-    named = ast.NamedExpr(target=_store(name), value=_call(CAPTURE, _load(name)))
-    return _call(HELD, named)
+def captured(value: ast.expr) -> ast.Call:
+    """``_capture_(value)`` (the first step, as an expression: a ``match`` case's guard)."""
+    return _call(CAPTURE, value)
+
+
+def held(value: ast.expr) -> ast.Call:
+    """``_held_(value)`` (the second step, as an expression)."""
+    return _call(HELD, value)
 
 
 def _named(args: ast.arguments) -> list[str]:
@@ -224,12 +227,22 @@ class EntryGuardMixin(ast.NodeTransformer):
         return self._bound(node)
 
     # -- `with ... as name`: what `__enter__` returned -------------------------------------
+    def split_with(self, node: ast.With) -> ast.With:
+        """``with a as x, b as y:`` is ``with a as x:`` around ``with b as y:`` (as the
+        language defines it), nested here so that ``x`` is checked before ``b`` is entered
+        (if ``b`` raised, ``x`` was left bound and unchecked) and before ``y`` is bound."""
+        if len(node.items) > 1:
+            inner = ast.With(items=node.items[1:], body=node.body, type_comment=None)
+            node.items = node.items[:1]
+            node.body = [ast.fix_missing_locations(ast.copy_location(inner, node))]
+        return node
+
     def visit_With(self, node: ast.With) -> Any:
-        visited = super().visit_With(node)
+        visited = super().visit_With(self.split_with(node))
         if not isinstance(visited, ast.With):
             return visited
         checks: list[ast.stmt] = []
-        for item in visited.items:
+        for item in visited.items:  # one item, once split
             target = item.optional_vars
             if isinstance(target, ast.Name):  # a tuple target is unpacked through `_getiter_`
                 checks.extend(capture(target.id))

@@ -32,7 +32,7 @@ from RestrictedPython.transformer import IOPERATOR_TO_STR, RestrictingNodeTransf
 
 from terminai_apts.executor.policy import SAFE_SPECIAL_READS
 from terminai_apts.executor.python_layer.call_guard import CallGuardMixin
-from terminai_apts.executor.python_layer.entry_guard import EntryGuardMixin, held
+from terminai_apts.executor.python_layer.entry_guard import EntryGuardMixin, captured, held
 
 # Special methods a class body may define. Each is called by C code only in ways Python
 # code could call it too (comparisons, len(), iter(), str(), repr(), `in`); what they return
@@ -110,11 +110,16 @@ def _captures(pattern: ast.pattern) -> list[str]:
     return names
 
 
-def _rebind(name: str) -> ast.expr:
-    """``_held_(name := _capture_(name))``: True once the value is admitted. The pattern
-    bound the name before the guard runs (and a failed guard leaves it bound), so the name
-    is rebound to the check's answer before a refusal is raised."""
-    return held(name)
+def _rebind(names: list[str]) -> list[ast.expr]:
+    """``(a := _capture_(a)) is a and … and _held_(a) and …``: True once every value is
+    admitted. The pattern bound the names before the guard runs (and a failed guard leaves
+    them bound), so every name is rebound to the check's answer before any refusal is
+    raised: one raised at the first name left the others bound and unchecked."""
+    rebinds: list[ast.expr] = []
+    for name in names:
+        named = ast.NamedExpr(target=_name(name, ast.Store()), value=captured(_name(name, ast.Load())))
+        rebinds.append(ast.Compare(left=named, ops=[ast.Is()], comparators=[_name(name, ast.Load())]))
+    return rebinds + [held(_name(name, ast.Load())) for name in names]
 
 
 def list_targets_as_tuples(tree: ast.AST) -> None:
@@ -194,7 +199,7 @@ class SandboxTransformer(EntryGuardMixin, CallGuardMixin, RestrictingNodeTransfo
             case.pattern = self._pattern(case.pattern, checks)
             # what the pattern captured was taken apart in C (sequence items, mapping
             # values, `__match_args__` reads): each capture is admitted before the guard
-            checks[0:0] = [_rebind(name) for name in dict.fromkeys(_captures(case.pattern))]
+            checks[0:0] = _rebind(list(dict.fromkeys(_captures(case.pattern))))
             if case.guard is not None:
                 checks.append(self.visit(case.guard))
             if checks:
