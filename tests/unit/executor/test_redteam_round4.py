@@ -31,7 +31,15 @@ from typing import Any
 import pytest
 from RestrictedPython.compile import compile_restricted
 from terminai_apts.executor.policy import Mode
-from terminai_apts.executor.python_layer import guards, module_proxies, output, shims_classes, transform
+from terminai_apts.executor.python_layer import (
+    guards,
+    module_proxies,
+    output,
+    sandbox_builtins,
+    shims_classes,
+    transform,
+    wrappers,
+)
 from terminai_apts.executor.python_layer import sandbox_globals as globals_
 from terminai_apts.executor.python_layer.transform import SandboxTransformer
 from terminai_apts.executor.python_layer.wrappers import SafeCallable, SandboxViolation
@@ -103,13 +111,29 @@ def test_escape_chain_of_round_four_is_closed(mode: Mode) -> None:
     run_attacks([A(ESCAPE_CHAIN, "NameError", "'T' is not defined")], mode)
 
 
+MEMO_PROGRAM = "import copy\nmemo = {}\ntry:\n    copy.deepcopy(type(type), memo)\nexcept Exception:\n    pass\n"
+
+
 def test_deepcopy_memo_companion_the_real_memo_held_the_real_type() -> None:
-    """With the real ``deepcopy``, the program's memo holds ``{'_cls': type}`` after the
-    copy of ``type(type)`` (a class view) failed."""
+    """With the real ``deepcopy`` (and the class view's own reduce protocol, which the
+    sixth round made refuse: ``wrappers.Sealed``), the program's memo holds
+    ``{'_cls': type}`` after the copy of ``type(type)`` (a class view) failed."""
     glb, _ = _globals(real_deepcopy=True)
-    _exec("import copy\nmemo = {}\ntry:\n    copy.deepcopy(type(type), memo)\nexcept Exception:\n    pass\n", glb)
+    type.__delattr__(sandbox_builtins.TypeView, "__reduce_ex__")
+    try:
+        _exec(MEMO_PROGRAM, glb)
+    finally:
+        type.__setattr__(sandbox_builtins.TypeView, "__reduce_ex__", wrappers._not_copied)
     held = [v for v in glb["memo"].values() if isinstance(v, dict)]
     assert any(d.get("_cls") is type for d in held)
+
+
+def test_deepcopy_memo_with_the_real_deepcopy_holds_nothing_now() -> None:
+    """Either fix alone closes the route: with the real ``deepcopy`` back, the view refuses
+    to be reduced before its state is read, and the memo holds no class."""
+    glb, _ = _globals(real_deepcopy=True)
+    _exec(MEMO_PROGRAM, glb)
+    assert not any(isinstance(v, dict) and "_cls" in v for v in glb["memo"].values())
 
 
 PLANTED = {"fn": json.dumps, "mod": json, "cls": types.FunctionType}
@@ -242,7 +266,7 @@ RUNTIME_IMPORT_MODES: list[Attack] = [
       "f.name = '__class__'\nprint('ESCAPED')", "L4-runtime-guard", "cannot modify objects of type 'Field'"),
     A("import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int = 0\n"
       "d = dataclasses.asdict(R(a=type(len)), dict_factory=lambda kv: kv)\nprint('ESCAPED', d[0][1](1))",
-      "L4-runtime-guard", "classes are read-only"),
+      "TypeError", "'TypeView' objects cannot be copied in the sandbox"),
     A("import typing\nclass C(typing.Generic):\n    pass\nprint('ESCAPED')", "L4-runtime-guard",
       "base classes must be plain classes"),
     A("import io\nprint('ESCAPED', io.BytesIO(b'abc').getbuffer())", "L4-runtime-guard",

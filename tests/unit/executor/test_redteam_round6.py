@@ -20,22 +20,35 @@ showing the route delivering the planted object with the old behaviour put back.
   the refusal (``try: ... except Exception: pass``) then used the name, still holding the
   value. The name is now rebound to the check's answer (an inert ``Refused`` marker when it
   refuses) before the refusal is raised (``_capture_`` then ``_held_``), in every mode.
+  So were a case's later captures once the first was refused, and a ``with`` target whose
+  next item raised on entering (``with a as x, b as y`` is now compiled nested).
+
+Hardened too: ``copy.copy``/``deepcopy`` of the sandbox's wrappers (the memory API's
+methods among them) answered with their slots, and ``deepcopy`` walked the real API
+object behind ``thermal.search`` until its SQLite connection refused to be pickled. Nothing
+reached the program (the copy failed on the sealed ``setattr``), but every class of the
+``Sealed`` metaclass now refuses the reduce protocol before its state is read.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 from RestrictedPython.compile import compile_restricted
+from terminai_apts.executor import policy
 from terminai_apts.executor.policy import Mode
-from terminai_apts.executor.python_layer import guards
+from terminai_apts.executor.python_layer import api_object, guards, wrappers
 from terminai_apts.executor.python_layer.transform import SandboxTransformer
 from terminai_apts.executor.python_layer.wrappers import SandboxViolation
+from terminai_apts.memory import store
+from terminai_apts.memory.api import open_memory
 
 from tests.unit.executor import reachability
 from tests.unit.executor.test_callback_routes import FORBIDDEN, _HostContext
 from tests.unit.executor.test_python_layer_attacks import ALL_MODES, run_benign
+from tests.unit.memory.conftest import make_records
 
 # The one-pass shortcut as it was: every scanned kind, mutable ones included.
 _OLD_SCANNED = frozenset({list, tuple, dict, set, frozenset, type({}.keys()), type({}.values())})
@@ -245,3 +258,54 @@ def test_captures_targets_and_decorators_still_work(mode: Mode) -> None:
         "print(first, one(), found, pair)\n"
     )
     run_benign(code, mode, "1 1 (3, [4], {'n': 5}) (2, 1, 2, 1)\n")
+
+
+# -- the reduce protocol on the sandbox's wrappers ------------------------------------------
+
+
+class _Spy:
+    """Private state that counts how often the reduce protocol reached it."""
+
+    reached = 0
+
+    def __reduce_ex__(self, protocol: object) -> object:
+        _Spy.reached += 1
+        return (_Spy, ())
+
+
+def _copy_wrapped_spy(mode: Mode) -> str:
+    _Spy.reached = 0
+    wrapped = wrappers.SafeCallable(_Spy(), "spy")
+    code = "import copy\ntry:\n    copy.deepcopy(w)\nexcept Exception as e:\n    why.append(str(e))\n"
+    scope = _run("why = []\n" + code, 0, mode, w=wrapped)
+    return str(scope["why"][0])
+
+
+def test_copies_of_the_wrappers_never_read_their_private_state() -> None:
+    for mode in ("standard", "high"):
+        assert _copy_wrapped_spy(mode) == "'SafeCallable' objects cannot be copied in the sandbox"
+        assert _Spy.reached == 0
+
+
+def test_copies_of_the_wrappers_companion_walked_the_private_state() -> None:
+    """Not vacuous: with the object's own reduce protocol back, deepcopy copied the
+    wrapper's slots (and failed only when setting them on the copy)."""
+    type.__delattr__(wrappers.SafeCallable, "__reduce_ex__")
+    try:
+        assert _copy_wrapped_spy("high") == "functions are read-only"
+        assert _Spy.reached == 1
+    finally:
+        type.__setattr__(wrappers.SafeCallable, "__reduce_ex__", wrappers._not_copied)
+
+
+def test_the_memory_api_cannot_be_copied(tmp_path: Path) -> None:
+    db = tmp_path / "mem.db"
+    store.build(db, make_records())
+    thermal = api_object.wrap_api(policy.thermal_spec(str(db)), open_memory(str(db)))
+    results = thermal.search("deploy")
+    for target in (thermal, thermal.search, results, results[0]):
+        for how in ("copy", "deepcopy"):
+            with pytest.raises(TypeError, match="objects cannot be copied in the sandbox"):
+                _run(f"import copy\ncopy.{how}(x)", 0, "high", x=target)
+    sealed = [cls for cls in vars(wrappers).values() if isinstance(cls, wrappers.Sealed)]
+    assert wrappers.SafeCallable in sealed and all("__reduce_ex__" in vars(cls) for cls in sealed)

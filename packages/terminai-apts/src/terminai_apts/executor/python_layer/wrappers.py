@@ -35,8 +35,20 @@ class SandboxViolation(Exception):
     """Raised by a runtime guard; reported to the user as a refusal."""
 
 
+def _not_copied(self: object, protocol: object = None) -> object:
+    raise TypeError(f"'{type(self).__name__}' objects cannot be copied in the sandbox")
+
+
 class Sealed(type):
-    """Metaclass of the wrapper classes: their attributes cannot be replaced at runtime."""
+    """Metaclass of the wrapper classes: their attributes cannot be replaced at runtime,
+    and their instances answer the reduce protocol (``copy.copy``/``deepcopy``) with a
+    refusal unless the class defines its own: the default answer is the instance's slots
+    (``{'_fn': <the host function>}``, the memory API's real method), which ``deepcopy``
+    walked and copied before the copy failed."""
+
+    def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any) -> Sealed:
+        namespace.setdefault("__reduce_ex__", _not_copied)
+        return super().__new__(mcs, name, bases, namespace, **kwargs)
 
     def __setattr__(cls, name: str, value: object) -> None:
         raise SandboxViolation(f"'{cls.__name__}' is read-only")
