@@ -118,6 +118,18 @@ def allowed_classes() -> frozenset[type]:
 _ALLOWED_CLASSES = allowed_classes()
 
 
+# `object`'s and `type`'s attribute protocol: applies to every object, wrappers included
+_GENERIC_PROTOCOL = frozenset(
+    {"__getattribute__", "__setattr__", "__delattr__", "__reduce__", "__reduce_ex__", "__getstate__", "__dir__"}
+)
+_C_SLOTS = (
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.MethodWrapperType,
+    types.ClassMethodDescriptorType,
+)
+
+
 def classify(value: object) -> str | None:
     """Why ``value`` must not be reachable, or None."""
     if isinstance(value, (types.ModuleType, types.FrameType, types.CodeType, types.TracebackType)):
@@ -148,6 +160,18 @@ def classify(value: object) -> str | None:
         owner = value.__self__
         if isinstance(owner, type) and classify(owner) is not None:
             return "method bound to an unlisted class"
+        if value.__name__ in _GENERIC_PROTOCOL:
+            return "generic attribute protocol"
+        return None
+    if isinstance(value, _C_SLOTS):
+        if value.__name__ in _GENERIC_PROTOCOL:
+            return "generic attribute protocol"  # `object.__setattr__` writes any slot
+        owner = getattr(value, "__self__", None)
+        objclass = value.__objclass__
+        if isinstance(owner, type) and classify(owner) is not None:
+            return "method bound to an unlisted class"
+        if owner is None and classify(objclass) is not None:
+            return "routine of an unlisted class"  # `type.__call__` builds any class
         return None
     if isinstance(value, (property, classmethod, staticmethod)):
         return "descriptor"

@@ -23,7 +23,13 @@ showing the route delivering the planted object with the old behaviour put back.
   So were a case's later captures once the first was refused, and a ``with`` target whose
   next item raised on entering (``with a as x, b as y`` is now compiled nested).
 
-Hardened too: ``copy.copy``/``deepcopy`` of the sandbox's wrappers (the memory API's
+Hardened too: ``object``'s and ``type``'s own C routines were admitted as any C routine
+("their methods check the type of ``self``"), but their ``self`` is every object:
+``object.__setattr__`` writes a wrapper's private slots past its sealed ``__setattr__``
+and ``type.__call__`` builds any class. None is in reach (only dunder names lead to them);
+the value check now refuses the generic attribute protocol by name and unbound routines
+of classes the program may not hold, and C routines are no longer learned per type by the
+entry check (their verdict depends on the value). ``copy.copy``/``deepcopy`` of the sandbox's wrappers (the memory API's
 methods among them) answered with their slots, and ``deepcopy`` walked the real API
 object behind ``thermal.search`` until its SQLite connection refused to be pickled. Nothing
 reached the program (the copy failed on the sealed ``setattr``), but every class of the
@@ -32,6 +38,8 @@ reached the program (the copy failed on the sealed ``setattr``), but every class
 
 from __future__ import annotations
 
+import sqlite3
+import types
 from pathlib import Path
 from typing import Any
 
@@ -309,3 +317,57 @@ def test_the_memory_api_cannot_be_copied(tmp_path: Path) -> None:
                 _run(f"import copy\ncopy.{how}(x)", 0, "high", x=target)
     sealed = [cls for cls in vars(wrappers).values() if isinstance(cls, wrappers.Sealed)]
     assert wrappers.SafeCallable in sealed and all("__reduce_ex__" in vars(cls) for cls in sealed)
+
+
+# -- C routines of `object` and `type` ---------------------------------------------------
+
+GENERIC_ROUTINES: dict[str, tuple[object, str]] = {
+    "object.__setattr__": (object.__setattr__, "routine of the generic attribute protocol"),
+    "object.__getattribute__": (object.__getattribute__, "routine of the generic attribute protocol"),
+    "bound __setattr__": ((1).__setattr__, "routine of the generic attribute protocol"),
+    "bound __reduce_ex__": (object().__reduce_ex__, "routine of the generic attribute protocol"),
+    "type.__call__": (type.__call__, "routine of a class"),
+    "Connection.cursor, unbound": (sqlite3.Connection.cursor, "routine of a class"),
+    "type.__call__ bound to a class": (type.__call__.__get__(sqlite3.Connection), "method bound to a class"),
+}
+# how the program takes the routine: an item read, and a callback's parameter (the entry
+# check, after the kind of an admitted method-wrapper was learned)
+_TAKE = {
+    "item": "r = leak[0]",
+    "callback": (
+        "class K:\n    def m(self):\n        return super().__init__\n"
+        "def keep(f):\n    return f\nkeep(K().m())\nr = list(map(keep, leak))"
+    ),
+}
+
+
+@pytest.mark.parametrize("how", sorted(_TAKE))
+@pytest.mark.parametrize("routine", sorted(GENERIC_ROUTINES))
+def test_routines_of_object_and_type_are_refused(routine: str, how: str) -> None:
+    value, reason = GENERIC_ROUTINES[routine]
+    what = "item" if how == "item" else "a value passed to the program's code"
+    for mode in ALL_MODES:
+        with pytest.raises(SandboxViolation, match=rf"^{what} is not allowed \(it is a {reason}\)$"):
+            _run(_TAKE[how], value, mode)
+    assert reachability.classify(value) is not None  # the oracle flags them too
+
+
+def _old_refusal(value: object, allowed: frozenset[type]) -> str | None:
+    """The value check as it was for C routines: any method-wrapper or unbound routine."""
+    if isinstance(value, wrappers._C_ROUTINES) and not isinstance(value, types.BuiltinFunctionType):
+        return None
+    return wrappers.refusal(value, allowed)
+
+
+def test_routines_of_object_and_type_companion_rewrote_a_wrapper(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not vacuous: admitted, `object.__setattr__` replaces a sealed wrapper's function and
+    `type.__call__` builds an instance of a class the program may not hold."""
+    monkeypatch.setattr(guards, "refusal", _old_refusal)
+    victim = wrappers.SafeCallable(str.upper, "upper")
+    scope = _run(
+        "set_ = leak[0]\nset_(victim, '_fn', len)\nout = victim('abc')", object.__setattr__, "strict", victim=victim
+    )
+    assert scope["out"] == 3
+    scope = _run("out = leak[0](sqlite3, ':memory:')", type.__call__, "strict", sqlite3=sqlite3.Connection)
+    assert type(scope["out"]) is sqlite3.Connection
+    scope["out"].close()

@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from terminai_apts.executor.policy import FORBIDDEN_ATTR_PREFIXES, FORBIDDEN_ATTRS, FORMAT_ATTRS
+from terminai_apts.executor.python_layer import wrappers
 from terminai_apts.executor.python_layer.module_proxies import ModuleProxy
 from terminai_apts.executor.python_layer.safe_classes import SAFE_CLASSES
 from terminai_apts.executor.python_layer.sandbox_builtins import (
@@ -237,12 +238,12 @@ _FORMATTER = SafeFormatter(guarded_getattr, guarded_getitem)
 
 # Kinds whose instances `admit` returns unchanged: the plain ones, and others learned per
 # type: `refusal` looks at the value itself only for classes, functions, methods and
-# builtin routines; for every other kind its answer depends on the type alone (a class's
+# C routines (which it refuses by name or owner); for every other kind its answer depends on the type alone (a class's
 # special methods cannot change after the class statement), so a program's own instances
 # pass in one set lookup. The compiled code tests `type(a) in ADMITTED_KINDS` inline and
 # calls the guard only when that fails.
 ADMITTED_KINDS: set[type] = {kind for kind in _PLAIN_VALUES if isinstance(kind, type)}
-_BY_VALUE = (type, types.FunctionType, types.MethodType, types.BuiltinFunctionType)
+_BY_VALUE = (type, types.FunctionType, types.MethodType, *wrappers._C_ROUTINES)
 _MAX_KINDS = 4096
 _PASSED = "a value passed to the program's code"
 

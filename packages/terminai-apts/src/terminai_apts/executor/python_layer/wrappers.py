@@ -29,6 +29,13 @@ _C_ROUTINES = (
     types.MethodWrapperType,
     types.ClassMethodDescriptorType,
 )
+# ... except `object`'s and `type`'s own attribute protocol, whose `self` is every object
+# (or class): held unbound (`object.__setattr__`) or bound to a wrapper, it reads and
+# writes the wrapper's private slots past its sealed `__setattr__`, and answers its state
+# (`__reduce_ex__`). Programs never spell these names; this refuses them from C as well.
+_GENERIC_PROTOCOL = frozenset(
+    {"__getattribute__", "__setattr__", "__delattr__", "__reduce__", "__reduce_ex__", "__getstate__", "__dir__"}
+)
 
 
 class SandboxViolation(Exception):
@@ -182,10 +189,15 @@ def refusal(value: object, allowed_classes: frozenset[type]) -> str | None:
         ):
             return "method bound to a class"
         return None
-    if isinstance(value, types.BuiltinFunctionType):
-        owner = value.__self__
+    if isinstance(value, _C_ROUTINES):
+        if getattr(value, "__name__", None) in _GENERIC_PROTOCOL:
+            return "routine of the generic attribute protocol"
+        owner = getattr(value, "__self__", None)  # bound: builtin methods, method-wrappers
         if isinstance(owner, type) and refusal(owner, allowed_classes) is not None:
-            return "method bound to a class"
+            return "method bound to a class"  # `Cls.__call__` would build its instances
+        objclass = getattr(value, "__objclass__", None)  # unbound: `type.__call__` builds any class
+        if owner is None and isinstance(objclass, type) and refusal(objclass, allowed_classes) is not None:
+            return "routine of a class"
         return None
     if is_descriptor(value):
         return "descriptor"
