@@ -237,10 +237,10 @@ _FORMATTER = SafeFormatter(guarded_getattr, guarded_getitem)
 # `match` capture and a decorated `def`/`class` (``_capture_`` then ``_held_``).
 
 # Kinds whose instances `admit` returns unchanged: the plain ones, and others learned per
-# type: `refusal` looks at the value itself only for classes, functions, methods and
-# C routines (which it refuses by name or owner); for every other kind its answer depends on the type alone (a class's
-# special methods cannot change after the class statement), so a program's own instances
-# pass in one set lookup. The compiled code tests `type(a) in ADMITTED_KINDS` inline and
+# type: `refusal` looks at the value itself only for classes, functions, methods and C
+# routines (refused by name or owner); for every other kind its answer depends on the type
+# alone (a class's special methods cannot change after the class statement), so a
+# program's own instances pass in one set lookup. The compiled code tests `type(a) in ADMITTED_KINDS` inline and
 # calls the guard only when that fails.
 ADMITTED_KINDS: set[type] = {kind for kind in _PLAIN_VALUES if isinstance(kind, type)}
 _BY_VALUE = (type, types.FunctionType, types.MethodType, *wrappers._C_ROUTINES)
