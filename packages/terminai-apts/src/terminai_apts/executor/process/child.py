@@ -157,16 +157,22 @@ def keeper(
     base: str,
     proxies: dict[Mode, dict[str, module_proxies.ModuleProxy]],
     runner: Runner,
+    *,
+    entered: bool = False,
 ) -> NoReturn:
     """The run's first process: enters the run's namespaces and forks the sandboxed
-    process into them (or becomes it when namespaces are unavailable). The zygote forks
-    keepers ahead of demand, so nothing here may depend on the caller's setup."""
+    process into them (or becomes it when namespaces are unavailable). ``entered``: the
+    zygote forked this process into the run's namespaces already (as their PID 1), so it
+    is the sandboxed process itself. The zygote forks keepers ahead of demand, so
+    nothing here may depend on the caller's setup."""
     code = 70
     try:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         die_with_parent()
         report = isolation.Isolation()
-        if isolation.enter_namespaces(hardening, report):
+        if entered:
+            report.namespaces = True
+        elif isolation.enter_namespaces(hardening, report):
             pid = os.fork()
             if pid:
                 os.close(cmd_fd)

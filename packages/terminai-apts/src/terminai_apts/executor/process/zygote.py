@@ -1,5 +1,6 @@
 """The warm zygote: pre-imports RestrictedPython, the module proxies of every mode and
-the compiled seccomp filters, then forks one keeper per run. It never runs user code and
+the compiled seccomp filters, then forks one keeper per run (as root, the run's sandboxed
+process itself, straight into its namespaces). It never runs user code and
 never sees a caller's code, setup or results: those travel on pipes between the host and
 the run, whose ends it hands to the host (``SCM_RIGHTS``) right after the fork.
 
@@ -66,6 +67,8 @@ class Zygote:
         self.served = 0
         self.cleaners: set[int] = set()  # processes removing a finished run's directory
         self.due: float | None = None  # since when a sweep is due (None: nothing ended)
+        # Runs forked straight into their namespaces (root); None: by a keeper each.
+        self.home = isolation.run_namespaces_home(hardening)
         self.wake, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.own_fds = (self.wake, wake_w)
         signal.signal(signal.SIGCHLD, _ignore)
@@ -76,6 +79,8 @@ class Zygote:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         self.control.close()
+        if self.home is not None:
+            self.home.close()
         for fd in (*self.own_fds, *(fd for spare in self.spare for fd in spare[1:])):
             os.close(fd)
 
@@ -86,13 +91,24 @@ class Zygote:
         # The run makes its scratch directory inside, owned by the run's uid.
         base = tempfile.mkdtemp(prefix="terminai-run-")
         os.chmod(base, 0o711)  # noqa: S103 - traverse only: the run's uid enters its own subdirectory
-        pid = os.fork()
+        # As root the run is forked straight into its namespaces (no keeper): the zygote
+        # enters them for the fork alone and goes back to its own right after.
+        home = self.home
+        if home is not None and not home.enter_for_child():
+            home.close()  # refused here: each run's keeper tries (and reports) instead
+            home = self.home = None
+        pid = -1
+        try:
+            pid = os.fork()
+        finally:
+            if home is not None and pid != 0:
+                home.back()  # raises: the zygote ends rather than fork from a run's namespaces
         if pid == 0:
             self._forked()
             os.close(cmd_w)
             os.close(res_r)
             os.setpgid(0, 0)
-            child.keeper(cmd_r, res_w, self.hardening, base, self.proxies, self.runner)
+            child.keeper(cmd_r, res_w, self.hardening, base, self.proxies, self.runner, entered=home is not None)
         with contextlib.suppress(OSError):  # the keeper may already have done it
             os.setpgid(pid, pid)
         os.close(cmd_r)
