@@ -159,12 +159,14 @@ def keeper(
     runner: Runner,
     *,
     entered: bool = False,
+    sealed: bool = False,
 ) -> NoReturn:
     """The run's first process: enters the run's namespaces and forks the sandboxed
     process into them (or becomes it when namespaces are unavailable). ``entered``: the
     zygote forked this process into the run's namespaces already (as their PID 1), so it
-    is the sandboxed process itself. The zygote forks keepers ahead of demand, so
-    nothing here may depend on the caller's setup."""
+    is the sandboxed process itself. ``sealed``: for a caller without an injected API,
+    so the run enters its root before the setup comes. The zygote forks keepers ahead
+    of demand, so nothing here may depend on the caller's setup."""
     code = 70
     try:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
@@ -181,7 +183,7 @@ def keeper(
                 if os.WIFSIGNALED(status):
                     _end_by_signal(os.WTERMSIG(status))
                 os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
-        _sandboxed(cmd_fd, res_fd, hardening, report, base, proxies, runner)
+        _sandboxed(cmd_fd, res_fd, hardening, report, base, proxies, runner, sealed=sealed)
     except BaseException:
         code = 70
     finally:
@@ -233,14 +235,21 @@ def _sandboxed(
     base: str,
     proxies: dict[Mode, dict[str, module_proxies.ModuleProxy]],
     runner: Runner,
+    *,
+    sealed: bool = False,
 ) -> NoReturn:
     """Wait for the caller's setup, harden once (layer 6), then run cells until the
-    command pipe closes."""
+    command pipe closes. ``sealed``: the run's root is entered before the setup comes
+    (its caller binds no host path: no injected API)."""
     code = 0
     try:
         if "parent-death" not in hardening.skip:
             die_with_parent()
         root = isolation.build_root(hardening, report, base)
+        sealed = sealed and root is not None
+        if sealed and root is not None:
+            root.mount_point(os.path.join(base, "scratch"))
+            isolation.enter_root(root, report, ())
         ruleset = isolation.harden_early(hardening, keep={cmd_fd, res_fd}, rooted=root is not None)
         _warm_up(proxies)
         frame = frames.read_frame(cmd_fd, SETUP_LIMIT)
@@ -249,12 +258,16 @@ def _sandboxed(
         setup = json.loads(frame)
         config: dict[str, Any] = setup["config"]
         scratch = _make_scratch(base, config, report, root) if config.get("scratch") else None
+        if sealed and setup.get("api"):
+            # Its root holds no host path to bind the API's files from: never run half set up.
+            raise OSError("a run sealed ahead of its caller cannot take an injected API")
         spec, places = _api_places(setup.get("api"), neutral=root is not None)
         try:
             factory = _factory(spec)
         except Exception:
             factory = None
-        isolation.enter_root(root, report, places)
+        if not sealed:
+            isolation.enter_root(root, report, places)
         try:
             if spec is not None and factory is None:
                 raise ImportError(spec.factory)
