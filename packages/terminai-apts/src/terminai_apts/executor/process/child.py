@@ -26,7 +26,7 @@ from RestrictedPython.compile import compile_restricted
 from terminai_apts.executor import frames
 from terminai_apts.executor.os_layer import isolation, namespaces, rootfs
 from terminai_apts.executor.os_layer.limits import die_with_parent
-from terminai_apts.executor.policy import ApiSpec, Mode
+from terminai_apts.executor.policy import ApiSpec, Mode, SandboxConfig
 from terminai_apts.executor.python_layer import api_object, module_proxies, output, sandbox_globals, wrappers
 from terminai_apts.executor.python_layer.transform import SandboxTransformer
 
@@ -146,6 +146,8 @@ def _build_api(spec: ApiSpec | None, factory: Callable[..., object] | None) -> d
 
 
 Runner = Callable[[str, dict[str, Any], output.OutputBuffer], dict[str, Any]]
+# The mode a run builds its globals for before its caller comes: the default one.
+AHEAD_MODE: Mode = SandboxConfig().security_mode
 SETUP_LIMIT = 1 << 20
 CELL_LIMIT = 1 << 24
 
@@ -252,6 +254,10 @@ def _sandboxed(
             isolation.enter_root(root, report, ())
         ruleset = isolation.harden_early(hardening, keep={cmd_fd, res_fd}, rooted=root is not None)
         _warm_up(proxies)
+        # The default mode's globals, built (and their pages copied) while no caller
+        # waits: a caller in that mode without an injected API takes them as they are.
+        ahead_buffer = output.OutputBuffer(0)
+        ahead = sandbox_globals.build_globals(AHEAD_MODE, _own_proxies(proxies, AHEAD_MODE), ahead_buffer, {})
         frame = frames.read_frame(cmd_fd, SETUP_LIMIT)
         if frame is None:
             os._exit(0)
@@ -283,15 +289,13 @@ def _sandboxed(
         ready = {"isolation": report.layers(), "notes": report.notes}
         frames.write_frame(res_fd, json.dumps(ready).encode())
         mode: Mode = config["security_mode"]
-        own = dict(proxies[mode])
-        if "random" in own:  # per-run random state, never the zygote's
-            rng = random.Random(  # noqa: S311 - data work, not cryptography
-                int.from_bytes(os.urandom(16), "big")
-            )
-            own["random"] = module_proxies.random_proxy(mode, rng)
         max_output = int(config["max_output_bytes"])
-        buffer = output.OutputBuffer(max_output)
-        glb = sandbox_globals.build_globals(mode, own, buffer, injected)
+        if mode == AHEAD_MODE and not injected:
+            buffer, glb = ahead_buffer, ahead  # the newest buffer: the one output goes to
+            buffer.limit = max_output
+        else:
+            buffer = output.OutputBuffer(max_output)
+            glb = sandbox_globals.build_globals(mode, _own_proxies(proxies, mode), buffer, injected)
         while True:
             frame = frames.read_frame(cmd_fd, CELL_LIMIT)
             if frame is None:
@@ -320,6 +324,20 @@ def _sandboxed(
         code = 70
     finally:
         os._exit(code)
+
+
+def _own_proxies(
+    proxies: dict[Mode, dict[str, module_proxies.ModuleProxy]], mode: Mode
+) -> dict[str, module_proxies.ModuleProxy]:
+    """``mode``'s module proxies for this run, with random state of its own (never the
+    zygote's: each run seeds its own from the kernel)."""
+    own = dict(proxies[mode])
+    if "random" in own:
+        rng = random.Random(  # noqa: S311 - data work, not cryptography
+            int.from_bytes(os.urandom(16), "big")
+        )
+        own["random"] = module_proxies.random_proxy(mode, rng)
+    return own
 
 
 def _encode(result: dict[str, Any], max_output: int) -> bytes:
