@@ -81,6 +81,7 @@ def prepare(skip: frozenset[str] = frozenset()) -> Hardening:
     if unknown:
         raise ValueError(f"unknown isolation steps: {sorted(unknown)}")
     filters = {} if "seccomp" in skip else {s: seccomp.compile_filter(seccomp.rules(scratch=s)) for s in (False, True)}
+    seccomp.warm()
     abi = 0 if "landlock" in skip else landlock.abi_version()
     reads = read_set()
     root = None if "minimal-root" in skip else rootfs.plan(reads.paths, hidden=reads.hidden)
