@@ -74,11 +74,15 @@ class Home:
         try:
             for name, kind in _HOME_KINDS:
                 opened.append((os.open(f"/proc/self/ns/{name}", os.O_RDONLY | os.O_CLOEXEC), kind))
+            self.fds = tuple(opened)
+            # Where setns is refused (a sandboxing runtime, a filter), the way back would
+            # fail only after a run's namespaces were entered: find out here instead.
+            self.back()
         except OSError:
             for fd, _ in opened:
                 os.close(fd)
+            self.fds = ()
             raise
-        self.fds = tuple(opened)
 
     def enter_for_child(self) -> bool:
         """Unshare the run's namespaces in this process (its next child is PID 1 of a new
