@@ -72,6 +72,8 @@ class Zygote:
         self.due: float | None = None  # since when a sweep is due (None: nothing ended)
         # Runs forked straight into their namespaces (root); None: by a keeper each.
         self.home = isolation.run_namespaces_home(hardening)
+        # Whether a run can be sealed at all: it needs a root of its own (so namespaces).
+        self.sealable = hardening.root is not None
         self.wake, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.own_fds = (self.wake, wake_w)
         signal.signal(signal.SIGCHLD, _ignore)
@@ -101,6 +103,7 @@ class Zygote:
         if home is not None and not home.enter_for_child():
             home.close()  # refused here: each run's keeper tries (and reports) instead
             home = self.home = None
+            self.sealable = False  # refused to root: no run gets namespaces, nor a root
         pid = -1
         try:
             pid = os.fork()
@@ -131,6 +134,7 @@ class Zygote:
         request (a one-shot command or a session never sends another); from the second
         on, ``SPARES`` of the kind asked for wait (back-to-back runs then find one ready
         although a keeper takes longer to prepare than a short run takes)."""
+        sealed_ok = sealed_ok and self.sealable  # else every run suits everyone: say so
         suits = [spare for spare in self.spare if sealed_ok or not spare[3]]
         if suits:
             self.spare.remove(suits[0])
