@@ -265,6 +265,13 @@ def enter_root(root: rootfs.RunRoot | None, isolation: Isolation, places: tuple[
     isolation.root = True
 
 
+def warm_harden() -> None:
+    """Read what ``harden`` will set (limits, capabilities), changing nothing: the pages
+    its code touches are copied while the run waits, not on its caller's path."""
+    limits.read_limits()
+    namespaces.read_capabilities()
+
+
 def harden(
     hardening: Hardening,
     isolation: Isolation,

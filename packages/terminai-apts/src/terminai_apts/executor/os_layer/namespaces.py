@@ -148,6 +148,16 @@ class _CapData(ctypes.Structure):
     _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
 
 
+def read_capabilities() -> int:
+    """The effective capabilities (low word), read with the call ``drop_capabilities``
+    makes to clear them."""
+    header = _CapHeader(_CAP_VERSION_3, 0)
+    data = (_CapData * 2)()
+    if _libc().capget(ctypes.byref(header), data) != 0:
+        raise OSError(ctypes.get_errno(), "capget failed")
+    return int(data[0].effective)
+
+
 def drop_capabilities() -> None:
     """Clear every capability (a new user namespace grants a full set within it)."""
     header = _CapHeader(_CAP_VERSION_3, 0)
