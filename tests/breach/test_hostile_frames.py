@@ -104,8 +104,8 @@ def test_no_second_execution_after_a_bad_frame() -> None:
     spawned: list[int] = []
     real_spawn = zygote.spawn
 
-    def counting_spawn() -> tuple[int, int, int]:
-        found = real_spawn()
+    def counting_spawn(*, sealed_ok: bool = False) -> tuple[int, int, int]:
+        found = real_spawn(sealed_ok=sealed_ok)
         spawned.append(found[0])
         return found
 
@@ -122,8 +122,8 @@ def test_a_forged_session_end_leaves_nothing_behind() -> None:
     spawned: list[int] = []
     real_spawn = zygote.spawn
 
-    def recording_spawn() -> tuple[int, int, int]:
-        found = real_spawn()
+    def recording_spawn(*, sealed_ok: bool = False) -> tuple[int, int, int]:
+        found = real_spawn(sealed_ok=sealed_ok)
         spawned.append(found[0])
         return found
 

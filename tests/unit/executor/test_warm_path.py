@@ -1,12 +1,14 @@
 """The warm path's bookkeeping: answers read late stay in order, killed runs are gone at
-once, and the keepers forked ahead of demand hold nothing a later caller could see."""
+once, the keepers forked ahead of demand hold nothing a later caller could see, and a run
+that entered its root ahead (sealed) goes only to a caller without an injected API."""
 
 from __future__ import annotations
 
 import os
 import time
 
-from terminai_apts.executor import SandboxConfig
+import pytest
+from terminai_apts.executor import ApiSpec, SandboxConfig
 from terminai_apts.executor.host import run
 from terminai_apts.executor.host.channel import RunChannel
 from terminai_apts.executor.host.zygote_client import ZygoteClient
@@ -64,3 +66,43 @@ def _running(pgid: int) -> bool:
             if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
                 return True
     return False
+
+
+# An injected API whose factory lives outside the read set: imported before the run
+# enters its root, so only a run that has not entered it yet can take it.
+API = ApiSpec(name="notes", factory="tests.unit.executor.fake_api:NotesApi", args=("n",), methods=("search",))
+API_CODE = "print(notes.search('note', 1)[0].uid)"
+
+
+def test_runs_sealed_ahead_go_to_callers_without_an_api_only() -> None:
+    client = ZygoteClient()
+    try:
+        for number in range(4):
+            assert _fresh(client, f"print({number})").stdout == f"{number}\n"
+            if number:  # a sealed run asked ahead for the next caller
+                assert any(sealed for *_, sealed in client.stock) or "spawn" in client.owed
+            result = run._run_fresh(API_CODE, FAST, API.to_json(), lambda: client)
+            assert (result.success, result.stdout) == (True, "n0\n"), result
+            assert "minimal-root" in result.isolation or os.geteuid() != 0
+    finally:
+        client.close()
+    assert client.proc.returncode == 0
+
+
+def test_a_sealed_run_handed_an_api_fails_closed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The companion: with the host's choice switched off, a sealed run is handed the API
+    setup; it ends before it runs anything rather than run without its API's files."""
+    client = ZygoteClient()
+    try:
+        for number in range(3):  # from the second request on, the spares are sealed
+            assert _fresh(client, f"print({number})").stdout == f"{number}\n"
+        spawn = client.spawn
+        monkeypatch.setattr(client, "spawn", lambda sealed_ok=False: spawn(sealed_ok=True))
+        result = run._run_fresh(API_CODE, FAST, API.to_json(), lambda: client)
+        if os.geteuid() == 0:  # sealed runs need a root of their own
+            assert not result.success and result.error_type == "ChildCrashed", result
+            assert result.stdout == ""
+        monkeypatch.undo()
+        assert run._run_fresh(API_CODE, FAST, API.to_json(), lambda: client).stdout == "n0\n"
+    finally:
+        client.close()

@@ -33,7 +33,9 @@ class RunChannel:
     def __init__(self, zygote: ZygoteClient, config: SandboxConfig, api: dict[str, object] | None) -> None:
         self.zygote = zygote
         self.config = config
-        self.pid, self.cmd, self.res = zygote.spawn()
+        # Without an injected API there is no host path to bind: a run that entered its
+        # root before this caller came (sealed) suits it.
+        self.pid, self.cmd, self.res = zygote.spawn(sealed_ok=api is None)
         # Never block on the run: a run that stops reading must not hold the host past a
         # deadline (a cell larger than the pipe's buffer would, with a blocking write).
         os.set_blocking(self.cmd, False)

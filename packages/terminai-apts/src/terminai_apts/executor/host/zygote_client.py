@@ -52,7 +52,8 @@ class ZygoteClient:
         self.control = ours
         self.lock = threading.Lock()
         self.owed: collections.deque[str] = collections.deque()  # ops whose answers are unread
-        self.stock: list[tuple[int, int, int]] = []  # runs asked ahead, answered
+        # Runs asked ahead, answered: pid, the two pipe ends, whether sealed (no API).
+        self.stock: list[tuple[int, int, int, bool]] = []
         self.spawned = 0
 
     def alive(self) -> bool:
@@ -67,11 +68,12 @@ class ZygoteClient:
             else:
                 self.control.recv(_MAX_MESSAGE)
 
-    def _run_answer(self) -> tuple[int, int, int]:
+    def _run_answer(self) -> tuple[int, int, int, bool]:
         message, fds, _, _ = socket.recv_fds(self.control, _MAX_MESSAGE, 2)
         try:
-            pid = int(json.loads(message)["pid"])
-        except (ValueError, KeyError, TypeError):
+            answer = json.loads(message)
+            pid, sealed = int(answer["pid"]), answer.get("sealed") is not False
+        except (ValueError, KeyError, TypeError, AttributeError):
             for fd in fds:
                 os.close(fd)
             raise
@@ -79,20 +81,28 @@ class ZygoteClient:
             for fd in fds:
                 os.close(fd)
             raise _NoPipes
-        return pid, fds[0], fds[1]
+        return pid, fds[0], fds[1], sealed
 
-    def spawn(self) -> tuple[int, int, int]:
-        """A fresh run: its keeper's pid, the command-write and result-read descriptors."""
+    def spawn(self, *, sealed_ok: bool = False) -> tuple[int, int, int]:
+        """A fresh run: its keeper's pid, the command-write and result-read descriptors.
+        ``sealed_ok``: the caller injects no API, so a run that entered its root ahead
+        suits it (a run whose answer does not say "sealed": false is taken as sealed)."""
+        request = _SPAWN_SEALED if sealed_ok else _SPAWN
         with self.lock:
             try:
-                if not self.stock and "spawn" not in self.owed:
-                    self.control.send(_SPAWN)
-                    self.owed.append("spawn")
                 self._settle()
-                run = self.stock.pop(0)
+                suits = [run for run in self.stock if sealed_ok or not run[3]]
+                if not suits:
+                    self.control.send(request)
+                    self.owed.append("spawn")
+                    self._settle()
+                    suits = [run for run in self.stock if sealed_ok or not run[3]]
+                self.stock.remove(suits[0])
+                pid, cmd, res, _ = suits[0]
+                run = (pid, cmd, res)
                 self.spawned += 1
                 if self.spawned > 1:
-                    self.control.send(_SPAWN)  # the next caller's, asked ahead
+                    self.control.send(request)  # the next caller's, asked ahead
                     self.owed.append("spawn")
             except _NoPipes as exc:
                 self.close()
@@ -130,7 +140,7 @@ class ZygoteClient:
         """End the zygote: on the closed socket it ends its runs (those asked ahead too)
         and removes their directories itself; killed only if it has not exited within a
         second."""
-        for _, cmd, res in self.stock:
+        for _, cmd, res, _ in self.stock:
             for fd in (cmd, res):
                 with contextlib.suppress(OSError):
                     os.close(fd)
@@ -143,7 +153,8 @@ class ZygoteClient:
             self.proc.wait()
 
 
-_SPAWN = json.dumps({"op": "spawn"}).encode()
+_SPAWN = json.dumps({"op": "spawn", "sealed_ok": False}).encode()
+_SPAWN_SEALED = json.dumps({"op": "spawn", "sealed_ok": True}).encode()
 
 
 class _NoPipes(Exception):

@@ -6,7 +6,9 @@ takes the steps below in a process forked from it:
 
 6a  namespaces: the run's keeper unshares PID, IPC, network and UTS namespaces (the
     last named "sandbox"; and a user namespace when not root) and forks the sandboxed process as PID 1 of them
-    (``namespaces.py``; unavailable in an unprivileged container, reported); with them,
+    (``namespaces.py``; unavailable in an unprivileged container, reported); as root,
+    the zygote unshares them itself, forks the sandboxed process straight into them
+    and returns to its own (``run_namespaces_home``: one fork per run, no keeper); with them,
     the sandboxed process gets a root of its own ("minimal-root", ``rootfs.py``): a
     mount namespace whose root holds only the read paths below, the injected API's
     paths and the scratch tmpfs, at the same paths, and a ``/proc`` of its own PID
@@ -79,6 +81,7 @@ def prepare(skip: frozenset[str] = frozenset()) -> Hardening:
     if unknown:
         raise ValueError(f"unknown isolation steps: {sorted(unknown)}")
     filters = {} if "seccomp" in skip else {s: seccomp.compile_filter(seccomp.rules(scratch=s)) for s in (False, True)}
+    seccomp.warm()
     abi = 0 if "landlock" in skip else landlock.abi_version()
     reads = read_set()
     root = None if "minimal-root" in skip else rootfs.plan(reads.paths, hidden=reads.hidden)
@@ -188,6 +191,18 @@ class Isolation:
         return out
 
 
+def run_namespaces_home(hardening: Hardening) -> namespaces.Home | None:
+    """Where the zygote can fork each run straight into its namespaces (root, step 6a not
+    skipped): its own namespaces, to come back to after each fork. None: every run's
+    keeper enters them (``enter_namespaces``)."""
+    if "namespaces" in hardening.skip or os.geteuid() != 0:
+        return None
+    try:
+        return namespaces.Home()
+    except OSError:
+        return None
+
+
 def enter_namespaces(hardening: Hardening, isolation: Isolation) -> bool:
     """Step 6a, in the keeper. True when the keeper must fork the sandboxed process."""
     if "namespaces" in hardening.skip:
@@ -248,6 +263,13 @@ def enter_root(root: rootfs.RunRoot | None, isolation: Isolation, places: tuple[
         root.add_at(source, inside)
     root.enter()
     isolation.root = True
+
+
+def warm_harden() -> None:
+    """Read what ``harden`` will set (limits, capabilities), changing nothing: the pages
+    its code touches are copied while the run waits, not on its caller's path."""
+    limits.read_limits()
+    namespaces.read_capabilities()
 
 
 def harden(

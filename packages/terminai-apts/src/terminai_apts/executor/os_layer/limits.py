@@ -79,6 +79,18 @@ def baseline_address_space() -> int:
     return pages * os.sysconf("SC_PAGE_SIZE")
 
 
+_LIMITS = (
+    resource.RLIMIT_AS, resource.RLIMIT_CPU, resource.RLIMIT_FSIZE, resource.RLIMIT_NOFILE,
+    resource.RLIMIT_NPROC, resource.RLIMIT_CORE, resource.RLIMIT_MEMLOCK, resource.RLIMIT_MSGQUEUE,
+)  # fmt: skip
+
+
+def read_limits() -> list[tuple[int, int]]:
+    """The limits ``set_rlimits`` sets, and the baseline it reads, read only."""
+    baseline_address_space()
+    return [resource.getrlimit(limit) for limit in _LIMITS]
+
+
 def set_rlimits(*, memory_mb: int, cpu_seconds: int, max_open_files: int, file_bytes: int) -> None:
     budget = baseline_address_space() + memory_mb * 1024 * 1024
     for limit, value in (

@@ -19,7 +19,11 @@ the layers above changes):
 Everything that does not depend on the caller (the plan, and the tree up to ``/proc``)
 is built while the run waits for one (``RunRoot.build``, in the keeper's sandboxed
 process, forked ahead of demand); the caller's path pays for a few mounts and the pivot
-(``RunRoot.enter``). Every failure raises ``OSError``: the run fails closed.
+(``RunRoot.enter``). A run asked for by a caller without an injected API (no host path
+to bind) is "sealed": it enters its root before the caller comes, and the caller's path
+pays only for the scratch mount, if any (the detach of the old root waits for an RCU
+grace period, about a millisecond on a busy host). Every failure raises ``OSError``: the
+run fails closed.
 """
 
 from __future__ import annotations
@@ -194,8 +198,13 @@ class RunRoot:
         return root
 
     def inside(self, path: str) -> str:
-        """Where the run's ``path`` is while the root is being built."""
+        """Where the run's ``path`` is while the root is being built (once entered: itself)."""
         return self.top + "/" + path.lstrip("/")
+
+    def mount_point(self, path: str) -> None:
+        """An empty directory at ``path`` to mount on later (after ``enter``, when the
+        tree is read-only: a mount writes nothing to the directory under it)."""
+        os.makedirs(self.inside(path), 0o755, exist_ok=True)
 
     def bind(self, bind: Bind, where: str | None = None) -> None:
         target = self.inside(where or bind.path)
@@ -249,3 +258,4 @@ class RunRoot:
         if libc.umount2(b".", MNT_DETACH) != 0:
             raise OSError(ctypes.get_errno(), "run root: detaching the old root failed")
         os.chdir("/")
+        self.top = ""  # the run's paths are its own from now on

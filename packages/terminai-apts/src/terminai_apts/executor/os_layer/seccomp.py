@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 from dataclasses import dataclass
 
@@ -227,6 +228,18 @@ def _check(rc: int, what: str) -> None:
         raise ExecutorError(f"libseccomp could not {what} ({os.strerror(-rc)})", hint="report this as a bug")
 
 
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    # Loaded in the zygote (``prepare`` warms it), so a run's load is one prctl on its
+    # caller's path, not a dlopen (see rootfs._libc).
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def warm() -> None:
+    """Load what ``load_filter`` calls (in the zygote, before any run is forked)."""
+    _libc().prctl  # noqa: B018 - the attribute lookup binds the C function once
+
+
 class _SockFprog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
@@ -239,6 +252,6 @@ def load_filter(program: bytes) -> None:
     """Install ``program`` on the calling thread (no_new_privs must already be set)."""
     buf = ctypes.create_string_buffer(program, len(program))
     prog = _SockFprog(len(program) // 8, ctypes.cast(buf, ctypes.c_void_p))
-    libc = ctypes.CDLL(None, use_errno=True)
+    libc = _libc()
     if libc.prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "PR_SET_SECCOMP failed")

@@ -26,7 +26,7 @@ from RestrictedPython.compile import compile_restricted
 from terminai_apts.executor import frames
 from terminai_apts.executor.os_layer import isolation, namespaces, rootfs
 from terminai_apts.executor.os_layer.limits import die_with_parent
-from terminai_apts.executor.policy import ApiSpec, Mode
+from terminai_apts.executor.policy import ApiSpec, Mode, SandboxConfig
 from terminai_apts.executor.python_layer import api_object, module_proxies, output, sandbox_globals, wrappers
 from terminai_apts.executor.python_layer.transform import SandboxTransformer
 
@@ -146,6 +146,8 @@ def _build_api(spec: ApiSpec | None, factory: Callable[..., object] | None) -> d
 
 
 Runner = Callable[[str, dict[str, Any], output.OutputBuffer], dict[str, Any]]
+# The mode a run builds its globals for before its caller comes: the default one.
+AHEAD_MODE: Mode = SandboxConfig().security_mode
 SETUP_LIMIT = 1 << 20
 CELL_LIMIT = 1 << 24
 
@@ -157,16 +159,24 @@ def keeper(
     base: str,
     proxies: dict[Mode, dict[str, module_proxies.ModuleProxy]],
     runner: Runner,
+    *,
+    entered: bool = False,
+    sealed: bool = False,
 ) -> NoReturn:
     """The run's first process: enters the run's namespaces and forks the sandboxed
-    process into them (or becomes it when namespaces are unavailable). The zygote forks
-    keepers ahead of demand, so nothing here may depend on the caller's setup."""
+    process into them (or becomes it when namespaces are unavailable). ``entered``: the
+    zygote forked this process into the run's namespaces already (as their PID 1), so it
+    is the sandboxed process itself. ``sealed``: for a caller without an injected API,
+    so the run enters its root before the setup comes. The zygote forks keepers ahead
+    of demand, so nothing here may depend on the caller's setup."""
     code = 70
     try:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         die_with_parent()
         report = isolation.Isolation()
-        if isolation.enter_namespaces(hardening, report):
+        if entered:
+            report.namespaces = True
+        elif isolation.enter_namespaces(hardening, report):
             pid = os.fork()
             if pid:
                 os.close(cmd_fd)
@@ -175,7 +185,7 @@ def keeper(
                 if os.WIFSIGNALED(status):
                     _end_by_signal(os.WTERMSIG(status))
                 os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
-        _sandboxed(cmd_fd, res_fd, hardening, report, base, proxies, runner)
+        _sandboxed(cmd_fd, res_fd, hardening, report, base, proxies, runner, sealed=sealed)
     except BaseException:
         code = 70
     finally:
@@ -195,6 +205,10 @@ def _warm_up(proxies: dict[Mode, dict[str, module_proxies.ModuleProxy]]) -> None
     """Touch, while no caller waits, the memory a first cell would copy on write."""
     buffer = output.OutputBuffer(64)
     run_cell("print(len([1]))", sandbox_globals.build_globals("high", dict(proxies["high"]), buffer, {}), buffer)
+    # The caller's path reads its setup and writes the ready frame as JSON, then takes
+    # the steps ``harden`` takes: their code and data are touched now, read only.
+    json.loads(json.dumps({"isolation": ["seccomp"], "notes": [], "config": {"max_output_bytes": 1}}))
+    isolation.warm_harden()
 
 
 def _make_scratch(base: str, config: dict[str, Any], report: isolation.Isolation, root: rootfs.RunRoot | None) -> str:
@@ -227,28 +241,43 @@ def _sandboxed(
     base: str,
     proxies: dict[Mode, dict[str, module_proxies.ModuleProxy]],
     runner: Runner,
+    *,
+    sealed: bool = False,
 ) -> NoReturn:
     """Wait for the caller's setup, harden once (layer 6), then run cells until the
-    command pipe closes."""
+    command pipe closes. ``sealed``: the run's root is entered before the setup comes
+    (its caller binds no host path: no injected API)."""
     code = 0
     try:
         if "parent-death" not in hardening.skip:
             die_with_parent()
         root = isolation.build_root(hardening, report, base)
+        sealed = sealed and root is not None
+        if sealed and root is not None:
+            root.mount_point(os.path.join(base, "scratch"))
+            isolation.enter_root(root, report, ())
         ruleset = isolation.harden_early(hardening, keep={cmd_fd, res_fd}, rooted=root is not None)
         _warm_up(proxies)
+        # The default mode's globals, built (and their pages copied) while no caller
+        # waits: a caller in that mode without an injected API takes them as they are.
+        ahead_buffer = output.OutputBuffer(0)
+        ahead = sandbox_globals.build_globals(AHEAD_MODE, _own_proxies(proxies, AHEAD_MODE), ahead_buffer, {})
         frame = frames.read_frame(cmd_fd, SETUP_LIMIT)
         if frame is None:
             os._exit(0)
         setup = json.loads(frame)
         config: dict[str, Any] = setup["config"]
         scratch = _make_scratch(base, config, report, root) if config.get("scratch") else None
+        if sealed and setup.get("api"):
+            # Its root holds no host path to bind the API's files from: never run half set up.
+            raise OSError("a run sealed ahead of its caller cannot take an injected API")
         spec, places = _api_places(setup.get("api"), neutral=root is not None)
         try:
             factory = _factory(spec)
         except Exception:
             factory = None
-        isolation.enter_root(root, report, places)
+        if not sealed:
+            isolation.enter_root(root, report, places)
         try:
             if spec is not None and factory is None:
                 raise ImportError(spec.factory)
@@ -264,15 +293,13 @@ def _sandboxed(
         ready = {"isolation": report.layers(), "notes": report.notes}
         frames.write_frame(res_fd, json.dumps(ready).encode())
         mode: Mode = config["security_mode"]
-        own = dict(proxies[mode])
-        if "random" in own:  # per-run random state, never the zygote's
-            rng = random.Random(  # noqa: S311 - data work, not cryptography
-                int.from_bytes(os.urandom(16), "big")
-            )
-            own["random"] = module_proxies.random_proxy(mode, rng)
         max_output = int(config["max_output_bytes"])
-        buffer = output.OutputBuffer(max_output)
-        glb = sandbox_globals.build_globals(mode, own, buffer, injected)
+        if mode == AHEAD_MODE and not injected:
+            buffer, glb = ahead_buffer, ahead  # the newest buffer: the one output goes to
+            buffer.limit = max_output
+        else:
+            buffer = output.OutputBuffer(max_output)
+            glb = sandbox_globals.build_globals(mode, _own_proxies(proxies, mode), buffer, injected)
         while True:
             frame = frames.read_frame(cmd_fd, CELL_LIMIT)
             if frame is None:
@@ -301,6 +328,20 @@ def _sandboxed(
         code = 70
     finally:
         os._exit(code)
+
+
+def _own_proxies(
+    proxies: dict[Mode, dict[str, module_proxies.ModuleProxy]], mode: Mode
+) -> dict[str, module_proxies.ModuleProxy]:
+    """``mode``'s module proxies for this run, with random state of its own (never the
+    zygote's: each run seeds its own from the kernel)."""
+    own = dict(proxies[mode])
+    if "random" in own:
+        rng = random.Random(  # noqa: S311 - data work, not cryptography
+            int.from_bytes(os.urandom(16), "big")
+        )
+        own["random"] = module_proxies.random_proxy(mode, rng)
+    return own
 
 
 def _encode(result: dict[str, Any], max_output: int) -> bytes:

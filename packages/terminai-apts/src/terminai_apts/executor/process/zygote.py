@@ -1,12 +1,14 @@
 """The warm zygote: pre-imports RestrictedPython, the module proxies of every mode and
-the compiled seccomp filters, then forks one keeper per run. It never runs user code and
+the compiled seccomp filters, then forks one keeper per run (as root, the run's sandboxed
+process itself, straight into its namespaces). It never runs user code and
 never sees a caller's code, setup or results: those travel on pipes between the host and
 the run, whose ends it hands to the host (``SCM_RIGHTS``) right after the fork.
 
 Control protocol (one JSON message per SOCK_SEQPACKET datagram on the inherited socket):
-``{"op": "spawn"}`` -> ``{"pid": N}`` plus the run's command-write and result-read
-descriptors (keepers are forked ahead of demand: one at start, ``SPARES`` once a second
-run was asked for);
+``{"op": "spawn", "sealed_ok": bool}`` -> ``{"pid": N, "sealed": bool}`` plus the run's
+command-write and result-read descriptors (keepers are forked ahead of demand: one at
+start, ``SPARES`` once a second run was asked for; a sealed run has entered its root
+already and takes no injected API, so it goes only to a caller that said ``sealed_ok``);
 ``{"op": "end", "pid": N, "grace": S, "report": bool}`` -> ``{"status": W}`` once the
 run's process group is killed (with ``report``: reaped, W its wait status, and its
 scratch directory removed; otherwise both follow once the keeper has exited, which its
@@ -62,10 +64,16 @@ class Zygote:
         self.proxies = proxies
         self.runs: dict[int, str] = {}  # keeper pid -> its base directory
         self.dying: set[int] = set()  # killed keepers not reaped yet (still in ``runs``)
-        self.spare: list[tuple[int, int, int]] = []  # forked keepers no caller has seen, oldest first
+        # Forked keepers no caller has seen, oldest first: pid, the host's two pipe ends,
+        # and whether the run is sealed (its root entered ahead: no injected API).
+        self.spare: list[tuple[int, int, int, bool]] = []
         self.served = 0
         self.cleaners: set[int] = set()  # processes removing a finished run's directory
         self.due: float | None = None  # since when a sweep is due (None: nothing ended)
+        # Runs forked straight into their namespaces (root); None: by a keeper each.
+        self.home = isolation.run_namespaces_home(hardening)
+        # Whether a run can be sealed at all: it needs a root of its own (so namespaces).
+        self.sealable = hardening.root is not None
         self.wake, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.own_fds = (self.wake, wake_w)
         signal.signal(signal.SIGCHLD, _ignore)
@@ -76,40 +84,64 @@ class Zygote:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         self.control.close()
-        for fd in (*self.own_fds, *(fd for spare in self.spare for fd in spare[1:])):
+        if self.home is not None:
+            self.home.close()
+        for fd in (*self.own_fds, *(fd for spare in self.spare for fd in spare[1:3])):
             os.close(fd)
 
-    def _fork(self) -> tuple[int, int, int]:
-        """A keeper waiting for a caller: its pid, command-write and result-read ends."""
+    def _fork(self, *, sealed: bool) -> tuple[int, int, int, bool]:
+        """A keeper waiting for a caller: its pid, command-write and result-read ends, and
+        whether it is sealed (``child.keeper``)."""
         cmd_r, cmd_w = os.pipe()
         res_r, res_w = os.pipe()
         # The run makes its scratch directory inside, owned by the run's uid.
         base = tempfile.mkdtemp(prefix="terminai-run-")
         os.chmod(base, 0o711)  # noqa: S103 - traverse only: the run's uid enters its own subdirectory
-        pid = os.fork()
+        # As root the run is forked straight into its namespaces (no keeper): the zygote
+        # enters them for the fork alone and goes back to its own right after.
+        home = self.home
+        if home is not None and not home.enter_for_child():
+            home.close()  # refused here: each run's keeper tries (and reports) instead
+            home = self.home = None
+            self.sealable = False  # refused to root: no run gets namespaces, nor a root
+        pid = -1
+        try:
+            pid = os.fork()
+        finally:
+            if home is not None and pid != 0:
+                home.back()  # raises: the zygote ends rather than fork from a run's namespaces
         if pid == 0:
             self._forked()
             os.close(cmd_w)
             os.close(res_r)
             os.setpgid(0, 0)
-            child.keeper(cmd_r, res_w, self.hardening, base, self.proxies, self.runner)
+            child.keeper(
+                cmd_r, res_w, self.hardening, base, self.proxies, self.runner, entered=home is not None, sealed=sealed
+            )
         with contextlib.suppress(OSError):  # the keeper may already have done it
             os.setpgid(pid, pid)
         os.close(cmd_r)
         os.close(res_w)
         self.runs[pid] = base
-        return pid, cmd_w, res_r
+        return pid, cmd_w, res_r, sealed
 
-    def spawn(self) -> None:
-        """Hand the oldest waiting keeper to the host, then fork successors ahead of
-        demand. The first keeper is forked as the zygote starts (``serve``), while its
-        first caller is still starting; none follows the first request (a one-shot
-        command or a session never sends another); from the second on, ``SPARES`` wait
-        (back-to-back runs then find one ready although a keeper takes longer to prepare
-        than a short run takes)."""
-        pid, cmd_w, res_r = self.spare.pop(0) if self.spare else self._fork()
+    def spawn(self, *, sealed_ok: bool = False) -> None:
+        """Hand the oldest waiting keeper that suits the caller to the host, then fork
+        successors ahead of demand. ``sealed_ok``: the caller has no injected API, so a
+        sealed run suits it (any run does; a caller with an API needs an unsealed one).
+        The first keeper, unsealed (it suits anyone), is forked as the zygote starts
+        (``serve``), while its first caller is still starting; none follows the first
+        request (a one-shot command or a session never sends another); from the second
+        on, ``SPARES`` of the kind asked for wait (back-to-back runs then find one ready
+        although a keeper takes longer to prepare than a short run takes)."""
+        sealed_ok = sealed_ok and self.sealable  # else every run suits everyone: say so
+        suits = [spare for spare in self.spare if sealed_ok or not spare[3]]
+        if suits:
+            self.spare.remove(suits[0])
+        pid, cmd_w, res_r, sealed = suits[0] if suits else self._fork(sealed=sealed_ok)
         try:
-            socket.send_fds(self.control, [json.dumps({"pid": pid}).encode()], [cmd_w, res_r])
+            message = json.dumps({"pid": pid, "sealed": sealed}).encode()
+            socket.send_fds(self.control, [message], [cmd_w, res_r])
         except OSError:
             # The host went away (a run asked ahead that nobody will take): end the keeper.
             self.end(pid, 0, report=False)
@@ -118,8 +150,8 @@ class Zygote:
             os.close(cmd_w)
             os.close(res_r)
         self.served += 1
-        while self.served > 1 and len(self.spare) < SPARES:
-            self.spare.append(self._fork())
+        while self.served > 1 and sum(spare[3] == sealed_ok for spare in self.spare) < SPARES:
+            self.spare.append(self._fork(sealed=sealed_ok))
 
     def end(self, pid: int, grace: float, *, report: bool) -> None:
         """Kill the run's whole process group and answer; then reap and clean up.
@@ -250,7 +282,7 @@ class Zygote:
             time.sleep(0.001)
 
     def serve(self) -> None:
-        self.spare.append(self._fork())
+        self.spare.append(self._fork(sealed=False))
         while True:
             # Idle, this blocks with no timeout. A sweep reads all of /proc (about a
             # millisecond): done once the control socket has been quiet for SWEEP_IDLE
@@ -274,7 +306,7 @@ class Zygote:
                 break
             request: dict[str, Any] = json.loads(message)
             if request.get("op") == "spawn":
-                self.spawn()
+                self.spawn(sealed_ok=request.get("sealed_ok") is True)
             elif request.get("op") == "end":
                 grace = min(float(request.get("grace", 0)), MAX_GRACE)
                 self.end(int(request["pid"]), grace, report=bool(request.get("report")))
