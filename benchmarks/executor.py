@@ -34,6 +34,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 from terminai_apts.executor import SandboxConfig, execute
@@ -91,7 +92,10 @@ before = ticks()
 time.sleep(float(sys.argv[1]))
 print(json.dumps(ticks() - before))
 """
-_CLI = "import sys\nfrom terminai_apts.cli import main\nsys.exit(main())"
+# What pip's console-script wrapper runs (`re` included): the tree's own entry point
+# (`[project.scripts]` of its pyproject.toml at that commit) is filled in.
+_CLI = "import re\nimport sys\nfrom {module} import {function}\nsys.exit({function}())"
+_APTS_PYPROJECT = "packages/terminai-apts/pyproject.toml"
 MEMORY_QUERY = "print(thermal.search('rollout canary', limit=5).total)"
 MEMORY_RECORDS = 5_000
 SMOLAGENTS_PIN = "smolagents==1.23.0"
@@ -209,10 +213,23 @@ def idle_ticks(sources: list[Path], seconds: float) -> list[int]:
     return [int(json.loads(p.communicate()[0].splitlines()[-1])) for p in procs]
 
 
-def one_shot(source: Path) -> float:
-    """One `terminai-apts exec --json` of `print(1)` in a new process (ms)."""
+def console_script(ref: str | None) -> str:
+    """The program pip's `terminai-apts` wrapper runs in ``ref``'s tree (None: this one)."""
+    if ref is None:
+        text = (ROOT / _APTS_PYPROJECT).read_text()
+    else:
+        text = subprocess.run(
+            ["git", "show", f"{ref}:{_APTS_PYPROJECT}"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
+    module, function = tomllib.loads(text)["project"]["scripts"]["terminai-apts"].split(":")
+    return _CLI.format(module=module, function=function)
+
+
+def one_shot(source: Path, script: str) -> float:
+    """One `terminai-apts exec --json` of `print(1)` in a new process (ms), run as pip's
+    console-script wrapper runs it (``script``, from ``console_script``)."""
     t = time.perf_counter()
-    argv = [sys.executable, "-c", _CLI, "exec", "--json"]
+    argv = [sys.executable, "-c", script, "exec", "--json"]
     done = subprocess.run(argv, input="print(1)", env=_env(source), capture_output=True, text=True, check=False)
     elapsed = (time.perf_counter() - t) * 1000
     assert done.returncode == 0 and json.loads(done.stdout)["stdout"] == "1\n", done.stderr[-2000:]
@@ -253,9 +270,10 @@ def control(ref: str, runs: int, idle_seconds: float) -> None:
         print(f"idle zygote over {idle_seconds:g} s: this tree {ticks_new} ticks; {ref} {ticks_old} ticks (goal 0)")
         on_path = shutil.which("python3") or sys.executable
         shots: dict[str, list[float]] = {"new": [], "old": [], "plain": [], "path": []}
+        new_script, old_script = console_script(None), console_script(ref)
         for _ in range(max(5, runs // 10)):
-            shots["new"].append(one_shot(NEW_SRC))
-            shots["old"].append(one_shot(old_src))
+            shots["new"].append(one_shot(NEW_SRC, new_script))
+            shots["old"].append(one_shot(old_src, old_script))
             shots["plain"].append(python_c(NEW_SRC))
             shots["path"].append(python_c(NEW_SRC, on_path))
         n, o, p, q = (statistics.median(shots[k]) for k in ("new", "old", "plain", "path"))

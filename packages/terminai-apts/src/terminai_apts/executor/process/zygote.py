@@ -381,6 +381,9 @@ def _children() -> list[int]:
 
 def main(runner: child.Runner = child.run_cell, skip: frozenset[str] = frozenset()) -> None:
     """Serve the control socket whose descriptor number is the first argument."""
+    # Start-up only allocates what lives as long as the zygote: the collector's passes
+    # would free nothing. It is on again (for the zygote and every run) below.
+    gc.disable()
     control = socket.socket(fileno=int(sys.argv[1]))
     become_subreaper()
     # The modules first: the read set names the shared libraries they mapped.
@@ -389,6 +392,7 @@ def main(runner: child.Runner = child.run_cell, skip: frozenset[str] = frozenset
     # Everything loaded so far is shared with every run: kept out of the collector, whose
     # passes would otherwise write to (and so copy) those pages in each forked process.
     gc.freeze()
+    gc.enable()
     zygote.serve()
 
 

@@ -1,0 +1,73 @@
+"""The ``terminai-apts`` console script's entry point: for ``exec`` it starts the run's
+zygote before anything else is imported, then hands over to :func:`terminai_apts.cli.main`.
+
+The zygote (a second interpreter, ``process/zygote.py``) takes longer to start than all of
+this process's own work (importing the command line, parsing, reading the program and
+validating it). Started here, it begins about as soon as this interpreter has; started
+from ``cli.main``, it waited for the command line's modules (argparse, pathlib, the error
+boundary), which delayed every one-shot run by that long. Only what spawning needs (the
+zygote's client: ``socket``, ``subprocess``) is imported first.
+
+Nothing else moves here: arguments are parsed, the program read and validated, and
+errors reported exactly as before, by ``cli.main`` (a usage error only ends the zygote
+unused). For ``exec`` the process also skips what costs time and serves nothing: the
+collector's passes while modules load, and the interpreter's teardown once the result is
+written. At load time this module imports only ``contextlib``, ``gc``, ``os`` and ``sys`` (``cli``
+imports ``command_word`` from here).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import sys
+
+# ``-q``/``-v`` may come before the command word (``terminai-apts -q exec``).
+GLOBAL_FLAGS = frozenset({"-q", "--quiet", "-v", "--verbose"})
+
+
+def command_word(argv: list[str] | tuple[str, ...]) -> str | None:
+    """The sub-command ``argv`` names, if its first word after the global flags is one."""
+    for word in argv:
+        if word not in GLOBAL_FLAGS:
+            return None if word.startswith("-") else word
+    return None
+
+
+def start_zygote() -> None:
+    """Start the process-wide zygote now (``zygote_client.shared``). If it cannot start,
+    nothing is said here: the command's own attempt fails the usual way (its exit code)."""
+    from terminai_apts.executor.host import zygote_client  # noqa: PLC0415 - only `exec` pays for it
+
+    with contextlib.suppress(OSError):
+        zygote_client.shared()
+
+
+def main() -> int:
+    """``terminai-apts ARGS`` (from ``sys.argv``): its exit code."""
+    if command_word(sys.argv[1:]) != "exec":
+        from terminai_apts import cli  # noqa: PLC0415
+
+        return cli.main()
+    # A one-shot run: the collector is off while the modules load (their objects live as
+    # long as the process, so its passes would find nothing to free; about a tenth of
+    # the import time), and on again before any command code runs.
+    gc.disable()
+    start_zygote()
+    from terminai_apts import cli  # noqa: PLC0415 - imported after the zygote has started
+    from terminai_apts.executor.host import cli as executor_cli  # noqa: F401, PLC0415 - what `exec` loads anyway
+
+    gc.enable()
+    code = cli.main()
+    # The result is out; what remains is the interpreter tearing down several hundred
+    # modules (about 10 ms), which nothing needs: no exit handler of ours is registered,
+    # the run is already killed, and the zygote ends on the closed socket by itself. If
+    # the output cannot be flushed, the usual exit reports it as before.
+    try:
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:  # None: the descriptor was closed when the process started
+                stream.flush()
+    except (OSError, ValueError):
+        return code
+    os._exit(code)
