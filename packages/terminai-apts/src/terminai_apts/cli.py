@@ -25,7 +25,7 @@ from typing import Any, TextIO
 
 from terminai_apts import boundary
 from terminai_apts._version import __version__
-from terminai_apts.entry import command_word
+from terminai_apts.console import command_word
 
 _COMMAND_MODULES = (
     "terminai_apts.executor.host.cli",

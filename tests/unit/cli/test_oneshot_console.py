@@ -1,9 +1,9 @@
-"""The console script's entry (`terminai_apts.entry`): for `exec` the run's zygote is
+"""The console script (`terminai_apts.console`): for `exec` the run's zygote is
 started before the command line's modules load, and results, exit codes and output
 are those of `cli.main`.
 
 The moment of the start is observed with CPython's own audit hook (the
-``subprocess.Popen`` event, raised as the zygote is spawned), not by anything the entry
+``subprocess.Popen`` event, raised as the zygote is spawned), not by anything the console module
 reports about itself."""
 
 from __future__ import annotations
@@ -44,13 +44,13 @@ def _spawn_probe(entry: str, argv: list[str], program: str) -> tuple[subprocess.
     return done, lines[0]
 
 
-def test_the_console_script_runs_the_entry() -> None:
+def test_the_console_script_runs_the_console_module() -> None:
     scripts = tomllib.loads((ROOT / "packages/terminai-apts/pyproject.toml").read_text())["project"]["scripts"]
-    assert scripts["terminai-apts"] == "terminai_apts.entry:main"
+    assert scripts["terminai-apts"] == "terminai_apts.console:main"
 
 
 def test_exec_spawns_the_zygote_before_the_command_line_loads() -> None:
-    done, loaded = _spawn_probe("terminai_apts.entry", ["exec", "--json"], "print(6 * 7)")
+    done, loaded = _spawn_probe("terminai_apts.console", ["exec", "--json"], "print(6 * 7)")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["stdout"] == "42\n"
     assert loaded == [], loaded
@@ -69,7 +69,7 @@ def test_other_commands_start_no_zygote() -> None:
         "import sys\n"
         "sys.addaudithook(lambda e, a: e == 'subprocess.Popen' and print('SPAWNED', file=sys.__stderr__))\n"
         "sys.argv = ['terminai-apts', 'version']\n"
-        "from terminai_apts.entry import main\n"
+        "from terminai_apts.console import main\n"
         "sys.exit(main())\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=False)
@@ -113,7 +113,7 @@ def test_the_fast_exit_loses_no_output() -> None:
 
 
 def test_exec_loads_no_pathlib() -> None:
-    # Observed at the very end (the entry leaves through ``os._exit``, so an atexit
+    # Observed at the very end (the console module leaves through ``os._exit``, so an atexit
     # handler would never run): pathlib pulls urllib.parse and ipaddress in with it.
     probe = (
         "import os, sys\n"
@@ -124,7 +124,7 @@ def test_exec_loads_no_pathlib() -> None:
         "    real(code)\n"
         "os._exit = leave\n"
         "sys.argv = ['terminai-apts', 'exec']\n"
-        "from terminai_apts.entry import main\n"
+        "from terminai_apts.console import main\n"
         "sys.exit(main())\n"
     )
     done = subprocess.run(

@@ -1,4 +1,4 @@
-"""The ``terminai-apts`` console script's entry point: for ``exec`` it starts the run's
+"""The ``terminai-apts`` console script: for ``exec`` it starts the run's
 zygote before anything else is imported, then hands over to :func:`terminai_apts.cli.main`.
 
 The zygote (a second interpreter, ``process/zygote.py``) takes longer to start than all of
