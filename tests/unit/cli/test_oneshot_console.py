@@ -3,8 +3,8 @@ started before the command line's modules load, and results, exit codes and outp
 are those of `cli.main`.
 
 The moment of the start is observed with CPython's own audit hook (the
-``subprocess.Popen`` event, raised as the zygote is spawned), not by anything the console module
-reports about itself."""
+``os.posix_spawn`` and ``subprocess.Popen`` events, raised as the zygote is spawned), not
+by anything the console module reports about itself."""
 
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
 # Loaded by the command line (parser, error boundary, validation), none needed to spawn.
+# CPython's audit events of a new process (argv is the second argument of both).
+_SPAWNS = ("subprocess.Popen", "os.posix_spawn")
 _LATER = ("argparse", "terminai_apts.cli", "terminai_apts.boundary", "terminai_apts.executor.python_layer.validate")
 
 
@@ -27,8 +29,9 @@ def _spawn_probe(entry: str, argv: list[str], program: str) -> tuple[subprocess.
     production zygote was spawned."""
     probe = (
         "import re, sys\n"
+        f"_SPAWNS = {_SPAWNS!r}\n"
         "def hook(event, args):\n"
-        "    if event == 'subprocess.Popen' and 'terminai_apts.executor.process.zygote' in args[1]:\n"
+        "    if event in _SPAWNS and 'terminai_apts.executor.process.zygote' in args[1]:\n"
         f"        loaded = [m for m in {_LATER!r} if m in sys.modules]\n"
         "        print('SPAWNED', *loaded, file=sys.__stderr__, flush=True)\n"
         "sys.addaudithook(hook)\n"
@@ -67,7 +70,7 @@ def test_the_probe_sees_a_late_start() -> None:
 def test_other_commands_start_no_zygote() -> None:
     probe = (
         "import sys\n"
-        "sys.addaudithook(lambda e, a: e == 'subprocess.Popen' and print('SPAWNED', file=sys.__stderr__))\n"
+        f"sys.addaudithook(lambda e, a: e in {_SPAWNS!r} and print('SPAWNED', file=sys.__stderr__))\n"
         "sys.argv = ['terminai-apts', 'version']\n"
         "from terminai_apts.console import main\n"
         "sys.exit(main())\n"

@@ -5,23 +5,29 @@ The zygote (a second interpreter, ``process/zygote.py``) takes longer to start t
 this process's own work (importing the command line, parsing, reading the program and
 validating it). Started here, it begins about as soon as this interpreter has; started
 from ``cli.main``, it waited for the command line's modules (argparse, pathlib, the error
-boundary), which delayed every one-shot run by that long. Only what spawning needs (the
-zygote's client: ``socket``, ``subprocess``) is imported first.
+boundary), which delayed every one-shot run by that long. Only what spawning needs
+(``zygote_start``: ``os``, ``signal``, ``socket``) is imported first; the zygote's client
+(``subprocess``, ``threading``, ``json``) takes the started process over afterwards.
 
 Nothing else moves here: arguments are parsed, the program read and validated, and
 errors reported exactly as before, by ``cli.main`` (a usage error only ends the zygote
 unused). For ``exec`` the process also skips what costs time and serves nothing: the
 collector's passes while modules load, and the interpreter's teardown once the result is
-written. At load time this module imports only ``contextlib``, ``gc``, ``os`` and ``sys`` (``cli``
-imports ``command_word`` from here).
+written. At load time this module imports only ``gc``, ``os`` and ``sys`` (``cli`` imports
+``command_word`` from here).
 """
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import os
 import sys
+
+TYPE_CHECKING = False  # typing's would load typing before the zygote starts
+if TYPE_CHECKING:
+    import socket
+
+    from terminai_apts.executor.host.zygote_start import Spawned
 
 # ``-q``/``-v`` may come before the command word (``terminai-apts -q exec``).
 GLOBAL_FLAGS = frozenset({"-q", "--quiet", "-v", "--verbose"})
@@ -35,13 +41,16 @@ def command_word(argv: list[str] | tuple[str, ...]) -> str | None:
     return None
 
 
-def start_zygote() -> None:
-    """Start the process-wide zygote now (``zygote_client.shared``). If it cannot start,
-    nothing is said here: the command's own attempt fails the usual way (its exit code)."""
-    from terminai_apts.executor.host import zygote_client  # noqa: PLC0415 - only `exec` pays for it
+def start_zygote() -> tuple[Spawned, socket.socket] | None:
+    """Start the production zygote now, with nothing loaded for it but ``os``, ``signal``
+    and ``socket`` (``zygote_start.start``; this process has one thread yet). None if it
+    cannot start: the command's own attempt then fails the usual way (its exit code)."""
+    from terminai_apts.executor.host import zygote_start  # noqa: PLC0415 - only `exec` pays for it
 
-    with contextlib.suppress(OSError):
-        zygote_client.shared()
+    try:
+        return zygote_start.start()
+    except OSError:
+        return None
 
 
 def main() -> int:
@@ -54,10 +63,13 @@ def main() -> int:
     # long as the process, so its passes would find nothing to free; about a tenth of
     # the import time), and on again before any command code runs.
     gc.disable()
-    start_zygote()
+    started = start_zygote()
     from terminai_apts import cli  # noqa: PLC0415 - imported after the zygote has started
     from terminai_apts.executor.host import cli as executor_cli  # noqa: F401, PLC0415 - what `exec` loads anyway
+    from terminai_apts.executor.host import zygote_client  # noqa: PLC0415
 
+    if started is not None:
+        zygote_client.adopt_shared(*started)  # the run's zygote, for `execute`
     gc.enable()
     code = cli.main()
     # The result is out; what remains is the interpreter tearing down several hundred

@@ -14,18 +14,13 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import threading
 
 from terminai_apts.errors import ExecutorError
+from terminai_apts.executor.host import zygote_start
 
 _CONTROL_TIMEOUT = 15.0
 _MAX_MESSAGE = 4096
-# ``python -m MODULE`` with the cyclic collector off while the module and everything it
-# imports load (everything then allocated lives as long as the zygote, so the collector's
-# passes free nothing: about a twentieth of the zygote's start). ``zygote.main`` turns it
-# on again before the first fork, so every run has it.
-_START = "import gc, runpy, sys; gc.disable(); runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
 
 
 class ZygoteClient:
@@ -38,21 +33,31 @@ class ZygoteClient:
     caller. Such a run is a keeper waiting for its setup: no caller's data is in it.
     """
 
-    def __init__(self, module: str = "terminai_apts.executor.process.zygote", args: tuple[str, ...] = ()) -> None:
+    def __init__(self, module: str = zygote_start.ZYGOTE, args: tuple[str, ...] = ()) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "PATH": "/usr/bin:/bin"}
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-P", "-s", "-S", "-c", _START, module, str(theirs.fileno()), *args],
+            proc = subprocess.Popen(
+                zygote_start.command(module, theirs.fileno(), args),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                env=env,
+                env=zygote_start.environment(),
                 pass_fds=(theirs.fileno(),),
                 cwd="/",
             )
         finally:
             theirs.close()
+        self._serve(proc, ours)
+
+    @classmethod
+    def adopt(cls, proc: zygote_start.Spawned, control: socket.socket) -> ZygoteClient:
+        """The client of a production zygote already started by ``zygote_start.start``."""
+        client = cls.__new__(cls)
+        client._serve(proc, control)
+        return client
+
+    def _serve(self, proc: subprocess.Popen[bytes] | zygote_start.Spawned, ours: socket.socket) -> None:
+        self.proc = proc
         ours.settimeout(_CONTROL_TIMEOUT)
         self.control = ours
         self.lock = threading.Lock()
@@ -143,7 +148,7 @@ class ZygoteClient:
         self.control.close()
         try:
             self.proc.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
+        except (subprocess.TimeoutExpired, TimeoutError):
             self.proc.kill()
             self.proc.wait()
 
@@ -165,3 +170,12 @@ def shared() -> ZygoteClient:
         if _SHARED is None or not _SHARED.alive():
             _SHARED = ZygoteClient()
         return _SHARED
+
+
+def adopt_shared(proc: zygote_start.Spawned, control: socket.socket) -> None:
+    """Make a zygote started by ``zygote_start.start`` this process's shared one."""
+    global _SHARED  # noqa: PLW0603 - one warm zygote per host process
+    with _SHARED_LOCK:
+        if _SHARED is not None:
+            _SHARED.close()
+        _SHARED = ZygoteClient.adopt(proc, control)

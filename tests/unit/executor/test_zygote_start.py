@@ -1,0 +1,89 @@
+"""The zygote started without ``subprocess`` (``zygote_start.start``, what
+``terminai-apts exec`` uses) is the process ``ZygoteClient`` starts: the production
+module, only its control socket inherited (stdio on /dev/null), ``/`` as its working
+directory, only ``PYTHONPATH`` and ``PATH`` in its environment; and a client adopts it."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from terminai_apts.executor import SandboxConfig
+from terminai_apts.executor.host import run, zygote_client, zygote_start
+
+
+def _links(pid: int) -> dict[int, str]:
+    folder = f"/proc/{pid}/fd"
+    found = {}
+    for name in os.listdir(folder):
+        try:
+            found[int(name)] = os.readlink(f"{folder}/{name}")
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture
+def leaked() -> Iterator[str]:
+    """An inheritable descriptor of this process (one a caller passed to the command),
+    as its /proc link names it."""
+    read, write = os.pipe()
+    os.set_inheritable(read, True)
+    try:
+        yield os.readlink(f"/proc/self/fd/{read}")
+    finally:
+        os.close(read)
+        os.close(write)
+
+
+def test_the_early_zygote_gets_nothing_of_its_caller(leaked: str) -> None:
+    proc, control = zygote_start.start()
+    client = zygote_client.ZygoteClient.adopt(proc, control)
+    try:
+        result = run._run_fresh("print(6 * 7)", SandboxConfig(timeout_seconds=10), None, lambda: client)
+        assert result.success and result.stdout == "42\n", result.error
+        links = _links(proc.pid)
+        assert leaked not in links.values(), links
+        assert all(links[fd] == "/dev/null" for fd in (0, 1, 2)), links
+        assert sum(target.startswith("socket:") for target in links.values()) == 1, links
+        assert os.readlink(f"/proc/{proc.pid}/cwd") == "/"
+        with open(f"/proc/{proc.pid}/environ", "rb") as fh:
+            names = {entry.split(b"=", 1)[0] for entry in fh.read().split(b"\0") if entry}
+        assert names == {b"PYTHONPATH", b"PATH"}
+        with open(f"/proc/{proc.pid}/cmdline", "rb") as fh:
+            argv = fh.read().split(b"\0")
+        assert zygote_start.ZYGOTE.encode() in argv
+    finally:
+        client.close()
+    assert proc.returncode == 0  # it ended by itself on the closed socket
+
+
+def test_a_plain_spawn_would_hand_the_descriptor_on(leaked: str) -> None:
+    # What the check above guards against: a new program inherits the caller's
+    # inheritable descriptors unless they are closed for it.
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], close_fds=False)
+    try:
+        assert leaked in _links(child.pid).values()
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_the_client_and_the_early_start_share_one_command_line() -> None:
+    assert zygote_start.command("m", 7, ("x",))[-3:] == ["m", "7", "x"]
+    assert zygote_client.ZygoteClient.__init__.__defaults__ == (zygote_start.ZYGOTE, ())
+
+
+def test_a_stuck_zygote_is_killed_on_close() -> None:
+    # A process that ignores the closed socket (here: one that only sleeps) is killed
+    # after the second close() allows it, as a Popen-started one is.
+    pid = os.posix_spawn(sys.executable, [sys.executable, "-c", "import time; time.sleep(30)"], dict(os.environ))
+    ours, theirs = socket.socketpair()
+    theirs.close()
+    client = zygote_client.ZygoteClient.adopt(zygote_start.Spawned(pid), ours)
+    client.close()
+    assert client.proc.returncode == -9
