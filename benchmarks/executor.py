@@ -27,6 +27,7 @@ import argparse
 import io
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -225,15 +226,20 @@ def console_script(ref: str | None) -> str:
     return _CLI.format(module=module, function=function)
 
 
-def one_shot(source: Path, script: str) -> float:
-    """One `terminai-apts exec --json` of `print(1)` in a new process (ms), run as pip's
-    console-script wrapper runs it (``script``, from ``console_script``)."""
+def one_shot(source: Path, script: str) -> tuple[float, float]:
+    """One `terminai-apts exec --json` of `print(1)` in a new process, run as pip's
+    console-script wrapper runs it (``script``, from ``console_script``): its wall time
+    and the CPU time of the command's own process (ms; the zygote it starts is not its
+    waited child, so not counted)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     argv = [sys.executable, "-c", script, "exec", "--json"]
     done = subprocess.run(argv, input="print(1)", env=_env(source), capture_output=True, text=True, check=False)
     elapsed = (time.perf_counter() - t) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
     assert done.returncode == 0 and json.loads(done.stdout)["stdout"] == "1\n", done.stderr[-2000:]
-    return elapsed
+    return elapsed, cpu
 
 
 def python_c(source: Path, python: str = sys.executable) -> float:
@@ -270,10 +276,13 @@ def control(ref: str, runs: int, idle_seconds: float) -> None:
         print(f"idle zygote over {idle_seconds:g} s: this tree {ticks_new} ticks; {ref} {ticks_old} ticks (goal 0)")
         on_path = shutil.which("python3") or sys.executable
         shots: dict[str, list[float]] = {"new": [], "old": [], "plain": [], "path": []}
+        cpu: dict[str, list[float]] = {"new": [], "old": []}
         new_script, old_script = console_script(None), console_script(ref)
         for _ in range(max(5, runs // 10)):
-            shots["new"].append(one_shot(NEW_SRC, new_script))
-            shots["old"].append(one_shot(old_src, old_script))
+            for key, src, script in (("new", NEW_SRC, new_script), ("old", old_src, old_script)):
+                wall, used = one_shot(src, script)
+                shots[key].append(wall)
+                cpu[key].append(used)
             shots["plain"].append(python_c(NEW_SRC))
             shots["path"].append(python_c(NEW_SRC, on_path))
         n, o, p, q = (statistics.median(shots[k]) for k in ("new", "old", "plain", "path"))
@@ -281,6 +290,10 @@ def control(ref: str, runs: int, idle_seconds: float) -> None:
             f"one-shot `terminai-apts exec` (print(1)), median: this tree {n:.1f} ms, {ref} {o:.1f} ms; "
             f"`{sys.executable} -c 'print(1)'` {p:.1f} ms (this tree {n / p:.2f}x, {ref} {o / p:.2f}x); "
             f"`{on_path} -c 'print(1)'` {q:.1f} ms (this tree {n / q:.2f}x, {ref} {o / q:.2f}x) (goal <= 1.5x)"
+        )
+        print(
+            f"one-shot, CPU of the command's own process, median: this tree {statistics.median(cpu['new']):.1f} ms, "
+            f"{ref} {statistics.median(cpu['old']):.1f} ms"
         )
 
 
