@@ -12,7 +12,8 @@
 4. Against the baseline in the same run (the paths agents use): warm `print(1)` p50, a
    20-cell session's per-cell latency, the CPU an idle zygote uses over 10 s (clock ticks,
    both measured side by side), and the one-shot path (`terminai-apts exec` in a new
-   process) against `python -c 'print(1)'`, both the interpreter that runs the CLI and the
+   process, started as pip's console script starts each tree's own entry point; with the
+   CPU of that process) against `python -c 'print(1)'`, both the interpreter that runs the CLI and the
    `python3` found on PATH (a version manager's shim there costs far more than the
    interpreter itself: the ratio against each is printed).
 
