@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -87,3 +88,47 @@ def test_a_stuck_zygote_is_killed_on_close() -> None:
     client = zygote_client.ZygoteClient.adopt(zygote_start.Spawned(pid), ours)
     client.close()
     assert client.proc.returncode == -9
+
+
+def test_a_run_asked_ahead_is_the_one_spawn_returns() -> None:
+    proc, control = zygote_start.start()
+    client = zygote_client.ZygoteClient.adopt(proc, control)
+    try:
+        client.ask_ahead()
+        client.ask_ahead()  # asked once only
+        assert client.owed.count("spawn") == 1
+        result = run._run_fresh("print(1)", SandboxConfig(timeout_seconds=10), None, lambda: client)
+        assert result.success and result.stdout == "1\n", result.error
+        assert not client.owed.count("spawn") and not client.stock
+    finally:
+        client.close()
+    assert proc.returncode == 0
+
+
+def test_a_run_asked_ahead_and_never_taken_ends_with_the_zygote() -> None:
+    proc, control = zygote_start.start()
+    client = zygote_client.ZygoteClient.adopt(proc, control)
+    client.ask_ahead()
+    time.sleep(0.5)  # the zygote is up and has handed the run over (unread)
+    keepers = _children(proc.pid)
+    assert keepers, "the zygote forked no run"
+    client.close()
+    assert proc.returncode == 0
+    for pid in keepers:
+        assert not os.path.exists(f"/proc/{pid}"), pid
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (from /proc: the per-task children list needs a
+    kernel option that is often off)."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    stat = fh.read()
+            except OSError:
+                continue
+            if int(stat[stat.rindex(b")") + 2 :].split()[1]) == pid:
+                found.append(int(name))
+    return found

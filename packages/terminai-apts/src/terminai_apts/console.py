@@ -70,6 +70,7 @@ def main() -> int:
 
     if started is not None:
         zygote_client.adopt_shared(*started)  # the run's zygote, for `execute`
+        zygote_client.shared().ask_ahead()  # its run, handed over once it is ready
     gc.enable()
     code = cli.main()
     # The result is out; what remains is the interpreter tearing down several hundred

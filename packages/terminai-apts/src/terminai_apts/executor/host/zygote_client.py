@@ -91,6 +91,20 @@ class ZygoteClient:
             raise _NoPipes
         return pid, fds[0], fds[1]
 
+    def ask_ahead(self) -> None:
+        """Ask for a run now and read the answer when ``spawn`` is called: a caller sure to
+        want one (``terminai-apts exec``) gets it handed over as soon as the zygote is
+        ready, not one round trip after asking. Unclaimed, the run ends with the zygote's
+        socket. A zygote that cannot be asked is left for ``spawn`` to report."""
+        with self.lock:
+            if self.stock or "spawn" in self.owed:
+                return
+            try:
+                self.control.send(_SPAWN)
+            except OSError:
+                return
+            self.owed.append("spawn")
+
     def spawn(self) -> tuple[int, int, int]:
         """A fresh run: its keeper's pid, the command-write and result-read descriptors."""
         with self.lock:
