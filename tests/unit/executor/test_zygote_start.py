@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import socket
+import stat
 import subprocess
 import sys
 import time
@@ -15,6 +16,7 @@ from collections.abc import Iterator
 import pytest
 from terminai_apts.executor import SandboxConfig
 from terminai_apts.executor.host import run, zygote_client, zygote_start
+from terminai_apts.executor.process import zygote
 
 
 def _links(pid: int) -> dict[int, str]:
@@ -132,3 +134,33 @@ def _children(pid: int) -> list[int]:
             if int(stat[stat.rindex(b")") + 2 :].split()[1]) == pid:
                 found.append(int(name))
     return found
+
+
+def test_a_runs_directory_is_made_as_mkdtemp_makes_one() -> None:
+    made = [zygote.new_base() for _ in range(3)]
+    try:
+        assert len(set(made)) == 3
+        for path in made:
+            name = os.path.basename(path)
+            assert os.path.dirname(path) == "/tmp" and name.startswith("terminai-run-") and len(name) == 29
+            info = os.lstat(path)
+            assert stat.S_ISDIR(info.st_mode) and stat.S_IMODE(info.st_mode) == 0o700
+            assert info.st_uid == os.getuid()
+    finally:
+        for path in made:
+            os.rmdir(path)
+    assert (
+        "tempfile"
+        not in subprocess.run(
+            [
+                sys.executable,
+                "-S",
+                "-c",
+                "import sys; import terminai_apts.executor.process.zygote; print(*sys.modules)",
+            ],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
+        ).stdout.split()
+    )
