@@ -15,6 +15,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from terminai_apts import boundary, durable
 
 ROOT = Path(__file__).resolve().parents[3]
 BIN = Path(sys.executable).parent
@@ -94,6 +95,8 @@ def _script(*args: str, program: str = "") -> subprocess.CompletedProcess[str]:
         (["exec"], "print(1", 1, "", "SyntaxError"),
         (["exec", "--mode", "lax"], "", 2, "", "invalid choice: 'lax'"),
         (["exec", "--timeout", "nan"], "", 2, "", "not a finite number"),
+        # An error raised inside the command, through the boundary (the atomic writer not loaded).
+        (["exec", "--db", "/nonexistent/x.db"], "print(1)", 2, "", "memory database /nonexistent/x.db not found"),
     ],
 )
 def test_exec_through_the_script_keeps_results_and_exit_codes(
@@ -136,3 +139,16 @@ def test_exec_loads_no_pathlib() -> None:
     assert done.returncode == 0 and done.stdout == "1\n", done.stderr
     line = next(x for x in done.stderr.splitlines() if x.startswith("LOADED"))
     assert "argparse" in line and "pathlib" not in line, line
+
+
+def test_a_failed_command_still_removes_the_writers_temporary_files(tmp_path: Path) -> None:
+    # The boundary no longer imports the atomic writer itself: a command that used it
+    # (so loaded it) still has its unrenamed temporary file removed when it fails.
+    tmp = durable.temp_path(tmp_path / "index.db")
+    tmp.write_bytes(b"half")
+
+    def body() -> int:
+        raise OSError(28, "No space left on device")
+
+    code = boundary.guarded(body, as_json=lambda: False, subject=lambda: None, exec_shape=lambda: False)
+    assert code != 0 and not tmp.exists()
