@@ -152,3 +152,11 @@ def test_a_failed_command_still_removes_the_writers_temporary_files(tmp_path: Pa
 
     code = boundary.guarded(body, as_json=lambda: False, subject=lambda: None, exec_shape=lambda: False)
     assert code != 0 and not tmp.exists()
+
+
+def test_the_audit_line_is_written_before_the_fast_exit(tmp_path: Path) -> None:
+    log = str(tmp_path / "audit.log")
+    for program in ("print(1)", "import os"):
+        _script("exec", "--audit", log, program=program)
+    verified = _script("exec-audit", log)
+    assert verified.returncode == 0 and verified.stdout == "ok: 2 entries\n", verified.stderr
