@@ -16,10 +16,11 @@ import sys
 import time
 
 ZYGOTE = "terminai_apts.executor.process.zygote"
-# ``python -m MODULE`` with the cyclic collector off while the module and everything it
-# imports load (everything then allocated lives as long as the zygote, so the collector's
-# passes free nothing: about a twentieth of the zygote's start). ``zygote.main`` turns it
-# on again before the first fork, so every run has it.
+# ``python -m MODULE`` in ``/`` (``posix_spawn`` cannot set a working directory) with the
+# cyclic collector off while the module and everything it imports load (everything then
+# allocated lives as long as the zygote, so the collector's passes free nothing: about a
+# twentieth of the zygote's start). ``zygote.main`` turns it on again before the first
+# fork, so every run has it.
 _START = (
     "import gc, os, runpy, sys; os.chdir('/'); gc.disable(); "
     "runpy.run_module(sys.argv.pop(1), run_name='__main__', alter_sys=True)"
