@@ -12,6 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from terminai_apts.executor import SandboxConfig
@@ -164,3 +165,14 @@ def test_a_runs_directory_is_made_as_mkdtemp_makes_one() -> None:
             env={"PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
         ).stdout.split()
     )
+
+
+def test_a_runs_directory_goes_where_tempfile_would_put_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    assert os.path.dirname(zygote.new_base()) == str(tmp_path)
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "missing"))  # unusable: the next candidate
+    made = zygote.new_base()
+    try:
+        assert os.path.dirname(made) == "/tmp"
+    finally:
+        os.rmdir(made)

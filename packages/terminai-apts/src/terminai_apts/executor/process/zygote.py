@@ -288,18 +288,23 @@ class Zygote:
 
 def new_base() -> str:
     """A new directory for a run, as ``tempfile.mkdtemp`` makes one (an unpredictable
-    name, created exclusively, mode 0700, in the temporary directory): written out so the
-    zygote does not load tempfile, and shutil, bz2 and lzma with it, for this alone
-    (about 5 ms of its start)."""
-    parent = next((d for d in map(os.environ.get, ("TMPDIR", "TEMP", "TMP")) if d), "/tmp")
-    for _ in range(100):
-        path = os.path.join(parent, f"terminai-run-{os.urandom(8).hex()}")
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:
-            continue
-        return path
-    raise FileExistsError(f"no free name for a run's directory in {parent}")
+    name, created exclusively, mode 0700, in the first usable of the directories
+    ``tempfile.gettempdir`` considers): written out so the zygote does not load tempfile,
+    and shutil, bz2 and lzma with it, for this alone (about 5 ms of its start)."""
+    named = [d for d in map(os.environ.get, ("TMPDIR", "TEMP", "TMP")) if d]
+    failure: OSError = FileNotFoundError("no temporary directory")
+    for parent in (*named, "/tmp", "/var/tmp", "/usr/tmp"):
+        for _ in range(100):
+            path = os.path.join(parent, f"terminai-run-{os.urandom(8).hex()}")
+            try:
+                os.mkdir(path, 0o700)
+            except FileExistsError:
+                continue
+            except OSError as exc:  # missing, read-only, not ours: the next candidate
+                failure = exc
+                break
+            return path
+    raise failure
 
 
 def _ignore(signum: int, frame: object) -> None:
