@@ -12,7 +12,8 @@
 4. Against the baseline in the same run (the paths agents use): warm `print(1)` p50, a
    20-cell session's per-cell latency, the CPU an idle zygote uses over 10 s (clock ticks,
    both measured side by side), and the one-shot path (`terminai-apts exec` in a new
-   process) against `python -c 'print(1)'`, both the interpreter that runs the CLI and the
+   process, started as pip's console script starts each tree's own entry point; with the
+   CPU of that process) against `python -c 'print(1)'`, both the interpreter that runs the CLI and the
    `python3` found on PATH (a version manager's shim there costs far more than the
    interpreter itself: the ratio against each is printed).
 
@@ -27,6 +28,7 @@ import argparse
 import io
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -34,6 +36,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 
 from terminai_apts.executor import SandboxConfig, execute
@@ -91,7 +94,10 @@ before = ticks()
 time.sleep(float(sys.argv[1]))
 print(json.dumps(ticks() - before))
 """
-_CLI = "import sys\nfrom terminai_apts.cli import main\nsys.exit(main())"
+# What pip's console-script wrapper runs (`re` included): the tree's own entry point
+# (`[project.scripts]` of its pyproject.toml at that commit) is filled in.
+_CLI = "import re\nimport sys\nfrom {module} import {function}\nsys.exit({function}())"
+_APTS_PYPROJECT = "packages/terminai-apts/pyproject.toml"
 MEMORY_QUERY = "print(thermal.search('rollout canary', limit=5).total)"
 MEMORY_RECORDS = 5_000
 SMOLAGENTS_PIN = "smolagents==1.23.0"
@@ -209,14 +215,32 @@ def idle_ticks(sources: list[Path], seconds: float) -> list[int]:
     return [int(json.loads(p.communicate()[0].splitlines()[-1])) for p in procs]
 
 
-def one_shot(source: Path) -> float:
-    """One `terminai-apts exec --json` of `print(1)` in a new process (ms)."""
+def console_script(ref: str | None) -> str:
+    """The program pip's `terminai-apts` wrapper runs in ``ref``'s tree (None: this one)."""
+    if ref is None:
+        text = (ROOT / _APTS_PYPROJECT).read_text()
+    else:
+        text = subprocess.run(
+            ["git", "show", f"{ref}:{_APTS_PYPROJECT}"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
+    module, function = tomllib.loads(text)["project"]["scripts"]["terminai-apts"].split(":")
+    return _CLI.format(module=module, function=function)
+
+
+def one_shot(source: Path, script: str) -> tuple[float, float]:
+    """One `terminai-apts exec --json` of `print(1)` in a new process, run as pip's
+    console-script wrapper runs it (``script``, from ``console_script``): its wall time
+    and the CPU time of the command's own process (ms; the zygote it starts is not its
+    waited child, so not counted)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    argv = [sys.executable, "-c", _CLI, "exec", "--json"]
+    argv = [sys.executable, "-c", script, "exec", "--json"]
     done = subprocess.run(argv, input="print(1)", env=_env(source), capture_output=True, text=True, check=False)
     elapsed = (time.perf_counter() - t) * 1000
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime) * 1000
     assert done.returncode == 0 and json.loads(done.stdout)["stdout"] == "1\n", done.stderr[-2000:]
-    return elapsed
+    return elapsed, cpu
 
 
 def python_c(source: Path, python: str = sys.executable) -> float:
@@ -253,9 +277,13 @@ def control(ref: str, runs: int, idle_seconds: float) -> None:
         print(f"idle zygote over {idle_seconds:g} s: this tree {ticks_new} ticks; {ref} {ticks_old} ticks (goal 0)")
         on_path = shutil.which("python3") or sys.executable
         shots: dict[str, list[float]] = {"new": [], "old": [], "plain": [], "path": []}
+        cpu: dict[str, list[float]] = {"new": [], "old": []}
+        new_script, old_script = console_script(None), console_script(ref)
         for _ in range(max(5, runs // 10)):
-            shots["new"].append(one_shot(NEW_SRC))
-            shots["old"].append(one_shot(old_src))
+            for key, src, script in (("new", NEW_SRC, new_script), ("old", old_src, old_script)):
+                wall, used = one_shot(src, script)
+                shots[key].append(wall)
+                cpu[key].append(used)
             shots["plain"].append(python_c(NEW_SRC))
             shots["path"].append(python_c(NEW_SRC, on_path))
         n, o, p, q = (statistics.median(shots[k]) for k in ("new", "old", "plain", "path"))
@@ -263,6 +291,10 @@ def control(ref: str, runs: int, idle_seconds: float) -> None:
             f"one-shot `terminai-apts exec` (print(1)), median: this tree {n:.1f} ms, {ref} {o:.1f} ms; "
             f"`{sys.executable} -c 'print(1)'` {p:.1f} ms (this tree {n / p:.2f}x, {ref} {o / p:.2f}x); "
             f"`{on_path} -c 'print(1)'` {q:.1f} ms (this tree {n / q:.2f}x, {ref} {o / q:.2f}x) (goal <= 1.5x)"
+        )
+        print(
+            f"one-shot, CPU of the command's own process, median: this tree {statistics.median(cpu['new']):.1f} ms, "
+            f"{ref} {statistics.median(cpu['old']):.1f} ms"
         )
 
 

@@ -20,7 +20,6 @@ import sys
 from collections.abc import Callable
 from typing import BinaryIO, NoReturn
 
-from terminai_apts import durable
 from terminai_apts.errors import AptsError, MemoryStoreError, PathError, UsageError
 
 INTERRUPTED = 130  # 128 + SIGINT, as shells report it
@@ -176,6 +175,15 @@ def report(err: AptsError, *, as_json: bool, exec_shape: bool = False) -> None:
         print(err.render(), file=sys.stderr, flush=True)
 
 
+def _discard_pending() -> None:
+    """The atomic writer's temporary files not renamed into place yet. Only a command that
+    imported it can have any, so one that did not (``exec``) is not made to load it (and
+    pathlib with it) just to be told there are none."""
+    durable = sys.modules.get("terminai_apts.durable")
+    if durable is not None:
+        durable.discard_pending()
+
+
 def guarded(
     body: Callable[[], int],
     *,
@@ -197,18 +205,18 @@ def guarded(
     except BrokenPipeError:
         # Nothing can be said on a closed stdout; point it at /dev/null so the interpreter's
         # final flush does not fail again.
-        durable.discard_pending()
+        _discard_pending()
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return BROKEN_PIPE
     except KeyboardInterrupt:
-        durable.discard_pending()
+        _discard_pending()
         report(
             AptsError("interrupted", hint="nothing was left half-written"), as_json=as_json(), exec_shape=exec_shape()
         )
         return INTERRUPTED
     except Exception as exc:  # the one place unforeseen failures become a message
-        durable.discard_pending()
+        _discard_pending()
         if os.environ.get("TERMINAI_DEBUG") == "1":
             import traceback  # noqa: PLC0415  (only when asked for)
 

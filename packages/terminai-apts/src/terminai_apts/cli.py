@@ -21,11 +21,11 @@ import os
 import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from pathlib import Path
 from typing import Any, TextIO
 
 from terminai_apts import boundary
 from terminai_apts._version import __version__
+from terminai_apts.console import command_word
 
 _COMMAND_MODULES = (
     "terminai_apts.executor.host.cli",
@@ -35,7 +35,6 @@ _COMMAND_MODULES = (
 # The executor's commands, which agents start once per program: their parser is built
 # without importing the memory and evolution modules (a test holds this to ``register``).
 EXECUTOR_COMMANDS = frozenset({"exec", "repl", "exec-audit"})
-_GLOBAL_FLAGS = frozenset({"-q", "--quiet", "-v", "--verbose"})
 
 EXIT_CODES_EPILOG = """\
 exit codes (shared with terminai-sandbox, docs/EXIT_CODES.md):
@@ -186,14 +185,6 @@ def _cleanup(args: argparse.Namespace) -> int:
     return cleanup.run(args.cleanup_args, prog="terminai-apts cleanup")
 
 
-def command_word(argv: Sequence[str]) -> str | None:
-    """The sub-command ``argv`` names, if its first word after the global flags is one."""
-    for word in argv:
-        if word not in _GLOBAL_FLAGS:
-            return None if word.startswith("-") else word
-    return None
-
-
 def build_parser(modules: Sequence[str] = _COMMAND_MODULES) -> argparse.ArgumentParser:
     """The whole tree, or with ``modules`` only those modules' commands (and the built-in ones)."""
     parser = argparse.ArgumentParser(
@@ -267,26 +258,27 @@ def _join_dash_values(parser: argparse.ArgumentParser, argv: list[str]) -> list[
     return out
 
 
-def _outputs(args: argparse.Namespace) -> list[Path]:
+def _outputs(args: argparse.Namespace) -> list[str]:
     """Files and directories the command may create: removed again if it fails (a failed
-    command leaves nothing behind; an existing file is never removed)."""
-    paths: list[Path] = []
+    command leaves nothing behind; an existing file is never removed). Plain strings:
+    pathlib (with urllib.parse) is not loaded on `exec`'s path for this."""
+    paths: list[str] = []
     if getattr(args, "audit", None):
-        paths += [Path(args.audit), Path(f"{args.audit}.lock")]
-    if getattr(args, "memory_command", None) == "index" and not Path(args.db).is_dir():
-        paths += [Path(args.db), Path(f"{args.db}.lock")]
+        paths += [args.audit, f"{args.audit}.lock"]
+    if getattr(args, "memory_command", None) == "index" and not os.path.isdir(args.db):
+        paths += [args.db, f"{args.db}.lock"]
     if getattr(args, "evolve_command", None) == "propose":
-        paths.append(Path(args.store))
+        paths.append(args.store)
     return paths
 
 
-def _remove(paths: Sequence[Path]) -> None:
+def _remove(paths: Sequence[str]) -> None:
     for path in paths:
-        with contextlib.suppress(OSError):
-            if path.is_dir() and not path.is_symlink():
+        with contextlib.suppress(OSError):  # FileNotFoundError included: nothing to remove
+            if os.path.isdir(path) and not os.path.islink(path):
                 shutil.rmtree(path)
             else:
-                path.unlink(missing_ok=True)
+                os.unlink(path)
 
 
 class _QuietStderr:

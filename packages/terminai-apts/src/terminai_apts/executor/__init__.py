@@ -11,8 +11,10 @@ defence in depth; 6 and 7 hold with them gone (the assume-breach tests).
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
 
+# Not typing's: importing typing costs `terminai-apts exec` time before its zygote starts
+# (type checkers read any name TYPE_CHECKING as true).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from terminai_apts.executor.host.run import ExecutionResult, ExecutorSession, execute
     from terminai_apts.executor.policy import ApiSpec, SandboxConfig, thermal_spec

@@ -14,10 +14,10 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import threading
 
 from terminai_apts.errors import ExecutorError
+from terminai_apts.executor.host import zygote_start
 
 _CONTROL_TIMEOUT = 15.0
 _MAX_MESSAGE = 4096
@@ -33,21 +33,31 @@ class ZygoteClient:
     caller. Such a run is a keeper waiting for its setup: no caller's data is in it.
     """
 
-    def __init__(self, module: str = "terminai_apts.executor.process.zygote", args: tuple[str, ...] = ()) -> None:
+    def __init__(self, module: str = zygote_start.ZYGOTE, args: tuple[str, ...] = ()) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = {"PYTHONPATH": os.pathsep.join(p for p in sys.path if p), "PATH": "/usr/bin:/bin"}
         try:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-P", "-s", "-S", "-m", module, str(theirs.fileno()), *args],
+            proc = subprocess.Popen(
+                zygote_start.command(module, theirs.fileno(), args),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,
-                env=env,
+                env=zygote_start.environment(),
                 pass_fds=(theirs.fileno(),),
                 cwd="/",
             )
         finally:
             theirs.close()
+        self._serve(proc, ours)
+
+    @classmethod
+    def adopt(cls, proc: zygote_start.Spawned, control: socket.socket) -> ZygoteClient:
+        """The client of a production zygote already started by ``zygote_start.start``."""
+        client = cls.__new__(cls)
+        client._serve(proc, control)
+        return client
+
+    def _serve(self, proc: subprocess.Popen[bytes] | zygote_start.Spawned, ours: socket.socket) -> None:
+        self.proc = proc
         ours.settimeout(_CONTROL_TIMEOUT)
         self.control = ours
         self.lock = threading.Lock()
@@ -82,6 +92,20 @@ class ZygoteClient:
                 os.close(fd)
             raise _NoPipes
         return pid, fds[0], fds[1], sealed
+
+    def ask_ahead(self, *, sealed_ok: bool = False) -> None:
+        """Ask for a run now and read the answer when ``spawn`` is called: a caller sure to
+        want one (``terminai-apts exec``) gets it handed over as soon as the zygote is
+        ready, not one round trip after asking. Unclaimed, the run ends with the zygote's
+        socket. A zygote that cannot be asked is left for ``spawn`` to report."""
+        with self.lock:
+            if self.stock or "spawn" in self.owed:
+                return
+            try:
+                self.control.send(_SPAWN_SEALED if sealed_ok else _SPAWN)
+            except OSError:
+                return
+            self.owed.append("spawn")
 
     def spawn(self, *, sealed_ok: bool = False) -> tuple[int, int, int]:
         """A fresh run: its keeper's pid, the command-write and result-read descriptors.
@@ -148,7 +172,7 @@ class ZygoteClient:
         self.control.close()
         try:
             self.proc.wait(timeout=1.0)
-        except subprocess.TimeoutExpired:
+        except (subprocess.TimeoutExpired, TimeoutError):
             self.proc.kill()
             self.proc.wait()
 
@@ -171,3 +195,12 @@ def shared() -> ZygoteClient:
         if _SHARED is None or not _SHARED.alive():
             _SHARED = ZygoteClient()
         return _SHARED
+
+
+def adopt_shared(proc: zygote_start.Spawned, control: socket.socket) -> None:
+    """Make a zygote started by ``zygote_start.start`` this process's shared one."""
+    global _SHARED  # noqa: PLW0603 - one warm zygote per host process
+    with _SHARED_LOCK:
+        if _SHARED is not None:
+            _SHARED.close()
+        _SHARED = ZygoteClient.adopt(proc, control)

@@ -159,15 +159,13 @@ def _dependency_paths() -> set[str]:
 def _mapped_files() -> set[str]:
     """The real paths of the files this process has mapped (the interpreter and its
     shared objects), from ``/proc/self/maps``."""
-    found = set()
+    named = set()  # each file once: it has a line per mapped segment (about five)
     with open("/proc/self/maps") as fh:
         for line in fh:
             fields = line.split(maxsplit=5)
             if len(fields) == 6 and fields[5].startswith("/") and not fields[5].rstrip().endswith("(deleted)"):
-                path = fields[5].rstrip("\n")
-                if os.path.isfile(path):
-                    found.add(os.path.realpath(path))
-    return found
+                named.add(fields[5].rstrip("\n"))
+    return {os.path.realpath(path) for path in named if os.path.isfile(path)}
 
 
 @dataclass(slots=True)
