@@ -69,7 +69,7 @@ def _memory_holds(pid: int, needle: bytes) -> bool:
     except PermissionError:
         assert os.geteuid() != 0
         return False
-    except FileNotFoundError:  # it ended meanwhile (a finished run's keeper going away)
+    except (FileNotFoundError, ProcessLookupError):  # it ended meanwhile (a finished run going away)
         return False
     with maps, mem:
         for line in maps:
