@@ -46,6 +46,11 @@ SUITES = (
     "tests/unit/executor/test_python_layer_attacks.py",
     "tests/unit/executor/test_reachability.py",
     "tests/unit/executor/test_callback_routes.py",
+    "tests/unit/executor/test_redteam_round4.py",
+    "tests/unit/executor/test_redteam_round5.py",
+    "tests/unit/executor/test_redteam_round6.py",
+    "tests/unit/executor/test_seed_allowlist_attacks.py",
+    "tests/unit/executor/test_relaxation_attacks.py",
 )
 MOUNTS = ("tests/__init__.py", "tests/breach", "tests/unit/__init__.py", "tests/unit/executor", "tests/unit/memory")
 
