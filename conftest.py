@@ -3,13 +3,14 @@
 Tests under ``tests/integration`` are marked ``integration`` automatically (they need a
 real engine, registry or other service), and the assume-breach suites under ``tests/breach``
 ``slow`` (they run unrestricted code in hardened children, hundreds of them): ``make
-test-fast`` leaves both out. Files with a ``slow`` test run first. Shared fixtures live in
-``tests/fixtures``.
+test-fast`` leaves both out. The collection is ordered so that pytest-xdist's workers get
+slices of about equal expected time, each longest first (``schedule``). Shared fixtures
+live in ``tests/fixtures``.
 """
 
 from __future__ import annotations
 
-from collections import Counter
+import json
 from pathlib import Path
 
 import pytest
@@ -18,27 +19,77 @@ pytest_plugins = ["tests.fixtures.image", "tests.fixtures.launcher", "tests.fixt
 
 _INTEGRATION = Path(__file__).parent / "tests" / "integration"
 _BREACH = Path(__file__).parent / "tests" / "breach"
+_DURATIONS = Path(__file__).parent / "tests" / "durations.json"
+_DEFAULT_SECONDS = 0.1  # a test of a file tests/durations.json does not list
+_SLOW_SECONDS = 10.0  # the same, marked `slow`
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         parents = Path(str(item.path)).parents
         if _INTEGRATION in parents:
             item.add_marker(pytest.mark.integration)
         if _BREACH in parents:
             item.add_marker(pytest.mark.slow)
-    # Longest first. The files that hold a `slow` test start the run (those that wait on an
-    # engine first, then those with the fewest tests: one long test each, like a build or the
-    # breach suite inside the image; a file of hundreds of short ones can be shared out), so
-    # under pytest-xdist no long test begins near the end with the other worker idle; short
-    # tests fill in last. Whole files move, their tests in their own order, so module fixtures
-    # are still set up once per worker.
-    per_file = Counter(item.path for item in items)
-    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    workerinput = getattr(config, "workerinput", None)
+    items[:] = schedule(items, int(workerinput["workercount"]) if workerinput else 1)
 
-    def order(item: pytest.Item) -> tuple[bool, bool, int]:
-        slow = item.path in slow_files
-        waits = item.get_closest_marker("integration") is not None
-        return (not slow, not waits, per_file[item.path] if slow else 0)
 
-    items.sort(key=order)
+def _cost_table() -> dict[str, float]:
+    try:
+        table: dict[str, float] = json.loads(_DURATIONS.read_text())["seconds"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    return table
+
+
+def schedule(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """The collection in the order that shares it evenly among ``workers``.
+
+    pytest-xdist's ``worksteal`` hands each worker a contiguous slice of the collection
+    (the same number of tests each) and only later moves the unstarted tail of a queue to
+    an idle worker. Ordered longest first as one list, every long test (an image build, the
+    breach suite inside the image) would sit in the first worker's slice, one after the
+    other. Here each slice gets about the same expected time, its longest files first:
+    files go whole to the slice expected to end first that has room (largest first), and a
+    file too large for any room left (hundreds of short tests) is shared out. The expected
+    seconds per file come from ``tests/durations.json``; a file not listed counts
+    ``_DEFAULT_SECONDS`` a test (``_SLOW_SECONDS`` when marked ``slow``). A stale figure
+    only makes the slices less even; work stealing still evens out the end. Every worker
+    computes the same order (xdist checks that they collected the same list).
+    """
+    table = _cost_table()
+    files: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
+
+    def cost(name: str) -> float:
+        if name in table:
+            return table[name]
+        return sum(_SLOW_SECONDS if i.get_closest_marker("slow") else _DEFAULT_SECONDS for i in files[name])
+
+    costs = {name: cost(name) for name in files}
+    # The slice sizes xdist's worksteal sends: each worker in turn gets the pending tests
+    # divided by the workers still without any.
+    sizes, left = [], len(items)
+    for index in range(workers):
+        sizes.append(left // (workers - index))
+        left -= sizes[-1]
+    slices: list[list[tuple[float, str, list[pytest.Item]]]] = [[] for _ in range(workers)]
+    load, room = [0.0] * workers, sizes[:]
+    for name in sorted(files, key=lambda n: (-costs[n], n)):
+        tests, each = files[name], costs[name] / len(files[name])
+        fits = [w for w in range(workers) if room[w] >= len(tests)]
+        while tests:
+            pool = fits or [w for w in range(workers) if room[w] > 0]
+            target = min(pool, key=lambda w: (load[w], w))
+            part, tests = tests[: room[target]], tests[room[target] :]
+            slices[target].append((each * len(part), name, part))
+            load[target] += each * len(part)
+            room[target] -= len(part)
+            fits = []
+    ordered: list[pytest.Item] = []
+    for parts in slices:
+        for _, _, part in sorted(parts, key=lambda p: (-p[0], p[1])):
+            ordered += part
+    return ordered
