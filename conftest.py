@@ -24,13 +24,16 @@ _DEFAULT_SECONDS = 0.1  # a test of a file tests/durations.json does not list
 _SLOW_SECONDS = 10.0  # the same, marked `slow`
 
 
+def pytest_itemcollected(item: pytest.Item) -> None:
+    parents = Path(str(item.path)).parents
+    if _INTEGRATION in parents:
+        item.add_marker(pytest.mark.integration)
+    if _BREACH in parents:
+        item.add_marker(pytest.mark.slow)
+
+
+@pytest.hookimpl(trylast=True)  # after `-m` and `-k` selected: xdist splits what is left
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        parents = Path(str(item.path)).parents
-        if _INTEGRATION in parents:
-            item.add_marker(pytest.mark.integration)
-        if _BREACH in parents:
-            item.add_marker(pytest.mark.slow)
     workerinput = getattr(config, "workerinput", None)
     items[:] = schedule(items, int(workerinput["workercount"]) if workerinput else 1)
 
@@ -51,8 +54,8 @@ def schedule(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
     an idle worker. Ordered longest first as one list, every long test (an image build, the
     breach suite inside the image) would sit in the first worker's slice, one after the
     other. Here each slice gets about the same expected time, its longest files first:
-    files go whole to the slice expected to end first that has room (largest first), and a
-    file too large for any room left (hundreds of short tests) is shared out. The expected
+    files go whole to the slice expected to end first (largest first), then slices with
+    too many tests hand their cheapest ones to slices with too few. The expected
     seconds per file come from ``tests/durations.json``; a file not listed counts
     ``_DEFAULT_SECONDS`` a test (``_SLOW_SECONDS`` when marked ``slow``). A stale figure
     only makes the slices less even; work stealing still evens out the end. Every worker
@@ -75,21 +78,34 @@ def schedule(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
     for index in range(workers):
         sizes.append(left // (workers - index))
         left -= sizes[-1]
-    slices: list[list[tuple[float, str, list[pytest.Item]]]] = [[] for _ in range(workers)]
-    load, room = [0.0] * workers, sizes[:]
+    # Whole files, largest first, to the slice expected to end first ...
+    slices: list[list[tuple[str, list[pytest.Item]]]] = [[] for _ in range(workers)]
+    load = [0.0] * workers
     for name in sorted(files, key=lambda n: (-costs[n], n)):
-        tests, each = files[name], costs[name] / len(files[name])
-        fits = [w for w in range(workers) if room[w] >= len(tests)]
-        while tests:
-            pool = fits or [w for w in range(workers) if room[w] > 0]
-            target = min(pool, key=lambda w: (load[w], w))
-            part, tests = tests[: room[target]], tests[room[target] :]
-            slices[target].append((each * len(part), name, part))
-            load[target] += each * len(part)
-            room[target] -= len(part)
-            fits = []
+        target = min(range(workers), key=lambda w: (load[w], w))
+        slices[target].append((name, files[name]))
+        load[target] += costs[name]
+    # ... then the sizes made right: a slice with too many tests hands its cheapest ones
+    # (the tail of its file with the lowest cost a test) to the slice short of tests that
+    # is expected to end first.
+    each = {name: costs[name] / len(files[name]) for name in files}
+    for giver in range(workers):
+        while sum(len(part) for _, part in slices[giver]) > sizes[giver]:
+            extra = sum(len(part) for _, part in slices[giver]) - sizes[giver]
+            short = [w for w in range(workers) if sum(len(part) for _, part in slices[w]) < sizes[w]]
+            taker = min(short, key=lambda w: (load[w], w))
+            room = sizes[taker] - sum(len(part) for _, part in slices[taker])
+            index = min(range(len(slices[giver])), key=lambda i: (each[slices[giver][i][0]], slices[giver][i][0]))
+            name, part = slices[giver][index]
+            moved = part[len(part) - min(extra, room, len(part)) :]
+            slices[giver][index] = (name, part[: len(part) - len(moved)])
+            if not slices[giver][index][1]:
+                del slices[giver][index]
+            slices[taker].append((name, moved))
+            load[giver] -= each[name] * len(moved)
+            load[taker] += each[name] * len(moved)
     ordered: list[pytest.Item] = []
     for parts in slices:
-        for _, _, part in sorted(parts, key=lambda p: (-p[0], p[1])):
+        for _, part in sorted(parts, key=lambda p: (-each[p[0]] * len(p[1]), p[0])):
             ordered += part
     return ordered
