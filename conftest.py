@@ -11,6 +11,7 @@ live in ``tests/fixtures``.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -53,9 +54,10 @@ def schedule(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
     (the same number of tests each) and only later moves the unstarted tail of a queue to
     an idle worker. Ordered longest first as one list, every long test (an image build, the
     breach suite inside the image) would sit in the first worker's slice, one after the
-    other. Here each slice gets about the same expected time, its longest files first:
-    files go whole to the slice expected to end first (largest first), then slices with
-    too many tests hand their cheapest ones to slices with too few. The expected
+    other. Here each slice gets about the same expected time, its longest tests first:
+    files go to the slice expected to end first (largest first; one that would take it past
+    its fair share is shared out), then slices with too many tests hand their cheapest ones
+    to slices with too few. The expected
     seconds per file come from ``tests/durations.json``; a file not listed counts
     ``_DEFAULT_SECONDS`` a test (``_SLOW_SECONDS`` when marked ``slow``). A stale figure
     only makes the slices less even; work stealing still evens out the end. Every worker
@@ -78,17 +80,23 @@ def schedule(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
     for index in range(workers):
         sizes.append(left // (workers - index))
         left -= sizes[-1]
-    # Whole files, largest first, to the slice expected to end first ...
+    # Files, largest first, to the slice expected to end first; a file of many tests that
+    # would take that slice past its fair share is shared out ...
+    each = {name: costs[name] / len(files[name]) for name in files}
+    fair = sum(costs.values()) / workers
     slices: list[list[tuple[str, list[pytest.Item]]]] = [[] for _ in range(workers)]
     load = [0.0] * workers
     for name in sorted(files, key=lambda n: (-costs[n], n)):
-        target = min(range(workers), key=lambda w: (load[w], w))
-        slices[target].append((name, files[name]))
-        load[target] += costs[name]
+        tests = files[name]
+        while tests:
+            target = min(range(workers), key=lambda w: (load[w], w))
+            fits = max(1, math.ceil((fair - load[target]) / each[name])) if each[name] > 0 else len(tests)
+            part, tests = tests[:fits], tests[fits:]
+            slices[target].append((name, part))
+            load[target] += each[name] * len(part)
     # ... then the sizes made right: a slice with too many tests hands its cheapest ones
     # (the tail of its file with the lowest cost a test) to the slice short of tests that
     # is expected to end first.
-    each = {name: costs[name] / len(files[name]) for name in files}
     for giver in range(workers):
         while sum(len(part) for _, part in slices[giver]) > sizes[giver]:
             extra = sum(len(part) for _, part in slices[giver]) - sizes[giver]
@@ -106,6 +114,6 @@ def schedule(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
             load[taker] += each[name] * len(moved)
     ordered: list[pytest.Item] = []
     for parts in slices:
-        for _, part in sorted(parts, key=lambda p: (-each[p[0]] * len(p[1]), p[0])):
+        for _, part in sorted(parts, key=lambda p: (-each[p[0]], p[0])):  # the longest tests first
             ordered += part
     return ordered
