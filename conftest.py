@@ -57,11 +57,11 @@ def schedule(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
     other. Here each slice gets about the same expected time, its longest tests first:
     files go to the slice expected to end first (largest first; one that would take it past
     its fair share is shared out), then slices with too many tests hand their cheapest ones
-    to slices with too few. The expected
-    seconds per file come from ``tests/durations.json``; a file not listed counts
-    ``_DEFAULT_SECONDS`` a test (``_SLOW_SECONDS`` when marked ``slow``). A stale figure
-    only makes the slices less even; work stealing still evens out the end. Every worker
-    computes the same order (xdist checks that they collected the same list).
+    to slices with too few. The expected seconds per file come from ``tests/durations.json``;
+    a file not listed counts ``_DEFAULT_SECONDS`` a test (``_SLOW_SECONDS`` when marked
+    ``slow``). A stale figure only makes the slices less even; work stealing still evens
+    out the end. Every worker computes the same order (xdist checks that they collected the
+    same list).
     """
     table = _cost_table()
     files: dict[str, list[pytest.Item]] = {}
