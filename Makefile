@@ -10,12 +10,17 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 PYTEST_ARGS ?=
-# pytest-xdist workers: the suite is mostly waiting (engine, registry, sandboxed runs), so one
-# worker per core keeps both busy. Work stealing: a worker that runs out of tests takes the
-# unstarted half of the other's queue, so a few long tests do not leave one core idle at the
-# end (conftest.py also starts the files with slow tests first).
+# pytest-xdist workers. Unit tests keep a core busy each: one worker per core (JOBS). The
+# targets with integration tests wait much of the time (engine, registries, image builds
+# fetching packages), so they run two workers per core (TEST_JOBS): on 2 cores the registry
+# and CLI integration tests took 249 s with 4 workers against 320 s with 2, for the same CPU
+# (docs/BENCHMARKS.md). Work stealing: a worker that runs out of tests takes the unstarted
+# half of the longest queue; conftest.py gives each worker a slice of about equal expected
+# time, its longest files first.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 XDIST := -n $(JOBS) --dist worksteal
+XDIST_WAITING := -n $(TEST_JOBS) --dist worksteal
 
 .PHONY: help setup host-tools engine test test-fast test-slow test-integration lint format demo image bench clean lock-dev
 
@@ -44,8 +49,8 @@ test: setup engine ## Run everything: lint (beside the tests), unit, contract, i
 	@lint_log=$$(mktemp); trap 'rm -f "$$lint_log"' EXIT; \
 	echo "make lint (in the background; its output follows the tests')"; \
 	$(MAKE) --no-print-directory lint >"$$lint_log" 2>&1 & lint_pid=$$!; \
-	echo "$(PY) -m pytest $(XDIST) $(PYTEST_ARGS)"; \
-	tests=0; $(PY) -m pytest $(XDIST) $(PYTEST_ARGS) || tests=$$?; \
+	echo "$(PY) -m pytest $(XDIST_WAITING) $(PYTEST_ARGS)"; \
+	tests=0; $(PY) -m pytest $(XDIST_WAITING) $(PYTEST_ARGS) || tests=$$?; \
 	lint=0; wait $$lint_pid || lint=$$?; \
 	echo "== make lint (ran beside the tests): $$([ $$lint -eq 0 ] && echo passed || echo FAILED)"; \
 	cat "$$lint_log"; \
@@ -60,7 +65,7 @@ test-slow: setup ## The slow suites that need no engine (the executor's assume-b
 	$(PY) -m pytest $(XDIST) -m "slow and not integration" $(PYTEST_ARGS)
 
 test-integration: setup engine ## Integration tests only (real engine, real registry)
-	$(PY) -m pytest $(XDIST) -m integration $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST_WAITING) -m integration $(PYTEST_ARGS)
 
 .PHONY: attacks
 attacks: setup ## The Python-layer attack generator for 10 minutes (ATTACK_SECONDS, ATTACK_SEED to change)

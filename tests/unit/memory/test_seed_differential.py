@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import re
+from collections.abc import Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -202,18 +203,32 @@ def _journal(root: Path, archive: Path) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def built() -> dict[tuple[int, str], tuple[Path, Path]]:
+    """The archive and index of each pair, built once per module: every test only reads them."""
+    return {}
+
+
 @pytest.fixture(params=[(11, "index"), (22, "index"), (33, "index"), (44, "journal"), (55, "journal")])
-def pair(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[random.Random, list[Row], SeedOracle, ThermalMemory]:
+def pair(
+    request: pytest.FixtureRequest,
+    built: dict[tuple[int, str], tuple[Path, Path]],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[random.Random, list[Row], SeedOracle, ThermalMemory]]:
     seed, layout = request.param
     rng = random.Random(seed)
-    rows = make_rows(rng, 300)
-    archive = tmp_path / "seed.db"
-    write_archive(archive, rows)
-    index = tmp_path / "index.db"
-    if layout == "index":
-        store.build(index, import_archive(archive))
-    else:
-        index = _journal(tmp_path / "journal", archive)
+    rows = make_rows(rng, 300)  # each test draws its queries from the same state of `rng`
+    if (seed, layout) not in built:
+        where = tmp_path_factory.mktemp(f"seed-{seed}-{layout}")
+        archive = where / "seed.db"
+        write_archive(archive, rows)
+        index = where / "index.db"
+        if layout == "index":
+            store.build(index, import_archive(archive))
+        else:
+            index = _journal(where / "journal", archive)
+        built[seed, layout] = archive, index
+    archive, index = built[seed, layout]
     oracle, ours = SeedOracle(archive), ThermalMemory(index, budget_ms=60_000)
     yield rng, rows, oracle, ours
     oracle.close()
