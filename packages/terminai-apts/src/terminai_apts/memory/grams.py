@@ -10,6 +10,11 @@ exactly by its bitmap: counts are popcounts, pages the highest (newest) bits, wi
 read. Bitmaps are kept per block of ``2**BLOCK_BITS`` ids, zlib-compressed (a rare piece
 costs a few bytes, a common one at most ``2**BLOCK_BITS / 8``), so an append rewrites
 only the last block of the pieces it touches.
+
+One more bitmap, under the key ``UNSURE``, marks the records whose trigram postings may
+name text ``LIKE`` does not see in title or content (see :func:`trigram_unsure`): for every
+other record, holding a three-character ASCII query's trigram is the seed's match, so
+``count`` of such a query is a posting count with only the marked records read.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ BLOCK_BITS = 16
 _MASK = (1 << BLOCK_BITS) - 1
 # Keys of pieces only grep/find see: two characters no real piece (at most two long) starts with.
 EXTRA = "\x00+"
+# Key of the records a trigram posting may name wrongly for an ASCII query (no piece starts with NUL).
+UNSURE = "\x00!"
 _FOLD = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # LIKE's case folding
 _PAIR = re.compile("..", re.DOTALL)  # pairs at even offsets; from offset 1, the odd ones
 
@@ -69,11 +76,60 @@ def pieces(*texts: str, like: bool = True) -> set[str]:
 
 def record_pieces(title: str, content: str, summary: str) -> Iterator[str]:
     """The keys a record sets: its ``LIKE`` pieces, then (behind ``EXTRA``) the pieces only
-    ``grep`` and ``find`` see (of the summary, or after a NUL), so those can use the bitmaps too."""
+    ``grep`` and ``find`` see (of the summary, or after a NUL), so those can use the bitmaps too;
+    ``UNSURE`` when its trigram postings may disagree with ``LIKE``."""
     seen = pieces(title, content)
     yield from seen
     if summary or "\x00" in title or "\x00" in content:
         yield from (EXTRA + piece for piece in pieces(title, summary, content, like=False) - seen)
+    if trigram_unsure(title, content, summary):
+        yield UNSURE
+
+
+def trigram_unsure(title: str, content: str, summary: str) -> bool:
+    """Whether the trigram index may hold an ASCII trigram for this record that ``LIKE`` does
+    not find in its title or content; False proves it holds none.
+
+    The index folds more than ``LIKE`` (the Kelvin sign onto ``k``, ``ſ`` onto ``s``: asked of
+    SQLite's own trigram tokenizer, :func:`folds_to_ascii`), it also indexes the summary,
+    which ``LIKE`` does not read, and ``LIKE`` stops at a NUL. A summary adds no trigram when
+    each of its three-character runs is somewhere in the title or content as it is.
+    """
+    text = title + content + summary
+    if "\x00" in text:
+        return True
+    if not text.isascii() and folds_to_ascii({c for c in text if c > "\x7f"}):
+        return True
+    if len(summary) < 3 or summary in content or summary in title:
+        return False
+    runs = {summary[i : i + 3] for i in range(len(summary) - 2)}
+    return any(run not in title and run not in content for run in runs)
+
+
+_ASCII_FOLD: dict[str, bool] = {}  # character -> folded onto ASCII by the trigram tokenizer
+
+
+def folds_to_ascii(chars: set[str]) -> bool:
+    """Whether SQLite's trigram tokenizer folds any of the non-ASCII ``chars`` onto ASCII.
+
+    Learnt from the tokenizer itself (an in-memory table of each character three times
+    over, its one trigram read back), once per character; a character that yields no
+    trigram counts as folding, the safe side.
+    """
+    todo = [c for c in chars if c not in _ASCII_FOLD]
+    if todo:
+        conn = sqlite3.connect(":memory:")
+        try:
+            conn.execute("CREATE VIRTUAL TABLE f USING fts5(x, tokenize='trigram')")
+            conn.executemany("INSERT INTO f(rowid, x) VALUES (?, ?)", [(ord(c), c * 3) for c in todo])
+            conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(f, 'instance')")
+            folded = {int(doc): str(term) for term, doc in conn.execute("SELECT term, doc FROM v")}
+        finally:
+            conn.close()
+        for c in todo:
+            term = folded.get(ord(c))
+            _ASCII_FOLD[c] = term is None or term.isascii()
+    return any(_ASCII_FOLD[c] for c in chars)
 
 
 def build(conn: sqlite3.Connection, base: int, records: Iterable[tuple[int, str, str, str]]) -> None:
