@@ -212,6 +212,8 @@ def like_count(shard: Shard, plan: planner.Substring) -> int:
     if bits is not None:
         return bits.bit_count()
     posted = trigram_count(shard, plan)
+    if posted is None:
+        posted = word_count(shard, plan)
     if posted is not None:
         return posted
     source, clause, params = _like_from(shard, plan)
@@ -266,3 +268,51 @@ def trigram_count(shard: Shard, plan: planner.Substring) -> int | None:
         [plan.pattern, plan.pattern, phrase, *ids],
     )[0]
     return int(posted) - int(named) + int(matched)
+
+
+def word_count(shard: Shard, plan: planner.Substring) -> int | None:
+    """The seed's count of a text of four or more ASCII letters and digits, reading only the
+    candidates no frequent word answers for; None: no frequent word holds it (or tags, or a
+    date window on a backfilled shard).
+
+    A record whose word bitmap names it holds the text where ``LIKE`` looks (:func:`grams.words_of`);
+    every other match is among the trigram index's candidates, and only those SQLite checks with
+    ``LIKE``, the named ones skipped by a byte mask before their row is read.
+    """
+    literal = plan.literal
+    if literal is None or plan.text.strip("%") != literal or plan.tags or not literal.isascii():
+        return None
+    folded = grams.fold(literal)
+    if len(folded) < 4 or not folded.isalnum():
+        return None
+    if plan.window.bounded and not shard.ordered:
+        return None
+    lo, hi = _offsets(shard, plan.window)
+    if hi < lo:
+        return 0
+    named = grams.bitmap(
+        shard.rows(
+            "SELECT block, df, bits FROM grams WHERE gram > ? AND gram < ? AND instr(gram, ?) > 0",
+            [grams.WORD, grams.WORD_END, folded],
+        ),
+        lo,
+        hi,
+    )
+    if not named:
+        return None
+    base = shard.bits_base
+    rest = shard.rows(
+        "SELECT count(*) FROM memories_tri t CROSS JOIN memories m ON m.id = t.rowid"
+        " WHERE memories_tri MATCH ? AND t.rowid BETWEEN ? AND ? AND substr(?, t.rowid - ?, 1) <> x'31'"
+        " AND (m.title LIKE ? OR m.content LIKE ?)",
+        [
+            q.trigram_phrase(literal),
+            base + lo,
+            base + hi,
+            grams.byte_mask(named, hi + 1),
+            base - 1,
+            plan.pattern,
+            plan.pattern,
+        ],
+    )[0][0]
+    return named.bit_count() + int(rest)
