@@ -114,6 +114,10 @@ QUERIES = (
     "🙂",
     "GPU allocation",
     "the",
+    # three ASCII characters: counted from the trigram's posting list (outer % are free)
+    "the%",
+    "%Sto",
+    "elv",
     "PROJ-12",
     "absent-word",
     "x",

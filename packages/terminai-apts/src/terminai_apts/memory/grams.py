@@ -10,6 +10,16 @@ exactly by its bitmap: counts are popcounts, pages the highest (newest) bits, wi
 read. Bitmaps are kept per block of ``2**BLOCK_BITS`` ids, zlib-compressed (a rare piece
 costs a few bytes, a common one at most ``2**BLOCK_BITS / 8``), so an append rewrites
 only the last block of the pieces it touches.
+
+One more bitmap, under the key ``UNSURE``, marks the records whose trigram postings may
+name text ``LIKE`` does not see in title or content (see :func:`trigram_unsure`): for every
+other record, holding a three-character ASCII query's trigram is the seed's match, so
+``count`` of such a query is a posting count with only the marked records read.
+
+And a bitmap per frequent word (``WORD`` + a run of four or more ASCII letters and digits,
+folded as ``LIKE`` folds, of the text ``LIKE`` reads; in ``WORD_MIN_RECORDS`` records or more
+at build): a record holding a word that contains a longer query is a match without reading
+it, which the trigram index (no positions) cannot tell (:func:`words_of`).
 """
 
 from __future__ import annotations
@@ -27,6 +37,13 @@ BLOCK_BITS = 16
 _MASK = (1 << BLOCK_BITS) - 1
 # Keys of pieces only grep/find see: two characters no real piece (at most two long) starts with.
 EXTRA = "\x00+"
+# Key of the records a trigram posting may name wrongly for an ASCII query (no piece starts with NUL).
+UNSURE = "\x00!"
+# Keys of frequent words: WORD + the word; WORD_END sorts after every one of them.
+WORD, WORD_END = "\x00=", "\x00>"
+# A rarer word's records cost at most this many row checks for a query it would answer.
+WORD_MIN_RECORDS = 1000
+_WORDS = re.compile("[a-z0-9]{4,}")
 _FOLD = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # LIKE's case folding
 _PAIR = re.compile("..", re.DOTALL)  # pairs at even offsets; from offset 1, the odd ones
 
@@ -69,19 +86,82 @@ def pieces(*texts: str, like: bool = True) -> set[str]:
 
 def record_pieces(title: str, content: str, summary: str) -> Iterator[str]:
     """The keys a record sets: its ``LIKE`` pieces, then (behind ``EXTRA``) the pieces only
-    ``grep`` and ``find`` see (of the summary, or after a NUL), so those can use the bitmaps too."""
+    ``grep`` and ``find`` see (of the summary, or after a NUL), so those can use the bitmaps too;
+    ``UNSURE`` when its trigram postings may disagree with ``LIKE``."""
     seen = pieces(title, content)
     yield from seen
     if summary or "\x00" in title or "\x00" in content:
         yield from (EXTRA + piece for piece in pieces(title, summary, content, like=False) - seen)
+    if trigram_unsure(title, content, summary):
+        yield UNSURE
+
+
+def trigram_unsure(title: str, content: str, summary: str) -> bool:
+    """Whether the trigram index may hold an ASCII trigram for this record that ``LIKE`` does
+    not find in its title or content; False proves it holds none.
+
+    The index folds more than ``LIKE`` (the Kelvin sign onto ``k``, ``ſ`` onto ``s``: asked of
+    SQLite's own trigram tokenizer, :func:`folds_to_ascii`), it also indexes the summary,
+    which ``LIKE`` does not read, and ``LIKE`` stops at a NUL. A summary adds no trigram when
+    each of its three-character runs is somewhere in the title or content as it is.
+    """
+    text = title + content + summary
+    if "\x00" in text:
+        return True
+    if not text.isascii() and folds_to_ascii({c for c in text if c > "\x7f"}):
+        return True
+    if len(summary) < 3 or summary in content or summary in title:
+        return False
+    runs = {summary[i : i + 3] for i in range(len(summary) - 2)}
+    return any(run not in title and run not in content for run in runs)
+
+
+_ASCII_FOLD: dict[str, bool] = {}  # character -> folded onto ASCII by the trigram tokenizer
+
+
+def folds_to_ascii(chars: set[str]) -> bool:
+    """Whether SQLite's trigram tokenizer folds any of the non-ASCII ``chars`` onto ASCII.
+
+    Learnt from the tokenizer itself (an in-memory table of each character three times
+    over, its one trigram read back), once per character; a character that yields no
+    trigram counts as folding, the safe side.
+    """
+    todo = [c for c in chars if c not in _ASCII_FOLD]
+    if todo:
+        conn = sqlite3.connect(":memory:")
+        try:
+            conn.execute("CREATE VIRTUAL TABLE f USING fts5(x, tokenize='trigram')")
+            conn.executemany("INSERT INTO f(rowid, x) VALUES (?, ?)", [(ord(c), c * 3) for c in todo])
+            conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(f, 'instance')")
+            folded = {int(doc): str(term) for term, doc in conn.execute("SELECT term, doc FROM v")}
+        finally:
+            conn.close()
+        for c in todo:
+            term = folded.get(ord(c))
+            _ASCII_FOLD[c] = term is None or term.isascii()
+    return any(_ASCII_FOLD[c] for c in chars)
+
+
+def words_of(title: str, content: str) -> set[str]:
+    """The words of four or more ASCII letters and digits in title and content as ``LIKE`` reads
+    them (before a NUL, ASCII letters lower-cased): each is a substring of that text, so a
+    record holding a word that contains an ASCII query holds the query where ``LIKE`` looks."""
+    return {word for text in (title, content) for word in _WORDS.findall(fold(text.split("\x00", 1)[0]))}
 
 
 def build(conn: sqlite3.Connection, base: int, records: Iterable[tuple[int, str, str, str]]) -> None:
-    """Fill ``grams`` from ``(id, title, content, summary)`` in id order, one block at a time."""
+    """Fill ``grams`` from ``(id, title, content, summary)`` in id order, one block at a time;
+    the frequent words' bitmaps once every record's words are known."""
     done: list[tuple[str, int, int, bytes]] = []
     block, current = -1, dict[str, bytearray]()
+    postings: dict[str, array.array[int]] = {}
     for mid, title, content, summary in records:
         offset = mid - base
+        for word in words_of(title, content):
+            posting = postings.get(word)
+            if posting is None:
+                posting = postings[word] = array.array("q")
+            posting.append(offset)
         if offset >> BLOCK_BITS != block:
             done += _packed(block, current)
             block, current = offset >> BLOCK_BITS, {}
@@ -92,9 +172,22 @@ def build(conn: sqlite3.Connection, base: int, records: Iterable[tuple[int, str,
                 bits = current[piece] = bytearray(1 << (BLOCK_BITS - 3))
             bits[byte] |= bit
     done += _packed(block, current)
+    for word, offsets in postings.items():
+        if len(offsets) >= WORD_MIN_RECORDS:
+            done += _packed_offsets(WORD + word, offsets)
     done.sort()
     conn.executemany("INSERT INTO grams(gram, block, df, bits) VALUES (?, ?, ?, ?)", done)
     conn.execute(_INDEX)
+
+
+def _packed_offsets(key: str, offsets: Iterable[int]) -> list[tuple[str, int, int, bytes]]:
+    blocks: dict[int, bytearray] = {}
+    for offset in offsets:
+        bits = blocks.get(offset >> BLOCK_BITS)
+        if bits is None:
+            bits = blocks[offset >> BLOCK_BITS] = bytearray(1 << (BLOCK_BITS - 3))
+        bits[(offset & _MASK) >> 3] |= 1 << (offset & 7)
+    return [row for block, bits in blocks.items() for row in _packed(block, {key: bits})]
 
 
 def _packed(block: int, current: dict[str, bytearray]) -> list[tuple[str, int, int, bytes]]:
@@ -107,10 +200,18 @@ def _packed(block: int, current: dict[str, bytearray]) -> list[tuple[str, int, i
 def add(conn: sqlite3.Connection, base: int, records: Sequence[tuple[int, str, str, str]]) -> None:
     """Set the bits of appended records ``(id, title, content, summary)`` (their blocks are rewritten)."""
     touched: dict[tuple[str, int], list[int]] = {}
+    # The words that have a bitmap keep it whole; a word that becomes frequent later gets none
+    # (its records are then read, as for any rare word).
+    known = {
+        r[0] for r in conn.execute("SELECT DISTINCT gram FROM grams WHERE gram > ? AND gram < ?", (WORD, WORD_END))
+    }
     for mid, title, content, summary in records:
         offset = mid - base
-        for piece in record_pieces(title, content, summary):
-            touched.setdefault((piece, offset >> BLOCK_BITS), []).append(offset & _MASK)
+        keys = [*record_pieces(title, content, summary), *(WORD + w for w in words_of(title, content))]
+        for key in keys:
+            if key.startswith(WORD) and key not in known:
+                continue
+            touched.setdefault((key, offset >> BLOCK_BITS), []).append(offset & _MASK)
     for (piece, block), offsets in touched.items():
         row = conn.execute("SELECT bits FROM grams WHERE gram = ? AND block = ?", (piece, block)).fetchone()
         bits = bytearray(zlib.decompress(row[0]) if row else bytes(1 << (BLOCK_BITS - 3)))
@@ -120,6 +221,12 @@ def add(conn: sqlite3.Connection, base: int, records: Sequence[tuple[int, str, s
             "INSERT OR REPLACE INTO grams(gram, block, df, bits) VALUES (?, ?, ?, ?)",
             (piece, block, int.from_bytes(bits, "little").bit_count(), zlib.compress(bytes(bits))),
         )
+
+
+def byte_mask(bits: int, size: int) -> bytes:
+    """``size`` bytes, ``b"1"`` at index ``k`` for each set bit ``k`` of ``bits``, ``b"0"`` elsewhere
+    (SQLite reads one with ``substr``: bit tests without a Python call per row)."""
+    return format(bits, "b")[::-1].ljust(size, "0")[:size].encode()
 
 
 def bitmap(rows: Iterable[tuple[int, int, bytes]], lo: int, hi: int) -> int:

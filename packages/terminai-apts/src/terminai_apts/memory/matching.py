@@ -211,5 +211,108 @@ def like_count(shard: Shard, plan: planner.Substring) -> int:
     bits = short_match(shard, plan)
     if bits is not None:
         return bits.bit_count()
+    posted = trigram_count(shard, plan)
+    if posted is None:
+        posted = word_count(shard, plan)
+    if posted is not None:
+        return posted
     source, clause, params = _like_from(shard, plan)
     return int(shard.rows(f"SELECT count(*) FROM {source}{clause}", params)[0][0])
+
+
+# Unsure records in a window beyond this are left to the row-by-row count (each is one lookup).
+MAX_UNSURE = 500
+
+
+def trigram_count(shard: Shard, plan: planner.Substring) -> int | None:
+    """The seed's count of a three-character ASCII text from its trigram's posting list, or None.
+
+    Such a text is one trigram, and for a record not marked ``UNSURE`` (:func:`grams.trigram_unsure`)
+    holding that trigram in the index is the same as ``LIKE`` finding the text in its title or
+    content (both fold ASCII case only, for ASCII text). So the count is the posting list's
+    length in the window, less the marked records it names that ``LIKE`` rejects: only those
+    rows are read. Records past the index's ``unsure_through`` (appended by a writer that did
+    not mark them) count as marked; an index without it, tags, a date window on a backfilled
+    shard or too many marked records leave the count to SQLite's ``LIKE`` on every candidate.
+    """
+    literal = plan.literal
+    if literal is None or len(literal) != 3 or plan.text.strip("%") != literal or not literal.isascii() or plan.tags:
+        return None
+    if plan.window.bounded and not shard.ordered:
+        return None
+    row = shard.rows("SELECT value FROM meta WHERE key = 'unsure_through'")
+    if not row:
+        return None
+    base = shard.bits_base
+    lo, hi = _offsets(shard, plan.window)
+    if hi < lo:
+        return 0
+    unsure = grams.bitmap(shard.grams(grams.UNSURE), lo, hi)
+    through = int(row[0][0]) - base
+    if through < hi:
+        unsure |= grams.window_mask(max(lo, through + 1), hi)
+    if unsure.bit_count() > MAX_UNSURE:
+        return None
+    phrase = q.trigram_phrase(literal)
+    posted = shard.rows(
+        "SELECT count(*) FROM memories_tri WHERE memories_tri MATCH ? AND rowid BETWEEN ? AND ?",
+        [phrase, base + lo, base + hi],
+    )[0][0]
+    if not unsure:
+        return int(posted)
+    ids = [base + offset for offset in grams.ascending(unsure)]
+    named, matched = shard.rows(
+        "SELECT count(*), coalesce(sum(m.title LIKE ? OR m.content LIKE ?), 0)"
+        " FROM memories_tri t CROSS JOIN memories m ON m.id = t.rowid"
+        f" WHERE memories_tri MATCH ? AND t.rowid IN ({','.join('?' * len(ids))})",
+        [plan.pattern, plan.pattern, phrase, *ids],
+    )[0]
+    return int(posted) - int(named) + int(matched)
+
+
+def word_count(shard: Shard, plan: planner.Substring) -> int | None:
+    """The seed's count of a text of four or more ASCII letters and digits, reading only the
+    candidates no frequent word answers for; None: no frequent word holds it (or tags, or a
+    date window on a backfilled shard).
+
+    A record whose word bitmap names it holds the text where ``LIKE`` looks (:func:`grams.words_of`);
+    every other match is among the trigram index's candidates, and only those SQLite checks with
+    ``LIKE``, the named ones skipped by a byte mask before their row is read.
+    """
+    literal = plan.literal
+    if literal is None or plan.text.strip("%") != literal or plan.tags or not literal.isascii():
+        return None
+    folded = grams.fold(literal)
+    if len(folded) < 4 or not folded.isalnum():
+        return None
+    if plan.window.bounded and not shard.ordered:
+        return None
+    lo, hi = _offsets(shard, plan.window)
+    if hi < lo:
+        return 0
+    named = grams.bitmap(
+        shard.rows(
+            "SELECT block, df, bits FROM grams WHERE gram > ? AND gram < ? AND instr(gram, ?) > 0",
+            [grams.WORD, grams.WORD_END, folded],
+        ),
+        lo,
+        hi,
+    )
+    if not named:
+        return None
+    base = shard.bits_base
+    rest = shard.rows(
+        "SELECT count(*) FROM memories_tri t CROSS JOIN memories m ON m.id = t.rowid"
+        " WHERE memories_tri MATCH ? AND t.rowid BETWEEN ? AND ? AND substr(?, t.rowid - ?, 1) <> x'31'"
+        " AND (m.title LIKE ? OR m.content LIKE ?)",
+        [
+            q.trigram_phrase(literal),
+            base + lo,
+            base + hi,
+            grams.byte_mask(named, hi + 1),
+            base - 1,
+            plan.pattern,
+            plan.pattern,
+        ],
+    )[0][0]
+    return named.bit_count() + int(rest)

@@ -218,6 +218,9 @@ def build(
                     ("schema_version", SCHEMA_VERSION),
                     ("ordered", "1"),
                     ("bits_base", str(first_id)),
+                    # The records up to this id have their UNSURE bit set where due (grams.py);
+                    # an index without the key, or ids past it, get no posting-only count.
+                    ("unsure_through", str(first_id + len(ordered) - 1)),
                     *(meta or {}).items(),
                 ],
             )
@@ -296,6 +299,11 @@ def append(path: Path, records: Sequence[NewMemory]) -> int:
             _count_terms(conn, [(top + i, r) for i, r in enumerate(fresh, start=1)])
             grams.add(
                 conn, base_id(conn), [(top + i, r.title, r.content, r.summary) for i, r in enumerate(fresh, start=1)]
+            )
+            # Extended only when it covered every earlier record (a writer that predates it leaves a gap).
+            conn.execute(
+                "UPDATE meta SET value = ? WHERE key = 'unsure_through' AND value = ?",
+                (str(top + len(fresh)), str(top)),
             )
         return len(fresh)
     finally:
