@@ -19,13 +19,13 @@ from __future__ import annotations
 import _socket
 import json
 import os
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.common.reference import is_digest
+from terminai_sandbox.common.which import which
 from terminai_sandbox.errors import EngineError, RegistryError
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -94,7 +94,7 @@ def diagnose(host: str, exc: Exception) -> EngineError:
             "and set DOCKER_HOST=unix://$XDG_RUNTIME_DIR/podman/podman.sock",
         )
     if path and not Path(path).exists():
-        if shutil.which("dockerd") is None and shutil.which("podman") is None:
+        if which("dockerd") is None and which("podman") is None:
             return EngineError(
                 "no container engine is installed",
                 hint="install Docker or Podman (Debian/Ubuntu: apt-get install docker.io), "
