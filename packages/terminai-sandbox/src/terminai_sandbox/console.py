@@ -25,9 +25,15 @@ def main() -> None:
     if debug:
         del sys.argv[1]
     if sys.argv[1:2] == ["run"]:
-        from terminai_sandbox.launch.entry import launch  # noqa: PLC0415  (click's path never loads it)
+        from terminai_sandbox.launch import early  # noqa: PLC0415  (click's path never loads it)
 
-        code = launch(sys.argv[2:], debug=debug)
+        early.ask(sys.argv[2:], os.environ)  # the engine answers while the kernel loads
+        from terminai_sandbox.launch.entry import launch  # noqa: PLC0415
+
+        try:
+            code = launch(sys.argv[2:], debug=debug)
+        finally:
+            early.forget()
         if code is not None:
             sys.stdout.flush()
             sys.stderr.flush()

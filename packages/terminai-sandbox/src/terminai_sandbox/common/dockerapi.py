@@ -178,6 +178,7 @@ def api_request(
     headers: Mapping[str, str] | None = None,
     on_line: Callable[[bytes], None] | None = None,
     deadline: float | None = None,
+    early: str | None = None,
 ) -> tuple[int, dict[str, str], bytes]:
     """``METHOD path`` on a Docker API host, with an optional body: (status, headers, body).
 
@@ -188,15 +189,23 @@ def api_request(
     body is everything up to EOF. ``on_line`` hears each line of the body as it arrives (a
     progress stream); the whole body is still returned. ``deadline`` bounds the whole
     exchange in seconds (an answer trickling in a byte at a time never idles for ``timeout``);
-    an answer over :data:`MAX_ANSWER` bytes is a ValueError.
+    an answer over :data:`MAX_ANSWER` bytes is a ValueError. A ``GET`` that :func:`ask_early`
+    already sent (as ``early``, else as ``path``) is not sent again: its answer is read.
     """
     extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
     if body is not None:
         size = body.stat().st_size if isinstance(body, Path) else len(body)
         extra += f"Content-Type: {content_type}\r\nContent-Length: {size}\r\n"
-    sock = _connect(host, timeout)
+    sock = _EARLY.pop((host, early or path), None) if method == "GET" and body is None and not extra else None
+    if sock is None:
+        sock = _connect(host, timeout)
+        sent = False
+    else:
+        sock.settimeout(timeout)
+        sent = True  # asked by ask_early: its answer is read below, as if asked now
     try:
-        sock.sendall(f"{method} {path} HTTP/1.0\r\nHost: engine\r\nAccept: application/json\r\n{extra}\r\n".encode())
+        if not sent:
+            sock.sendall(_head(method, path, extra))
         if isinstance(body, Path):
             with body.open("rb") as handle:
                 while block := handle.read(1 << 20):
@@ -234,6 +243,47 @@ def api_request(
     elif lines is not None:
         lines.end()
     return int(parts[1]), answered, answer
+
+
+def _head(method: str, path: str, extra: str = "") -> bytes:
+    return f"{method} {path} HTTP/1.0\r\nHost: engine\r\nAccept: application/json\r\n{extra}\r\n".encode()
+
+
+# Requests sent before the launch kernel is imported, by (host, path); each is read once.
+_EARLY: dict[tuple[str, str], _socket.socket] = {}
+
+
+def ask_early(host: str, paths: Sequence[str], *, timeout: float = 30) -> None:
+    """Send ``GET`` for each of ``paths`` to the unix socket ``host`` now, and read nothing yet.
+
+    The engine answers while the launcher imports the rest of the kernel (~15 ms); the
+    first :func:`api_request` for the same host and path reads that answer instead of
+    asking again, so a session start waits on the engine less. Nothing is decided here:
+    the answer is read, checked and used exactly as if it had been asked at that moment,
+    and a request that cannot be sent is simply asked again then (and fails there, with
+    its diagnosis). Only unix sockets: an engine on the network is asked when needed.
+    """
+    if not host.startswith("unix://"):
+        return
+    for path in paths:
+        if (host, path) in _EARLY:
+            continue
+        try:
+            sock = _connect(host, timeout)
+        except OSError:
+            return
+        try:
+            sock.sendall(_head("GET", path))
+        except OSError:
+            sock.close()
+            return
+        _EARLY[(host, path)] = sock
+
+
+def forget_early() -> None:
+    """Close the early requests nobody read: an answer is never read by a later, different launch."""
+    while _EARLY:
+        _EARLY.popitem()[1].close()
 
 
 class _LineFeed:
@@ -292,6 +342,11 @@ def _ping_version(host: str, timeout: float) -> dict[str, Any] | None:
 def _quote(text: str) -> str:
     """Percent-encode ``text`` for a URL path (image references rarely need it; urllib.parse is not loaded)."""
     return "".join(c if c in _SAFE_PATH else "".join(f"%{b:02X}" for b in c.encode()) for c in text)
+
+
+def image_path(reference: str) -> str:
+    """The API path (without version) of the local image ``reference``'s inspect document."""
+    return f"/images/{_quote(reference)}/json"
 
 
 def digest_or_refusal(reference: str, status: int, body: Any) -> str:
@@ -440,6 +495,9 @@ class DockerApi:
                 on_line=on_line,
                 # A GET reads a document: it has the whole timeout, not only between bytes.
                 deadline=limit if method == "GET" else None,
+                # The same request without the version prefix may have been sent early: an
+                # engine answers it at its own API version, the one connect() pinned.
+                early=path,
             )
         except TimeoutError:
             if waiting:
@@ -490,7 +548,7 @@ class DockerApi:
 
     def inspect_image(self, reference: str) -> dict[str, Any] | None:
         """The engine's ``image inspect`` document for ``reference``, or None when it has no such image."""
-        status, body = self._get(f"/images/{_quote(reference)}/json")
+        status, body = self._get(image_path(reference))
         if status == 404:
             return None
         if status != 200 or not isinstance(body, dict):
