@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -390,6 +389,8 @@ class SessionFlags:
 
 
 def _bounded(limit: int, cap: int) -> int:
+    import resource  # noqa: PLC0415  (podman's ulimits only)
+
     return cap if limit == resource.RLIM_INFINITY else min(limit, cap)
 
 
@@ -426,6 +427,8 @@ def session_flags(
 
 
 def host_rlimits() -> dict[str, tuple[int, int]]:
+    import resource  # noqa: PLC0415  (podman's ulimits only)
+
     return {
         "nofile": resource.getrlimit(resource.RLIMIT_NOFILE),
         "nproc": resource.getrlimit(resource.RLIMIT_NPROC),
