@@ -19,6 +19,7 @@ import pytest
 from terminai_sandbox.common import dockerapi
 from terminai_sandbox.common.dockerapi import DockerApi, ask_early, forget_early, image_path
 from terminai_sandbox.errors import EngineError
+from terminai_sandbox.launch import early
 from terminai_sandbox.launch.early import image_guess
 
 DIGEST = "sha256:" + "a" * 64
@@ -153,3 +154,26 @@ def test_the_image_guessed_is_the_one_the_configuration_reads(
     args: list[str], env: dict[str, str], guess: str | None
 ) -> None:
     assert image_guess(args, env) == guess
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "asked"),
+    [
+        ([], {}, True),  # the settings file or the default decide: dockerd may be the engine
+        ([], {"TERMINAI_SANDBOX": "docker"}, True),
+        ([], {"TERMINAI_SANDBOX": "true"}, True),
+        ([], {"TERMINAI_SANDBOX": "podman"}, False),
+        ([], {"TERMINAI_SANDBOX": "false"}, False),  # switched off: step 0 refuses
+        ([], {"GEMINI_SANDBOX": "podman"}, False),
+        (["--engine", "podman"], {}, False),
+        (["--engine=podman"], {}, False),
+        (["--engine", "podman"], {"TERMINAI_SANDBOX": "docker"}, True),  # the variable wins
+        (["--", "--engine", "podman"], {}, True),  # the session's command
+    ],
+)
+def test_dockerd_is_not_asked_when_another_engine_was_chosen(
+    engines: tuple[_Engine, _Engine], args: list[str], env: dict[str, str], asked: bool
+) -> None:
+    engine, _ = engines
+    early.ask(["--image", PINNED, *args], {**env, "DOCKER_HOST": engine.host})
+    assert set(dockerapi._EARLY) == ({(engine.host, "/_ping"), (engine.host, image_path(PINNED))} if asked else set())

@@ -17,11 +17,22 @@ from terminai_sandbox.common.dockerapi import ask_early, candidate_hosts, forget
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.errors import ConfigError
 
-IMAGE_VARIABLES = ("TERMINAI_SANDBOX_IMAGE", "GEMINI_SANDBOX_IMAGE")  # before --image, as the configuration reads them
+# Read before --image and --engine, as the configuration reads them.
+IMAGE_VARIABLES = ("TERMINAI_SANDBOX_IMAGE", "GEMINI_SANDBOX_IMAGE")
+ENGINE_VARIABLES = ("TERMINAI_SANDBOX", "GEMINI_SANDBOX")
+# What may choose dockerd: unset (the settings file or the default decide), docker, or "on".
+MAY_BE_DOCKER = ("docker", "true", "1", "yes", "on")
 
 
 def ask(args: Sequence[str], env: Mapping[str, str]) -> None:
-    """Send the early requests for ``run ARGS`` (the engine it would ask first, by unix socket)."""
+    """Send the early requests for ``run ARGS`` (the engine it would ask first, by unix socket).
+
+    Nothing is sent when the environment or ``--engine`` chose podman or switched the
+    sandbox off: dockerd is then never contacted at all.
+    """
+    engine = _chosen(args, env, ENGINE_VARIABLES, "--engine")
+    if engine is not None and engine.strip().lower() not in MAY_BE_DOCKER:
+        return
     paths = ["/_ping"]
     image = image_guess(args, env)
     if image is not None:
@@ -31,21 +42,27 @@ def ask(args: Sequence[str], env: Mapping[str, str]) -> None:
 
 def image_guess(args: Sequence[str], env: Mapping[str, str]) -> str | None:
     """The pinned reference step 4 will inspect, when the environment or ``--image`` names a digest."""
-    text = next((env[name] for name in IMAGE_VARIABLES if name in env), None)
-    if text is None:
-        for at, arg in enumerate(args):
-            if arg == "--":
-                break
-            if arg == "--image" and at + 1 < len(args):
-                text = args[at + 1]
-            elif arg.startswith("--image="):
-                text = arg.removeprefix("--image=")
+    text = _chosen(args, env, IMAGE_VARIABLES, "--image")
     if text is None or "@" not in text:
         return None
     try:
         return ImageRef.parse(text).pinned
     except ConfigError:
         return None  # step 0 says what is wrong with it
+
+
+def _chosen(args: Sequence[str], env: Mapping[str, str], variables: Sequence[str], flag: str) -> str | None:
+    """The first of ``variables`` set in ``env``, else the last ``flag`` value before ``--``."""
+    text = next((env[name] for name in variables if name in env), None)
+    if text is None:
+        for at, arg in enumerate(args):
+            if arg == "--":
+                break
+            if arg == flag and at + 1 < len(args):
+                text = args[at + 1]
+            elif arg.startswith(f"{flag}="):
+                text = arg.removeprefix(f"{flag}=")
+    return text
 
 
 def forget() -> None:
