@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.common import dockerapi
-from terminai_sandbox.common.dockerapi import DockerApi, ask_early, forget_early, image_path
+from terminai_sandbox.common.dockerapi import DockerApi, ask_early, distribution_path, forget_early, image_path
 from terminai_sandbox.errors import EngineError
 from terminai_sandbox.launch import early
-from terminai_sandbox.launch.early import image_guess
+from terminai_sandbox.launch.early import image_request
 
 DIGEST = "sha256:" + "a" * 64
 OTHER = "sha256:" + "b" * 64
@@ -135,25 +135,50 @@ def test_only_unix_sockets_are_asked_early_and_a_missing_one_is_left_to_prefligh
         DockerApi.connect({"DOCKER_HOST": absent})
 
 
+TAGGED = "127.0.0.1:5000/terminai/sandbox:0.1.0"
+
+
 @pytest.mark.parametrize(
-    ("args", "env", "guess"),
+    ("args", "env", "path"),
     [
-        (["--image", PINNED, "--", "true"], {}, PINNED),
-        ([f"--image={PINNED}"], {}, PINNED),
-        (["--image", "127.0.0.1:5000/terminai/sandbox:0.1.0@" + DIGEST], {}, PINNED),  # the tag is not inspected
-        (["--image", "127.0.0.1:5000/terminai/sandbox:0.1.0"], {}, None),  # a tag: resolved in step 2 first
+        (["--image", PINNED, "--", "true"], {}, image_path(PINNED)),
+        ([f"--image={PINNED}"], {}, image_path(PINNED)),
+        ([f"--image={TAGGED}@{DIGEST}"], {}, image_path(PINNED)),  # the tag is not inspected
+        (["--image", TAGGED], {}, distribution_path(TAGGED)),  # a release tag: step 2 resolves it
+        (["--image", "127.0.0.1:5000/terminai/sandbox:latest"], {}, None),  # floating: step 2 refuses first
+        (["--image", "127.0.0.1:5000/terminai/sandbox:main"], {}, None),
+        (["--image", "127.0.0.1:5000/terminai/sandbox"], {}, None),  # no tag is latest
+        (["--image", "alpine:3.20"], {}, distribution_path("docker.io/library/alpine:3.20")),
         (["--", "--image", PINNED], {}, None),  # the session's command, not an option
         (["--image", "Not A Reference@" + DIGEST], {}, None),  # step 0 refuses it
-        (["--image", PINNED], {"TERMINAI_SANDBOX_IMAGE": "x.example/other@" + OTHER}, "x.example/other@" + OTHER),
-        (["--image", PINNED], {"TERMINAI_SANDBOX_IMAGE": "x.example/other:1.0"}, None),  # the variable wins
-        ([], {"GEMINI_SANDBOX_IMAGE": PINNED}, PINNED),
+        (["--image", PINNED], {"TERMINAI_SANDBOX_IMAGE": f"x.example/o@{OTHER}"}, image_path(f"x.example/o@{OTHER}")),
+        (
+            ["--image", PINNED],
+            {"TERMINAI_SANDBOX_IMAGE": "x.example/other:1.0"},
+            distribution_path("x.example/other:1.0"),
+        ),
+        (["--image", PINNED], {"TERMINAI_SANDBOX_IMAGE": ""}, None),  # the variable wins, and step 0 refuses it
+        ([], {"GEMINI_SANDBOX_IMAGE": PINNED}, image_path(PINNED)),
         (["--image"], {}, None),
     ],
 )
-def test_the_image_guessed_is_the_one_the_configuration_reads(
-    args: list[str], env: dict[str, str], guess: str | None
+def test_the_image_request_asked_early_is_the_one_preflight_makes(
+    args: list[str], env: dict[str, str], path: str | None, tmp_path: Path
 ) -> None:
-    assert image_guess(args, env) == guess
+    assert image_request(args, {**env, "DOCKER_CONFIG": str(tmp_path)}) == path  # no credentials anywhere
+
+
+def test_a_release_tag_resolved_early_is_read_by_step_2(engines: tuple[_Engine, _Engine]) -> None:
+    engine, _ = engines
+    answer = distribution_path(TAGGED)
+    ask_early(engine.host, [answer])
+    engine.wait_for(1)
+    api = DockerApi.connect({"DOCKER_HOST": engine.host})
+    status, body = api._get(answer)
+    assert status == 200 and body["Id"] == f"20.10.24 {answer}"  # the early answer, read in place
+    status, body = api._get(answer, {"X-Registry-Auth": "e30="})  # with credentials: asked anew
+    assert body["Id"] == f"20.10.24 /v1.41{answer}"
+    assert engine.seen == [answer, "/_ping", f"/v1.41{answer}"]
 
 
 @pytest.mark.parametrize(
@@ -177,3 +202,30 @@ def test_dockerd_is_not_asked_when_another_engine_was_chosen(
     engine, _ = engines
     early.ask(["--image", PINNED, *args], {**env, "DOCKER_HOST": engine.host})
     assert set(dockerapi._EARLY) == ({(engine.host, "/_ping"), (engine.host, image_path(PINNED))} if asked else set())
+
+
+@pytest.mark.parametrize(
+    ("config", "asked"),
+    [
+        (None, True),  # no Docker configuration: anonymous, as step 2 would ask
+        ({}, True),
+        ({"auths": {"other.example": {"auth": "dTpw"}}}, True),
+        ({"credHelpers": {"other.example": "pass"}}, True),
+        ({"auths": {"127.0.0.1:5000": {"auth": "dTpw"}}}, False),
+        ({"auths": {"https://127.0.0.1:5000": {"auth": "dTpw"}}}, False),
+        ({"credHelpers": {"127.0.0.1:5000": "pass"}}, False),
+        ({"credsStore": "desktop"}, False),
+        ("{ not json", False),  # cannot tell: step 2 decides
+        ([], False),
+    ],
+)
+def test_a_tag_is_not_asked_early_of_a_registry_with_credentials(tmp_path: Path, config: object, asked: bool) -> None:
+    folder = tmp_path / "docker"
+    folder.mkdir()
+    if config is not None:
+        (folder / "config.json").write_text(config if isinstance(config, str) else json.dumps(config))
+    for env in ({"DOCKER_CONFIG": str(folder)}, {"HOME": str(tmp_path), "DOCKER_CONFIG": ""}):
+        if "HOME" in env:
+            folder.rename(tmp_path / ".docker")
+        path = image_request(["--image", TAGGED], env)
+        assert path == (distribution_path(TAGGED) if asked else None), env

@@ -349,6 +349,11 @@ def image_path(reference: str) -> str:
     return f"/images/{_quote(reference)}/json"
 
 
+def distribution_path(reference: str) -> str:
+    """The API path (without version) of the digest the registry serves for ``reference`` now."""
+    return f"/distribution/{_quote(reference)}/json"
+
+
 def digest_or_refusal(reference: str, status: int, body: Any) -> str:
     """The digest in a ``/distribution`` answer, or the :class:`RegistryError` its refusal means."""
     digest = (body.get("Descriptor") or {}).get("digest") if isinstance(body, dict) else None
@@ -562,7 +567,7 @@ class DockerApi:
         ``auth`` is what the docker CLI would send for the registry (username, password,
         serveraddress); it travels only over the engine's own socket.
         """
-        status, body = self._get(f"/distribution/{_quote(reference)}/json", _auth_header(auth))
+        status, body = self._get(distribution_path(reference), _auth_header(auth))
         return digest_or_refusal(reference, status, body)
 
     def pull_by_digest(
