@@ -16,8 +16,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.common import dockerapi
-from terminai_sandbox.common.dockerapi import DockerApi, ask_early, distribution_path, forget_early, image_path
+from terminai_sandbox.common import engine_socket
+from terminai_sandbox.common.dockerapi import DockerApi
+from terminai_sandbox.common.engine_socket import ask_early, distribution_path, forget_early, image_path
 from terminai_sandbox.errors import EngineError
 from terminai_sandbox.launch import early
 from terminai_sandbox.launch.early import image_request
@@ -83,7 +84,7 @@ def test_an_answer_asked_early_is_read_instead_of_asking_again(engines: tuple[_E
     assert api.info.version == "20.10.24" and api.info.api_version == "1.41"
     assert found is not None and found["Id"] == f"20.10.24 {image_path(PINNED)}"
     assert engine.seen == ["/_ping", image_path(PINNED)]  # nothing asked twice
-    assert not dockerapi._EARLY
+    assert not engine_socket._EARLY
 
 
 def test_each_early_answer_is_read_once(engines: tuple[_Engine, _Engine]) -> None:
@@ -121,7 +122,7 @@ def test_forgotten_answers_are_closed_and_asked_again(engines: tuple[_Engine, _E
     ask_early(engine.host, ["/_ping"])
     engine.wait_for(1)
     forget_early()
-    assert not dockerapi._EARLY
+    assert not engine_socket._EARLY
     DockerApi.connect({"DOCKER_HOST": engine.host})
     assert engine.seen == ["/_ping", "/_ping"]
 
@@ -130,7 +131,7 @@ def test_only_unix_sockets_are_asked_early_and_a_missing_one_is_left_to_prefligh
     ask_early("tcp://127.0.0.1:9", ["/_ping"])
     absent = f"unix://{tmp_path}/absent.sock"
     ask_early(absent, ["/_ping"])
-    assert not dockerapi._EARLY
+    assert not engine_socket._EARLY
     with pytest.raises(EngineError, match="not running"):
         DockerApi.connect({"DOCKER_HOST": absent})
 
@@ -201,7 +202,9 @@ def test_dockerd_is_not_asked_when_another_engine_was_chosen(
 ) -> None:
     engine, _ = engines
     early.ask(["--image", PINNED, *args], {**env, "DOCKER_HOST": engine.host})
-    assert set(dockerapi._EARLY) == ({(engine.host, "/_ping"), (engine.host, image_path(PINNED))} if asked else set())
+    assert set(engine_socket._EARLY) == (
+        {(engine.host, "/_ping"), (engine.host, image_path(PINNED))} if asked else set()
+    )
 
 
 @pytest.mark.parametrize(

@@ -16,13 +16,21 @@ Where engines live and how a failure to reach one is explained (:func:`candidate
 
 from __future__ import annotations
 
-import _socket
 import json
 import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from terminai_sandbox.common.engine_socket import (
+    candidate_hosts,
+    distribution_path,
+    image_path,
+    request_head,
+    take_early,
+)
+from terminai_sandbox.common.engine_socket import connect_socket as _connect
+from terminai_sandbox.common.engine_socket import quote_path as _quote
 from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.common.reference import is_digest
 from terminai_sandbox.common.which import which
@@ -51,7 +59,6 @@ if TYPE_CHECKING:
 
 
 MIN_API_VERSION = (1, 40)  # Docker 19.03 / podman 2: the oldest API we exercise
-DEFAULT_SOCKET = "/var/run/docker.sock"
 LABEL = "dev.terminai.sandbox"  # on every container this client creates
 PLAIN_SCHEMES = ("unix://", "tcp://", "http://")
 
@@ -61,20 +68,6 @@ AUTH_REFUSALS = ("unauthorized", "denied", "no basic auth credentials", "authent
 # No answer the launcher asks for comes near this (inspect documents are KB, a pull's progress
 # stream a few MB); an engine or proxy sending more is broken, and reading on would only grow memory.
 MAX_ANSWER = 64 << 20
-
-_SAFE_PATH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/:@")
-
-
-def candidate_hosts(env: Mapping[str, str]) -> list[str]:
-    """Where to look for a Docker API, in order: DOCKER_HOST, the default socket, podman's."""
-    if env.get("DOCKER_HOST"):
-        return [env["DOCKER_HOST"]]
-    hosts = [f"unix://{DEFAULT_SOCKET}"]
-    runtime = env.get("XDG_RUNTIME_DIR")
-    if runtime:
-        hosts.append(f"unix://{runtime}/podman/podman.sock")
-    hosts.append("unix:///run/podman/podman.sock")
-    return hosts
 
 
 def diagnose(host: str, exc: Exception) -> EngineError:
@@ -131,30 +124,6 @@ def engine_name(version: Mapping[str, Any]) -> str:
     return "podman" if "podman" in components.lower() else "docker"
 
 
-def _connect(host: str, timeout: float) -> _socket.socket:
-    """A connected stream socket to ``host``.
-
-    A unix socket is made with ``_socket``, the C module under :mod:`socket`: importing
-    :mod:`socket` itself turns the C constants into enums, ~5 ms of every session start.
-    """
-    if host.startswith("unix://"):
-        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        sock.settimeout(timeout)
-        try:
-            sock.connect(host.removeprefix("unix://"))
-        except OSError:
-            sock.close()
-            raise
-        return sock
-    if host.startswith(("tcp://", "http://")):
-        import socket  # noqa: PLC0415  (name resolution: an engine on the network only)
-
-        address = host.split("://", 1)[1].rstrip("/")
-        name, _, port = address.rpartition(":")
-        return socket.create_connection((name.strip("[]"), int(port)), timeout=timeout)
-    raise ValueError(f"{host}: only unix://, tcp:// and http:// engine addresses are spoken here")
-
-
 def _dechunk(body: bytes) -> bytes:
     out, rest = bytearray(), body
     while rest:
@@ -189,14 +158,14 @@ def api_request(
     body is everything up to EOF. ``on_line`` hears each line of the body as it arrives (a
     progress stream); the whole body is still returned. ``deadline`` bounds the whole
     exchange in seconds (an answer trickling in a byte at a time never idles for ``timeout``);
-    an answer over :data:`MAX_ANSWER` bytes is a ValueError. A ``GET`` that :func:`ask_early`
+    an answer over :data:`MAX_ANSWER` bytes is a ValueError. A ``GET`` that :func:`~.engine_socket.ask_early`
     already sent (as ``early``, else as ``path``) is not sent again: its answer is read.
     """
     extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
     if body is not None:
         size = body.stat().st_size if isinstance(body, Path) else len(body)
         extra += f"Content-Type: {content_type}\r\nContent-Length: {size}\r\n"
-    sock = _EARLY.pop((host, early or path), None) if method == "GET" and body is None and not extra else None
+    sock = take_early(host, early or path) if method == "GET" and body is None and not extra else None
     if sock is None:
         sock = _connect(host, timeout)
         sent = False
@@ -205,7 +174,7 @@ def api_request(
         sent = True  # asked by ask_early: its answer is read below, as if asked now
     try:
         if not sent:
-            sock.sendall(_head(method, path, extra))
+            sock.sendall(request_head(method, path, extra))
         if isinstance(body, Path):
             with body.open("rb") as handle:
                 while block := handle.read(1 << 20):
@@ -243,47 +212,6 @@ def api_request(
     elif lines is not None:
         lines.end()
     return int(parts[1]), answered, answer
-
-
-def _head(method: str, path: str, extra: str = "") -> bytes:
-    return f"{method} {path} HTTP/1.0\r\nHost: engine\r\nAccept: application/json\r\n{extra}\r\n".encode()
-
-
-# Requests sent before the launch kernel is imported, by (host, path); each is read once.
-_EARLY: dict[tuple[str, str], _socket.socket] = {}
-
-
-def ask_early(host: str, paths: Sequence[str], *, timeout: float = 30) -> None:
-    """Send ``GET`` for each of ``paths`` to the unix socket ``host`` now, and read nothing yet.
-
-    The engine answers while the launcher imports the rest of the kernel (~15 ms); the
-    first :func:`api_request` for the same host and path reads that answer instead of
-    asking again, so a session start waits on the engine less. Nothing is decided here:
-    the answer is read, checked and used exactly as if it had been asked at that moment,
-    and a request that cannot be sent is simply asked again then (and fails there, with
-    its diagnosis). Only unix sockets: an engine on the network is asked when needed.
-    """
-    if not host.startswith("unix://"):
-        return
-    for path in paths:
-        if (host, path) in _EARLY:
-            continue
-        try:
-            sock = _connect(host, timeout)
-        except OSError:
-            return
-        try:
-            sock.sendall(_head("GET", path))
-        except OSError:
-            sock.close()
-            return
-        _EARLY[(host, path)] = sock
-
-
-def forget_early() -> None:
-    """Close the early requests nobody read: an answer is never read by a later, different launch."""
-    while _EARLY:
-        _EARLY.popitem()[1].close()
 
 
 class _LineFeed:
@@ -337,21 +265,6 @@ def _ping_version(host: str, timeout: float) -> dict[str, Any] | None:
         return None
     name = "podman" if product.lower() == "libpod" or "libpod-api-version" in headers else "Engine"
     return {"ApiVersion": api, "Version": rest.split()[0], "Components": [{"Name": name}]}
-
-
-def _quote(text: str) -> str:
-    """Percent-encode ``text`` for a URL path (image references rarely need it; urllib.parse is not loaded)."""
-    return "".join(c if c in _SAFE_PATH else "".join(f"%{b:02X}" for b in c.encode()) for c in text)
-
-
-def image_path(reference: str) -> str:
-    """The API path (without version) of the local image ``reference``'s inspect document."""
-    return f"/images/{_quote(reference)}/json"
-
-
-def distribution_path(reference: str) -> str:
-    """The API path (without version) of the digest the registry serves for ``reference`` now."""
-    return f"/distribution/{_quote(reference)}/json"
 
 
 def digest_or_refusal(reference: str, status: int, body: Any) -> str:

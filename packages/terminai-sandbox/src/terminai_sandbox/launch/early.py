@@ -19,11 +19,16 @@ cost the registry a refusal (and count against anonymous rate limits).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
 
-from terminai_sandbox.common.dockerapi import ask_early, candidate_hosts, distribution_path, forget_early, image_path
+from terminai_sandbox.common.engine_socket import (
+    ask_early,
+    candidate_hosts,
+    distribution_path,
+    forget_early,
+    image_path,
+)
 from terminai_sandbox.common.reference import FLOATING_TAGS, ImageRef
 from terminai_sandbox.errors import ConfigError
 
@@ -77,6 +82,8 @@ def may_have_credentials(registry: str, env: Mapping[str, str]) -> bool:
     looks (no helper is run here): a ``credHelpers`` entry or a ``credsStore``, or an
     ``auths`` entry with ``auth``.
     """
+    import json  # noqa: PLC0415  (a tag only; the kernel loads it anyway, after the requests are sent)
+
     folder = env.get("DOCKER_CONFIG") or os.path.join(os.path.expanduser(env.get("HOME", "~")), ".docker")
     try:
         with open(os.path.join(folder, "config.json"), "rb") as handle:
