@@ -6,6 +6,7 @@ line as click's own parser would (an oracle declared here, not generated from th
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import subprocess
@@ -249,6 +250,29 @@ def test_other_command_lines_go_to_click(monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(SystemExit) as exit_info:
         console.main()
     assert exit_info.value.code == 0
+    assert gc.isenabled()  # switched off for the kernel's path only
+
+
+def test_the_launch_path_runs_without_the_cyclic_collector_and_restores_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    seen: list[bool] = []
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/absent.sock")  # nothing to ask early
+
+    def launched(*_args: object, **_kwargs: object) -> int:
+        seen.append(gc.isenabled())
+        return 0
+
+    def exited(code: int) -> None:
+        raise SystemExit(code)
+
+    monkeypatch.setattr(session, "run", launched)
+    monkeypatch.setattr(os, "_exit", exited)
+    monkeypatch.setattr(sys, "argv", ["terminai-sandbox", "run", "--image", "r.example/x:1.0.0", "--", "true"])
+    with pytest.raises(SystemExit) as exit_info:
+        console.main()
+    assert exit_info.value.code == 0 and seen == [False]
+    assert gc.isenabled()
 
 
 def _boom(*_args: object, **_kwargs: object) -> object:

@@ -61,6 +61,10 @@ FORBIDDEN = frozenset(
         "socket",  # its enum conversion costs ~5 ms; the engine client opens sockets with _socket
         "hashlib",  # loads OpenSSL (~3 ms); the ledger and the trust cache use the built-in SHA-256
         "_hashlib",
+        "shutil",  # bz2, lzma, zlib and fnmatch for its archives (~2.5 ms); PATH lookups use common.which
+        "signal",  # its enums (~0.5 ms); the session's signal forwarding uses _signal
+        "shlex",  # SANDBOX_FLAGS only
+        "resource",  # podman's ulimits only
     }
 )
 PINNED = "127.0.0.1:5000/terminai/sandbox:0.1.0@sha256:" + "a" * 64

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 from pathlib import Path
 
@@ -190,10 +189,10 @@ def test_the_issue_examples_are_refused_at_preflight_step_0(
 ) -> None:
     # Through the launch session itself; the engine is never asked (the refusal comes first),
     # so it need not be installed either.
-    monkeypatch.setattr(shutil, "which", lambda name, **_: f"/usr/bin/{name}")
-    from terminai_sandbox.launch import audit
+    from terminai_sandbox.launch import audit, session
     from terminai_sandbox.launch.session import LaunchRequest, prepare
 
+    monkeypatch.setattr(session, "which", lambda name, path=None: f"/usr/bin/{name}")
     env = {"HOME": str(tmp_path), "TERMINAI_SANDBOX": "docker", "PATH": os.environ["PATH"], variable: value}
     said: list[str] = []
     request = LaunchRequest(image="r.example/x:1.0.0", unsafe_skip_verify=True)

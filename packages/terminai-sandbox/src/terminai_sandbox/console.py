@@ -14,6 +14,7 @@ No path prints a traceback unless asked: an exception that is not a
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -25,9 +26,20 @@ def main() -> None:
     if debug:
         del sys.argv[1]
     if sys.argv[1:2] == ["run"]:
-        from terminai_sandbox.launch.entry import launch  # noqa: PLC0415  (click's path never loads it)
+        # No cyclic garbage collection while the kernel loads and preflight runs: its passes
+        # over the freshly imported modules find nothing to free (~1 ms of CPU per start),
+        # and a launch allocates a few MB at most before it ends with os._exit.
+        gc.disable()
+        from terminai_sandbox.launch import early  # noqa: PLC0415  (click's path never loads it)
 
-        code = launch(sys.argv[2:], debug=debug)
+        early.ask(sys.argv[2:], os.environ)  # the engine answers while the kernel loads
+        from terminai_sandbox.launch.entry import launch  # noqa: PLC0415
+
+        try:
+            code = launch(sys.argv[2:], debug=debug)
+        finally:
+            early.forget()
+            gc.enable()  # for click's path (``run --help``), and for a caller in the same process
         if code is not None:
             sys.stdout.flush()
             sys.stderr.flush()

@@ -16,16 +16,24 @@ Where engines live and how a failure to reach one is explained (:func:`candidate
 
 from __future__ import annotations
 
-import _socket
 import json
 import os
-import shutil
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from terminai_sandbox.common.engine_socket import (
+    candidate_hosts,
+    distribution_path,
+    image_path,
+    request_head,
+    take_early,
+)
+from terminai_sandbox.common.engine_socket import connect_socket as _connect
+from terminai_sandbox.common.engine_socket import quote_path as _quote
 from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.common.reference import is_digest
+from terminai_sandbox.common.which import which
 from terminai_sandbox.errors import EngineError, RegistryError
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -51,7 +59,6 @@ if TYPE_CHECKING:
 
 
 MIN_API_VERSION = (1, 40)  # Docker 19.03 / podman 2: the oldest API we exercise
-DEFAULT_SOCKET = "/var/run/docker.sock"
 LABEL = "dev.terminai.sandbox"  # on every container this client creates
 PLAIN_SCHEMES = ("unix://", "tcp://", "http://")
 
@@ -61,20 +68,6 @@ AUTH_REFUSALS = ("unauthorized", "denied", "no basic auth credentials", "authent
 # No answer the launcher asks for comes near this (inspect documents are KB, a pull's progress
 # stream a few MB); an engine or proxy sending more is broken, and reading on would only grow memory.
 MAX_ANSWER = 64 << 20
-
-_SAFE_PATH = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~/:@")
-
-
-def candidate_hosts(env: Mapping[str, str]) -> list[str]:
-    """Where to look for a Docker API, in order: DOCKER_HOST, the default socket, podman's."""
-    if env.get("DOCKER_HOST"):
-        return [env["DOCKER_HOST"]]
-    hosts = [f"unix://{DEFAULT_SOCKET}"]
-    runtime = env.get("XDG_RUNTIME_DIR")
-    if runtime:
-        hosts.append(f"unix://{runtime}/podman/podman.sock")
-    hosts.append("unix:///run/podman/podman.sock")
-    return hosts
 
 
 def diagnose(host: str, exc: Exception) -> EngineError:
@@ -94,7 +87,7 @@ def diagnose(host: str, exc: Exception) -> EngineError:
             "and set DOCKER_HOST=unix://$XDG_RUNTIME_DIR/podman/podman.sock",
         )
     if path and not Path(path).exists():
-        if shutil.which("dockerd") is None and shutil.which("podman") is None:
+        if which("dockerd") is None and which("podman") is None:
             return EngineError(
                 "no container engine is installed",
                 hint="install Docker or Podman (Debian/Ubuntu: apt-get install docker.io), "
@@ -131,30 +124,6 @@ def engine_name(version: Mapping[str, Any]) -> str:
     return "podman" if "podman" in components.lower() else "docker"
 
 
-def _connect(host: str, timeout: float) -> _socket.socket:
-    """A connected stream socket to ``host``.
-
-    A unix socket is made with ``_socket``, the C module under :mod:`socket`: importing
-    :mod:`socket` itself turns the C constants into enums, ~5 ms of every session start.
-    """
-    if host.startswith("unix://"):
-        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
-        sock.settimeout(timeout)
-        try:
-            sock.connect(host.removeprefix("unix://"))
-        except OSError:
-            sock.close()
-            raise
-        return sock
-    if host.startswith(("tcp://", "http://")):
-        import socket  # noqa: PLC0415  (name resolution: an engine on the network only)
-
-        address = host.split("://", 1)[1].rstrip("/")
-        name, _, port = address.rpartition(":")
-        return socket.create_connection((name.strip("[]"), int(port)), timeout=timeout)
-    raise ValueError(f"{host}: only unix://, tcp:// and http:// engine addresses are spoken here")
-
-
 def _dechunk(body: bytes) -> bytes:
     out, rest = bytearray(), body
     while rest:
@@ -178,6 +147,7 @@ def api_request(
     headers: Mapping[str, str] | None = None,
     on_line: Callable[[bytes], None] | None = None,
     deadline: float | None = None,
+    early: str | None = None,
 ) -> tuple[int, dict[str, str], bytes]:
     """``METHOD path`` on a Docker API host, with an optional body: (status, headers, body).
 
@@ -188,15 +158,23 @@ def api_request(
     body is everything up to EOF. ``on_line`` hears each line of the body as it arrives (a
     progress stream); the whole body is still returned. ``deadline`` bounds the whole
     exchange in seconds (an answer trickling in a byte at a time never idles for ``timeout``);
-    an answer over :data:`MAX_ANSWER` bytes is a ValueError.
+    an answer over :data:`MAX_ANSWER` bytes is a ValueError. A ``GET`` that :func:`~.engine_socket.ask_early`
+    already sent (as ``early``, else as ``path``) is not sent again: its answer is read.
     """
     extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
     if body is not None:
         size = body.stat().st_size if isinstance(body, Path) else len(body)
         extra += f"Content-Type: {content_type}\r\nContent-Length: {size}\r\n"
-    sock = _connect(host, timeout)
+    sock = take_early(host, early or path) if method == "GET" and body is None and not extra else None
+    if sock is None:
+        sock = _connect(host, timeout)
+        sent = False
+    else:
+        sock.settimeout(timeout)
+        sent = True  # asked by ask_early: its answer is read below, as if asked now
     try:
-        sock.sendall(f"{method} {path} HTTP/1.0\r\nHost: engine\r\nAccept: application/json\r\n{extra}\r\n".encode())
+        if not sent:
+            sock.sendall(request_head(method, path, extra))
         if isinstance(body, Path):
             with body.open("rb") as handle:
                 while block := handle.read(1 << 20):
@@ -287,11 +265,6 @@ def _ping_version(host: str, timeout: float) -> dict[str, Any] | None:
         return None
     name = "podman" if product.lower() == "libpod" or "libpod-api-version" in headers else "Engine"
     return {"ApiVersion": api, "Version": rest.split()[0], "Components": [{"Name": name}]}
-
-
-def _quote(text: str) -> str:
-    """Percent-encode ``text`` for a URL path (image references rarely need it; urllib.parse is not loaded)."""
-    return "".join(c if c in _SAFE_PATH else "".join(f"%{b:02X}" for b in c.encode()) for c in text)
 
 
 def digest_or_refusal(reference: str, status: int, body: Any) -> str:
@@ -440,6 +413,9 @@ class DockerApi:
                 on_line=on_line,
                 # A GET reads a document: it has the whole timeout, not only between bytes.
                 deadline=limit if method == "GET" else None,
+                # The same request without the version prefix may have been sent early: an
+                # engine answers it at its own API version, the one connect() pinned.
+                early=path,
             )
         except TimeoutError:
             if waiting:
@@ -490,7 +466,7 @@ class DockerApi:
 
     def inspect_image(self, reference: str) -> dict[str, Any] | None:
         """The engine's ``image inspect`` document for ``reference``, or None when it has no such image."""
-        status, body = self._get(f"/images/{_quote(reference)}/json")
+        status, body = self._get(image_path(reference))
         if status == 404:
             return None
         if status != 200 or not isinstance(body, dict):
@@ -504,7 +480,7 @@ class DockerApi:
         ``auth`` is what the docker CLI would send for the registry (username, password,
         serveraddress); it travels only over the engine's own socket.
         """
-        status, body = self._get(f"/distribution/{_quote(reference)}/json", _auth_header(auth))
+        status, body = self._get(distribution_path(reference), _auth_header(auth))
         return digest_or_refusal(reference, status, body)
 
     def pull_by_digest(

@@ -22,6 +22,8 @@ _HOST_RE = re.compile(
 )
 
 DEFAULT_REGISTRY = "docker.io"
+# Tags that move by design: a launch refuses them unless told otherwise (preflight step 2).
+FLOATING_TAGS = ("latest", "stable", "edge", "nightly", "main", "master", "dev")
 ACCEPTED_FORM = "[HOST[:PORT]/]NAME[:TAG][@sha256:<64 hex>], e.g. 127.0.0.1:5000/terminai/sandbox:0.1.0"
 
 

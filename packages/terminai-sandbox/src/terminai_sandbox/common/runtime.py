@@ -28,8 +28,7 @@ Part of the launch kernel: standard library only.
 
 from __future__ import annotations
 
-import shutil
-
+from terminai_sandbox.common.which import which
 from terminai_sandbox.errors import ConfigError, EngineError
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -59,7 +58,7 @@ def parse_runtime(value: str, variable: str) -> str:
 
 def runsc_binary(env: Mapping[str, str]) -> str | None:
     """The absolute path of ``runsc`` on the launcher's PATH, or None."""
-    return shutil.which("runsc", path=env.get("PATH"))
+    return which("runsc", path=env.get("PATH"))
 
 
 def engine_flags(engine: str, runtime: str, *, runsc: str | None) -> tuple[str, ...]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
@@ -125,6 +124,8 @@ def parse_flags(value: str, *, allowed: Sequence[str] = (), engine: str | None =
     """
     if not value.strip():
         return ()
+    import shlex  # noqa: PLC0415  (SANDBOX_FLAGS only)
+
     try:
         words = shlex.split(value)
     except ValueError as exc:

@@ -39,8 +39,6 @@ from __future__ import annotations
 
 import json
 import os
-import resource
-import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -50,6 +48,7 @@ from terminai_sandbox.common.records import field, frozen_record
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.common.runtime import DEFAULT as DEFAULT_RUNTIME
 from terminai_sandbox.common.runtime import missing_on_docker, missing_on_podman, runsc_binary
+from terminai_sandbox.common.which import which
 from terminai_sandbox.errors import EngineError, LaunchError, RegistryError
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -277,7 +276,7 @@ class PodmanEngine:
 
     @classmethod
     def connect(cls, env: Mapping[str, str]) -> PodmanEngine:
-        binary = shutil.which("podman", path=env.get("PATH"))
+        binary = which("podman", path=env.get("PATH"))
         if binary is None:
             raise EngineError("podman is not installed", hint="install podman (Debian/Ubuntu: apt-get install podman)")
         probe = cls(binary, "?", rootless=os.geteuid() != 0, env=env)
@@ -390,6 +389,8 @@ class SessionFlags:
 
 
 def _bounded(limit: int, cap: int) -> int:
+    import resource  # noqa: PLC0415  (podman's ulimits only)
+
     return cap if limit == resource.RLIM_INFINITY else min(limit, cap)
 
 
@@ -426,6 +427,8 @@ def session_flags(
 
 
 def host_rlimits() -> dict[str, tuple[int, int]]:
+    import resource  # noqa: PLC0415  (podman's ulimits only)
+
     return {
         "nofile": resource.getrlimit(resource.RLIMIT_NOFILE),
         "nproc": resource.getrlimit(resource.RLIMIT_NPROC),
@@ -434,4 +437,4 @@ def host_rlimits() -> dict[str, tuple[int, int]]:
 
 def run_binary(engine: str, env: Mapping[str, str]) -> str:
     """The engine CLI that runs the session (found on the launcher's PATH)."""
-    return shutil.which(engine, path=env.get("PATH")) or engine
+    return which(engine, path=env.get("PATH")) or engine

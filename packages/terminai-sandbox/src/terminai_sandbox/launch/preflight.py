@@ -38,7 +38,7 @@ from terminai_sandbox.artifacts.contract import LABEL as CONTRACT_LABEL
 from terminai_sandbox.artifacts.contract import incompatibility as contract_compatible
 from terminai_sandbox.artifacts.contract import supported_version
 from terminai_sandbox.common.records import field, frozen_record
-from terminai_sandbox.common.reference import ImageRef
+from terminai_sandbox.common.reference import FLOATING_TAGS, ImageRef
 from terminai_sandbox.common.runtime import runtime_label
 from terminai_sandbox.errors import ConfigError, LaunchError, SandboxError, VerificationError
 from terminai_sandbox.launch import trust
@@ -55,7 +55,6 @@ if TYPE_CHECKING:
     from terminai_sandbox.launch.engines import LaunchEngine
     from terminai_sandbox.registry import RegistryClient
 
-FLOATING_TAGS = ("latest", "stable", "edge", "nightly", "main", "master", "dev")
 _TOKEN = object()
 
 

@@ -10,7 +10,6 @@ stacks; preflight loads those only when a step needs them. Output goes through t
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.common.runtime import runsc_binary
 from terminai_sandbox.common.trust_options import choose_trust, no_trust
+from terminai_sandbox.common.which import which
 from terminai_sandbox.launch import audit, trust
 from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
 from terminai_sandbox.launch.default_image import builtin_default
@@ -97,7 +97,7 @@ def prepare(
             image_flag=request.image,
             engine_flag=request.engine,
             default_image=builtin_default,
-            available=[name for name in ("docker", "podman") if shutil.which(name)],
+            available=[name for name in ("docker", "podman") if which(name)],
             allowed_flags=request.unsafe_allow_flag,
             settings_engine=settings.engine,
             runtime_flag=request.runtime,
