@@ -12,9 +12,13 @@ import stat
 from terminai_apts.executor import ExecutorSession, SandboxConfig
 from terminai_apts.executor.host import run
 from terminai_apts.executor.host.zygote_client import ZygoteClient
+from terminai_apts.executor.policy import ApiSpec
 
 from tests.breach import harness
 from tests.breach.support import EMIT, PRELUDE, attack
+
+# An injected API that opens no file: a caller with it gets a run that is not sealed.
+NOTES = ApiSpec(name="notes", factory="tests.unit.executor.fake_api:NotesApi", args=("n",), methods=("search",))
 
 LIST = """
 import stat
@@ -45,8 +49,13 @@ def test_a_run_holds_only_stdio_and_its_own_pipes() -> None:
     try:
         harness.breach("print(1)")
         harness.breach("print(1)")  # warm: spare runs wait beside this one
-        for config in (harness.DEFAULT, SandboxConfig(timeout_seconds=10, security_mode="high", scratch=True)):
-            out = attack(LIST, config=config)
+        cases = [
+            {"config": harness.DEFAULT},  # sealed: entered its root while it waited
+            {"config": SandboxConfig(timeout_seconds=10, security_mode="high", scratch=True)},
+            {"config": harness.DEFAULT, "api": NOTES},  # unsealed: an injected API needs one
+        ]
+        for case in cases:
+            out = attack(LIST, **case)
             fds = _kinds(out["fds"])  # type: ignore[arg-type]
             null = os.stat(os.devnull)
             assert {fd: fds[fd] for fd in (0, 1, 2)} == dict.fromkeys((0, 1, 2), stat.S_IFCHR), out
@@ -59,11 +68,12 @@ def test_a_run_holds_only_stdio_and_its_own_pipes() -> None:
 
 def test_a_run_forked_without_the_zygotes_clean_up_holds_other_runs_pipes() -> None:
     """The companion: a zygote that neither closes its own descriptors in a new run nor
-    lets the run close what it inherited hands the run its control socket and the pipes
-    of the runs that wait beside it."""
+    lets the run close what it inherited hands the run its control socket, its wake-up
+    pipe and, once spares wait (from the fourth run on), the host's ends of a spare run's
+    pipes: the run could write that run's code and read its results."""
     client = ZygoteClient(module="tests.breach.zygote_leaky")
     try:
-        for _ in range(3):  # from the second run on, spares wait when the next is forked
+        for _ in range(4):
             result = run._run_fresh(PRELUDE + LIST + EMIT, harness.DEFAULT, None, lambda: client)
             assert result.success, result.error
         kinds = _kinds(json.loads(result.stdout.splitlines()[-1])["fds"])
@@ -71,4 +81,5 @@ def test_a_run_forked_without_the_zygotes_clean_up_holds_other_runs_pipes() -> N
         client.close()
     extra = [kind for fd, kind in kinds.items() if fd > 2]
     assert stat.S_IFSOCK in extra, kinds  # the zygote's control socket
-    assert extra.count(stat.S_IFIFO) > 2, kinds  # pipes beyond the run's own two
+    # Its own two pipe ends, the zygote's wake-up pipe, and a spare run's two host ends.
+    assert extra.count(stat.S_IFIFO) >= 6, kinds

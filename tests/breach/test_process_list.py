@@ -27,7 +27,7 @@ import time
 start = ctypes.c_void_p.in_dll(libc, "program_invocation_name").value  # argv[0]'s bytes
 ctypes.memset(start, 0, sum(len(arg.encode()) + 1 for arg in sys.orig_argv))
 ctypes.memmove(start, {TITLE!r}, {len(TITLE)})
-time.sleep(2)
+time.sleep(3)
 """
 )
 
@@ -41,11 +41,11 @@ def _read(path: str) -> bytes:
 def test_a_run_that_rewrites_its_command_line_is_still_known_for_a_run() -> None:
     zygote = harness.zygote()
     assert harness.breach("print(1)").success
-    config = SandboxConfig(timeout_seconds=6, security_mode="standard")
+    config = SandboxConfig(timeout_seconds=8, security_mode="standard")
     attack = threading.Thread(target=harness.breach, args=(REWRITE, config))
     attack.start()
     try:
-        found, deadline = None, time.monotonic() + 4
+        found, deadline = None, time.monotonic() + 5
         while found is None and time.monotonic() < deadline:
             for pid, fields in proc_stats().items():
                 if int(fields[1]) == zygote.proc.pid and _read(f"/proc/{pid}/cmdline").startswith(TITLE):
