@@ -1,9 +1,9 @@
 """What a run can learn about the machine: not the host's path of its index (bound at a
 neutral path), not its host name (a UTS namespace named
 "sandbox"), not its process count, memory, uptime or disk use (``sysinfo``, ``statfs``
-and ``fstatfs`` refused), and it cannot pass for another process in the host's process
-list (``PR_SET_NAME`` refused). Each with the companion showing the leak without the
-layer that closes it."""
+and ``fstatfs`` refused), and it cannot rename itself in the kernel's view (``comm``:
+``PR_SET_NAME`` refused; its command line is its own memory, ``test_process_list``).
+Each with the companion showing the leak without the layer that closes it."""
 
 from __future__ import annotations
 

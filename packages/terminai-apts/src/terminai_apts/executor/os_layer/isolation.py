@@ -278,9 +278,11 @@ def harden(
     config: dict[str, object],
     api_paths: tuple[str, ...],
     scratch: str | None,
+    parent: int | None = None,
 ) -> None:
     """Steps 6e-6i once the caller's setup is known (and the run's root entered, if it
-    has one); raises (the run fails) on any error."""
+    has one); raises (the run fails) on any error. ``parent``: a pidfd of the run's
+    parent when that is outside the run's PID namespace (``limits.die_with_parent``)."""
     skip = hardening.skip
     if scratch:
         os.chdir(scratch)
@@ -288,7 +290,7 @@ def harden(
         limits.drop_privileges(int(str(config["unprivileged_uid"])), int(str(config["unprivileged_gid"])))
         namespaces.drop_capabilities()
     if "parent-death" not in skip:
-        limits.die_with_parent()
+        limits.die_with_parent(parent)
     if "rlimits" not in skip:
         limits.set_rlimits(
             memory_mb=int(str(config["max_memory_mb"])),

@@ -10,6 +10,7 @@ import ctypes
 import functools
 import os
 import resource
+import select
 import signal
 
 _PR_SET_PDEATHSIG = 1
@@ -37,12 +38,17 @@ def set_not_dumpable() -> None:
     _prctl(_PR_SET_DUMPABLE, 0, "PR_SET_DUMPABLE")
 
 
-def die_with_parent() -> None:
-    """SIGKILL when the parent dies (set after any uid change, which clears it)."""
-    parent = os.getppid()
+def die_with_parent(parent: int | None = None) -> None:
+    """SIGKILL when the parent dies (set after any uid change, which clears it).
+
+    ``parent``: a pidfd of the parent, for a process whose parent is outside its PID
+    namespace: there ``getppid()`` is 0 before and after the parent's death, so only the
+    pidfd (readable once the parent has exited) tells that it died before the request
+    took effect."""
+    before = os.getppid()
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, "PR_SET_PDEATHSIG")
-    if os.getppid() != parent:  # the parent died before the request took effect
-        os._exit(70)
+    if os.getppid() != before or (parent is not None and select.select([parent], [], [], 0)[0]):
+        os._exit(70)  # the parent died before the request took effect
 
 
 def become_subreaper() -> None:

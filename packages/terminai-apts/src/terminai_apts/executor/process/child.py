@@ -162,17 +162,24 @@ def keeper(
     *,
     entered: bool = False,
     sealed: bool = False,
+    zygote: int | None = None,
 ) -> NoReturn:
     """The run's first process: enters the run's namespaces and forks the sandboxed
     process into them (or becomes it when namespaces are unavailable). ``entered``: the
     zygote forked this process into the run's namespaces already (as their PID 1), so it
     is the sandboxed process itself. ``sealed``: for a caller without an injected API,
-    so the run enters its root before the setup comes. The zygote forks keepers ahead
-    of demand, so nothing here may depend on the caller's setup."""
+    so the run enters its root before the setup comes. ``zygote``: a pidfd of the zygote
+    (this process's parent), kept until the parent-death signal is set for good. The
+    zygote forks keepers ahead of demand, so nothing here may depend on the caller's setup."""
     code = 70
     try:
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        die_with_parent()
+        die_with_parent(zygote)
+        # Only a process forked straight into its PID namespace needs the pidfd again (at
+        # each later parent-death request); anywhere else getppid() tells.
+        parent = zygote if entered else None
+        if zygote is not None and parent is None:
+            os.close(zygote)
         report = isolation.Isolation()
         if entered:
             report.namespaces = True
@@ -185,7 +192,7 @@ def keeper(
                 if os.WIFSIGNALED(status):
                     _end_by_signal(os.WTERMSIG(status))
                 os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 70)
-        _sandboxed(cmd_fd, res_fd, hardening, report, base, proxies, runner, sealed=sealed)
+        _sandboxed(cmd_fd, res_fd, hardening, report, base, proxies, runner, sealed=sealed, parent=parent)
     except BaseException:
         code = 70
     finally:
@@ -243,20 +250,23 @@ def _sandboxed(
     runner: Runner,
     *,
     sealed: bool = False,
+    parent: int | None = None,
 ) -> NoReturn:
     """Wait for the caller's setup, harden once (layer 6), then run cells until the
     command pipe closes. ``sealed``: the run's root is entered before the setup comes
-    (its caller binds no host path: no injected API)."""
+    (its caller binds no host path: no injected API). ``parent``: a pidfd of this
+    process's parent when that is outside its PID namespace (closed once hardened)."""
     code = 0
     try:
         if "parent-death" not in hardening.skip:
-            die_with_parent()
+            die_with_parent(parent)
         root = isolation.build_root(hardening, report, base)
         sealed = sealed and root is not None
         if sealed and root is not None:
             root.mount_point(os.path.join(base, "scratch"))
             isolation.enter_root(root, report, ())
-        ruleset = isolation.harden_early(hardening, keep={cmd_fd, res_fd}, rooted=root is not None)
+        keep = {cmd_fd, res_fd} if parent is None else {cmd_fd, res_fd, parent}
+        ruleset = isolation.harden_early(hardening, keep=keep, rooted=root is not None)
         _warm_up(proxies)
         # The default mode's globals, built (and their pages copied) while no caller
         # waits: a caller in that mode without an injected API takes them as they are.
@@ -288,7 +298,11 @@ def _sandboxed(
         else:
             setup_error = None
         api_paths = tuple(inside for _, inside in places)
-        isolation.harden(hardening, report, ruleset=ruleset, config=config, api_paths=api_paths, scratch=scratch)
+        isolation.harden(
+            hardening, report, ruleset=ruleset, config=config, api_paths=api_paths, scratch=scratch, parent=parent
+        )
+        if parent is not None:
+            os.close(parent)  # the parent-death signal is set for good: no user code holds it
         # Sent before any user code runs, so the host may trust this one frame.
         ready = {"isolation": report.layers(), "notes": report.notes}
         frames.write_frame(res_fd, json.dumps(ready).encode())

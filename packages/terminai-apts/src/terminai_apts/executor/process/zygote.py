@@ -73,6 +73,9 @@ class Zygote:
         self.home = isolation.run_namespaces_home(hardening)
         # Whether a run can be sealed at all: it needs a root of its own (so namespaces).
         self.sealable = hardening.root is not None
+        # Each run checks, once its parent-death signal is set, that the zygote had not
+        # died already (inside a run's PID namespace getppid() cannot tell).
+        self.pidfd = _own_pidfd()
         self.wake, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self.own_fds = (self.wake, wake_w)
         signal.signal(signal.SIGCHLD, _ignore)
@@ -115,7 +118,15 @@ class Zygote:
             os.close(res_r)
             os.setpgid(0, 0)
             child.keeper(
-                cmd_r, res_w, self.hardening, base, self.proxies, self.runner, entered=home is not None, sealed=sealed
+                cmd_r,
+                res_w,
+                self.hardening,
+                base,
+                self.proxies,
+                self.runner,
+                entered=home is not None,
+                sealed=sealed,
+                zygote=self.pidfd,
             )
         with contextlib.suppress(OSError):  # the keeper may already have done it
             os.setpgid(pid, pid)
@@ -337,6 +348,14 @@ def new_base() -> str:
                 break
             return path
     raise failure
+
+
+def _own_pidfd() -> int | None:
+    """A pidfd of this process (None where the kernel has none: before Linux 5.3)."""
+    try:
+        return os.pidfd_open(os.getpid())
+    except (OSError, AttributeError):
+        return None
 
 
 def _ignore(signum: int, frame: object) -> None:
