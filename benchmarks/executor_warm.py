@@ -18,18 +18,17 @@ Run: .venv/bin/python benchmarks/executor_warm.py [--ref REF] [--runs N] [--roun
 from __future__ import annotations
 
 import argparse
-import io
 import json
 import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-NEW_SRC = ROOT / "packages/terminai-apts/src"
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from executor import NEW_SRC, _baseline_source, _pct  # the other executor benchmark's helpers
+
 _SCRIPT = r"""
 import json, os, resource, sys, time
 from terminai_apts.executor import SandboxConfig, execute
@@ -64,20 +63,6 @@ print(json.dumps({"samples": samples, "cpu_ms": (mine + tree) * 1000 / runs}))
 """
 
 
-def _pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def _source(ref: str, tmp: str) -> Path:
-    archive = subprocess.run(
-        ["git", "archive", ref, "packages/terminai-apts/src"], cwd=ROOT, capture_output=True, check=True
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(tmp, filter="data")
-    return Path(tmp) / "packages/terminai-apts/src"
-
-
 def _measure(source: Path, runs: int, gap: float) -> tuple[list[float], float]:
     env = {"PYTHONPATH": str(source), "PATH": "/usr/bin:/bin"}
     argv = [sys.executable, "-c", _SCRIPT, str(runs), str(gap)]
@@ -95,7 +80,7 @@ def main() -> int:
     args = parser.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; {args.rounds} x {args.runs} runs a side")
     with tempfile.TemporaryDirectory(prefix="executor-warm-") as tmp:
-        old_src = _source(args.ref, tmp)
+        old_src = _baseline_source(args.ref, tmp)
         for label, gap in (("back to back", 0.0), (f"{args.gap * 1000:g} ms apart", args.gap)):
             lat: dict[str, list[float]] = {"new": [], "old": []}
             cpu: dict[str, list[float]] = {"new": [], "old": []}
