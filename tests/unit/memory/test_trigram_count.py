@@ -85,17 +85,24 @@ def test_three_character_counts_equal_sqlite_like(tmp_path: Path, seed: int) -> 
     oracle.close()
 
 
-@pytest.mark.parametrize("block_bits", [16, 4])
-def test_appended_records_are_marked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block_bits: int) -> None:
+def _built_then_appended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block_bits: int, rows: list[Row]
+) -> tuple[Path, Path]:
+    """The archive of ``rows`` and an index built from its first 100 records, then two appends."""
     monkeypatch.setattr(grams, "BLOCK_BITS", block_bits)
     monkeypatch.setattr(grams, "_MASK", (1 << block_bits) - 1)
-    rows = _rows(random.Random(3), 300)
     archive, index = tmp_path / "a.db", tmp_path / "i.db"
     write_archive(archive, rows)
     records = sorted(import_archive(archive), key=lambda r: (r.date, r.uid))
     store.build(index, records[:100])
     assert store.append(index, records[100:250]) == 150
     assert store.append(index, records[250:]) == 50
+    return archive, index
+
+
+@pytest.mark.parametrize("block_bits", [16, 4])
+def test_appended_records_are_marked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block_bits: int) -> None:
+    archive, index = _built_then_appended(tmp_path, monkeypatch, block_bits, _rows(random.Random(3), 300))
     assert store.meta_value(index, "unsure_through") == "300"
     oracle = SeedOracle(archive)
     with ThermalMemory(index) as mem:
@@ -230,15 +237,8 @@ def test_appended_records_join_the_word_bitmaps(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, block_bits: int
 ) -> None:
     monkeypatch.setattr(grams, "WORD_MIN_RECORDS", 5)
-    monkeypatch.setattr(grams, "BLOCK_BITS", block_bits)
-    monkeypatch.setattr(grams, "_MASK", (1 << block_bits) - 1)
     rows = _word_rows(random.Random(3), 300)
-    archive, index = tmp_path / "a.db", tmp_path / "i.db"
-    write_archive(archive, rows)
-    records = sorted(import_archive(archive), key=lambda r: (r.date, r.uid))
-    store.build(index, records[:100])
-    assert store.append(index, records[100:250]) == 150
-    assert store.append(index, records[250:]) == 50
+    archive, index = _built_then_appended(tmp_path, monkeypatch, block_bits, rows)
     oracle = SeedOracle(archive)
     with ThermalMemory(index) as mem:
         assert _word_check(mem, oracle) >= 7 * len(SPANS)
