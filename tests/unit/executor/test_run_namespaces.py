@@ -12,6 +12,8 @@ from terminai_apts.executor import SandboxConfig
 from terminai_apts.executor.host import run
 from terminai_apts.executor.host.zygote_client import ZygoteClient
 
+from tests.breach.support import proc_stats
+
 FAST = SandboxConfig(timeout_seconds=5)
 KINDS = ("net", "ipc", "uts", "pid", "pid_for_children", "mnt")
 
@@ -24,17 +26,11 @@ def _namespaces(pid: int | str) -> dict[str, str]:
 
 def _runs(zygote: int) -> list[int]:
     """The zygote's children that lead a process group of their own: its waiting runs."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as fh:
-                    fields = fh.read().rsplit(b")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == zygote and int(fields[2]) == int(entry) and fields[0] not in (b"Z", b"X"):
-                found.append(int(entry))
-    return found
+    return [
+        pid
+        for pid, fields in proc_stats().items()
+        if int(fields[1]) == zygote and int(fields[2]) == pid and fields[0] not in (b"Z", b"X")
+    ]
 
 
 def _waiting(zygote: int) -> dict[int, dict[str, str]]:

@@ -13,6 +13,8 @@ from terminai_apts.executor.host import run
 from terminai_apts.executor.host.channel import RunChannel
 from terminai_apts.executor.host.zygote_client import ZygoteClient
 
+from tests.breach.support import proc_stats
+
 FAST = SandboxConfig(timeout_seconds=5)
 
 
@@ -56,16 +58,7 @@ def test_an_ended_run_is_killed_before_the_zygote_answers() -> None:
 
 
 def _running(pgid: int) -> bool:
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat", "rb") as fh:
-                    fields = fh.read().rsplit(b")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-                return True
-    return False
+    return any(int(fields[2]) == pgid and fields[0] not in (b"Z", b"X") for fields in proc_stats().values())
 
 
 # An injected API whose factory lives outside the read set: imported before the run

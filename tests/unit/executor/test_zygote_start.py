@@ -19,6 +19,8 @@ from terminai_apts.executor import SandboxConfig
 from terminai_apts.executor.host import run, zygote_client, zygote_start
 from terminai_apts.executor.process import zygote
 
+from tests.breach.support import proc_stats
+
 
 def _links(pid: int) -> dict[int, str]:
     folder = f"/proc/{pid}/fd"
@@ -124,17 +126,7 @@ def test_a_run_asked_ahead_and_never_taken_ends_with_the_zygote() -> None:
 def _children(pid: int) -> list[int]:
     """Processes whose parent is ``pid`` (from /proc: the per-task children list needs a
     kernel option that is often off)."""
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            try:
-                with open(f"/proc/{name}/stat", "rb") as fh:
-                    stat = fh.read()
-            except OSError:
-                continue
-            if int(stat[stat.rindex(b")") + 2 :].split()[1]) == pid:
-                found.append(int(name))
-    return found
+    return [child for child, fields in proc_stats().items() if int(fields[1]) == pid]
 
 
 def test_a_runs_directory_is_made_as_mkdtemp_makes_one() -> None:

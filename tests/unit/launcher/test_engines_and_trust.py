@@ -276,7 +276,7 @@ def test_the_engine_client_speaks_plain_sockets_and_names_the_way_round_other_sc
 
 
 def _session_site(tmp_path: Path, answers: dict[str, bytes]) -> tuple[dict[str, str], str]:
-    """An engine that holds the pinned image, a `docker` that copies the ledger and exits 7, a project folder."""
+    """An engine that holds the pinned image and a `docker` that copies the ledger and exits 7."""
     from terminai_sandbox.artifacts.contract import supported_version
 
     ref = "127.0.0.1:5000/terminai/sandbox:0.1.0@sha256:" + "a" * 64
@@ -299,26 +299,31 @@ def _session_site(tmp_path: Path, answers: dict[str, bytes]) -> tuple[dict[str, 
     return env, ref
 
 
+def launch_true(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ref: str, env: dict[str, str]) -> int:
+    """``run REF -- true`` (verification skipped) from a new project folder: its exit code."""
+    from terminai_sandbox.launch import session
+    from terminai_sandbox.launch.run import Limits
+
+    project = tmp_path / "project"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    request = session.LaunchRequest(image=ref, unsafe_skip_verify=True)
+    return session.run(request, ["true"], limits=Limits(), env=env, say=lambda _line: None)
+
+
 def test_a_session_start_writes_preflight_and_the_run_record_with_one_fsync(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import os
 
-    from terminai_sandbox.launch import session
-    from terminai_sandbox.launch.run import Limits
-
     answers: dict[str, bytes] = {}
     server = _FakeEngine(tmp_path / "e.sock", answers)
     try:
         env, ref = _session_site(tmp_path, answers)
-        project = tmp_path / "project"
-        project.mkdir()
-        monkeypatch.chdir(project)
         synced: list[int] = []
         real_fsync = os.fsync
         monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
-        request = session.LaunchRequest(image=ref, unsafe_skip_verify=True)
-        code = session.run(request, ["true"], limits=Limits(), env=env, say=lambda _line: None)
+        code = launch_true(tmp_path, monkeypatch, ref, env)
     finally:
         server.server.close()
     assert code == 7

@@ -20,12 +20,10 @@ from pathlib import Path
 
 import click
 import pytest
-from terminai_sandbox.launch import session
 from terminai_sandbox.launch.options import CommandLineError, HelpWanted, parse_preflight, parse_run
-from terminai_sandbox.launch.run import Limits
 
 from tests.unit.launcher.test_console import CLI, PINNED, _oracle, _untimed
-from tests.unit.launcher.test_engines_and_trust import _FakeEngine, _session_site
+from tests.unit.launcher.test_engines_and_trust import _FakeEngine, _session_site, launch_true
 
 TOKENS = [
     "--image", "--image=a:1", "--image=", "--key", "--key=", "--key=--unsafe-skip-verify", "--unsafe-skip-verify",
@@ -107,11 +105,7 @@ def test_the_session_runs_the_verified_reference_whatever_the_engine_says_the_im
         answers[f"/v1.41/images/{pinned}/json"] = b"HTTP/1.0 200 OK\r\n\r\n" + json.dumps(claimed).encode()
         argv_file = tmp_path / "argv"
         (tmp_path / "bin" / "docker").write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {argv_file}\nexit 0\n')
-        project = tmp_path / "project"
-        project.mkdir()
-        monkeypatch.chdir(project)
-        request = session.LaunchRequest(image=ref, unsafe_skip_verify=True)
-        assert session.run(request, ["true"], limits=Limits(), env=env, say=lambda _line: None) == 0
+        assert launch_true(tmp_path, monkeypatch, ref, env) == 0
     finally:
         server.server.close()
     argv = argv_file.read_text().splitlines()
@@ -168,11 +162,7 @@ def test_the_session_runs_on_the_engine_preflight_checked_not_the_cli_context(
         env["DOCKER_CONTEXT"] = "some-other-engine"
         seen = tmp_path / "seen"
         (tmp_path / "bin" / "docker").write_text(f'#!/bin/sh\necho "$DOCKER_HOST" > {seen}\nexit 0\n')
-        project = tmp_path / "project"
-        project.mkdir()
-        monkeypatch.chdir(project)
-        request = session.LaunchRequest(image=ref, unsafe_skip_verify=True)
-        assert session.run(request, ["true"], limits=Limits(), env=env, say=lambda _line: None) == 0
+        assert launch_true(tmp_path, monkeypatch, ref, env) == 0
     finally:
         server.server.close()
     assert (seen.read_text().strip() == checked) is guarded
