@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -107,6 +109,24 @@ def test_cache_holds_passes_only_and_keys_on_exact_inputs(tmp_path: Path) -> Non
     # A corrupt cache is a miss, never an error or a pass.
     cache.write_text("{not json")
     assert not trust.cache_hit(cache, digest, fingerprint) and trust.known_fingerprint(cache, source) is None
+
+
+def test_first_launches_at_once_all_record_their_pass(tmp_path: Path) -> None:
+    # Each process is a first launch storing its own pass at the same instant: none may fail,
+    # none may lose another's entry, and no temporary file is left.
+    cache = tmp_path / "state" / "verified.json"
+    script = (
+        "import sys; from pathlib import Path; from terminai_sandbox.launch import trust\n"
+        "trust.cache_store(Path(sys.argv[1]), 'sha256:' + sys.argv[2] * 64, 'fp')\n"
+    )
+    procs = [
+        subprocess.Popen([sys.executable, "-c", script, str(cache), digit], stderr=subprocess.PIPE)
+        for digit in "0123456789abcdef"
+    ]
+    failures = [p.stderr.read() for p in procs if p.wait() != 0 and p.stderr is not None]
+    assert failures == []
+    assert all(trust.cache_hit(cache, "sha256:" + d * 64, "fp") for d in "0123456789abcdef")
+    assert sorted(p.name for p in cache.parent.iterdir()) == ["verified.json", "verified.json.lock"]
 
 
 class _FakeEngine:

@@ -20,7 +20,9 @@ is unreadable or corrupt, miss and take the full path.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -134,11 +136,19 @@ def cache_store(path: Path | None, digest: str, fingerprint: str, source: TrustS
     """Record a pass (call only after verification succeeded)."""
     if path is None:
         return
+    from terminai_apts import durable  # noqa: PLC0415  (a first verification only, not every start)
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    entries = _entries(path)
-    entries[f"{digest}|{fingerprint}"] = True
-    if source is not None and source.source_key is not None:
-        entries[f"source:{source.source_key}"] = fingerprint
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(entries, sort_keys=True))
-    tmp.replace(path)
+    # Two first launches at once: the lock serialises read-modify-write so neither loses the
+    # other's entry, and the durable writer's per-process temporary file means neither can
+    # rename the other's half-written file into place.
+    lock = os.open(path.with_name(path.name + ".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        entries = _entries(path)
+        entries[f"{digest}|{fingerprint}"] = True
+        if source is not None and source.source_key is not None:
+            entries[f"source:{source.source_key}"] = fingerprint
+        durable.write(path, json.dumps(entries, sort_keys=True).encode(), mode=0o600)
+    finally:
+        os.close(lock)  # releases the lock
