@@ -13,7 +13,7 @@ from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
 from terminai_sandbox.launch.engines import PodmanEngine
 from terminai_sandbox.launch.options import parse_run, request_from
 from terminai_sandbox.launch.run import build_argv
-from terminai_sandbox.launch.settings import SettingsFile, runtime_setting
+from terminai_sandbox.launch.settings import SettingsFile
 
 from tests.unit.launcher.test_engines_and_trust import _FakeEngine, _verified
 
@@ -45,7 +45,7 @@ def test_anything_else_is_refused_naming_the_source(value: str) -> None:
 
 def test_env_or_flag_beats_settings_beats_the_default(tmp_path: Path) -> None:
     env = _settings(tmp_path, {"tools": {"sandbox": "docker", "sandboxRuntime": "gvisor"}})
-    read = lambda: runtime_setting(env)  # noqa: E731
+    read = lambda: SettingsFile(env).runtime()  # noqa: E731
     cfg = load_launch_config(env, **BASE)  # type: ignore[arg-type]
     assert (cfg.runtime, cfg.runtime_from) == ("runc", "the default")
     cfg = load_launch_config(env, settings_runtime=read, **BASE)  # type: ignore[arg-type]
@@ -74,7 +74,7 @@ def test_a_bad_value_from_each_source_names_that_source(tmp_path: Path) -> None:
         load_launch_config({}, runtime_flag="crun", **BASE)  # type: ignore[arg-type]
     env = _settings(tmp_path, {"tools": {"sandboxRuntime": "lxc"}})
     with pytest.raises(ConfigError, match=r"settings tools\.sandboxRuntime='lxc' is not a container runtime"):
-        load_launch_config(env, settings_runtime=lambda: runtime_setting(env), **BASE)  # type: ignore[arg-type]
+        load_launch_config(env, settings_runtime=lambda: SettingsFile(env).runtime(), **BASE)  # type: ignore[arg-type]
 
 
 def test_the_settings_file_is_not_read_when_env_or_flag_chose(tmp_path: Path) -> None:
@@ -100,8 +100,8 @@ def test_one_launch_reads_the_settings_file_once(tmp_path: Path) -> None:
     [({}, None), ({"tools": {}}, None), ({"tools": {"sandboxRuntime": "runsc"}}, "runsc"), ({"sandbox": "x"}, None)],
 )
 def test_the_setting_is_tools_sandbox_runtime(tmp_path: Path, document: object, expected: str | None) -> None:
-    assert runtime_setting(_settings(tmp_path, document)) == expected
-    assert runtime_setting({"HOME": str(tmp_path / "nowhere")}) is None
+    assert SettingsFile(_settings(tmp_path, document)).runtime() == expected
+    assert SettingsFile({"HOME": str(tmp_path / "nowhere")}).runtime() is None
 
 
 @pytest.mark.parametrize(
@@ -115,7 +115,7 @@ def test_the_setting_is_tools_sandbox_runtime(tmp_path: Path, document: object, 
 )
 def test_a_setting_of_the_wrong_type_is_refused(tmp_path: Path, document: object, problem: str) -> None:
     with pytest.raises(ConfigError, match=problem.replace("(", r"\(")):
-        runtime_setting(_settings(tmp_path, document))
+        SettingsFile(_settings(tmp_path, document)).runtime()
 
 
 def test_the_run_option_reaches_the_request() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from terminai_sandbox.errors import ConfigError
 from terminai_sandbox.launch.config import load_launch_config
-from terminai_sandbox.launch.settings import engine_setting, settings_path, strip_comments
+from terminai_sandbox.launch.settings import SettingsFile, settings_path, strip_comments
 
 
 def _settings(home: Path, content: str | bytes | object) -> dict[str, str]:
@@ -31,19 +31,19 @@ def test_the_file_is_under_home_from_the_passed_environment(tmp_path: Path) -> N
 
 
 def test_no_home_no_file_no_directory_or_no_key_is_none(tmp_path: Path) -> None:
-    assert engine_setting({}) is None
-    assert engine_setting({"HOME": ""}) is None
-    assert engine_setting({"HOME": str(tmp_path)}) is None  # no ~/.terminai
+    assert SettingsFile({}).engine() is None
+    assert SettingsFile({"HOME": ""}).engine() is None
+    assert SettingsFile({"HOME": str(tmp_path)}).engine() is None  # no ~/.terminai
     (tmp_path / ".terminai").mkdir()
-    assert engine_setting({"HOME": str(tmp_path)}) is None  # no settings.json
-    assert engine_setting(_settings(tmp_path, {})) is None
-    assert engine_setting(_settings(tmp_path, {"tools": {"allowed": ["ls"]}, "ui": {"theme": "x"}})) is None
-    assert engine_setting(_settings(tmp_path, {"tools": {}})) is None
+    assert SettingsFile({"HOME": str(tmp_path)}).engine() is None  # no settings.json
+    assert SettingsFile(_settings(tmp_path, {})).engine() is None
+    assert SettingsFile(_settings(tmp_path, {"tools": {"allowed": ["ls"]}, "ui": {"theme": "x"}})).engine() is None
+    assert SettingsFile(_settings(tmp_path, {"tools": {}})).engine() is None
 
 
 def test_home_that_is_a_file_means_no_settings(tmp_path: Path) -> None:
     (tmp_path / ".terminai").write_text("not a directory")
-    assert engine_setting({"HOME": str(tmp_path)}) is None
+    assert SettingsFile({"HOME": str(tmp_path)}).engine() is None
 
 
 @pytest.mark.parametrize(
@@ -63,7 +63,7 @@ def test_home_that_is_a_file_means_no_settings(tmp_path: Path) -> None:
     ],
 )
 def test_the_value_is_taken_from_tools_sandbox_then_sandbox(tmp_path: Path, document: object, expected: str) -> None:
-    assert engine_setting(_settings(tmp_path, document)) == expected
+    assert SettingsFile(_settings(tmp_path, document)).engine() == expected
 
 
 def test_comments_are_allowed_as_terminai_allows_them(tmp_path: Path) -> None:
@@ -75,10 +75,10 @@ def test_comments_are_allowed_as_terminai_allows_them(tmp_path: Path) -> None:
       }
     }
     """
-    assert engine_setting(_settings(tmp_path, text)) == "podman"
+    assert SettingsFile(_settings(tmp_path, text)).engine() == "podman"
     # A JSON error after comments still points at its own line.
     with pytest.raises(ConfigError, match="line 4, column 28"):
-        engine_setting(_settings(tmp_path, '// a\n/* b\n c */\n{"tools": {"sandbox": true,}}'))
+        SettingsFile(_settings(tmp_path, '// a\n/* b\n c */\n{"tools": {"sandbox": true,}}')).engine()
 
 
 def test_comment_stripping_keeps_strings_and_positions() -> None:
@@ -105,7 +105,7 @@ def test_comment_stripping_keeps_strings_and_positions() -> None:
 def test_a_broken_file_is_refused_naming_it(tmp_path: Path, content: str | bytes, problem: str) -> None:
     env = _settings(tmp_path, content)
     with pytest.raises(ConfigError, match=problem) as caught:
-        engine_setting(env)
+        SettingsFile(env).engine()
     path = tmp_path / ".terminai" / "settings.json"
     assert str(path) in caught.value.message and "tools.sandbox" in caught.value.message
     assert str(path) in caught.value.hint and "comments are allowed" in caught.value.hint
@@ -129,7 +129,7 @@ def test_a_value_of_the_wrong_type_is_refused_naming_the_key(
     tmp_path: Path, document: object, key: str, problem: str
 ) -> None:
     with pytest.raises(ConfigError, match=problem) as caught:
-        engine_setting(_settings(tmp_path, document))
+        SettingsFile(_settings(tmp_path, document)).engine()
     assert caught.value.message.startswith(f"in the settings file {tmp_path / '.terminai' / 'settings.json'}, {key} ")
     assert '"tools": {"sandbox": VALUE}' in caught.value.hint and '"podman"' in caught.value.hint
 
@@ -137,13 +137,13 @@ def test_a_value_of_the_wrong_type_is_refused_naming_the_key(
 def test_an_unreadable_file_is_refused(tmp_path: Path) -> None:
     (tmp_path / ".terminai" / "settings.json").mkdir(parents=True)  # unreadable for root too
     with pytest.raises(ConfigError, match=r"settings\.json cannot be read"):
-        engine_setting({"HOME": str(tmp_path)})
+        SettingsFile({"HOME": str(tmp_path)}).engine()
 
 
 def test_env_beats_flag_beats_settings(tmp_path: Path) -> None:
     env = _settings(tmp_path, {"tools": {"sandbox": "podman"}})
     base = {"available": ["docker", "podman"], "default_image": lambda: None}
-    setting = engine_setting(env)
+    setting = SettingsFile(env).engine()
 
     cfg = load_launch_config(env, settings_engine=lambda: setting, **base)  # type: ignore[arg-type]
     assert (cfg.engine, cfg.engine_from) == ("podman", "settings")
@@ -158,10 +158,10 @@ def test_env_beats_flag_beats_settings(tmp_path: Path) -> None:
 
 def test_a_setting_that_switches_the_sandbox_off_or_names_no_engine(tmp_path: Path) -> None:
     base = {"available": ["docker", "podman"], "default_image": lambda: None}
-    off = engine_setting(_settings(tmp_path, {"tools": {"sandbox": False}}))
+    off = SettingsFile(_settings(tmp_path, {"tools": {"sandbox": False}})).engine()
     cfg = load_launch_config({}, settings_engine=lambda: off, **base)  # type: ignore[arg-type]
     assert (cfg.engine, cfg.engine_from) == (None, "settings")
-    bad = engine_setting(_settings(tmp_path, {"tools": {"sandbox": "runsc"}}))
+    bad = SettingsFile(_settings(tmp_path, {"tools": {"sandbox": "runsc"}})).engine()
     with pytest.raises(ConfigError, match="settings='runsc' is not a sandbox engine"):
         load_launch_config({}, settings_engine=lambda: bad, **base)  # type: ignore[arg-type]
 
@@ -169,9 +169,11 @@ def test_a_setting_that_switches_the_sandbox_off_or_names_no_engine(tmp_path: Pa
 def test_a_broken_settings_file_is_not_read_when_env_or_flag_chose(tmp_path: Path) -> None:
     env = _settings(tmp_path, "{not json")
     base = {"available": ["docker", "podman"], "default_image": lambda: None}
-    cfg = load_launch_config({**env, "TERMINAI_SANDBOX": "podman"}, settings_engine=lambda: engine_setting(env), **base)  # type: ignore[arg-type]
+    cfg = load_launch_config(
+        {**env, "TERMINAI_SANDBOX": "podman"}, settings_engine=lambda: SettingsFile(env).engine(), **base
+    )  # type: ignore[arg-type]
     assert cfg.engine == "podman"
-    cfg = load_launch_config(env, engine_flag="docker", settings_engine=lambda: engine_setting(env), **base)  # type: ignore[arg-type]
+    cfg = load_launch_config(env, engine_flag="docker", settings_engine=lambda: SettingsFile(env).engine(), **base)  # type: ignore[arg-type]
     assert cfg.engine == "docker"
     with pytest.raises(ConfigError, match="settings"):
-        load_launch_config(env, settings_engine=lambda: engine_setting(env), **base)  # type: ignore[arg-type]
+        load_launch_config(env, settings_engine=lambda: SettingsFile(env).engine(), **base)  # type: ignore[arg-type]

@@ -217,9 +217,6 @@ class CleanupPlan:
             tally[entry.label.value] += 1
         object.__setattr__(self, "counts", tally)
 
-    def by_label(self, label: ObjectTableLabels) -> tuple[CleanupEntry, ...]:
-        return tuple(entry for entry in self.entries if entry.label is label)
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema_version": self.schema_version,

@@ -21,7 +21,6 @@ operation was cut short and nothing recorded was lost.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -338,12 +337,3 @@ def _classify(root: Path, rel: str, sealed: dict[str, seals.Seal], have_seals: b
         return
     if seals.digest_file(root / rel, seal.size) != seal.sha256:
         report.add(rel, 0, f"changed since it was sealed ({seals.SEALS}:{seal.line}){_rebuild_hint(root, rel)}")
-
-
-def wal_plan(root: Path) -> dict[str, object] | None:
-    """The plan of an interrupted compaction, if any."""
-    try:
-        plan = json.loads((root / WAL).read_text())
-    except FileNotFoundError:
-        return None
-    return plan if isinstance(plan, dict) else None

@@ -97,16 +97,6 @@ class SettingsFile:
         return value
 
 
-def engine_setting(env: Mapping[str, str]) -> str | None:
-    """The sandbox engine named in the user settings file (see :meth:`SettingsFile.engine`)."""
-    return SettingsFile(env).engine()
-
-
-def runtime_setting(env: Mapping[str, str]) -> str | None:
-    """The runtime named in the user settings file (see :meth:`SettingsFile.runtime`)."""
-    return SettingsFile(env).runtime()
-
-
 def _load(env: Mapping[str, str]) -> tuple[Path, dict[str, object]] | None:
     """The settings file's path and its JSON object; None when there is no file."""
     path = settings_path(env)
