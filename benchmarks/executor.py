@@ -13,9 +13,10 @@
    20-cell session's per-cell latency, the CPU an idle zygote uses over 10 s (clock ticks,
    both measured side by side), and the one-shot path (`terminai-apts exec` in a new
    process, started as pip's console script starts each tree's own entry point; with the
-   CPU of that process) against `python -c 'print(1)'`, both the interpreter that runs the CLI and the
-   `python3` found on PATH (a version manager's shim there costs far more than the
-   interpreter itself: the ratio against each is printed).
+   CPU of that process) against `python -c 'print(1)'` of the bare interpreter (resolved, not
+   a `python3` found on PATH: a version manager's shim there costs ~10x the interpreter and
+   flatters the ratio) and against that interpreter inside an OS sandbox (bubblewrap with
+   every namespace unshared: what any sandboxed one-shot pays), when `bwrap` is installed.
 
 Run: .venv/bin/python benchmarks/executor.py [--runs N] [--no-smolagents] [--baseline-ref REF]
      .venv/bin/python benchmarks/executor.py --only control [--control-ref REF]  (item 4 alone,
@@ -243,11 +244,29 @@ def one_shot(source: Path, script: str) -> tuple[float, float]:
     return elapsed, cpu
 
 
-def python_c(source: Path, python: str = sys.executable) -> float:
-    """A new `python -c 'print(1)'` (ms); ``python`` as found on PATH keeps the caller's PATH."""
-    env = _env(source) if python == sys.executable else {**os.environ, "PYTHONPATH": str(source)}
+BARE_PYTHON = os.path.realpath(sys.executable)
+BWRAP = shutil.which("bwrap")
+
+
+def python_c(source: Path, sandboxed: bool = False) -> float:
+    """A new bare `python -c 'print(1)'` (ms), inside bubblewrap when ``sandboxed``."""
+    argv = [BARE_PYTHON, "-c", "print(1)"]
+    if sandboxed and BWRAP:
+        argv = [
+            BWRAP,
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+            "--unshare-all",
+            "--die-with-parent",
+            *argv,
+        ]
     t = time.perf_counter()
-    subprocess.run([python, "-c", "print(1)"], env=env, capture_output=True, check=True)
+    subprocess.run(argv, env=_env(source), capture_output=True, check=True)
     return (time.perf_counter() - t) * 1000
 
 
@@ -275,8 +294,7 @@ def control(ref: str, runs: int, idle_seconds: float) -> None:
         )
         ticks_new, ticks_old = idle_ticks([NEW_SRC, old_src], idle_seconds)
         print(f"idle zygote over {idle_seconds:g} s: this tree {ticks_new} ticks; {ref} {ticks_old} ticks (goal 0)")
-        on_path = shutil.which("python3") or sys.executable
-        shots: dict[str, list[float]] = {"new": [], "old": [], "plain": [], "path": []}
+        shots: dict[str, list[float]] = {"new": [], "old": [], "plain": [], "bwrap": []}
         cpu: dict[str, list[float]] = {"new": [], "old": []}
         new_script, old_script = console_script(None), console_script(ref)
         for _ in range(max(5, runs // 10)):
@@ -285,13 +303,20 @@ def control(ref: str, runs: int, idle_seconds: float) -> None:
                 shots[key].append(wall)
                 cpu[key].append(used)
             shots["plain"].append(python_c(NEW_SRC))
-            shots["path"].append(python_c(NEW_SRC, on_path))
-        n, o, p, q = (statistics.median(shots[k]) for k in ("new", "old", "plain", "path"))
+            if BWRAP:
+                shots["bwrap"].append(python_c(NEW_SRC, sandboxed=True))
+        n, o, p = (statistics.median(shots[k]) for k in ("new", "old", "plain"))
         print(
             f"one-shot `terminai-apts exec` (print(1)), median: this tree {n:.1f} ms, {ref} {o:.1f} ms; "
-            f"`{sys.executable} -c 'print(1)'` {p:.1f} ms (this tree {n / p:.2f}x, {ref} {o / p:.2f}x); "
-            f"`{on_path} -c 'print(1)'` {q:.1f} ms (this tree {n / q:.2f}x, {ref} {o / q:.2f}x) (goal <= 1.5x)"
+            f"bare `{BARE_PYTHON} -c 'print(1)'` {p:.1f} ms (this tree {n / p:.2f}x, {ref} {o / p:.2f}x)"
         )
+        if shots["bwrap"]:
+            q = statistics.median(shots["bwrap"])
+            print(
+                f"  inside bubblewrap (all namespaces unshared) {q:.1f} ms (this tree {n / q:.2f}x, {ref} {o / q:.2f}x)"
+            )
+        else:
+            print("  bubblewrap baseline not measured: install bubblewrap (apt-get install bubblewrap)")
         print(
             f"one-shot, CPU of the command's own process, median: this tree {statistics.median(cpu['new']):.1f} ms, "
             f"{ref} {statistics.median(cpu['old']):.1f} ms"
