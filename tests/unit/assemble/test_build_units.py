@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import tarfile
 from pathlib import Path
 
@@ -9,6 +10,7 @@ import pytest
 from terminai_sandbox import layers
 from terminai_sandbox.artifacts.debian_lock import DebianLock
 from terminai_sandbox.assemble import debian, oci
+from terminai_sandbox.assemble.hooks import base_hooks
 from terminai_sandbox.assemble.spec import load_spec
 from terminai_sandbox.common.dockerapi import candidate_hosts, diagnose
 from terminai_sandbox.errors import BuildError, ConfigError, EngineError, LockError
@@ -192,3 +194,34 @@ def test_engine_hosts_and_diagnosis(tmp_path: Path) -> None:
     sock.write_text("")
     denied = diagnose(f"unix://{sock}", PermissionError(13, "Permission denied"))
     assert "permission denied" in denied.message and "docker' group" in denied.hint
+
+
+def test_the_base_hooks_leave_mmdebstraps_apt_config_and_no_apt_clean_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # mmdebstrap keeps its APT_CONFIG in the root's /tmp until its cleanup phase; a hook that
+    # empties /tmp made that phase's 'apt-get clean' run with the host's configuration (the
+    # host's apt cache cleaned, and a lock conflict with any apt-get running beside it).
+    root = tmp_path / "root"
+    for d in ("tmp", "var/tmp", "var/log", "etc"):
+        (root / d).mkdir(parents=True)
+    apt_config = root / "tmp" / "mmdebstrap.apt.conf.abc"
+    apt_config.write_text('Dir "/";\n')
+    (root / "var" / "tmp" / "leftover").write_text("x")
+    scrub = base_hooks(load_spec(SPEC), SDE)[-1]
+    subprocess.run(["sh", "-c", scrub, "hook", str(root)], check=True)
+    assert apt_config.exists() and not (root / "var" / "tmp" / "leftover").exists()
+
+    seen: list[list[str]] = []
+
+    def fake_run(cmd: list[str], **_kw: object) -> subprocess.CompletedProcess[str]:
+        seen.append(cmd)
+        return subprocess.CompletedProcess(cmd, 1, "", "stop here")
+
+    monkeypatch.setattr(debian.subprocess, "run", fake_run)
+    monkeypatch.setattr(debian.shutil, "which", lambda _n: "/usr/bin/mmdebstrap")
+    with pytest.raises(BuildError):
+        debian.run_mmdebstrap(
+            load_spec(SPEC), tmp_path / "o.tar", workdir=tmp_path / "w", source_date_epoch=SDE, prefs=None
+        )
+    assert {"--skip=cleanup/apt/lists", "--skip=cleanup/apt/cache"} <= set(seen[0])

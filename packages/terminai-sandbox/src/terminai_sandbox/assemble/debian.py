@@ -82,7 +82,10 @@ def run_mmdebstrap(
         f"--architectures={spec.architecture}",
         f"--include={','.join(spec.packages)}",
         f"--hook-dir={MERGED_USR_HOOKS}",
+        # The customize hooks remove the lists and the .debs themselves; no 'apt-get clean'
+        # runs, so nothing can reach the host's apt cache and no lock is recreated in the root.
         "--skip=cleanup/apt/lists",
+        "--skip=cleanup/apt/cache",
         *dpkg_opts,
     ]
     if prefs is not None:

@@ -33,9 +33,11 @@ def base_hooks(spec: ImageSpec, source_date_epoch: int) -> tuple[str, ...]:
         f"echo '{spec.user}:!::' >> \"$1/etc/gshadow\" && "
         f'mkdir -p "$1{home}" "$1{spec.workdir}" && chown {u}:{g} "$1{home}" "$1{spec.workdir}"',
         RECOMPILE_HOOK,
-        # Scrub what differs between builds or leaks the build host.
+        # Scrub what differs between builds or leaks the build host. Not the root's /tmp: it
+        # holds mmdebstrap's own APT_CONFIG until its cleanup phase, which empties /tmp after
+        # 'apt-get clean'; without that file the clean runs on the host's apt cache.
         'rm -rf "$1"/var/log/* "$1"/var/cache/ldconfig/aux-cache "$1"/var/cache/apt/*.bin '
-        '"$1"/var/cache/debconf/*-old "$1"/var/lib/dpkg/*-old "$1"/tmp/* "$1"/var/tmp/* '
+        '"$1"/var/cache/debconf/*-old "$1"/var/lib/dpkg/*-old "$1"/var/tmp/* '
         '"$1"/var/lib/dbus/machine-id && : > "$1/etc/machine-id" && echo sandbox > "$1/etc/hostname" && '
         ': > "$1/etc/resolv.conf"',
     )
