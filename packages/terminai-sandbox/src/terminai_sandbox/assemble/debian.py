@@ -24,6 +24,7 @@ from debian.deb822 import Deb822
 from debian.debian_support import Version
 
 from terminai_sandbox.artifacts.debian_lock import DebianLock, DebianPackage
+from terminai_sandbox.assemble.hooks import MMDEBSTRAP_SKIP
 from terminai_sandbox.assemble.spec import ImageSpec
 from terminai_sandbox.errors import BuildError, LockError
 
@@ -82,10 +83,7 @@ def run_mmdebstrap(
         f"--architectures={spec.architecture}",
         f"--include={','.join(spec.packages)}",
         f"--hook-dir={MERGED_USR_HOOKS}",
-        # The customize hooks remove the lists and the .debs themselves; no 'apt-get clean'
-        # runs, so nothing can reach the host's apt cache and no lock is recreated in the root.
-        "--skip=cleanup/apt/lists",
-        "--skip=cleanup/apt/cache",
+        *(f"--skip={step}" for step in MMDEBSTRAP_SKIP),
         *dpkg_opts,
     ]
     if prefs is not None:

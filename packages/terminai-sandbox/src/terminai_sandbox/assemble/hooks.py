@@ -22,6 +22,12 @@ RECOMPILE_HOOK = (
 )
 
 
+#: mmdebstrap cleanup steps the build skips: the customize hooks remove the package lists
+#: and the .debs themselves, so no 'apt-get clean' runs (it would recreate the lists' lock in
+#: the root). Part of the base stage's declared inputs, like the hooks.
+MMDEBSTRAP_SKIP = ("cleanup/apt/lists", "cleanup/apt/cache")
+
+
 def base_hooks(spec: ImageSpec, source_date_epoch: int) -> tuple[str, ...]:
     """Add the image user, recompile Debian's ``.pyc`` files, scrub what differs per build."""
     days = source_date_epoch // 86400

@@ -32,7 +32,7 @@ from terminai_sandbox.artifacts.contract import LABEL as CONTRACT_LABEL
 from terminai_sandbox.artifacts.debian_lock import DebianLock
 from terminai_sandbox.artifacts.image_locks import ImageLocks
 from terminai_sandbox.artifacts.wheel_lock import WheelLock
-from terminai_sandbox.assemble.hooks import base_hooks
+from terminai_sandbox.assemble.hooks import MMDEBSTRAP_SKIP, base_hooks
 from terminai_sandbox.assemble.oci import iso
 from terminai_sandbox.assemble.spec import ImageSpec
 
@@ -276,6 +276,7 @@ def plan(spec: ImageSpec, locks: Locks, sources: Sources, toolchain: Toolchain, 
             "user": f"{spec.user}:{spec.uid}:{spec.gid}:{spec.home}",
             "workdir": spec.workdir,
             "hooks": base_hooks(spec, sde),
+            "mmdebstrap_skip": MMDEBSTRAP_SKIP,
         },
     )
     wheels = _stage(
