@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -153,6 +154,37 @@ def test_gzip_blobs_are_deterministic(tmp_path: Path) -> None:
     a = layers.compress(layer, tmp_path / "a.gz")
     b = layers.compress(layer, tmp_path / "b.gz")
     assert a.digest == b.digest and a.diff_id == layer.diff_id
+
+
+def test_a_gzip_blob_is_never_seen_half_written(tmp_path: Path) -> None:
+    # Builds at once share the cache's blobs: another process compressing into the same path
+    # must never show a reader (that takes the digest and links the file) partial content.
+    (tmp_path / "s").mkdir()
+    (tmp_path / "s" / "f").write_bytes(os.urandom(6 << 20))
+    layer = layers.write_layer(tmp_path / "s", tmp_path / "l.tar", source_date_epoch=SDE)
+    expected = layers.compress(layer, tmp_path / "ref.gz").digest
+    dst = tmp_path / "shared.gz"
+    writer = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from pathlib import Path; from terminai_sandbox import layers\n"
+            "layer = layers.Layer(tar=Path(sys.argv[1]), diff_id='', size=0)\n"
+            "for _ in range(4):\n"
+            "    Path(sys.argv[2]).unlink(missing_ok=True); layers.compress(layer, Path(sys.argv[2]))",
+            str(layer.tar),
+            str(dst),
+        ]
+    )
+    seen = 0
+    while writer.poll() is None:
+        try:
+            digest = layers.sha256_file(dst)
+        except FileNotFoundError:
+            continue
+        seen += 1
+        assert digest == expected
+    assert writer.returncode == 0 and seen > 0
 
 
 def test_first_difference_names_the_entry(tmp_path: Path) -> None:

@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from terminai_apts import durable
+
 from terminai_sandbox.errors import BuildError
 
 GZIP_LEVEL = 6
@@ -189,14 +191,25 @@ def write_layer(
 
 
 def compress(layer: Layer, dst: Path) -> Layer:
-    """gzip the layer deterministically (fixed header, level 6) and record the blob digest."""
-    with (
-        layer.tar.open("rb") as src,
-        dst.open("wb") as raw,
-        gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=GZIP_LEVEL) as gz,
-    ):
-        while chunk := src.read(_CHUNK):
-            gz.write(chunk)
+    """gzip the layer deterministically (fixed header, level 6) and record the blob digest.
+
+    ``dst`` appears complete or not at all: builds running at once share the cache's blobs, and
+    one that found a half-written blob took the digest of its first bytes and linked it into its
+    layout, which the other build's later bytes then corrupted.
+    """
+    tmp = durable.temp_path(dst)
+    try:
+        with (
+            layer.tar.open("rb") as src,
+            tmp.open("wb") as raw,
+            gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=GZIP_LEVEL) as gz,
+        ):
+            while chunk := src.read(_CHUNK):
+                gz.write(chunk)
+        durable.replace(tmp, dst)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return Layer(
         tar=layer.tar,
         diff_id=layer.diff_id,
