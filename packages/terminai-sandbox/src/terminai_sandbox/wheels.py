@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import installer
@@ -56,24 +58,16 @@ def locked_wheels(requirements: Path, cache: Path, target: list[str] | None = No
     by_hash = {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in cache.glob("*.whl")}
     missing = [req for req, digest in wanted.items() if digest not in by_hash]
     if missing:
-        run_tool(
-            [
-                sys.executable,
-                "-m",
-                "pip",
-                "download",
-                "--quiet",
-                "--no-deps",
-                "--only-binary=:all:",
-                "--require-hashes",
-                "-r",
-                str(requirements),
-                "-d",
-                str(cache),
-                *(target or []),
-            ],
-            "downloading locked wheels",
-        )
+        # pip writes each wheel in place: it downloads into a private directory and the wheels
+        # are renamed into the shared cache whole, so a build beside this one never hashes
+        # half a file.
+        private = Path(tempfile.mkdtemp(prefix=".download-", dir=cache))
+        try:
+            _download(requirements, private, target)
+            for wheel in private.glob("*.whl"):
+                os.replace(wheel, cache / wheel.name)
+        finally:
+            shutil.rmtree(private, ignore_errors=True)
         by_hash = {hashlib.sha256(p.read_bytes()).hexdigest(): p for p in cache.glob("*.whl")}
     out = []
     for req, digest in sorted(wanted.items()):
@@ -81,6 +75,27 @@ def locked_wheels(requirements: Path, cache: Path, target: list[str] | None = No
             raise LockError(f"no wheel with the locked sha256 for {req}", hint="check requirements.lock")
         out.append(by_hash[digest])
     return out
+
+
+def _download(requirements: Path, into: Path, target: list[str] | None) -> None:
+    run_tool(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--require-hashes",
+            "-r",
+            str(requirements),
+            "-d",
+            str(into),
+            *(target or []),
+        ],
+        "downloading locked wheels",
+    )
 
 
 def install(wheels: list[Path], staging: Path, *, site_packages: str, scripts: str = "/usr/local/bin") -> None:
