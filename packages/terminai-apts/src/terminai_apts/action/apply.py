@@ -112,11 +112,17 @@ def _destination(plan: CleanupPlan, entry: CleanupEntry, pid: str) -> bytes:
     return workspace + b"/archive/" + month.encode() + b"/" + entry.raw_path
 
 
+_OUTSIDE = "outside the planned folder (a plan names paths relative to its root, without '..')"
+
+
+def _outside(raw_path: bytes) -> bool:
+    return not raw_path or raw_path.startswith(b"/") or b".." in raw_path.split(b"/")
+
+
 def _recheck(root_fd: int, entry: CleanupEntry) -> str | None:
     """Why the file may no longer be moved, or None when it is exactly as planned."""
-    parts = entry.raw_path.split(b"/")
-    if not entry.raw_path or entry.raw_path.startswith(b"/") or b".." in parts:
-        return "outside the planned folder (a plan names paths relative to its root, without '..')"
+    if _outside(entry.raw_path):
+        return _OUTSIDE
     try:
         st = os.stat(entry.raw_path, dir_fd=root_fd, follow_symlinks=False)
     except FileNotFoundError:
@@ -172,6 +178,14 @@ def apply_plan(
         raise ApprovalRequired(
             "applying a cleanup plan needs an explicit approver",
             hint="pass approved_by='NAME' after reviewing the plan",
+        )
+    # The planner never writes such a path: a plan that names one was edited, so none of it runs.
+    escaping = [e.path for e in plan.entries if e.label in _ACTED_ON and _outside(e.raw_path)]
+    if escaping:
+        raise CleanupError(
+            f"the plan names {len(escaping)} path(s) {_OUTSIDE}: "
+            f"{', '.join(map(repr, escaping[:3]))}; nothing was moved",
+            hint="plan the folder again and review that plan; never apply an edited plan",
         )
     pid = plan_id(plan)
     root = Path(plan.root)

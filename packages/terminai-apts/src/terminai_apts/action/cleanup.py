@@ -91,6 +91,12 @@ def cleanup_downloads(
     moment = now or datetime.now(UTC)
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
+    if isinstance(downloads_dir, str) and not downloads_dir.strip():
+        # Path("") is the current directory: an unset $DIR would plan (and move) the wrong folder.
+        raise UsageError(
+            f"the folder to clean is empty ({downloads_dir!r})",
+            hint="name the folder explicitly; an empty argument is usually an unset variable",
+        )
     root = Path(downloads_dir) if downloads_dir is not None else default_downloads_dir()
     plan = _plan(root, moment, scan_limit, policy)
     if dry_run:
