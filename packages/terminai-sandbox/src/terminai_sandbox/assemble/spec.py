@@ -105,8 +105,16 @@ def load_spec(path: Path) -> ImageSpec:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path} is not valid TOML: {exc}") from None
     _check(data, path)
-    if data["user"]["uid"] == 0 or data["user"]["gid"] == 0:
-        raise ConfigError(f"{path}: the image user must not be root (uid/gid 0)")
+    for key in ("uid", "gid"):
+        value = data["user"][key]
+        if value == 0:
+            raise ConfigError(f"{path}: the image user must not be root (user.{key} 0)")
+        # A Linux id is 32 bits and 4294967295 means "no id": anything else fails deep in a build.
+        if not 0 < value < 2**32 - 1:
+            raise ConfigError(
+                f"{path}: user.{key} {value} is not a Linux id",
+                hint="use a number from 1 to 4294967294 (the image declares 10001)",
+            )
     directory = path.parent
     return ImageSpec(
         directory=directory,
