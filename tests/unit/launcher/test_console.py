@@ -91,6 +91,7 @@ def _oracle(*, command: bool) -> click.Command:
         click.Option(["--policy", "policy_path"], type=click.Path(path_type=Path)),
         click.Option(["--unsafe-skip-verify"], is_flag=True),
         click.Option(["--unsafe-allow-flag"], multiple=True),
+        click.Option(["--unsafe-allow-env"], multiple=True),
         click.Option(["--allow-floating-tag"], is_flag=True),
         click.Option(["--insecure-registry"], is_flag=True),
         click.Option(["--json", "as_json"], is_flag=True),

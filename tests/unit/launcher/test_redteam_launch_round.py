@@ -30,6 +30,7 @@ TOKENS = [
     "--unsafe-skip-verify=false", "--unsafe-skip-verif", "--unsafe", "--Unsafe-skip-verify", "---unsafe-skip-verify",
     "--", "-", "", "-h", "-hh", "-h=1", "--help", "--help=", "--json", "--deep", "--deep=false", "x", "bash", "-c",
     "--network", "--network=host", "--memory", "--cpus=0", "--unsafe-allow-flag", "--unsafe-allow-flag=--privileged",
+    "--unsafe-allow-env", "--unsafe-allow-env=PYTHONPATH",
     "--policy", "p.json", "--certificate-identity", "--certificate-oidc-issuer=", "id", "\udcff", "--image=\udcff",
     "--\u0131mage", "--=x", "-=", "--image =a", " --image", "--image==a", "\u2014image", "-u", "-hu",
     "--allow-floating-tag", "--insecure-registry=1", "--engine", "podman", "--runtime=runsc", "--cpu", "--key\t",

@@ -18,6 +18,7 @@ from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.common.runtime import DEFAULT as DEFAULT_RUNTIME
 from terminai_sandbox.common.runtime import parse_runtime
 from terminai_sandbox.errors import ConfigError
+from terminai_sandbox.launch import reserved_env
 
 ENGINES = ("docker", "podman")
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
@@ -116,11 +117,18 @@ def parse_engine(value: str, variable: str, *, available: Sequence[str]) -> str 
     return low
 
 
-def parse_flags(value: str, *, allowed: Sequence[str] = (), engine: str | None = None) -> tuple[str, ...]:
+def parse_flags(
+    value: str,
+    *,
+    allowed: Sequence[str] = (),
+    engine: str | None = None,
+    allowed_env: frozenset[str] = frozenset(),
+) -> tuple[str, ...]:
     """``SANDBOX_FLAGS``: shell words, parsed with the engine's grammar and held to an allowlist.
 
     See :mod:`terminai_sandbox.launch.flags`: flags outside the list of harmless ones are
-    refused unless ``--unsafe-allow-flag`` names them (``allowed``).
+    refused unless ``--unsafe-allow-flag`` names them (``allowed``); reserved environment
+    names are refused unless ``--unsafe-allow-env`` names them (``allowed_env``).
     """
     if not value.strip():
         return ()
@@ -141,7 +149,9 @@ def parse_flags(value: str, *, allowed: Sequence[str] = (), engine: str | None =
     from terminai_sandbox.launch import flags  # noqa: PLC0415  (only when there are flags: ~0.5 ms)
 
     grammar = flags.grammar_for(engine)
-    flags.check(flags.parse(words, grammar), allowed=flags.allowed_names(allowed, grammar))
+    parsed = flags.parse(words, grammar)
+    flags.check(parsed, allowed=flags.allowed_names(allowed, grammar))
+    flags.check_env(parsed, allowed_env=allowed_env)
     return tuple(words)
 
 
@@ -324,7 +334,9 @@ def parse_ports(value: str) -> tuple[Port, ...]:
     return tuple(ports)
 
 
-def parse_env(value: str, *, inherited: Mapping[str, str]) -> tuple[EnvItem, ...]:
+def parse_env(
+    value: str, *, inherited: Mapping[str, str], allowed_env: frozenset[str] = frozenset()
+) -> tuple[EnvItem, ...]:
     r"""``SANDBOX_ENV``: ``K=V`` or bare ``K`` (inherited), comma-separated; ``\,`` is a literal comma.
 
     Values of names that look secret (TOKEN, SECRET, PASSWORD, KEY, ...) must be passed
@@ -343,6 +355,7 @@ def parse_env(value: str, *, inherited: Mapping[str, str]) -> tuple[EnvItem, ...
                 f"SANDBOX_ENV item {name}=… puts a secret on the command line",
                 hint=f"export {name} in your shell and list it bare: SANDBOX_ENV={name}",
             )
+        reserved_env.check(name, knob="SANDBOX_ENV", allowed=allowed_env)
         if not eq and name not in inherited:
             raise ConfigError(f"SANDBOX_ENV item {name!r} is inherited but not set in your environment")
         items.append(EnvItem(name=name, value=val if eq else None))
@@ -361,6 +374,7 @@ def load_launch_config(
     default_image: Callable[[], str | None] = _unset,
     available: Sequence[str],
     allowed_flags: Sequence[str] = (),
+    allowed_env: Sequence[str] = (),
     settings_engine: Callable[[], str | None] = _unset,
     runtime_flag: str | None = None,
     settings_runtime: Callable[[], str | None] = _unset,
@@ -402,15 +416,16 @@ def load_launch_config(
     if raw_runtime is None:
         raw_runtime, runtime_var = DEFAULT_RUNTIME, "the default"
     uid_gid = env.get("SANDBOX_SET_UID_GID")
+    env_allowed = reserved_env.allowed_names(allowed_env)
     return LaunchConfig(
         engine=engine,
         engine_from=engine_var,
         image=image,
         image_from=image_var,
-        flags=parse_flags(env.get("SANDBOX_FLAGS", ""), allowed=allowed_flags, engine=engine),
+        flags=parse_flags(env.get("SANDBOX_FLAGS", ""), allowed=allowed_flags, engine=engine, allowed_env=env_allowed),
         mounts=parse_mounts(env.get("SANDBOX_MOUNTS", ""), home=env.get("HOME", ""), env=env),
         ports=parse_ports(env.get("SANDBOX_PORTS", "")),
-        env=parse_env(env.get("SANDBOX_ENV", ""), inherited=env),
+        env=parse_env(env.get("SANDBOX_ENV", ""), inherited=env, allowed_env=env_allowed),
         set_uid_gid=parse_bool(uid_gid, "SANDBOX_SET_UID_GID") if uid_gid is not None else None,
         runtime=parse_runtime(raw_runtime, runtime_var),
         runtime_from=runtime_var,

@@ -408,3 +408,65 @@ def check(flags: Iterable[Flag], *, allowed: set[str]) -> None:
                 if checker is None
                 else f"change the value, or pass --unsafe-allow-flag {flag.name}",
             )
+
+
+# -- reserved environment names ------------------------------------------------------------
+
+# Flags that set (or unset) the session's environment by name: the value is NAME[=VALUE].
+_ENV_BY_NAME = ("--env", "--env-merge", "--unsetenv")
+
+
+def check_env(flags: Iterable[Flag], *, allowed_env: frozenset[str]) -> None:
+    """Refuse reserved names in ``--env``/``--env-file`` even when ``--unsafe-allow-flag`` let the flag in.
+
+    The flag allowlist says which flags may appear; this says which names they may set, and
+    only ``--unsafe-allow-env`` overrides it (:mod:`terminai_sandbox.launch.reserved_env`).
+    """
+    from terminai_sandbox.launch import reserved_env  # noqa: PLC0415  (only when there are flags)
+
+    for flag in flags:
+        knob = f"SANDBOX_FLAGS {flag.written!r}"
+        if flag.name in _ENV_BY_NAME:
+            reserved_env.check((flag.value or "").partition("=")[0], knob=knob, allowed=allowed_env)
+        elif flag.name == "--env-file":
+            for name in env_file_names(flag.value or "", knob=knob):
+                reserved_env.check(name, knob=f"{knob} (file {flag.value})", allowed=allowed_env)
+        elif flag.name == "--env-host":
+            # Copies every variable of the launcher's environment, reserved ones included.
+            raise _refuse(
+                f"item {flag.written!r} copies the host's PATH, PYTHONPATH, LD_* … into the session",
+                hint="list the variables the session needs in SANDBOX_ENV instead",
+            )
+
+
+def env_file_names(path: str, *, knob: str) -> list[str]:
+    """The variable names an ``--env-file`` sets, read as the engine reads it (relative to our cwd).
+
+    docker's reader: an optional UTF-8 BOM, then per line leading whitespace dropped, blank
+    and ``#`` lines skipped, the name is what precedes the first ``=`` (or the whole line:
+    inherited). A file we cannot read is refused: the engine might read what we could not.
+    """
+    import os  # noqa: PLC0415
+    import stat  # noqa: PLC0415
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise _refuse(f"{knob}: {path} is not a regular file", hint="name a file of NAME=VALUE lines")
+            with os.fdopen(os.dup(fd), "rb") as handle:
+                data = handle.read()
+        finally:
+            os.close(fd)
+        text = data.decode("utf-8")
+    except OSError as exc:
+        raise _refuse(f"{knob}: cannot read {path}: {exc.strerror}", hint="name a readable env file") from None
+    except UnicodeDecodeError:
+        raise _refuse(f"{knob}: {path} is not UTF-8 text", hint="name a file of NAME=VALUE lines") from None
+    names = []
+    for line in text.removeprefix("\ufeff").splitlines():
+        stripped = line.lstrip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        names.append(stripped.partition("=")[0].strip())
+    return names

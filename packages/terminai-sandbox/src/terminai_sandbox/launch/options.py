@@ -46,6 +46,7 @@ LAUNCH_OPTIONS = tuple(
         ("--policy", "policy_path", "path", "verification policy file"),
         ("--unsafe-skip-verify", "unsafe_skip_verify", "flag", "run without verifying (warned and audited)"),
         ("--unsafe-allow-flag", "unsafe_allow_flag", "multiple", "allow a SANDBOX_FLAGS flag off the allowlist"),
+        ("--unsafe-allow-env", "unsafe_allow_env", "multiple", "allow a reserved variable (PYTHONPATH, LD_*, …)"),
         ("--allow-floating-tag", "allow_floating_tag", "flag", "accept tags such as 'latest' (resolved once)"),
         ("--insecure-registry", "insecure_registry", "flag", "plain HTTP to a non-loopback registry"),
         ("--json", "as_json", "flag", "report preflight steps as JSON"),

@@ -41,6 +41,7 @@ class LaunchRequest:
     policy_path: Path | None = None
     unsafe_skip_verify: bool = False
     unsafe_allow_flag: tuple[str, ...] = ()
+    unsafe_allow_env: tuple[str, ...] = ()
     allow_floating_tag: bool = False
     insecure_registry: bool = False
     as_json: bool = False
@@ -99,6 +100,7 @@ def prepare(
             default_image=builtin_default,
             available=[name for name in ("docker", "podman") if which(name)],
             allowed_flags=request.unsafe_allow_flag,
+            allowed_env=request.unsafe_allow_env,
             settings_engine=settings.engine,
             runtime_flag=request.runtime,
             settings_runtime=settings.runtime,
@@ -111,6 +113,10 @@ def prepare(
         ledger.append("unsafe-skip-verify", image=str(config.image))
     if request.unsafe_allow_flag:
         ledger.append("unsafe-allow-flag", flags=list(request.unsafe_allow_flag), sandbox_flags=list(config.flags))
+    if request.unsafe_allow_env:
+        names = ", ".join(request.unsafe_allow_env)
+        say(f"WARNING: --unsafe-allow-env {names}: these may change which code the toolset runs; this is audited.")
+        ledger.append("unsafe-allow-env", names=list(request.unsafe_allow_env), sandbox_flags=list(config.flags))
     options = PreflightOptions(
         trust=trust_source(request, env),
         unsafe_skip_verify=request.unsafe_skip_verify,
