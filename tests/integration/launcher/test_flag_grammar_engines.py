@@ -78,7 +78,7 @@ SAMPLES = {
     "--read-only": "false",
     "--workdir": "/work",
     "--label": "team=red",
-    "--tmpfs": "/scratch:size=64m",
+    "--tmpfs": "/mnt/scratch:size=64m",
     "--entrypoint": "/bin/sh",
     "--interactive": None,
     "--tty": None,

@@ -110,7 +110,7 @@ def _harmless_spellings() -> Iterator[str]:
         value = HARMLESS_SAMPLE.get(name) if flags.DOCKER_RUN.takes_value[name] else None
         for words in spellings(flags.DOCKER_RUN, name, value):
             yield shlex.join(words)
-    yield "-e A=1 -l team=red -w /work --tmpfs /scratch:size=64m -h box -it --init --rm=true --read-only=1"
+    yield "-e A=1 -l team=red -w /work --tmpfs /mnt/scratch:size=64m -h box -it --init --rm=true --read-only=1"
 
 
 def test_the_allowlist_keeps_every_hardening_property(empty_image: str, tmp_path: Path) -> None:

@@ -10,7 +10,9 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import docker
 import pytest
@@ -89,12 +91,17 @@ def site(registry: RegistryServer, tmp_path: Path, built_image: BuildResult) -> 
 
 def _relabel(layout: Path, out: Path, labels: dict[str, str]) -> Path:
     """A copy of an OCI layout whose config carries other labels (same layers)."""
+    return _reconfigure(layout, out, lambda config: config["Labels"].update(labels))
+
+
+def _reconfigure(layout: Path, out: Path, edit: Callable[[dict[str, Any]], object]) -> Path:
+    """A copy of an OCI layout whose image config ``edit`` changed (same layers)."""
     shutil.copytree(layout, out)
     blobs = out / "blobs" / "sha256"
     index = json.loads((out / "index.json").read_text())
     manifest = json.loads((blobs / index["manifests"][0]["digest"].removeprefix("sha256:")).read_text())
     config = json.loads((blobs / manifest["config"]["digest"].removeprefix("sha256:")).read_text())
-    config["config"]["Labels"].update(labels)
+    edit(config["config"])
     config_bytes = json.dumps(config, sort_keys=True, separators=(",", ":")).encode()
     (blobs / sha256_digest(config_bytes).removeprefix("sha256:")).write_bytes(config_bytes)
     manifest["config"].update(digest=sha256_digest(config_bytes), size=len(config_bytes))
@@ -213,6 +220,29 @@ def test_failing_health_check_never_runs_the_command(
     assert result.returncode == 70
     assert "COMMAND-RAN" not in result.stdout
     assert "ObjectTableLabels.TRANSIT" in result.stderr
+
+
+def test_an_image_saying_user_root_still_runs_the_session_unprivileged(
+    site: Site, built_image: BuildResult, tmp_path: Path, engine: Engine
+) -> None:
+    """A signed image (or a project layer) whose config says USER 0 never decides who the session is."""
+    rooted = _reconfigure(built_image.oci_layout.root, tmp_path / "rooted", lambda config: config.update(User="0"))
+    digest = site.push(rooted, "rooted")
+    result = site.launch("rooted", "sh", "-c", "id -u; grep CapEff /proc/self/status")
+    assert result.returncode == 0, result.stderr
+    uid, caps = result.stdout.splitlines()
+    assert uid == ("10001" if os.getuid() == 0 else str(os.getuid())) and caps == "CapEff:\t0000000000000000"
+    # Below the launcher: the entrypoint itself refuses root, before the health check or the command.
+    pinned = f"{site.registry.host}/{REPO}@{digest}"
+    direct = subprocess.run(
+        ["docker", "run", "--rm", "--network", "none", pinned, "sh", "-c", "echo COMMAND-RAN"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert direct.returncode == 77 and "COMMAND-RAN" not in direct.stdout, direct
+    assert "refusing to run the session as root" in direct.stderr
 
 
 def test_verified_session_runs_hardened_and_plans_the_cleanup(

@@ -47,7 +47,7 @@ def test_scripts_name_the_image_interpreter_and_record_matches_the_files(tmp_pat
     staging = tmp_path / "root"
     wheels.install([_wheel(tmp_path)], staging, site_packages=SITE)
     script = staging / "usr/local/bin/demo"
-    assert script.read_bytes().startswith(b"#!/usr/bin/python3\n")
+    assert script.read_bytes().startswith(b"#!/usr/bin/python3 -I\n")
     assert sys.executable.encode() not in script.read_bytes() and str(tmp_path).encode() not in script.read_bytes()
     site = staging / SITE.lstrip("/")
     rows = list(csv.reader((site / "demo-1.0.dist-info/RECORD").read_text().splitlines()))

@@ -78,21 +78,21 @@ def test_shell_operators_are_refused_and_only_harmless_flags_pass() -> None:
 
 def test_mounts(tmp_path: Path) -> None:
     (tmp_path / "data").mkdir()
-    got = parse_mounts(f"{tmp_path}/data, {tmp_path}/data:/in:rw ,{tmp_path}/data:rw", home="/home/u")
+    got = parse_mounts(f"{tmp_path}/data, {tmp_path}/data:/data/in:rw ,{tmp_path}/data:rw", home="/home/u")
     assert [(m.source, m.target, m.read_only) for m in got] == [
         (f"{tmp_path}/data", f"{tmp_path}/data", True),
-        (f"{tmp_path}/data", "/in", False),
+        (f"{tmp_path}/data", "/data/in", False),
         (f"{tmp_path}/data", f"{tmp_path}/data", False),
     ]
-    win = parse_mounts(r"C:\Users\me\proj:/proj:ro", home="/home/u")
-    assert (win[0].source, win[0].target) == ("/c/Users/me/proj", "/proj")
+    win = parse_mounts(r"C:\Users\me\proj:/workspace/proj:ro", home="/home/u")
+    assert (win[0].source, win[0].target) == ("/c/Users/me/proj", "/workspace/proj")
     for bad, message in (
         ("relative/path", "not absolute"),
         ("/", "host root"),
         ("/var/run/docker.sock", "socket"),
         ("/home/u", "whole home"),
         (f"{tmp_path}/missing", "does not exist"),
-        (f"{tmp_path}/data:/in:rx", "not ro or rw"),
+        (f"{tmp_path}/data:/data/in:rx", "not ro or rw"),
         (f"{tmp_path}/data:/a:b:c", "too many"),
         (f"{tmp_path}/data/../data", "'..'"),
     ):

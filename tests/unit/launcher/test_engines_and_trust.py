@@ -31,13 +31,23 @@ def test_docker_and_podman_differ_only_where_they_must() -> None:
     assert podman_user.home_tmpfs.endswith("mode=0700,U") and "uid=" not in podman_user.home_tmpfs
     assert podman_user.identity == ("--userns=keep-id", "--user", "1000:1000")
     assert podman_user.extra == ("--ulimit", "nofile=20000:20000", "--ulimit", f"nproc={NPROC_CAP}:{NPROC_CAP}")
-    # Root on the host: no keep-id (rootless-only) and no --user; the image's own user runs.
+    # Root on the host: no keep-id (rootless-only), and the image's unprivileged user named
+    # explicitly, so an image (or project layer) saying USER root never decides.
     podman_root = session_flags("podman", uid=0, set_uid_gid=None, **common)  # type: ignore[arg-type]
-    assert podman_root.identity == () and "--userns=keep-id" not in podman_root.extra
+    assert podman_root.identity == ("--user", "10001:10001") and "--userns=keep-id" not in podman_root.extra
     docker_root = session_flags("docker", uid=0, set_uid_gid=None, **common)  # type: ignore[arg-type]
-    assert docker_root.identity == () and docker_root.home_tmpfs.endswith("uid=10001,gid=10001")
-    # SANDBOX_SET_UID_GID=false keeps the image's user for everyone.
-    assert session_flags("podman", uid=1000, set_uid_gid=False, **common).identity == ()  # type: ignore[arg-type]
+    assert docker_root.identity == ("--user", "10001:10001")
+    assert docker_root.home_tmpfs.endswith("uid=10001,gid=10001")
+    # SANDBOX_SET_UID_GID=false: the image's user for everyone, still named explicitly.
+    for engine in ("docker", "podman"):
+        kept = session_flags(engine, uid=1000, set_uid_gid=False, **common)  # type: ignore[arg-type]
+        assert kept.identity == ("--user", "10001:10001")
+    assert all(
+        session_flags(engine, uid=uid, set_uid_gid=keep, **common).identity[-1].split(":")[0] != "0"  # type: ignore[arg-type]
+        for engine in ("docker", "podman")
+        for uid in (0, 1000)
+        for keep in (None, True, False)
+    )
     # Unlimited or low hard limits: never above the launcher's own hard limit.
     low = session_flags(
         "podman", uid=0, set_uid_gid=None, **{**common, "rlimits": {"nofile": (64, 256), "nproc": (-1, -1)}}

@@ -121,7 +121,7 @@ HARMLESS_SAMPLE = {
     "--workdir": "/work",
     "--hostname": "box",
     "--domainname": "example.org",
-    "--tmpfs": "/scratch:rw,size=64m,mode=1777",
+    "--tmpfs": "/mnt/scratch:rw,size=64m,mode=1777",
     "--stop-signal": "SIGINT",
     "--stop-timeout": "5",
     "--detach-keys": "ctrl-x",
@@ -249,12 +249,15 @@ def test_harmless_flags_with_harmful_values_are_refused() -> None:
         ("--rm=F", "undoes the launcher's --rm"),
         ("--init=False", "undoes the launcher's --init"),
         ("--rm=no", "not a boolean"),
-        ("--tmpfs /scratch", "needs size=N"),
-        ("--tmpfs /scratch:size=2g", "needs size=N of at most 1024m"),
-        ("--tmpfs /scratch:size=64m,suid", "'suid' is not one of"),
-        ("--tmpfs /scratch:size=64m,dev", "'dev' is not one of"),
+        ("--tmpfs /mnt/scratch", "needs size=N"),
+        ("--tmpfs /mnt/scratch:size=2g", "needs size=N of at most 1024m"),
+        ("--tmpfs /mnt/scratch:size=64m,suid", "'suid' is not one of"),
+        ("--tmpfs /mnt/scratch:size=64m,dev", "'dev' is not one of"),
         ("--tmpfs /proc/sys:size=1m", "hides what the engine mounts"),
-        ("--tmpfs //:size=1m", "hides what the engine mounts"),
+        ("--tmpfs //:size=1m", "would replace the whole image"),
+        ("--tmpfs /./sys:size=1m", "hides what the engine mounts"),
+        ("--tmpfs /usr/local/bin:size=1m", "holds the image's code"),
+        ("--tmpfs /opt/x:size=1m", "outside the places"),
         ("--tmpfs scratch:size=1m", "absolute path"),
         ("--label dev.terminai.verified=sha256:0", "launcher's own"),
         ("-l dev.terminai.sandbox=0", "launcher's own"),
@@ -333,7 +336,7 @@ def test_the_parser_reads_what_pflag_reads(words: list[str], expected: list[tupl
 
 
 def test_ordinary_knobs_still_work() -> None:
-    assert parse_flags("-e A=1 -l team=red -w /work --tmpfs /scratch:size=64m -h box -it --init") == (
+    assert parse_flags("-e A=1 -l team=red -w /work --tmpfs /mnt/scratch:size=64m -h box -it --init") == (
         "-e",
         "A=1",
         "-l",
@@ -341,7 +344,7 @@ def test_ordinary_knobs_still_work() -> None:
         "-w",
         "/work",
         "--tmpfs",
-        "/scratch:size=64m",
+        "/mnt/scratch:size=64m",
         "-h",
         "box",
         "-it",

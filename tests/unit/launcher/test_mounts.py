@@ -60,8 +60,8 @@ def test_symlinks_are_followed(tmp_path: Path) -> None:
     # A directory reached through a symlink is fine, and the engine is given where it leads.
     (tmp_path / "data").mkdir()
     (tmp_path / "data-link").symlink_to(tmp_path / "data")
-    (mount,) = parse_mounts(f"{tmp_path}/data-link:/in", home=HOME)
-    assert (mount.source, mount.target) == (os.path.realpath(tmp_path / "data"), "/in")
+    (mount,) = parse_mounts(f"{tmp_path}/data-link:/data/in", home=HOME)
+    assert (mount.source, mount.target) == (os.path.realpath(tmp_path / "data"), "/data/in")
 
 
 def test_with_resolution_switched_off_a_symlink_to_the_root_passes(tmp_path: Path) -> None:

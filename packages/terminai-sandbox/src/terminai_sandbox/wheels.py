@@ -10,6 +10,7 @@ contract runner needs nothing of the build.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 import subprocess
@@ -20,12 +21,42 @@ from pathlib import Path
 import installer
 from installer.destinations import SchemeDictionaryDestination
 from installer.exceptions import InvalidWheelSource
+from installer.records import RecordEntry
+from installer.scripts import Script
 from installer.sources import WheelFile
+from installer.utils import Scheme
 
 from terminai_sandbox.errors import BuildError, LockError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from installer.scripts import ScriptSection
+
 #: The interpreter console scripts name, and the one that byte-compiles: the image's own.
 IMAGE_INTERPRETER = "/usr/bin/python3"
+#: Console scripts run it isolated (-I): no PYTHON* variable and no working directory or user
+#: site on sys.path, so nothing the session's environment or folder holds replaces the toolset.
+SCRIPT_SHEBANG = f"#!{IMAGE_INTERPRETER} -I\n".encode()
+
+
+class _IsolatedScripts(SchemeDictionaryDestination):
+    """Console scripts with ``#!/usr/bin/python3 -I``.
+
+    ``installer`` treats an interpreter with a space as a path with a space (a ``/bin/sh``
+    wrapper quoting it as one word), so scripts are generated for the bare interpreter and
+    the flag is added to their first line; ``#!python`` scripts get it through ``interpreter``.
+    """
+
+    def write_script(self, name: str, module: str, attr: str, section: ScriptSection) -> RecordEntry:
+        script_name, data = Script(name, module, attr, section).generate(IMAGE_INTERPRETER, self.script_kind)
+        first, _, rest = data.partition(b"\n")
+        if first != f"#!{IMAGE_INTERPRETER}".encode():
+            raise BuildError(f"the console script {name} starts {first[:60]!r}, not #!{IMAGE_INTERPRETER}")
+        with io.BytesIO(SCRIPT_SHEBANG + rest) as stream:
+            entry = self.write_to_fs(Scheme("scripts"), script_name, stream, is_executable=True)
+        path = self._path_with_destdir(Scheme("scripts"), script_name)
+        path.chmod(path.stat().st_mode | (path.stat().st_mode & 0o444) >> 2)
+        return entry
 INSTALLER_TAG = b"terminai-sandbox\n"
 
 
@@ -106,7 +137,7 @@ def install(wheels: list[Path], staging: Path, *, site_packages: str, scripts: s
     of the host (its interpreter, pip, the checkout path) reaches the layer. Nothing is
     byte-compiled here: :func:`compile_in_image` does that with the image's interpreter.
     """
-    destination = SchemeDictionaryDestination(
+    destination = _IsolatedScripts(
         scheme_dict={
             "purelib": site_packages,
             "platlib": site_packages,
@@ -114,7 +145,7 @@ def install(wheels: list[Path], staging: Path, *, site_packages: str, scripts: s
             "scripts": scripts,
             "data": "/usr/local",
         },
-        interpreter=IMAGE_INTERPRETER,
+        interpreter=f"{IMAGE_INTERPRETER} -I",
         script_kind="posix",
         bytecode_optimization_levels=(),
         destdir=str(staging),

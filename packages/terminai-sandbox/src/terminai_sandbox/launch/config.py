@@ -18,7 +18,7 @@ from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.common.runtime import DEFAULT as DEFAULT_RUNTIME
 from terminai_sandbox.common.runtime import parse_runtime
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launch import reserved_env
+from terminai_sandbox.launch import reserved_env, targets
 
 ENGINES = ("docker", "podman")
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
@@ -237,17 +237,28 @@ def workdir_problem(cwd: str, env: Mapping[str, str]) -> str | None:
         resolved = os.path.realpath(normal)
     except OSError as exc:
         return f"cannot be resolved ({exc.strerror})"
+    for tree in targets.SYSTEM_TREES:
+        if targets.within(normal, tree):
+            return f"lies in {tree}, where the image keeps its code (the session would see the host's files there)"
     return _mount_problem(normal, normal, env, existing=True) or _mount_problem(normal, resolved, env, existing=True)
 
 
 def parse_mounts(
-    value: str, *, home: str, exists: object = None, env: Mapping[str, str] | None = None
+    value: str,
+    *,
+    home: str,
+    exists: object = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
 ) -> tuple[Mount, ...]:
     """``SANDBOX_MOUNTS``: ``from[:to][:ro|rw]`` comma-separated; read-only unless ``rw``.
 
     Each source is resolved (``realpath``: symlinks followed) and refused when it is, lies
     inside or contains the host root, an engine socket or a tree the host's kernel or engine
-    owns (:data:`PROTECTED_TREES`); the resolved path is what the engine is given.
+    owns (:data:`PROTECTED_TREES`); the resolved path is what the engine is given (held
+    open until it is mounted: :mod:`~terminai_sandbox.launch.held_mounts`). Each target
+    must pass :func:`terminai_sandbox.launch.targets.problem` (``cwd``: the working directory).
+    ``home`` is the caller's home from the password database; ``$HOME`` is refused too.
     """
     check = exists if callable(exists) else (lambda p: Path(p).exists())
     environment = env if env is not None else {"HOME": home}
@@ -298,20 +309,28 @@ def parse_mounts(
                     f"SANDBOX_MOUNTS item {raw.strip()!r}: {normal} cannot be resolved ({exc.strerror})",
                     hint="mount a path the launcher can follow to its end",
                 ) from None
-        if home and resolved in (normal_home := os.path.realpath(home), home):
-            raise ConfigError(
-                f"SANDBOX_MOUNTS item {raw.strip()!r} mounts your whole home directory ({normal_home})",
-                hint="mount the specific folders the session needs",
-            )
+        for place in dict.fromkeys(h for h in (home, environment.get("HOME", "")) if h):
+            if resolved in (os.path.realpath(place), place):
+                raise ConfigError(
+                    f"SANDBOX_MOUNTS item {raw.strip()!r} mounts your whole home directory ({os.path.realpath(place)})",
+                    hint="mount the specific folders the session needs",
+                )
         problem = _mount_problem(normal, resolved, environment)
         if problem is not None:
             raise ConfigError(
                 f"SANDBOX_MOUNTS item {raw.strip()!r} is refused: it {problem}",
                 hint="mount the specific project folders the session needs; never the engine's or kernel's files",
             )
+        where = targets.problem(target, cwd=cwd, source=source)
+        if where is not None:
+            raise ConfigError(
+                f"SANDBOX_MOUNTS item {raw.strip()!r} is refused: its {where}",
+                hint="mount data under /workspace, /downloads, /mnt, /data or the working directory, "
+                "never over the image's code or the kernel's interfaces",
+            )
         if not drive and not check(source):
             raise ConfigError(f"SANDBOX_MOUNTS item {raw.strip()!r}: {source} does not exist")
-        mounts.append(Mount(source=resolved, target=str(PurePosixPath(target)), read_only=mode == "ro"))
+        mounts.append(Mount(source=resolved, target=targets.normal(target) or target, read_only=mode == "ro"))
     return tuple(mounts)
 
 
@@ -360,6 +379,16 @@ def parse_env(
             raise ConfigError(f"SANDBOX_ENV item {name!r} is inherited but not set in your environment")
         items.append(EnvItem(name=name, value=val if eq else None))
     return tuple(items)
+
+
+def caller_home() -> str:
+    """The caller's home from the password database: ``$HOME`` is whatever the environment says."""
+    import pwd  # noqa: PLC0415  (a built-in module; only when there are mounts to check)
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return ""  # no entry (a container's arbitrary uid): $HOME is still refused
 
 
 def _unset() -> str | None:
@@ -423,7 +452,12 @@ def load_launch_config(
         image=image,
         image_from=image_var,
         flags=parse_flags(env.get("SANDBOX_FLAGS", ""), allowed=allowed_flags, engine=engine, allowed_env=env_allowed),
-        mounts=parse_mounts(env.get("SANDBOX_MOUNTS", ""), home=env.get("HOME", ""), env=env),
+        mounts=parse_mounts(
+            env.get("SANDBOX_MOUNTS", ""),
+            home=caller_home() if env.get("SANDBOX_MOUNTS") else "",
+            env=env,
+            cwd=os.getcwd(),
+        ),
         ports=parse_ports(env.get("SANDBOX_PORTS", "")),
         env=parse_env(env.get("SANDBOX_ENV", ""), inherited=env, allowed_env=env_allowed),
         set_uid_gid=parse_bool(uid_gid, "SANDBOX_SET_UID_GID") if uid_gid is not None else None,

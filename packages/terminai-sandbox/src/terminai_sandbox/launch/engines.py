@@ -407,12 +407,14 @@ def session_flags(
 ) -> SessionFlags:
     """The flags in which docker and podman differ (pure: the host's values are passed in).
 
-    The host identity keeps files in mounted folders owned by the user; root on the host is
-    never carried into the container (the image's unprivileged user runs instead).
-    ``SANDBOX_SET_UID_GID=false`` also keeps the image's user.
+    ``--user`` is always explicit and never 0: the image's ``USER`` (which a project layer
+    could set to root) never decides who the session is. The host identity keeps files in
+    mounted folders owned by the user; root on the host, and ``SANDBOX_SET_UID_GID=false``,
+    get the image's unprivileged user (``image_uid``) instead.
     """
     use_host_identity = set_uid_gid is not False and uid != 0
-    user = ("--user", f"{uid}:{gid}") if use_host_identity else ()
+    run_uid, run_gid = (uid, gid) if use_host_identity else (image_uid, image_uid)
+    user = ("--user", f"{run_uid}:{run_gid}")
     base = f"{home}:rw,nosuid,nodev,size={home_size},mode=0700"
     if engine == "podman":
         limits = rlimits if rlimits is not None else host_rlimits()
@@ -422,8 +424,7 @@ def session_flags(
         # keep-id maps the rootless user to the same uid inside; it does not exist for root.
         userns = ("--userns=keep-id",) if use_host_identity else ()
         return SessionFlags(home_tmpfs=f"{base},U", identity=userns + user, extra=ulimits)
-    owner = f"uid={uid},gid={gid}" if use_host_identity else f"uid={image_uid},gid={image_uid}"
-    return SessionFlags(home_tmpfs=f"{base},{owner}", identity=user)
+    return SessionFlags(home_tmpfs=f"{base},uid={run_uid},gid={run_gid}", identity=user)
 
 
 def host_rlimits() -> dict[str, tuple[int, int]]:

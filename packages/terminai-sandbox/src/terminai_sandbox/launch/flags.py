@@ -33,7 +33,7 @@ import stat
 
 from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launch import reserved_env
+from terminai_sandbox.launch import reserved_env, targets
 from terminai_sandbox.launch.config import ENV_NAME, SECRET_NAME
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -294,11 +294,14 @@ def _size_bytes(text: str) -> int | None:
 
 def _tmpfs(flag: Flag) -> str | None:
     path, _, options = (flag.value or "").partition(":")
-    if not path.startswith("/") or ".." in path.split("/"):
+    normal = targets.normal(path)
+    if normal is None:
         return "the tmpfs needs an absolute path without '..'"
-    normal = "/" + "/".join(part for part in path.split("/") if part)
-    if normal == "/" or any(normal == p or normal.startswith(p + "/") for p in _TMPFS_FORBIDDEN_UNDER):
+    if any(targets.within(normal, tree) for tree in _TMPFS_FORBIDDEN_UNDER):
         return f"a tmpfs over {normal} hides what the engine mounts there"
+    where = targets.problem(normal, cwd=None)
+    if where is not None:
+        return f"the tmpfs {where}"
     size: int | None = None
     for option in options.split(",") if options else ():
         key, _, value = option.partition("=")

@@ -24,6 +24,7 @@ from terminai_sandbox.common.which import which
 from terminai_sandbox.errors import ConfigError, LaunchError
 from terminai_sandbox.launch.config import LaunchConfig, workdir_problem
 from terminai_sandbox.launch.engines import session_flags
+from terminai_sandbox.launch.held_mounts import Placed
 from terminai_sandbox.launch.preflight import VerifiedImage
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -100,7 +101,10 @@ def build_argv(
     rlimits: Mapping[str, tuple[int, int]] | None = None,
     runsc: str | None = None,
     env: Mapping[str, str] | None = None,
+    mounts: Sequence[Placed] | None = None,
 ) -> list[str]:
+    """The engine command line; ``mounts``: what :mod:`~terminai_sandbox.launch.held_mounts` placed
+    (default: the configured mounts as written, for a command line that is only shown)."""
     if not isinstance(image, VerifiedImage):
         raise TypeError("build_argv needs a VerifiedImage from preflight()")
     # The working directory is mounted read-write: it passes the checks SANDBOX_MOUNTS does.
@@ -162,13 +166,19 @@ def build_argv(
     ]
     if bashrc:
         argv += [
-            "--volume",
-            f"{bashrc}:/etc/terminai/sandbox.bashrc:ro",
+            "--mount",
+            bind_spec(bashrc, "/etc/terminai/sandbox.bashrc", read_only=True),
             "--env",
             "TERMINAI_BASHRC=/etc/terminai/sandbox.bashrc",
         ]
-    for mount in config.mounts:
-        argv += ["--volume", f"{mount.source}:{mount.target}:{'ro' if mount.read_only else 'rw'}"]
+    placed = (
+        mounts
+        if mounts is not None
+        else [Placed(source=m.source, target=m.target, read_only=m.read_only) for m in config.mounts]
+    )
+    for mount in placed:
+        # --mount, not --volume: a source that is gone is an error, never an empty folder the engine creates.
+        argv += ["--mount", bind_spec(mount.source, mount.target, read_only=mount.read_only)]
     for port in config.ports:
         argv += ["--publish", f"127.0.0.1:{port.host}:{port.container}"]
     for item in config.env:
@@ -177,6 +187,16 @@ def build_argv(
     argv.append(image.run_ref)
     argv += list(command)
     return argv
+
+
+def bind_spec(source: str, target: str, *, read_only: bool) -> str:
+    """A ``--mount`` value; the engines read it as one CSV record, so a field with ``,`` or ``"`` is quoted."""
+
+    def quoted(item: str) -> str:
+        return '"' + item.replace('"', '""') + '"' if "," in item or '"' in item else item
+
+    spec = ["type=bind", quoted(f"src={source}"), quoted(f"dst={target}")]
+    return ",".join([*spec, "readonly"] if read_only else spec)
 
 
 def execute(argv: Sequence[str], env: Mapping[str, str]) -> int:

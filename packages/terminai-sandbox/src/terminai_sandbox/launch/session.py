@@ -18,7 +18,7 @@ from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.common.runtime import runsc_binary
 from terminai_sandbox.common.trust_options import choose_trust, no_trust
 from terminai_sandbox.common.which import which
-from terminai_sandbox.launch import audit, trust
+from terminai_sandbox.launch import audit, held_mounts, trust
 from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
 from terminai_sandbox.launch.default_image import builtin_default
 from terminai_sandbox.launch.engines import run_binary
@@ -149,22 +149,30 @@ def run(
         config, verified, ledger, _ = prepare(request, env=env, say=say, project=Path(cwd), ledger=ledger)
         assert config.engine is not None  # preflight step 0 refuses a switched-off sandbox
         uid, gid = host_identity()
-        bashrc = Path(cwd) / ".terminai" / "sandbox.bashrc"
-        argv = build_argv(
-            config.engine,
-            verified,
-            config,
-            command or ("bash",),
-            cwd=cwd,
-            tty=sys.stdin.isatty() and sys.stdout.isatty(),
-            uid=uid,
-            gid=gid,
-            limits=limits,
-            bashrc=str(bashrc) if bashrc.is_file() else None,
-            binary=run_binary(config.engine, env),
-            runsc=runsc_binary(env) if config.runtime == "runsc" else None,  # PATH is searched only for gVisor
-            env=env,
-        )
+        name = f"terminai-{os.urandom(6).hex()}"
+        staging = held_mounts.Staging(name, cwd=cwd)
+        try:
+            mounts, bashrc = held_mounts.stage_session(staging, config.mounts, cwd)
+            argv = build_argv(
+                config.engine,
+                verified,
+                config,
+                command or ("bash",),
+                cwd=cwd,
+                tty=sys.stdin.isatty() and sys.stdout.isatty(),
+                uid=uid,
+                gid=gid,
+                limits=limits,
+                name=name,
+                bashrc=bashrc,
+                binary=run_binary(config.engine, env),
+                runsc=runsc_binary(env) if config.runtime == "runsc" else None,  # PATH is searched only for gVisor
+                env=env,
+                mounts=mounts,
+            )
+        except BaseException:
+            staging.close()
+            raise
         run_record = {
             "image": verified.pinned,
             "runs": verified.run_ref,
@@ -177,6 +185,8 @@ def run(
         ledger.release()  # a no-op once the run record is written
     # The docker CLI would otherwise follow DOCKER_CONTEXT or its current context, which the
     # engine client does not read: the session must run on the engine preflight checked.
-    code = execute(argv, env if verified.engine_host is None else {**env, "DOCKER_HOST": verified.engine_host})
+    with staging:
+        staging.confirm()
+        code = execute(argv, env if verified.engine_host is None else {**env, "DOCKER_HOST": verified.engine_host})
     ledger.append("exit", image=verified.pinned, code=code)
     return code

@@ -1,0 +1,418 @@
+"""Mount what was checked: every host path a session mounts, opened once and handed over as that object.
+
+Preflight resolves and checks each ``SANDBOX_MOUNTS`` source (:mod:`~terminai_sandbox.launch.config`),
+but the engine resolves the path again when it creates the container; a session still
+running in the same folder can swap a directory for a symbolic link to ``/var/run`` in
+between. So right before the engine starts, every source is opened again component by
+component without following any link (``O_PATH | O_NOFOLLOW``): a link met now means the
+path changed after it was checked, and it is refused. The open object must be a directory
+or a regular file (a socket, a FIFO or a device node is refused: a hard link to an engine
+socket is a socket). Then:
+
+* **as root**, the object itself is bind-mounted (through ``/proc/self/fd/N``) onto a
+  private staging path under ``/run/terminai-sandbox/mounts/SESSION/`` that only root can
+  reach, and the engine is given that path: no swap in the project folder can change what
+  it mounts;
+* **otherwise** (no ``mount`` without privilege), the engine is given the checked path, a
+  source inside a folder the session writes (the working directory, a read-write mount) is
+  refused, and each source is opened again right before the engine starts and must still
+  be the same file (device and inode).
+
+The same holds for the files the launcher takes from the project folder:
+``.terminai/sandbox.bashrc`` is read no-follow and copied, never mounted, and the
+:data:`READ_ONLY` entries of the working directory are mounted read-only over the
+read-write workspace so that a session cannot plant what the launcher, git or the host's
+tools run later.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+from collections.abc import Sequence
+
+from terminai_sandbox.common.records import frozen_record
+from terminai_sandbox.errors import ConfigError
+from terminai_sandbox.launch import targets
+from terminai_sandbox.launch.config import Mount
+
+TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
+if TYPE_CHECKING:
+    import ctypes
+
+STAGING_ROOT = "/run/terminai-sandbox/mounts"
+BASHRC = ".terminai/sandbox.bashrc"
+BASHRC_MAX = 1 << 20
+# What is read from the working directory later, by this launcher or on the host, and so is
+# read-only inside the session (a hook written by the agent would run at the user's next
+# `git commit`). Sources: this launcher (.terminai/), gitrepository-layout(5) for what git
+# reads from its directory (config, hooks, commondir, the config of submodules and
+# worktrees), direnv(1) (.envrc), npm's and yarn's project configuration (which name
+# programs to run), and the editor folders whose tasks run when the folder is opened
+# (VS Code's .vscode/tasks.json, the Dev Containers spec's initializeCommand, run on the host),
+# and the start-up files bash(1), dash(1) and zsh(1) read from a home directory (a workspace
+# that is one, or a dotfiles repository the user installs from).
+# Entries ending in "/" are directories: when missing, an empty placeholder the launcher
+# creates (and removes afterwards) is mounted read-only in their place. Files are protected
+# when present; a missing one is not created, since an empty file means something to some of
+# these readers (git refuses an empty commondir).
+READ_ONLY = (
+    ".terminai/",
+    ".git/hooks/",
+    ".git/modules/",
+    ".git/worktrees/",
+    ".git/config",
+    ".git/config.worktree",
+    ".git/commondir",
+    ".envrc",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    ".vscode/",
+    ".devcontainer/",
+    ".bashrc",
+    ".bash_profile",
+    ".bash_login",
+    ".bash_logout",
+    ".profile",
+    ".inputrc",
+    ".zshenv",
+    ".zprofile",
+    ".zshrc",
+    ".zlogin",
+)
+
+
+@frozen_record
+class Held:
+    """A host path opened without following links: what the engine will mount."""
+
+    path: str
+    fd: int
+    directory: bool
+    device: int
+    inode: int
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ):
+        if test(mode):
+            return name
+    return "not a directory or a regular file"
+
+
+def hold(path: str, *, what: str) -> Held:
+    """Open ``path`` (absolute, already resolved) without following any link; check its type."""
+    parts = [part for part in path.split("/") if part]
+    fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    walked = ""
+    try:
+        for part in parts:
+            walked += "/" + part
+            try:
+                child = os.open(part, os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            except OSError as exc:
+                raise ConfigError(
+                    f"{what} {path} cannot be opened at {walked} ({exc.strerror})",
+                    hint="mount a path that exists and that nothing changes while the session starts",
+                ) from None
+            os.close(fd)
+            fd = child
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISLNK(mode):
+                raise ConfigError(
+                    f"{what} {path} changed after it was checked: {walked} is now a symbolic link",
+                    hint="something is swapping the path while the session starts; mount a folder only you write",
+                )
+            if walked != path and not stat.S_ISDIR(mode):
+                raise ConfigError(f"{what} {path}: {walked} is not a directory")
+        info = os.fstat(fd)
+        if not (stat.S_ISDIR(info.st_mode) or stat.S_ISREG(info.st_mode)):
+            raise ConfigError(
+                f"{what} {path} is {_kind(info.st_mode)}: only directories and regular files are mounted",
+                hint="a socket (an engine's among them), FIFO or device node would reach the host from the session",
+            )
+    except BaseException:
+        os.close(fd)
+        raise
+    return Held(path=path, fd=fd, directory=stat.S_ISDIR(info.st_mode), device=info.st_dev, inode=info.st_ino)
+
+
+def same(held: Held) -> bool:
+    """Whether a fresh no-follow walk of ``held.path`` still reaches the object held."""
+    try:
+        again = hold(held.path, what="the mount source")
+    except ConfigError:
+        return False
+    os.close(again.fd)
+    return (again.device, again.inode) == (held.device, held.inode)
+
+
+def read_bashrc(cwd: str) -> bytes | None:
+    """``.terminai/sandbox.bashrc``, read without following links (None when there is none)."""
+    directory = os.open(cwd, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            sub = os.open(".terminai", os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=directory)
+        except FileNotFoundError:
+            return None
+        except OSError:
+            raise ConfigError(
+                f"{cwd}/.terminai is not a directory of the project (a symbolic link or another file)",
+                hint="make .terminai a plain folder inside the project",
+            ) from None
+        try:
+            try:
+                fd = os.open("sandbox.bashrc", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=sub)
+            except FileNotFoundError:
+                return None
+            except OSError as exc:
+                raise ConfigError(
+                    f"{cwd}/{BASHRC} cannot be read without following links ({exc.strerror})",
+                    hint="make it a regular file inside the project, not a symbolic link",
+                ) from None
+        finally:
+            os.close(sub)
+        try:
+            info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise ConfigError(f"{cwd}/{BASHRC} is {_kind(info.st_mode)}, not a regular file")
+            if info.st_size > BASHRC_MAX:
+                raise ConfigError(f"{cwd}/{BASHRC} is larger than {BASHRC_MAX >> 20} MiB")
+            data = os.read(fd, BASHRC_MAX + 1)
+        finally:
+            os.close(fd)
+    finally:
+        os.close(directory)
+    return data[:BASHRC_MAX]
+
+
+@frozen_record
+class Placed:
+    """What the engine is given for one mount: the path to mount and whether it is read-only."""
+
+    source: str
+    target: str
+    read_only: bool
+
+
+@frozen_record
+class Overlay:
+    """A read-only mount over part of the working directory; ``created``: a placeholder the launcher made."""
+
+    path: str
+    created: bool = False
+
+
+def overlays(cwd: str) -> list[Overlay]:
+    """The :data:`READ_ONLY` entries of ``cwd`` to mount read-only, creating missing folder placeholders.
+
+    A symbolic link among them is refused: the read-only mount would land where it leads,
+    and the session could replace the link itself.
+    """
+    found: list[Overlay] = []
+    git = os.path.join(cwd, ".git")
+    for entry in READ_ONLY:
+        folder = entry.endswith("/")
+        path = os.path.join(cwd, entry.rstrip("/"))
+        parent = os.path.dirname(path)
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            if not folder:
+                continue
+            if parent != cwd and not os.path.isdir(parent):
+                continue  # no .git folder: the .git placeholder below covers it
+            os.mkdir(path, 0o755)
+            found.append(Overlay(path=path, created=True))
+            continue
+        if stat.S_ISLNK(info.st_mode):
+            raise ConfigError(
+                f"{path} is a symbolic link; the launcher keeps it read-only in the session and cannot follow it",
+                hint=f"replace it by the folder or file it points to, or remove it ({entry.rstrip('/')})",
+            )
+        found.append(Overlay(path=path))
+    if not os.path.lexists(git):
+        # No repository: an empty read-only .git keeps the session from making one whose
+        # config or hooks the host's git would run (git skips an empty .git and looks further up).
+        os.mkdir(git, 0o755)
+        found.append(Overlay(path=git, created=True))
+    return found
+
+
+def remove_placeholders(placed: list[Overlay]) -> None:
+    for overlay in reversed(placed):
+        if overlay.created:
+            with contextlib.suppress(OSError):  # no longer empty or already gone: never remove what is not ours
+                os.rmdir(overlay.path)
+
+
+class Staging:
+    """Hold every source, place it where the engine can mount exactly it, release it all at the end."""
+
+    def __init__(self, session: str, *, cwd: str, privileged: bool | None = None) -> None:
+        self.session, self.cwd = session, cwd
+        self.privileged = os.geteuid() == 0 if privileged is None else privileged
+        self.held: list[Held] = []
+        self.staged: list[str] = []
+        self.directory: str | None = None
+        self.created: list[Overlay] = []
+
+    def __enter__(self) -> Staging:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    def _stage_dir(self) -> str:
+        if self.directory is None:
+            os.makedirs(STAGING_ROOT, mode=0o700, exist_ok=True)
+            os.chmod(STAGING_ROOT, 0o700)
+            sweep(STAGING_ROOT)
+            directory = os.path.join(STAGING_ROOT, f"{self.session}.{os.getpid()}")
+            os.mkdir(directory, 0o700)
+            self.directory = directory
+        return self.directory
+
+    def place(self, source: str, target: str, *, read_only: bool, writable: tuple[str, ...] = ()) -> Placed:
+        """Hold ``source`` and say what the engine should mount at ``target``."""
+        held = hold(source, what="the mount source")
+        self.held.append(held)
+        if self.privileged:
+            return Placed(source=self._stage(held), target=target, read_only=read_only)
+        for place in (self.cwd, *writable):
+            if place != source and targets.within(source, place):
+                raise ConfigError(
+                    f"the mount source {source} lies inside {place}, which a session writes: it could be "
+                    "swapped between the check and the mount",
+                    hint="mount a folder outside the working directory and the read-write mounts, or run as root",
+                )
+        return Placed(source=source, target=target, read_only=read_only)
+
+    def protect(self, path: str) -> Placed:
+        """A read-only mount of ``path`` (inside the working directory) over itself."""
+        held = hold(path, what="the read-only part of the working directory")
+        self.held.append(held)
+        if not self.privileged:
+            return Placed(source=path, target=path, read_only=True)
+        return Placed(source=self._stage(held), target=path, read_only=True)
+
+    def _stage(self, held: Held) -> str:
+        stage = os.path.join(self._stage_dir(), str(len(self.held)))
+        if held.directory:
+            os.mkdir(stage, 0o700)
+        else:
+            os.close(os.open(stage, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+        _bind(f"/proc/self/fd/{held.fd}", stage)
+        self.staged.append(stage)
+        return stage
+
+    def copy_in(self, name: str, data: bytes) -> str:
+        """A private, read-only copy of ``data`` the engine can mount (never the project's own file)."""
+        if self.privileged:
+            directory = self._stage_dir()
+        else:
+            import tempfile  # noqa: PLC0415  (a bashrc without root only)
+
+            directory = self.directory = self.directory or tempfile.mkdtemp(prefix="terminai-session-")
+        path = os.path.join(directory, name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)
+        os.chmod(path, 0o644)
+        return path
+
+    def confirm(self) -> None:
+        """Right before the engine starts: without staging, every source must still be the object held."""
+        if self.privileged:
+            return
+        for held in self.held:
+            if not same(held):
+                raise ConfigError(
+                    f"the mount source {held.path} changed after it was checked",
+                    hint="something is swapping the path while the session starts; mount a folder only you write",
+                )
+
+    def close(self) -> None:
+        for stage in reversed(self.staged):
+            _unbind(stage)
+        for held in self.held:
+            os.close(held.fd)
+        self.held, self.staged = [], []
+        remove_placeholders(self.created)
+        self.created = []
+        if self.directory is not None:
+            _remove_tree(self.directory)
+            self.directory = None
+
+
+def _remove_tree(directory: str) -> None:
+    """Remove a staging or copy folder: only files and the empty mount points left by unmounting."""
+    for name in os.listdir(directory):
+        path = os.path.join(directory, name)
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                os.rmdir(path)  # refuses a still-mounted or non-empty folder: never recurse into a mount
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+    with contextlib.suppress(OSError):
+        os.rmdir(directory)
+
+
+def sweep(root: str) -> None:
+    """Unmount and remove staging folders whose launcher is gone (a launcher killed with SIGKILL)."""
+    for name in os.listdir(root):
+        pid = name.rpartition(".")[2]
+        if not pid.isdigit() or os.path.exists(f"/proc/{pid}"):
+            continue
+        directory = os.path.join(root, name)
+        for entry in os.listdir(directory):
+            _unbind(os.path.join(directory, entry))
+        _remove_tree(directory)
+
+
+_MS_BIND, _MS_REC, _MNT_DETACH = 0x1000, 0x4000, 2
+
+
+def _libc() -> ctypes.CDLL:
+    import ctypes  # noqa: PLC0415  (mounts as root only)
+
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _bind(source: str, stage: str) -> None:
+    import ctypes  # noqa: PLC0415
+
+    if _libc().mount(source.encode(), stage.encode(), None, _MS_BIND | _MS_REC, None) != 0:
+        error = ctypes.get_errno()
+        raise ConfigError(
+            f"cannot stage the mount source for the engine ({os.strerror(error)})",
+            hint="the launcher needs CAP_SYS_ADMIN in the engine's mount namespace to pin mount sources",
+        )
+
+
+def _unbind(stage: str) -> None:
+    _libc().umount2(stage.encode(), _MNT_DETACH)  # EINVAL when not mounted: nothing to undo
+
+
+def stage_session(staging: Staging, mounts: Sequence[Mount], cwd: str) -> tuple[list[Placed], str | None]:
+    """Every mount of the session as the engine must be given it, and the private copy of the bashrc."""
+    writable = tuple(mount.source for mount in mounts if not mount.read_only)
+    placed = [staging.place(m.source, m.target, read_only=m.read_only, writable=writable) for m in mounts]
+    for overlay in overlays(cwd):
+        if overlay.created:
+            staging.created.append(overlay)
+        placed.append(staging.protect(overlay.path))
+    data = read_bashrc(cwd)
+    return placed, None if data is None else staging.copy_in("sandbox.bashrc", data)
