@@ -57,6 +57,8 @@ class _IsolatedScripts(SchemeDictionaryDestination):
         path = self._path_with_destdir(Scheme("scripts"), script_name)
         path.chmod(path.stat().st_mode | (path.stat().st_mode & 0o444) >> 2)
         return entry
+
+
 INSTALLER_TAG = b"terminai-sandbox\n"
 
 

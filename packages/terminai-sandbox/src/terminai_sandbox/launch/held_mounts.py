@@ -53,22 +53,22 @@ BASHRC_MAX = 1 << 20
 # (VS Code's .vscode/tasks.json, the Dev Containers spec's initializeCommand, run on the host),
 # and the start-up files bash(1), dash(1) and zsh(1) read from a home directory (a workspace
 # that is one, or a dotfiles repository the user installs from).
-# Entries ending in "/" are directories: when missing, an empty placeholder the launcher
-# creates (and removes afterwards) is mounted read-only in their place. Files are protected
-# when present; a missing one is not created, since an empty file means something to some of
-# these readers (git refuses an empty commondir).
+# Entries ending in "/" are folders and those ending in "+" files that, when missing, get an
+# empty placeholder the launcher creates (and removes afterwards), mounted read-only in their
+# place (an empty one means nothing to their readers). The rest are protected when present:
+# git refuses an empty commondir, and the shells read theirs only from a home directory.
 READ_ONLY = (
     ".terminai/",
     ".git/hooks/",
     ".git/modules/",
     ".git/worktrees/",
-    ".git/config",
-    ".git/config.worktree",
+    ".git/config+",
+    ".git/config.worktree+",
     ".git/commondir",
-    ".envrc",
-    ".npmrc",
-    ".yarnrc",
-    ".yarnrc.yml",
+    ".envrc+",
+    ".npmrc+",
+    ".yarnrc+",
+    ".yarnrc.yml+",
     ".vscode/",
     ".devcontainer/",
     ".bashrc",
@@ -220,23 +220,24 @@ def overlays(cwd: str) -> list[Overlay]:
     found: list[Overlay] = []
     git = os.path.join(cwd, ".git")
     for entry in READ_ONLY:
-        folder = entry.endswith("/")
-        path = os.path.join(cwd, entry.rstrip("/"))
+        name = entry.rstrip("/+")
+        path = os.path.join(cwd, name)
         parent = os.path.dirname(path)
         try:
             info = os.lstat(path)
         except FileNotFoundError:
-            if not folder:
-                continue
-            if parent != cwd and not os.path.isdir(parent):
-                continue  # no .git folder: the .git placeholder below covers it
-            os.mkdir(path, 0o755)
+            if name == entry or (parent != cwd and not os.path.isdir(parent)):
+                continue  # protected when present; or no .git folder, which the placeholder below covers
+            if entry.endswith("/"):
+                os.mkdir(path, 0o755)
+            else:
+                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644))
             found.append(Overlay(path=path, created=True))
             continue
         if stat.S_ISLNK(info.st_mode):
             raise ConfigError(
                 f"{path} is a symbolic link; the launcher keeps it read-only in the session and cannot follow it",
-                hint=f"replace it by the folder or file it points to, or remove it ({entry.rstrip('/')})",
+                hint=f"replace it by the folder or file it points to, or remove it ({name})",
             )
         found.append(Overlay(path=path))
     if not os.path.lexists(git):
@@ -251,7 +252,10 @@ def remove_placeholders(placed: list[Overlay]) -> None:
     for overlay in reversed(placed):
         if overlay.created:
             with contextlib.suppress(OSError):  # no longer empty or already gone: never remove what is not ours
-                os.rmdir(overlay.path)
+                if os.path.isdir(overlay.path):
+                    os.rmdir(overlay.path)
+                elif os.lstat(overlay.path).st_size == 0:
+                    os.unlink(overlay.path)
 
 
 class Staging:
