@@ -50,6 +50,7 @@ import time
 from pathlib import Path
 
 from terminai_sandbox.assemble import BuildOptions, build_image
+from terminai_sandbox.launch.held_mounts import READ_ONLY
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.signing import sign
 from terminai_sandbox.signing.formats import keys
@@ -82,6 +83,22 @@ def baseline_launcher(ref: str, work: Path) -> tuple[list[str], dict[str, str]]:
     return [sys.executable, str(script)], {"PYTHONPATH": os.pathsep.join(str(tree / s) for s in SOURCES)}
 
 
+def unstaged(argv: list[str], mounts: list[dict[str, object]]) -> list[str]:
+    """The launcher's argv with each staging path (gone once it exited) replaced by the path it pinned."""
+    words = list(argv)
+    for index, word in enumerate(words):
+        if word.startswith("type=bind,src=/run/terminai-sandbox/mounts/"):
+            target = word.split(",dst=", 1)[1].split(",", 1)[0]
+            source = next(str(m["source"]) for m in mounts if m["target"] == target)
+            words[index] = word.split(",src=", 1)[0] + f",src={source},dst=" + word.split(",dst=", 1)[1]
+    for mount in mounts:  # the placeholders the launcher made for its session, and removed after it
+        path = Path(str(mount["source"]))
+        if not path.exists():
+            folder = any(path.as_posix().endswith("/" + e.rstrip("/")) for e in READ_ONLY if e.endswith("/"))
+            path.mkdir() if folder or path.name == ".git" else path.touch()
+    return words
+
+
 def timed(cmd: list[str], env: dict[str, str], *, expect: int = 0) -> float:
     started = time.perf_counter()
     done = subprocess.run(cmd, env=env, check=False, capture_output=True)
@@ -110,7 +127,8 @@ def measure(
         envs[prefix] = {**base_env, **extra, "HOME": str(home)}
         subprocess.run([*command, *args_tag], env=envs[prefix], check=True, capture_output=True)
     ledger = work / "warm" / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
-    hardened = next(json.loads(line)["argv"] for line in ledger.read_text().splitlines() if '"event": "run"' in line)
+    record = next(json.loads(line) for line in ledger.read_text().splitlines() if '"event": "run"' in line)
+    hardened = unstaged(record["argv"], record.get("mounts", []))
     name = hardened[hardened.index("--name") + 1]
     refused_env = {"DOCKER_HOST": f"unix://{work}/absent.sock"}
     gvisor_env = {**envs[""], "TERMINAI_SANDBOX_RUNTIME": "runsc"}
@@ -198,6 +216,7 @@ def main() -> int:
     subprocess.run([sys.executable, str(Path(__file__).parents[1] / "scripts" / "ensure-engine")], check=True)
     with tempfile.TemporaryDirectory(prefix="bench-launch-") as tmp:
         work = Path(tmp)
+        os.chdir(work)  # the sessions' working directory (and its placeholders): not the checkout
         result = build_image(BuildOptions(output_dir=work / "out", load=False))
         with loopback_registry(work / "registry") as registry:
             client = RegistryClient(registry.host)

@@ -161,3 +161,71 @@ def test_a_swapped_mount_source_never_reaches_the_engine_socket(site: Site, engi
         stop.set()
         swapper.join()
     assert sum(seen.values()) == LAUNCHES and seen.get("mounted", 0) >= 3, seen
+
+
+@pytest.mark.parametrize(
+    ("dockerfile", "message"),
+    [
+        # The swap: a second stage that copies the verified files into an image of its own.
+        (
+            "ARG BASE_IMAGE\nFROM ${BASE_IMAGE} AS v\nFROM scratch\nCOPY --from=v / /\nENTRYPOINT []\nUSER 0\n",
+            "must be exactly FROM ${BASE_IMAGE}",
+        ),
+        ("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nUSER root\n", "the last USER is 'root'"),
+        # What the parser lets through (RUN runs as root here), the built image's own check refuses.
+        (
+            "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nUSER root\nRUN cp /bin/sh /usr/local/bin/rootsh && chmod u+s "
+            "/usr/local/bin/rootsh\nUSER 10001:10001\n",
+            "/usr/local/bin/rootsh is setuid or setgid",
+        ),
+        (
+            "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nUSER root\nRUN echo 'print(1)' > "
+            "/usr/local/lib/python3.13/dist-packages/terminai_apts/health.py\nUSER 10001:10001\n",
+            "changes the verified toolset",
+        ),
+        (
+            "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nUSER root\n"
+            "RUN echo 'import os' > /usr/lib/python3/dist-packages/x.pth\nUSER 10001:10001\n",
+            "would run at every Python start",
+        ),
+    ],
+)
+def test_a_project_layer_can_only_add_files(
+    site: Site, engine: Engine, tmp_path: Path, dockerfile: str, message: str
+) -> None:
+    project = tmp_path / "project"
+    (project / ".terminai").mkdir(parents=True)
+    (project / ".terminai" / "sandbox.Dockerfile").write_text(dockerfile)
+    result = _run(site, project, "sh", "-c", "echo COMMAND-RAN")
+    assert result.returncode == 13, result.stderr
+    assert message in result.stderr and "COMMAND-RAN" not in result.stdout, result.stderr
+    assert not [t for i in engine_images() for t in i if t.startswith("terminai-project/")], "refused image kept"
+
+
+def test_an_ordinary_project_layer_still_works_as_a_non_root_session(
+    site: Site, engine: Engine, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    (project / ".terminai").mkdir(parents=True)
+    (project / "tool.sh").write_text("echo TOOL-RAN\n")
+    (project / ".terminai" / "sandbox.Dockerfile").write_text(
+        "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nUSER root\nRUN mkdir -p /opt/tool\nCOPY tool.sh /opt/tool/tool.sh\n"
+        "ENV FOO=bar\nLABEL org.example.team=red\nUSER 10001:10001\n"
+    )
+    result = _run(site, project, "sh", "-c", "id -u; sh /opt/tool/tool.sh; printenv FOO")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [("10001" if os.getuid() == 0 else str(os.getuid())), "TOOL-RAN", "bar"]
+    assert "built project layer" in result.stderr
+    again = _run(site, project, "true")
+    assert again.returncode == 0 and "cached project layer" in again.stderr, again.stderr
+    for tags in engine_images():
+        for tag in tags:
+            if tag.startswith("terminai-project/"):
+                subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
+
+
+def engine_images() -> list[list[str]]:
+    listed = subprocess.run(
+        ["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True, text=True, check=True
+    )
+    return [[line] for line in listed.stdout.split()]

@@ -374,4 +374,4 @@ def test_project_layer_is_built_from_the_verified_digest_and_cached(
     assert derived and all(t.startswith("terminai-project/") for i in derived for t in i.tags)
     (project / ".terminai" / "sandbox.Dockerfile").write_text("FROM debian:bookworm\n")
     refused = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true", cwd=project)
-    assert refused.returncode == 13 and "must start FROM ${BASE_IMAGE}" in refused.stderr
+    assert refused.returncode == 13 and "must be exactly FROM ${BASE_IMAGE}" in refused.stderr

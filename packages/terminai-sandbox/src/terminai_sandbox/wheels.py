@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import installer
 from installer.destinations import SchemeDictionaryDestination
@@ -28,7 +29,6 @@ from installer.utils import Scheme
 
 from terminai_sandbox.errors import BuildError, LockError
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from installer.scripts import ScriptSection
 

@@ -87,6 +87,12 @@ if TYPE_CHECKING:
             labels: Mapping[str, str],
         ) -> ImageFacts: ...
 
+        def image_document(self, reference: str) -> dict[str, Any] | None: ...
+
+        def new_layer_members(self, tag: str, skip: int, scratch: Path) -> list[tuple[str, int, str, bool]]: ...
+
+        def remove(self, tag: str) -> None: ...
+
         def contract_suite(self, image_id: str, runtime: str = ...) -> int: ...
 
         def runtime_problem(self, runtime: str) -> EngineError | None: ...
@@ -210,6 +216,16 @@ class DockerEngine:
             raise LaunchError(f"docker built {tag} as {found}, but the engine holds {facts.id if facts else 'nothing'}")
         return facts
 
+    def image_document(self, reference: str) -> dict[str, Any] | None:
+        return self.api.inspect_image(reference)
+
+    def new_layer_members(self, tag: str, skip: int, scratch: Path) -> list[tuple[str, int, str, bool]]:
+        env = {**self.env, "DOCKER_HOST": self.api.info.host}
+        return saved_layer_members([run_binary("docker", self.env)], env, tag, skip, scratch)
+
+    def remove(self, tag: str) -> None:
+        self.api.remove_image(tag, force=True)
+
     def contract_suite(self, image_id: str, runtime: str = DEFAULT_RUNTIME) -> int:
         from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
 
@@ -254,6 +270,43 @@ def _cli_build(
         raise LaunchError(f"building {dockerfile} failed:\n{tail}")
     printed = result.stdout.strip().splitlines()
     return printed[-1].strip() if printed else ""
+
+
+def saved_layer_members(
+    command: list[str], env: Mapping[str, str], tag: str, skip: int, scratch: Path
+) -> list[tuple[str, int, str, bool]]:
+    """Every entry of the image's layers after the first ``skip``, as ``docker save`` writes them:
+    (name, mode, ``file``/``device`` (a device node or FIFO)/``other``, whether it carries file capabilities)."""
+    import subprocess  # noqa: PLC0415  (a project layer only)
+    import tarfile  # noqa: PLC0415
+
+    archive = scratch / "image.tar"
+    try:
+        result = subprocess.run(
+            [*command, "save", "-o", str(archive), tag],
+            capture_output=True,
+            text=True,
+            env=dict(env),
+            timeout=600,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise EngineError(f"cannot save {tag} to check its layers: {exc}") from None
+    if result.returncode != 0:
+        raise EngineError(f"cannot save {tag} to check its layers: {_last_line(result.stderr)}")
+    members = []
+    try:
+        with tarfile.open(archive) as image:
+            manifest = json.load(image.extractfile("manifest.json"))  # type: ignore[arg-type]
+            for layer in manifest[0]["Layers"][skip:]:
+                with tarfile.open(fileobj=image.extractfile(layer)) as tar:
+                    for entry in tar:
+                        capabilities = "SCHILY.xattr.security.capability" in entry.pax_headers
+                        kind = "file" if entry.isreg() else "device" if entry.isdev() else "other"
+                        members.append((entry.name, entry.mode, kind, capabilities))
+    except (tarfile.TarError, KeyError, IndexError, TypeError, ValueError) as exc:
+        raise EngineError(f"the saved image {tag} cannot be read: {exc}") from None
+    return members
 
 
 class PodmanEngine:
@@ -348,6 +401,22 @@ class PodmanEngine:
         if found is None:
             raise LaunchError(f"podman built {tag} but cannot find it afterwards")
         return found
+
+    def image_document(self, reference: str) -> dict[str, Any] | None:
+        result = self._run("image", "inspect", reference, timeout=120)
+        if result.returncode != 0:
+            return None
+        try:
+            document = json.loads(result.stdout)[0]
+        except (ValueError, IndexError, KeyError):
+            raise EngineError(f"podman image inspect printed something unexpected for {reference}") from None
+        return document if isinstance(document, dict) else None
+
+    def new_layer_members(self, tag: str, skip: int, scratch: Path) -> list[tuple[str, int, str, bool]]:
+        return saved_layer_members([self.binary], self.env, tag, skip, scratch)
+
+    def remove(self, tag: str) -> None:
+        self._run("rmi", "--force", tag, timeout=120)
 
     def contract_suite(self, image_id: str, runtime: str = DEFAULT_RUNTIME) -> int:
         raise LaunchError(

@@ -196,11 +196,16 @@ def read_bashrc(cwd: str) -> bytes | None:
 
 @frozen_record
 class Placed:
-    """What the engine is given for one mount: the path to mount and whether it is read-only."""
+    """What the engine is given for one mount: the path to mount (``checked``, or its staging
+    bind), where, and whether it is read-only."""
 
     source: str
     target: str
     read_only: bool
+    checked: str = ""
+
+    def record(self) -> dict[str, object]:
+        return {"source": self.checked or self.source, "target": self.target, "read_only": self.read_only}
 
 
 @frozen_record
@@ -290,7 +295,7 @@ class Staging:
         held = hold(source, what="the mount source")
         self.held.append(held)
         if self.privileged:
-            return Placed(source=self._stage(held), target=target, read_only=read_only)
+            return Placed(source=self._stage(held), target=target, read_only=read_only, checked=source)
         for place in (self.cwd, *writable):
             if place != source and targets.within(source, place):
                 raise ConfigError(
@@ -298,15 +303,15 @@ class Staging:
                     "swapped between the check and the mount",
                     hint="mount a folder outside the working directory and the read-write mounts, or run as root",
                 )
-        return Placed(source=source, target=target, read_only=read_only)
+        return Placed(source=source, target=target, read_only=read_only, checked=source)
 
     def protect(self, path: str) -> Placed:
         """A read-only mount of ``path`` (inside the working directory) over itself."""
         held = hold(path, what="the read-only part of the working directory")
         self.held.append(held)
         if not self.privileged:
-            return Placed(source=path, target=path, read_only=True)
-        return Placed(source=self._stage(held), target=path, read_only=True)
+            return Placed(source=path, target=path, read_only=True, checked=path)
+        return Placed(source=self._stage(held), target=path, read_only=True, checked=path)
 
     def _stage(self, held: Held) -> str:
         stage = os.path.join(self._stage_dir(), str(len(self.held)))
@@ -389,10 +394,15 @@ def sweep(root: str) -> None:
 _MS_BIND, _MS_REC, _MNT_DETACH = 0x1000, 0x4000, 2
 
 
-def _libc() -> ctypes.CDLL:
-    import ctypes  # noqa: PLC0415  (mounts as root only)
+_LIBC: list[ctypes.CDLL] = []
 
-    return ctypes.CDLL(None, use_errno=True)
+
+def _libc() -> ctypes.CDLL:
+    if not _LIBC:
+        import ctypes  # noqa: PLC0415  (mounts as root only)
+
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
 
 
 def _bind(source: str, stage: str) -> None:

@@ -179,6 +179,7 @@ def run(
             "verified_by": list(verified.verified_by),
             "runtime": config.runtime,
             "argv": argv,
+            "mounts": [mount.record() for mount in mounts],
         }
         ledger.release([("run", run_record)])
     finally:
