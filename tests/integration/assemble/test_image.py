@@ -158,7 +158,7 @@ def test_python_layers_hold_the_image_interpreters_bytecode_and_scripts(
     counts, shebang = out.splitlines()
     total, bad, _ = counts.split(" ", 2)
     assert int(total) > 50 and bad == "0", counts
-    assert shebang == "#!/usr/bin/python3"
+    assert shebang == "#!/usr/bin/python3 -I"
 
 
 def test_a_layer_that_departs_from_layers_lock_fails_naming_the_entry(built_image: BuildResult, tmp_path: Path) -> None:

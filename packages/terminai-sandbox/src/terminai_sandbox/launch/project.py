@@ -29,7 +29,7 @@ import re
 import stat
 from pathlib import Path
 
-from terminai_sandbox.errors import LaunchError
+from terminai_sandbox.errors import EngineError, LaunchError
 from terminai_sandbox.launch import reserved_env
 from terminai_sandbox.launch.engines import ImageFacts
 
@@ -341,7 +341,10 @@ def build_project_layer(
             base_count = len((base.get("RootFS") or {}).get("Layers") or [])
             problems = layer_problems(engine.new_layer_members(tag, base_count, Path(private)))
     if problems:
-        engine.remove(tag)
+        import contextlib  # noqa: PLC0415
+
+        with contextlib.suppress(EngineError):  # already gone: nothing refused is left either way
+            engine.remove(tag)
         raise LaunchError(
             f"the image built from {dockerfile} is refused: "
             + "; ".join(problems[:5])
