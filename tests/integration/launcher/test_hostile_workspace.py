@@ -9,6 +9,7 @@ written back. A swapper racing the launch never gets the engine's folder mounted
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import random
 import subprocess
@@ -199,7 +200,8 @@ def test_a_project_layer_can_only_add_files(
     result = _run(site, project, "sh", "-c", "echo COMMAND-RAN")
     assert result.returncode == 13, result.stderr
     assert message in result.stderr and "COMMAND-RAN" not in result.stdout, result.stderr
-    assert not [t for i in engine_images() for t in i if t.startswith("terminai-project/")], "refused image kept"
+    mine = "terminai-project/" + hashlib.sha256(str(project.resolve()).encode()).hexdigest()[:12]
+    assert not [t for i in engine_images() for t in i if t.startswith(mine + ":")], "refused image kept"
 
 
 def test_an_ordinary_project_layer_still_works_as_a_non_root_session(
