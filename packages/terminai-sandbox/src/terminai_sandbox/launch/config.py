@@ -198,10 +198,6 @@ def engine_sockets(env: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(found)
 
 
-def _within(path: str, tree: str) -> bool:
-    return path == tree or path.startswith(tree.rstrip("/") + "/")
-
-
 def _mount_problem(normal: str, resolved: str, env: Mapping[str, str], *, existing: bool = False) -> str | None:
     """Why the host path ``normal`` (``resolved`` after following symlinks) may not be mounted.
 
@@ -217,15 +213,15 @@ def _mount_problem(normal: str, resolved: str, env: Mapping[str, str], *, existi
         if existing and not os.path.exists(socket):
             continue
         for place in dict.fromkeys((socket, os.path.realpath(socket))):
-            if _within(place, resolved):
+            if targets.within(place, resolved):
                 return f"contains the engine socket {place}, which is root on the host"
     for tree in PROTECTED_TREES:
         for place in dict.fromkeys((tree, os.path.realpath(tree))):
             for path in dict.fromkeys((normal, resolved)):
-                if _within(path, place):
+                if targets.within(path, place):
                     shown = path if path == normal else f"{normal} (which leads to {resolved})"
                     return f"mounts {shown}, inside {place}, which the host's kernel or engine owns"
-                if _within(place, path):
+                if targets.within(place, path):
                     return f"contains {place}, which the host's kernel or engine owns"
     return None
 

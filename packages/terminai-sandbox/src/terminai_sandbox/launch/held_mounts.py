@@ -33,7 +33,7 @@ import stat
 from collections.abc import Sequence
 
 from terminai_sandbox.common.records import frozen_record
-from terminai_sandbox.errors import ConfigError
+from terminai_sandbox.errors import ConfigError, SandboxError
 from terminai_sandbox.launch import targets
 from terminai_sandbox.launch.config import Mount
 
@@ -42,8 +42,7 @@ if TYPE_CHECKING:
     import ctypes
 
 STAGING_ROOT = "/run/terminai-sandbox/mounts"
-BASHRC = ".terminai/sandbox.bashrc"
-BASHRC_MAX = 1 << 20
+CUSTOMIZATION_MAX = 1 << 20  # the files the launcher reads from .terminai/
 # What is read from the working directory later, by this launcher or on the host, and so is
 # read-only inside the session (a hook written by the agent would run at the user's next
 # `git commit`). Sources: this launcher (.terminai/), gitrepository-layout(5) for what git
@@ -155,43 +154,54 @@ def same(held: Held) -> bool:
     return (again.device, again.inode) == (held.device, held.inode)
 
 
-def read_bashrc(cwd: str) -> bytes | None:
-    """``.terminai/sandbox.bashrc``, read without following links (None when there is none)."""
-    directory = os.open(cwd, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+def read_customization(project: str, name: str, *, error: type[SandboxError] = ConfigError) -> bytes | None:
+    """``.terminai/NAME`` of ``project``, read without following links (None when there is none).
+
+    ``.terminai`` must be a folder and ``NAME`` a regular file of at most 1 MiB, both inside
+    the project; anything else raises ``error``, naming the file.
+    """
+    shown = f"{project}/.terminai/{name}"
+    directory = os.open(project, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         try:
             sub = os.open(".terminai", os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=directory)
         except FileNotFoundError:
             return None
         except OSError:
-            raise ConfigError(
-                f"{cwd}/.terminai is not a directory of the project (a symbolic link or another file)",
+            raise error(
+                f"{project}/.terminai is not a folder of the project (a symbolic link or another file)",
                 hint="make .terminai a plain folder inside the project",
             ) from None
         try:
             try:
-                fd = os.open("sandbox.bashrc", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=sub)
+                fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=sub)
             except FileNotFoundError:
                 return None
             except OSError as exc:
-                raise ConfigError(
-                    f"{cwd}/{BASHRC} cannot be read without following links ({exc.strerror})",
+                raise error(
+                    f"{shown} cannot be read without following links ({exc.strerror})",
                     hint="make it a regular file inside the project, not a symbolic link",
                 ) from None
         finally:
             os.close(sub)
         try:
             info = os.fstat(fd)
+            limit = f"it must be a regular file of at most {CUSTOMIZATION_MAX >> 20} MiB"
             if not stat.S_ISREG(info.st_mode):
-                raise ConfigError(f"{cwd}/{BASHRC} is {_kind(info.st_mode)}, not a regular file")
-            if info.st_size > BASHRC_MAX:
-                raise ConfigError(f"{cwd}/{BASHRC} is larger than {BASHRC_MAX >> 20} MiB")
-            data = os.read(fd, BASHRC_MAX + 1)
+                raise error(f"{shown} is {_kind(info.st_mode)}, not a regular file: {limit}")
+            if info.st_size > CUSTOMIZATION_MAX:
+                raise error(f"{shown} is larger than that: {limit}")
+            data = os.read(fd, CUSTOMIZATION_MAX + 1)
         finally:
             os.close(fd)
     finally:
         os.close(directory)
-    return data[:BASHRC_MAX]
+    return data[:CUSTOMIZATION_MAX]
+
+
+def read_bashrc(cwd: str) -> bytes | None:
+    """``.terminai/sandbox.bashrc``, read without following links (None when there is none)."""
+    return read_customization(cwd, "sandbox.bashrc")
 
 
 @frozen_record

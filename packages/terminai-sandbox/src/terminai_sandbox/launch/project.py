@@ -32,6 +32,7 @@ from pathlib import Path
 from terminai_sandbox.errors import EngineError, LaunchError
 from terminai_sandbox.launch import reserved_env
 from terminai_sandbox.launch.engines import ImageFacts
+from terminai_sandbox.launch.held_mounts import read_customization
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 DOCKERFILE = Path(".terminai") / "sandbox.Dockerfile"
 DERIVED_LABEL = "dev.terminai.derived-from"
 PROJECT_LABEL = "dev.terminai.project"
-MAX_BYTES = 1 << 20
 _BASE = ("${BASE_IMAGE}", "$BASE_IMAGE")
 _ALLOWED = frozenset({"ARG", "FROM", "RUN", "COPY", "ADD", "ENV", "WORKDIR", "LABEL", "EXPOSE", "USER"})
 _WHY = {
@@ -80,37 +80,10 @@ def project_dockerfile(project: Path) -> Path | None:
 
 def read_dockerfile(project: Path) -> bytes:
     """The Dockerfile's bytes, read without following links: a regular file inside the project."""
-    shown = project / DOCKERFILE
-    top = os.open(project, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        try:
-            sub = os.open(".terminai", os.O_PATH | os.O_NOFOLLOW | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=top)
-        except OSError:
-            raise LaunchError(
-                f"{project}/.terminai is not a folder of the project (a symbolic link or another file)",
-                hint="make .terminai a plain folder inside the project",
-            ) from None
-        try:
-            fd = os.open(DOCKERFILE.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=sub)
-        except OSError as exc:
-            raise LaunchError(
-                f"{shown} cannot be read without following links ({exc.strerror})",
-                hint="make it a regular file inside the project, not a symbolic link",
-            ) from None
-        finally:
-            os.close(sub)
-        try:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_BYTES:
-                raise LaunchError(
-                    f"{shown} must be a regular file of at most {MAX_BYTES >> 20} MiB",
-                    hint="a FIFO, a device or a huge file is not a Dockerfile",
-                )
-            return os.read(fd, MAX_BYTES + 1)[:MAX_BYTES]
-        finally:
-            os.close(fd)
-    finally:
-        os.close(top)
+    data = read_customization(str(project), DOCKERFILE.name, error=LaunchError)
+    if data is None:
+        raise LaunchError(f"{project / DOCKERFILE} disappeared while the session started")
+    return data
 
 
 def _refuse(dockerfile: Path, line: int, what: str, hint: str) -> LaunchError:
