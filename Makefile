@@ -22,7 +22,7 @@ TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 XDIST := -n $(JOBS) --dist worksteal
 XDIST_WAITING := -n $(TEST_JOBS) --dist worksteal
 
-.PHONY: help setup host-tools engine test test-fast test-slow test-integration lint format demo image bench clean lock-dev
+.PHONY: help setup host-tools engine test test-fast test-slow test-integration test-seed-exact seed-check lint format demo image bench clean lock-dev
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[1m%-17s\033[0m %s\n", $$1, $$2}'
@@ -49,8 +49,8 @@ test: setup engine ## Run everything: lint (beside the tests), unit, contract, i
 	@lint_log=$$(mktemp); trap 'rm -f "$$lint_log"' EXIT; \
 	echo "make lint (in the background; its output follows the tests')"; \
 	$(MAKE) --no-print-directory lint >"$$lint_log" 2>&1 & lint_pid=$$!; \
-	echo "$(PY) -m pytest $(XDIST_WAITING) $(PYTEST_ARGS)"; \
-	tests=0; $(PY) -m pytest $(XDIST_WAITING) $(PYTEST_ARGS) || tests=$$?; \
+	echo "$(PY) -m pytest $(XDIST_WAITING) -m \"not seed\" $(PYTEST_ARGS)"; \
+	tests=0; $(PY) -m pytest $(XDIST_WAITING) -m "not seed" $(PYTEST_ARGS) || tests=$$?; \
 	lint=0; wait $$lint_pid || lint=$$?; \
 	echo "== make lint (ran beside the tests): $$([ $$lint -eq 0 ] && echo passed || echo FAILED)"; \
 	cat "$$lint_log"; \
@@ -59,13 +59,19 @@ test: setup engine ## Run everything: lint (beside the tests), unit, contract, i
 	[ $$tests -eq 0 ] && [ $$lint -eq 0 ]
 
 test-fast: setup ## Unit tests only (no engine, no network, no slow attack suites)
-	$(PY) -m pytest $(XDIST) -m "not integration and not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "not integration and not slow and not seed" $(PYTEST_ARGS)
 
 test-slow: setup ## The slow suites that need no engine (the executor's assume-breach attacks)
 	$(PY) -m pytest $(XDIST) -m "slow and not integration" $(PYTEST_ARGS)
 
 test-integration: setup engine ## Integration tests only (real engine, real registry)
 	$(PY) -m pytest $(XDIST_WAITING) -m integration $(PYTEST_ARGS)
+
+test-seed-exact: setup ## The seed-exact differential test over many more generated archives (SEED_EXACT_EXAMPLES)
+	SEED_EXACT_EXAMPLES=$${SEED_EXACT_EXAMPLES:-1500} $(PY) -m pytest -m "not seed" tests/unit/memory/test_seed_exact.py $(PYTEST_ARGS)
+
+seed-check: setup ## Hold the seed oracle against the seed document's own code (TERMINAI_SEED_000 names it)
+	SEED_EXACT_EXAMPLES=$${SEED_EXACT_EXAMPLES:-300} $(PY) -m pytest -m seed tests/unit/memory/test_seed_exact.py tests/unit/executor/test_seed_written_corpus.py $(PYTEST_ARGS)
 
 .PHONY: attacks
 attacks: setup ## The Python-layer attack generator for 10 minutes (ATTACK_SECONDS, ATTACK_SEED to change)

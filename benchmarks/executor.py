@@ -99,7 +99,7 @@ print(json.dumps(ticks() - before))
 # (`[project.scripts]` of its pyproject.toml at that commit) is filled in.
 _CLI = "import re\nimport sys\nfrom {module} import {function}\nsys.exit({function}())"
 _APTS_PYPROJECT = "packages/terminai-apts/pyproject.toml"
-MEMORY_QUERY = "print(thermal.search('rollout canary', limit=5).total)"
+MEMORY_QUERY = "print(thermal.search_results('rollout canary', limit=5).total)"
 MEMORY_RECORDS = 5_000
 SMOLAGENTS_PIN = "smolagents==1.23.0"
 

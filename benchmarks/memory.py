@@ -1,8 +1,10 @@
 """Memory API benchmark: ThermalMemory calls against the seed's ``LIKE '%q%'`` scan.
 
-Generates a synthetic archive per size (realistic titles, prose, tags, sources, dates over
-three years), builds the index (time and size), then times each call and the LIKE baseline
-on the same data in the same run. Usage:
+Generates a synthetic archive per size in the seed's schema (realistic titles, prose,
+tags, sources, dates over three years), imports it as a user does (``import_archive``)
+and builds the index (time and size), then times each call and the seed's own ``search``
+statement over the archive, in the same run; the seed calls must answer the baseline's
+rows (``same rows``). Usage:
 ``python benchmarks/memory.py --sizes 6700,100000 [--queries 40] [--tiered]``; ``--tiered``
 also times the same calls over per-quarter sealed shards plus a live index (a journal directory).
 """
@@ -22,6 +24,7 @@ from pathlib import Path
 
 from terminai_apts.memory import store
 from terminai_apts.memory.api import ThermalMemory
+from terminai_apts.memory.cli import import_archive
 from terminai_apts.memory.records import NewMemory
 from terminai_apts.memory.tiers import LIVE_INDEX
 
@@ -158,13 +161,22 @@ def synth(n: int, seed: int = 7) -> list[NewMemory]:
 def seed_db(path: Path, recs: list[NewMemory]) -> None:
     conn = sqlite3.connect(path)
     conn.execute(
-        "CREATE TABLE memories(id INTEGER PRIMARY KEY, date TEXT, title TEXT, content TEXT, summary TEXT,"
+        "CREATE TABLE memories(id TEXT PRIMARY KEY, date TEXT, title TEXT, content TEXT, summary TEXT,"
         " tags TEXT, source TEXT, confidence REAL)"
     )
     conn.executemany(
         "INSERT INTO memories VALUES (?,?,?,?,?,?,?,?)",
         (
-            (i, r.date, r.title, r.content, r.summary, ",".join(r.tags), r.source, r.confidence)
+            (
+                f"m{i}",
+                r.date.replace("T", " ").removesuffix("Z"),
+                r.title,
+                r.content,
+                r.summary,
+                ",".join(r.tags),
+                r.source,
+                r.confidence,
+            )
             for i, r in enumerate(recs, 1)
         ),
     )
@@ -188,7 +200,7 @@ def run(n: int, reps: int, workdir: Path, *, tiered: bool) -> None:
     seed_db(seed, recs)
     t = time.perf_counter()
     steps: list[tuple[str, float]] = []
-    store.build(db, recs, progress=lambda name, secs: steps.append((name, secs)))
+    store.build(db, import_archive(seed), progress=lambda name, secs: steps.append((name, secs)))
     build_s = time.perf_counter() - t
     longest = max(steps, key=lambda step: step[1])
     raw = sum(len(r.title) + len(r.content) + len(r.summary) for r in recs)
@@ -199,17 +211,21 @@ def run(n: int, reps: int, workdir: Path, *, tiered: bool) -> None:
     queries = [QUERIES[i % len(QUERIES)] for i in range(reps)]
     like = sqlite3.connect(f"file:{seed}?mode=ro", uri=True)
 
-    def seed_search(qtext: str) -> object:
+    def seed_search(qtext: str) -> list[object]:
+        """The seed's ``search`` statement (its SQL, as written), default limit and offset."""
         p = f"%{qtext}%"
-        return like.execute(
-            "SELECT * FROM memories WHERE title LIKE ? OR content LIKE ? OR summary LIKE ? ORDER BY date DESC LIMIT 20",
-            (p, p, p),
-        ).fetchall()
+        sql = (
+            "SELECT id, date, title, content, summary, tags, source, confidence FROM memories"
+            " WHERE content LIKE ? OR title LIKE ? ORDER BY date DESC LIMIT ? OFFSET ?"
+        )
+        return [row[0] for row in like.execute(sql, (p, p, 20, 0))]
 
     base = timed(seed_search, queries)
-    print(f"{'call':34} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9} {'x LIKE p50':>11}")
-    print(f"{'seed LIKE scan (baseline)':34} {base[0]:9.2f} {base[1]:9.2f} {base[2]:9.2f} {1.0:11.1f}")
+    print(f"{'call':40} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9} {'x LIKE p50':>11}")
+    print(f"{'seed LIKE scan (baseline)':40} {base[0]:9.2f} {base[1]:9.2f} {base[2]:9.2f} {1.0:11.1f}")
     with ThermalMemory(db) as mem:
+        same = all([m.id for m in mem.search(q)] == seed_search(q) for q in sorted(set(queries)))
+        print(f"same rows as the seed's statement, every query: {same}")
         _table(mem, n, queries, base[0])
     if tiered:
         _tiered(recs, n, queries, base[0], workdir)
@@ -217,22 +233,25 @@ def run(n: int, reps: int, workdir: Path, *, tiered: bool) -> None:
 
 
 def _table(mem: ThermalMemory, n: int, queries: list[str], baseline_p50: float) -> None:
-    some_id = mem.filter(order="oldest", limit=1).ids[0]
+    some_id = mem.filter_results(order="oldest", limit=1).ids[0]
     calls: dict[str, Callable[[str], object]] = {
-        "search (bm25 top 20)": lambda qt: mem.search(qt, order="relevance"),
-        "search since 90d window": lambda qt: mem.search(qt, since="2025-10-01"),
-        "search newest-first (seed)": mem.search,
-        "count(query)": mem.count,
+        "search (seed)": mem.search,
+        "count(query) (seed)": mem.count,
+        "grep 'timeout.*ms' (seed)": lambda _qt: mem.grep("timeout.*ms"),
+        "filter(source, min_confidence) (seed)": lambda _qt: mem.filter(source="slack", min_confidence=0.9),
+        "get(id) (seed)": lambda _qt: mem.get(some_id),
+        "search_results (bm25 top 20)": lambda qt: mem.search_results(qt, order="relevance"),
+        "search_results since 90d window": lambda qt: mem.search_results(qt, since="2025-10-01"),
+        "count_results(query)": mem.count_results,
         "find(substring)": mem.find,
-        "grep literal 'timeout after \\d+ms'": lambda _qt: mem.grep(r"timeout after \d+ms"),
-        "grep no literal '\\d{5}ms'": lambda _qt: mem.grep(r"\d{5}ms"),
-        "filter(tags, since)": lambda _qt: mem.filter(tags=["incident"], since="2025-01-01"),
-        "get(id)": lambda _qt: mem.get(some_id),
+        "grep_results 'timeout after \\d+ms'": lambda _qt: mem.grep_results(r"timeout after \d+ms"),
+        "grep_results no literal '\\d{5}ms'": lambda _qt: mem.grep_results(r"\d{5}ms"),
+        "filter_results(tags, since)": lambda _qt: mem.filter_results(tags=["incident"], since="2025-01-01"),
     }
     for name, fn in calls.items():
         reps_here = queries if "grep" not in name else queries[: max(5, len(queries) // 4)]
         p50, p95, mx = timed(fn, reps_here)
-        print(f"{name:34} {p50:9.2f} {p95:9.2f} {mx:9.2f} {baseline_p50 / p50 if p50 else 0:11.1f}")
+        print(f"{name:40} {p50:9.2f} {p95:9.2f} {mx:9.2f} {baseline_p50 / p50 if p50 else 0:11.1f}")
 
 
 def _tiered(recs: list[NewMemory], n: int, queries: list[str], baseline_p50: float, workdir: Path) -> None:
@@ -255,7 +274,7 @@ def _tiered(recs: list[NewMemory], n: int, queries: list[str], baseline_p50: flo
         f"\n### {n:,} records as {len(sealed)} sealed quarter shards + live index: build "
         f"{time.perf_counter() - t:.1f} s (longest shard: {longest[0]} {longest[1]:.1f} s)"
     )
-    print(f"{'call (journal directory)':34} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9} {'x LIKE p50':>11}")
+    print(f"{'call (journal directory)':40} {'p50 ms':>9} {'p95 ms':>9} {'max ms':>9} {'x LIKE p50':>11}")
     with ThermalMemory(root) as mem:
         _table(mem, n, queries, baseline_p50)
 

@@ -201,29 +201,39 @@ def bench(name: str, rows: list[Row], work: Path, queries: list[str], tags: list
     with ThermalMemory(index, budget_ms=60_000) as mem:
         two = [tags[i % 3 : i % 3 + 2] for i in range(reps)]
         cases: list[tuple[str, Callable[[Any], object], Callable[[Any], object], list[Any]]] = [
-            ("search(q)", lambda q: _ids(mem.search(q)), seed.search, qs),
-            ("search(q, date_range)", lambda q: _ids(mem.search(q, (lo, hi))), lambda q: seed.search(q, (lo, hi)), qs),
+            ("search(q)", lambda q: _ids(mem.search_results(q)), seed.search, qs),
+            (
+                "search(q, date_range)",
+                lambda q: _ids(mem.search_results(q, (lo, hi))),
+                lambda q: seed.search(q, (lo, hi)),
+                qs,
+            ),
             (
                 "search(q, tags=[t])",
-                lambda q: _ids(mem.search(q, tags=tags[:1])),
+                lambda q: _ids(mem.search_results(q, tags=tags[:1])),
                 lambda q: seed.search(q, tags=tags[:1]),
                 qs,
             ),
             ("count(q)", mem.count, seed.count, qs),
-            ("filter(tags=[a, b])", lambda t: _ids(mem.filter(tags=t)), lambda t: seed.filter(None, None, t), two),
+            (
+                "filter(tags=[a, b])",
+                lambda t: _ids(mem.filter_results(tags=t)),
+                lambda t: seed.filter(None, None, t),
+                two,
+            ),
             (
                 "filter(date_after, date_before)",
-                lambda _i: _ids(mem.filter(lo, hi)),
+                lambda _i: _ids(mem.filter_results(lo, hi)),
                 lambda _i: seed.filter(lo, hi, None),
                 two,
             ),
             (
                 "grep(literal)",
-                lambda q: _ids(mem.grep(re.escape(q))),
+                lambda q: _ids(mem.grep_results(re.escape(q))),
                 lambda q: seed.grep(re.escape(q)),
                 qs[: max(5, reps // 3)],
             ),
-            ("get(id)", lambda u: _id(mem.get(u)), seed.get, ids),
+            ("get(id)", lambda u: _id(mem.record(u)), seed.get, ids),
             ("summarize(q)", mem.summarize, lambda q: seed.search(q)[:5], qs),
         ]
         print(f"{'call':34} {'p50':>8} {'p95':>8} {'seed p50':>9} {'seed p95':>9} {'x p95':>7}  same  goal")
@@ -236,10 +246,10 @@ def bench(name: str, rows: list[Row], work: Path, queries: list[str], tags: list
         equal, overlap, r50, e50 = 0, 0, list[float](), list[float]()
         for q in queries:
             t = time.perf_counter()
-            top = _ids(mem.search(q, order="relevance", limit=10))
+            top = _ids(mem.search_results(q, order="relevance", limit=10))
             r50.append((time.perf_counter() - t) * 1000)
             t = time.perf_counter()
-            full = _ids(mem.search(q, order="relevance", limit=10, exhaustive=True))
+            full = _ids(mem.search_results(q, order="relevance", limit=10, exhaustive=True))
             e50.append((time.perf_counter() - t) * 1000)
             equal += top == full
             overlap += len(set(top) & set(full))

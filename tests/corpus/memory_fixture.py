@@ -4,9 +4,11 @@ meeting notes and summaries of a platform team, September 2025 to January 2026
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 from terminai_apts.memory import store
+from terminai_apts.memory.cli import import_archive
 from terminai_apts.memory.records import NewMemory
 
 _TOPICS: tuple[tuple[str, str, str], ...] = (
@@ -95,29 +97,36 @@ def records() -> list[NewMemory]:
     return out
 
 
+ARCHIVE_SCHEMA = (
+    "CREATE TABLE memories(id TEXT PRIMARY KEY, date TEXT, title TEXT, content TEXT, summary TEXT,"
+    " tags TEXT, source TEXT, confidence REAL)"
+)
+
+
+def raw() -> list[tuple[object, ...]]:
+    """The same memories as the seed's archive holds them (its ``memories`` table): the
+    archive id (``m12``), the day as ``YYYY-MM-DD``, tags comma-separated."""
+    return [
+        (r.uid, r.date[:10], r.title, r.content, r.summary, ",".join(r.tags), r.source, r.confidence) for r in records()
+    ]
+
+
+def fill(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """``conn`` with the archive's ``memories`` table written into it."""
+    with conn:
+        conn.execute(ARCHIVE_SCHEMA)
+        conn.executemany("INSERT INTO memories VALUES (?,?,?,?,?,?,?,?)", raw())
+    return conn
+
+
 def build(folder: Path) -> Path:
-    """The index at ``folder/memory.db``, readable by the sandbox's unprivileged user."""
+    """The archive at ``folder/archive.db`` imported as a user imports it (``terminai-apts
+    memory build``) into the index ``folder/memory.db``, readable by the sandbox's
+    unprivileged user."""
+    archive = folder / "archive.db"
+    fill(sqlite3.connect(archive)).close()
     path = folder / "memory.db"
-    store.build(path, records())
+    store.build(path, import_archive(archive))
     path.chmod(0o644)
     folder.chmod(0o755)
     return path
-
-
-def raw() -> list[dict[str, object]]:
-    """The same memories as the seed's archive holds them (its ``memories`` table): the
-    archive id (``m12``), the day as ``YYYY-MM-DD``, tags as a list. What the corpus's
-    oracle (``tests/corpus/oracle.py``) reads; never our index."""
-    return [
-        {
-            "id": r.uid,
-            "date": r.date[:10],
-            "title": r.title,
-            "content": r.content,
-            "summary": r.summary,
-            "tags": list(r.tags),
-            "source": r.source,
-            "confidence": r.confidence,
-        }
-        for r in records()
-    ]

@@ -1,4 +1,4 @@
-incidents = thermal.filter(tags=["incident"])
+incidents = thermal.search("", tags=["incident"])
 lines = ["# Incident digest", ""]
 for m in incidents:
     lines.append(f"## {m.title}")

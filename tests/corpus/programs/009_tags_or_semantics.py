@@ -1,4 +1,4 @@
-both = thermal.filter(tags=["incident", "cleanup"], limit=100)
+both = thermal.search("", tags=["incident", "cleanup"], limit=100)
 kinds = sorted({t for m in both for t in m.tags if t in ("incident", "cleanup")})
 print(len(both), "memories tagged incident or cleanup")
 print("kinds seen:", kinds)

@@ -1,6 +1,6 @@
 seen = set()
 unique = []
-for m in thermal.filter(tags=["decision"], limit=100):
+for m in thermal.search("", tags=["decision"], limit=100):
     base = m.title.split(" (")[0]
     if base not in seen:
         seen.add(base)

@@ -17,5 +17,5 @@ class Section:
 with Section("Memory review"):
     for kind in ["incident", "cleanup"]:
         with Section(kind):
-            for m in thermal.filter(tags=[kind], limit=2):
+            for m in thermal.search("", tags=[kind], limit=2):
                 print("  " * Section.depth + m.title)

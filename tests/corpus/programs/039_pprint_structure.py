@@ -1,6 +1,6 @@
 from pprint import pprint
 
 digest = {}
-for m in thermal.filter(tags=["meeting"], limit=6):
+for m in thermal.search("", tags=["meeting"], limit=6):
     digest.setdefault(m.title.split(" (")[0], []).append(m.date)
 pprint(digest)

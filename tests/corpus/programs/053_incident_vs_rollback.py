@@ -1,4 +1,4 @@
-incidents = {m.id for m in thermal.filter(tags=["incident"], limit=100)}
+incidents = {m.id for m in thermal.search("", tags=["incident"], limit=100)}
 rollbacks = {m.id for m in thermal.search("rollback", limit=100)}
 print("incidents:", len(incidents))
 print("rollbacks:", len(rollbacks))

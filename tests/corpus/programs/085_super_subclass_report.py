@@ -16,7 +16,7 @@ class TagReport(Base):
         self.tag = tag
 
     def load(self):
-        self.rows = thermal.filter(tags=[self.tag], limit=100)
+        self.rows = thermal.search("", tags=[self.tag], limit=100)
         return super().load()
 
 

@@ -4,5 +4,5 @@ latest = thermal.filter(limit=1)[0]
 print(f"Archive: {n_total} memories, {n_open} open follow-ups.")
 print(f"Latest: {latest.title} ({latest.date}, {latest.source}).")
 print(
-    f"GPU: {thermal.count('GPU')}  Postgres: {thermal.count('Postgres')}  Incidents: {len(thermal.filter(tags=['incident']))}"
+    f"GPU: {thermal.count('GPU')}  Postgres: {thermal.count('Postgres')}  Incidents: {len(thermal.search('', tags=['incident']))}"
 )

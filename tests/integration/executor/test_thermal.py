@@ -36,14 +36,14 @@ def memory_db(tmp_path: Path) -> Path:
 
 
 def test_thermal_search_from_sandbox(memory_db: Path) -> None:
-    code = "hits = thermal.search('rollout')\nprint(len(hits['hits']), hits['total'])"
+    code = "hits = thermal.search_results('rollout')\nprint(len(hits['hits']), hits['total'])"
     result = execute(code, SandboxConfig(timeout_seconds=10), api=thermal_spec(str(memory_db)))
     assert result.success, result.error
     assert result.stdout == "3 3\n"
 
 
 def test_thermal_records_are_immutable(memory_db: Path) -> None:
-    code = "hit = thermal.search('rollout')['hits'][0]\nhit.score = 0"
+    code = "hit = thermal.search_results('rollout')['hits'][0]\nhit.score = 0"
     result = execute(code, SandboxConfig(timeout_seconds=10), api=thermal_spec(str(memory_db)))
     assert not result.success
 
@@ -75,7 +75,7 @@ def test_thermal_over_a_compacted_journal(tmp_path: Path) -> None:
     for path in (tmp_path, *tmp_path.rglob("*")):  # the child reads after dropping to an unprivileged uid
         path.chmod(0o755 if path.is_dir() else path.stat().st_mode | 0o444)
     code = (
-        "res = thermal.search('rollout', order='oldest')\n"
+        "res = thermal.search_results('rollout', order='oldest')\n"
         "print([h['memory']['tier'] for h in res['hits']], res['total'])"
     )
     result = execute(code, SandboxConfig(timeout_seconds=10), api=thermal_spec(str(journal.root)))

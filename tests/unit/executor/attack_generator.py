@@ -236,7 +236,8 @@ class Program:
 
 THERMAL_ROOTS = (
     "thermal", "thermal.search", "thermal.search('deploy')", "thermal.search('deploy')[0]", "thermal.get(1)",
-    "thermal.count", "thermal.search('deploy').hits",
+    "thermal.count", "thermal.search_results('deploy').hits", "thermal.search_results('deploy')",
+    "thermal.search_results('deploy')[0]", "thermal.get('u0')", "thermal.get('u0').tags",
 )  # fmt: skip
 
 

@@ -495,11 +495,13 @@ SAMPLES: dict[str, tuple[tuple[str, ...], str]] = {
         "result = [res, thermal.grep('deploy'), thermal.find('deploy'), thermal.filter(limit=2),"
         " thermal.count('deploy'), thermal.get(res[0].id), thermal.get('missing'), thermal.summarize('deploy'),"
         " thermal.around(res[0].id), thermal.trace(res[0].id), thermal.dupes(res[0].id), thermal.facets(),"
-        " thermal.scan()]",
+        " thermal.scan(), thermal.search_results('deploy'), thermal.grep_results('deploy'),"
+        " thermal.filter_results(limit=2), thermal.count_results('deploy'), thermal.record(res[0].id),"
+        " thermal.ranked('deploy'), res[0].tags, thermal.get(res[0].id).tags]",
     ),
     "thermal result set": (
         ("thermal",),
-        "res = thermal.search('deploy')\n"
+        "res = thermal.search_results('deploy')\n"
         "result = [res[0], res[:2], list(res), res.ids, res.to_dict(), res.to_list(), res[0].to_dict(),"
         " res[0].get('title'), res['total'], sorted(res, key=lambda m: m.date), reversed(res), iter(res)]",
     ),

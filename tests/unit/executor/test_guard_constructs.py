@@ -79,7 +79,7 @@ def test_ordinary_uses_work(mode: Mode) -> None:
 
 def test_type_of_a_host_object_is_a_view(thermal: object) -> None:
     code = (
-        "import collections, json\nc = collections.Counter('ab')\nr = thermal.search('deploy')\n"
+        "import collections, json\nc = collections.Counter('ab')\nr = thermal.search_results('deploy')\n"
         "result = [type(c), type(c) == collections.Counter, isinstance(c, type(c)), getattr(type(c), '__name__'),"
         " type(r), type(r) is type(r), getattr(type(r), '__name__'), type(thermal), getattr(json.dumps, '__name__'),"
         " getattr(json, '__name__'), type(P), type(len)]"

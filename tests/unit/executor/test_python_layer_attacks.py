@@ -945,26 +945,26 @@ def test_thermal_cannot_be_mutated_across_cells(mode: Mode, memory_api: ApiSpec)
         A("print(thermal.search.__call__)", "L2-validate", "attribute '__call__' is not allowed"),
         A("thermal.search.__self__", "L2-validate", "attribute '__self__' is not allowed"),
         A(
-            "r = thermal.search('deploy')\nr.total = 0",
+            "r = thermal.search_results('deploy')\nr.total = 0",
             "L4-runtime-guard",
             "cannot modify objects of type 'ResultList'",
         ),
         A(
-            "r = thermal.search('deploy')\nr.hits[0].memory.tags = ['x']",
+            "r = thermal.search_results('deploy')\nr.hits[0].memory.tags = ['x']",
             "L4-runtime-guard",
             "cannot modify objects of type 'Record'",
         ),
         A(
-            "r = thermal.search('deploy')\nr.hits[0].memory.title = 'x'",
+            "r = thermal.search_results('deploy')\nr.hits[0].memory.title = 'x'",
             "L4-runtime-guard",
             "cannot modify objects of type 'Record'",
         ),
         A(
-            "r = thermal.search('deploy')\ndel r.total",
+            "r = thermal.search_results('deploy')\ndel r.total",
             "L4-runtime-guard",
             "cannot modify objects of type 'ResultList'",
         ),
-        A("r = thermal.get('u0')\nr['title'] = 'x'", "L4-runtime-guard", "cannot modify objects of type 'Record'"),
+        A("r = thermal.record('u0')\nr['title'] = 'x'", "L4-runtime-guard", "cannot modify objects of type 'Record'"),
         A(
             "class Evil:\n    search = len\nthermal.search = Evil.search",
             "L4-runtime-guard",
@@ -972,7 +972,7 @@ def test_thermal_cannot_be_mutated_across_cells(mode: Mode, memory_api: ApiSpec)
         ),
     ]
     with ExecutorSession(cfg(mode), memory_api) as session:
-        before = session.run("base = thermal.search('deploy')\nprint(base.total, base.hits[0].memory.title)")
+        before = session.run("base = thermal.search_results('deploy')\nprint(base.total, base.hits[0].memory.title)")
         assert before.success, before.error
         for attack in attacks:
             result = session.run(attack.code)
@@ -985,14 +985,36 @@ def test_thermal_cannot_be_mutated_across_cells(mode: Mode, memory_api: ApiSpec)
             "d = base.to_dict()\nd['total'] = 0\nd['hits'].clear()\nprint(d['total'], base.total, len(base.hits))"
         )
         assert copy.success, copy.error
-        after = session.run("r2 = thermal.search('deploy')\nprint(r2.total, r2.hits[0].memory.title)")
+        after = session.run("r2 = thermal.search_results('deploy')\nprint(r2.total, r2.hits[0].memory.title)")
         assert after.success, after.error
         assert after.stdout == before.stdout
         assert copy.stdout == f"0 {before.stdout.split()[0]} {before.stdout.split()[0]}\n"
         assert session.run("print(sorted(thermal.get('u0').tags))").stdout == "['db', 'infra']\n"
         # `tags` is a list (the seed's), and a fresh one: changing it leaves the record alone
         own = session.run("m = thermal.get('u0')\nm.tags.append('x')\nprint(m.tags, isinstance(m.tags, list))")
-        assert own.success and own.stdout == "['db', 'infra'] True\n", own.error
+        assert own.success and own.stdout == "['db', 'infra', 'x'] True\n", own.error
+        assert session.run("print(thermal.get('u0').tags)").stdout == "['db', 'infra']\n"
+        # the seed's record: a field is set once, its class is a stand-in, and what a program
+        # does to its copy (a new attribute, a deleted field) stays in that copy
+        for code in (
+            "m = thermal.get('u0')\nm.title = 'x'",
+            "m = thermal.get('u0')\nsetattr(m, 'title', 'x')",
+            "m = thermal.get('u0')\nobject.__setattr__(m, 'title', 'x')",
+            "m = thermal.get('u0')\nm.__class__ = dict",
+            "m = thermal.get('u0')\nm.__dict__['title'] = 'x'",
+            "m = thermal.get('u0')\ntype(m)('u0', '', '', '', '', [], '', 1.0).__init__.__globals__",
+        ):
+            assert not session.run(code).success, code
+        own_copy = session.run(
+            "m = thermal.get('u0')\nm.note = 1\ndel m.title\nprint(m.note, thermal.get('u0').title != '')"
+        )
+        assert own_copy.success and own_copy.stdout == "1 True\n", own_copy.error
+        if mode != "strict":  # strict mode has no imports
+            seen = session.run(
+                "import dataclasses\nm = thermal.get('u0')\nc = dataclasses.replace(m, title='x')\n"
+                "print(type(type(m)).__name__, c.title, thermal.get('u0').title == m.title != 'x', c == m)"
+            )
+            assert seen.success and seen.stdout == "TypeView x True False\n", (seen.error, seen.stdout)
 
 
 # 12 -- module proxies are read-only for the whole session.
@@ -1210,7 +1232,7 @@ def test_sorted_key_callbacks(mode: Mode, memory_api: ApiSpec) -> None:
             ),
             # a record's class is a host class: its name, and nothing to call or read
             N(
-                "r = thermal.search('deploy')\nnames = sorted({h.memory.__class__.__name__ for h in r.hits})\n"
+                "r = thermal.search_results('deploy')\nnames = sorted({h.memory.__class__.__name__ for h in r.hits})\n"
                 "print(names, type(r.hits[0].memory.__class__).__name__)",
                 "['Record'] TypeView\n",
             ),
@@ -1220,7 +1242,8 @@ def test_sorted_key_callbacks(mode: Mode, memory_api: ApiSpec) -> None:
                 "'TypeView' object has no attribute 'search'",
             ),
             A(
-                "r = thermal.search('deploy')\nsorted(r.hits, key=lambda h: str(h.__reduce_ex__(2)))\nprint('ESCAPED')",
+                "r = thermal.search_results('deploy')\n"
+                "sorted(r.hits, key=lambda h: str(h.__reduce_ex__(2)))\nprint('ESCAPED')",
                 "L2-validate",
                 "attribute '__reduce_ex__' is not allowed",
             ),
@@ -1229,7 +1252,7 @@ def test_sorted_key_callbacks(mode: Mode, memory_api: ApiSpec) -> None:
         memory_api,
     )
     run_benign(
-        "r = thermal.search('deploy')\n"
+        "r = thermal.search_results('deploy')\n"
         "titles = [h.memory.title for h in sorted(r.hits, key=lambda h: h.memory.date)]\n"
         "print(titles[0], max([3, 1, 2], key=lambda v: -v), sorted(['b', 'A'], key=str.lower))\n",
         mode,
@@ -1312,7 +1335,7 @@ def test_red_team_prepare_chain(mode: Mode, memory_api: ApiSpec) -> None:
     with ExecutorSession(cfg(mode), memory_api) as session:
         attack = session.run(RED_TEAM_PREPARE)
         assert refused(attack, "AttributeError", "'collections.Counter' exposes only"), (attack.error, attack.stdout)
-        later = session.run("print(thermal.search('deploy').total)")
+        later = session.run("print(thermal.search_results('deploy').total)")
         assert later.success and later.stdout == "3\n", later.error
 
 

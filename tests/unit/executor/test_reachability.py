@@ -33,8 +33,9 @@ def test_nothing_dangerous_is_reachable(mode: Mode, thermal: object) -> None:
     report = reachability.walk_sandbox(mode, {"thermal": thermal})
     assert not report.offenders, "\n".join(str(o) for o in report.offenders)
     # the walk really went through the surface it claims to cover
-    assert "thermal.search" in report.paths and "<thermal>[0].hits" in report.paths
-    assert any(p.startswith("<thermal>[0].hits[0].") for p in report.paths)
+    assert "thermal.search" in report.paths and "<thermal>[13].hits" in report.paths  # search_results
+    assert any(p.startswith("<thermal>[13].hits[0].") for p in report.paths)
+    assert "<thermal>[0][0].confidence" in report.paths  # into the seed's Memory
     if mode != "strict":
         for path in (
             "import collections.Counter",

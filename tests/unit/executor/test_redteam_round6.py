@@ -310,7 +310,7 @@ def test_the_memory_api_cannot_be_copied(tmp_path: Path) -> None:
     db = tmp_path / "mem.db"
     store.build(db, make_records())
     thermal = api_object.wrap_api(policy.thermal_spec(str(db)), open_memory(str(db)))
-    results = thermal.search("deploy")
+    results = thermal.search_results("deploy")
     for target in (thermal, thermal.search, results, results[0]):
         for how in ("copy", "deepcopy"):
             with pytest.raises(TypeError, match="objects cannot be copied in the sandbox"):

@@ -49,7 +49,7 @@ def test_a_killed_build_leaves_files_that_the_next_build_removes(tmp_path: Path)
     left = _leftovers(index)
     assert left and all(name.startswith(f".mem.db.{child.pid}.tmp") for name in left)  # what kill -9 leaves
     with ThermalMemory(index) as mem:
-        assert mem.count() == 5  # the old index is intact
+        assert mem.count_results() == 5  # the old index is intact
     store.build(index, make_records())
     assert _leftovers(index) == []
 

@@ -106,7 +106,7 @@ def test_rebuild_without_a_source_keeps_the_index(db: Path, tmp_path: Path) -> N
     assert proc.returncode == 22 and "does not exist" in proc.stderr
     assert db.read_bytes() == before
     with ThermalMemory(db) as mem:
-        assert mem.count() == 5
+        assert mem.count_results() == 5
 
 
 @pytest.mark.parametrize("action", ["verify", "compact"])
@@ -152,7 +152,7 @@ def test_backtracking_fallback_is_time_limited_inside_the_sandbox(tmp_path: Path
             for i in range(20)
         ],
     )
-    program = 'r = thermal.grep("(-|--)+(?=>)", budget_ms=300)\nprint(r.truncated, r.total, r.elapsed_ms)\n'
+    program = 'r = thermal.grep_results("(-|--)+(?=>)", budget_ms=300)\nprint(r.truncated, r.total, r.elapsed_ms)\n'
     proc = _run("exec", "--db", str(path), "--mode", "standard", "--timeout", "20", stdin=program)
     assert proc.returncode == 0, proc.stderr
     truncated, total, elapsed = proc.stdout.split()

@@ -52,13 +52,13 @@ QUERIES = [*ALPHABET, *("".join(p) for p in itertools.product(["a", "ß", "K", "
 def _check(mem: ThermalMemory, oracle: SeedOracle, queries: list[str]) -> int:
     exact = 0
     for q in queries:
-        assert mem.count(q) == oracle.count(q), repr(q)
-        res = mem.search(q, limit=7)
+        assert mem.count_results(q) == oracle.count(q), repr(q)
+        res = mem.search_results(q, limit=7)
         assert [h.memory.id for h in res] == [m.id for m in oracle.search(q, limit=7)], repr(q)
         assert res.total == oracle.count(q), repr(q)
         for span, tags in ((("2024-03-01", "2024-08-31"), None), (None, ["b"]), (("2024-02-01", "2024-02-28"), ["a"])):
-            assert mem.count(q, date_range=span, tags=tags) == oracle.count(q, span, tags), (q, span, tags)
-            got = [h.memory.id for h in mem.search(q, date_range=span, tags=tags, limit=5)]
+            assert mem.count_results(q, date_range=span, tags=tags) == oracle.count(q, span, tags), (q, span, tags)
+            got = [h.memory.id for h in mem.search_results(q, date_range=span, tags=tags, limit=5)]
             assert got == [m.id for m in oracle.search(q, span, tags, limit=5)], (q, span, tags)
         exact += "short-piece bitmap" in res.plan
     return exact
@@ -111,17 +111,17 @@ def test_an_index_of_the_previous_format_is_refused_with_a_rebuild_hint(tmp_path
     store.build(index, import_archive(archive))
     conn = store.open_writer(index)
     with conn:  # what an index written before the piece bitmaps says of itself
-        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+        conn.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
         conn.execute("DROP TABLE grams")
     conn.close()
     for attempt in (lambda: ThermalMemory(index), lambda: store.append(index, import_archive(archive))):
-        with pytest.raises(MemoryStoreError, match="index schema 4, expected 5") as info:
+        with pytest.raises(MemoryStoreError, match="index schema 5, expected 6") as info:
             attempt()
         assert "--rebuild" in (info.value.hint or "")
     store.build(index, import_archive(archive))  # what the hint says: a rebuild
     oracle = SeedOracle(archive)
     with ThermalMemory(index) as mem:
-        assert mem.count("a") == oracle.count("a")
+        assert mem.count_results("a") == oracle.count("a")
     oracle.close()
 
 
@@ -139,7 +139,7 @@ def test_a_backfilled_index_answers_short_queries_in_date_order(tmp_path: Path) 
         assert _check(mem, oracle, QUERIES[:30]) == 0  # no bitmap answers on this shard
         for needle in ("ß", "é", "K", "ſ", "a0"):
             want = sorted(
-                (m.key for m in (mem.get(r[0]) for r in rows) if m is not None and _folds(needle, m)),
+                (m.key for m in (mem.record(r[0]) for r in rows) if m is not None and _folds(needle, m)),
                 reverse=True,
             )
             res = mem.find(needle, limit=500)

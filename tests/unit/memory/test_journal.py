@@ -153,7 +153,7 @@ def test_compaction_killed_at_every_step_loses_and_duplicates_nothing(tmp_path: 
     store.build(db, j.records())
     with ThermalMemory(db) as mem:
         summaries = [*(tmp_path / "warm/daily").glob("*.md"), *(tmp_path / "warm/weekly").glob("*.md")]
-        assert mem.count(since="2000-01-01") == len(original) + len(summaries)
+        assert mem.count_results(since="2000-01-01") == len(original) + len(summaries)
     shard = tmp_path / "cold/2024-Q1/shard.sqlite"
     with ThermalMemory(shard, immutable=True) as cold:
         assert cold.count() == 3  # two decisions and one posture transition in Q1
@@ -207,7 +207,7 @@ def test_superseding_decision_marks_the_old_record(tmp_path: Path) -> None:
     )
     assert store.append(db, j.records()) == 1  # the append path links too
     with ThermalMemory(db) as mem:
-        by_title = {h.memory.title: h.memory for h in mem.search("sqlite", order="oldest")}
+        by_title = {h.memory.title: h.memory for h in mem.search_results("sqlite", order="oldest")}
     assert by_title["use sqlite for memory"].superseded_by == by_title["use sqlite with fts5"].id
     assert by_title["use sqlite with fts5"].superseded_by == by_title["use sqlite with fts5 and trigram"].id
     assert by_title["use sqlite with fts5 and trigram"].superseded_by is None and later["supersedes"] == new["hash"]

@@ -57,7 +57,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[int, st
     with ThermalMemory(path) as mem:
         texts = {}
         for i in range(201):
-            m = mem.get(f"r{i}")
+            m = mem.record(f"r{i}")
             assert m is not None
             texts[m.key] = f"{m.title}\n{m.summary}\n{m.content}"  # keys follow event time
     return path, texts
@@ -109,7 +109,7 @@ def test_grep_finds_every_record_the_oracle_finds(corpus: tuple[Path, dict[int, 
     path, texts = corpus
     expected = _oracle(texts, re2.compile(pattern, _options(False)))
     with ThermalMemory(path) as mem:
-        res = mem.grep(pattern, limit=100)
+        res = mem.grep_results(pattern, limit=100)
     _same(res, expected)
 
 
@@ -146,7 +146,7 @@ def test_the_reported_case_crosses_a_field_boundary(tmp_path: Path) -> None:
     path = tmp_path / "m.db"
     store.build(path, recs)
     with ThermalMemory(path) as mem:
-        res = mem.grep("typo\\n", limit=100)
+        res = mem.grep_results("typo\\n", limit=100)
         assert res.total == 71 and len(res) == 71 and not res.truncated
         assert mem.find("typo\n", limit=100).total == 71
 
@@ -160,7 +160,7 @@ def test_backtracking_fallback_matches_the_oracle(corpus: tuple[Path, dict[int, 
         rx = re.compile(pattern, re.IGNORECASE)
         expected = sorted((i for i, t in texts.items() if rx.search(t)), reverse=True)
         with ThermalMemory(path) as mem:
-            res = mem.grep(pattern, limit=100)
+            res = mem.grep_results(pattern, limit=100)
         assert "time-limited)" in res.plan and "re (RE2:" in res.plan
         _same(res, expected)
 
@@ -189,7 +189,7 @@ def test_nested_alternation_runs_in_linear_time(dashes: Path) -> None:
     # With backtracking `re` this pattern took over a minute on such records.
     with ThermalMemory(dashes) as mem:
         began = time.monotonic()
-        res = mem.grep("(-|--)+>", budget_ms=2000)
+        res = mem.grep_results("(-|--)+>", budget_ms=2000)
         took = time.monotonic() - began
     assert res.total == 0 and not res.truncated and "re2" in res.plan
     assert took < 2.0
@@ -198,14 +198,14 @@ def test_nested_alternation_runs_in_linear_time(dashes: Path) -> None:
 def test_a_small_budget_is_kept(dashes: Path) -> None:
     with ThermalMemory(dashes) as mem:
         began = time.monotonic()
-        res = mem.grep("(.|\\s|\\w)*Q", budget_ms=50)
+        res = mem.grep_results("(.|\\s|\\w)*Q", budget_ms=50)
         took = time.monotonic() - began
     # Either the scan finished (RE2 is linear) or it stopped at the budget: never minutes.
     assert took < 1.0
     assert (res.total == 0 and not res.truncated) or (res.truncated and res.total == -1)
     with ThermalMemory(dashes) as mem:  # the same shape needing `re` (look-ahead) stops at 50 ms
         began = time.monotonic()
-        res = mem.grep("(-|--|.|\\s|\\w)*(?=Q)", budget_ms=50)
+        res = mem.grep_results("(-|--|.|\\s|\\w)*(?=Q)", budget_ms=50)
         took = time.monotonic() - began
     assert res.truncated and res.total == -1 and "budget" in res.plan and took < 1.0
 
@@ -215,7 +215,7 @@ def test_backtracking_fallback_is_stopped_at_its_deadline(dashes: Path) -> None:
     previous = signal.getsignal(signal.SIGALRM)
     with ThermalMemory(dashes) as mem:
         began = time.monotonic()
-        res = mem.grep("(-|--)+(?=>)", budget_ms=300)
+        res = mem.grep_results("(-|--)+(?=>)", budget_ms=300)
         took = time.monotonic() - began
     assert res.truncated and res.total == -1 and "budget" in res.plan
     assert took < 1.5
@@ -229,7 +229,7 @@ def test_an_earlier_timer_is_given_back(dashes: Path) -> None:
     try:
         signal.setitimer(signal.ITIMER_REAL, 5.0)
         with ThermalMemory(dashes) as mem:
-            mem.grep("(\\w)\\1", budget_ms=200)
+            mem.grep_results("(\\w)\\1", budget_ms=200)
         left = signal.getitimer(signal.ITIMER_REAL)[0]
         assert 3.0 < left <= 5.0
     finally:
@@ -244,10 +244,10 @@ def test_fallback_outside_the_main_thread_is_refused_not_unbounded(dashes: Path)
     def work() -> None:
         with ThermalMemory(dashes) as mem:
             try:
-                mem.grep("(-|--)+(?=>)")
+                mem.grep_results("(-|--)+(?=>)")
             except MemoryQueryError as exc:
                 outcome.append(exc)
-            outcome.append(mem.grep("(-|--)+>").total)  # RE2 needs no signal: fine in any thread
+            outcome.append(mem.grep_results("(-|--)+>").total)  # RE2 needs no signal: fine in any thread
 
     t = threading.Thread(target=work)
     t.start()
@@ -274,5 +274,5 @@ def test_snippets_show_the_match(corpus: tuple[Path, dict[int, str]]) -> None:
     with ThermalMemory(path) as mem:
         for hit in mem.find("café", limit=100):
             assert "café" in hit.snippet.lower()
-        for hit in mem.grep("İstanbul", limit=100):
+        for hit in mem.grep_results("İstanbul", limit=100):
             assert "İstanbul" in hit.snippet

@@ -27,13 +27,13 @@ def _fresh(count: int, start: int = 1000) -> list[NewMemory]:
 
 def test_a_commit_after_opening_is_a_clean_error(index: Path) -> None:
     with ThermalMemory(index, immutable=True) as mem:
-        before = mem.count()
-        assert mem.count("rollout") == mem.count("rollout")  # unchanged file: answers as usual
+        before = mem.count_results()
+        assert mem.count_results("rollout") == mem.count_results("rollout")  # unchanged file: answers as usual
         assert store.append(index, _fresh(50)) == 50
         with pytest.raises(MemoryStoreError, match="changed while this program read it"):
-            mem.count()
+            mem.count_results()
     with ThermalMemory(index, immutable=True) as mem:  # a new run reads the new version
-        assert mem.count() == before + 50
+        assert mem.count_results() == before + 50
 
 
 def test_without_the_pin_an_immutable_reader_answers_stale_data_silently(index: Path) -> None:
@@ -49,14 +49,14 @@ def test_without_the_pin_an_immutable_reader_answers_stale_data_silently(index: 
 
 def test_the_pinned_reader_takes_no_lock_so_the_writer_never_waits(index: Path) -> None:
     with ThermalMemory(index, immutable=True) as mem:
-        mem.count()
+        mem.count_results()
         writer = sqlite3.connect(index, timeout=0)
         try:
             writer.execute("BEGIN EXCLUSIVE")  # needs every reader's lock gone
             writer.rollback()
         finally:
             writer.close()
-        mem.count()  # a rolled-back transaction leaves the version as it was
+        mem.count_results()  # a rolled-back transaction leaves the version as it was
 
 
 def test_opening_waits_for_a_commit_in_progress_then_pins_the_committed_version(index: Path) -> None:
@@ -124,9 +124,9 @@ def test_concurrent_commits_never_give_a_wrong_answer(index: Path) -> None:
     def read() -> int | None:
         try:
             with ThermalMemory(index, immutable=True) as mem:
-                first = mem.count()
-                titles = mem.filter(limit=100)
-                again = mem.count()
+                first = mem.count_results()
+                titles = mem.filter_results(limit=100)
+                again = mem.count_results()
         except MemoryStoreError as exc:
             assert "changed while" in str(exc) or "is being written" in str(exc), exc
             return None

@@ -41,7 +41,7 @@ def _flip_in_shard(root: Path) -> None:
 
 def test_a_sealed_shard_opens_and_answers(journal: MemoryJournal) -> None:
     with ThermalMemory(journal.root, immutable=True) as mem:
-        assert mem.count("rollout") == 3
+        assert mem.count_results("rollout") == 3
 
 
 def test_a_changed_shard_is_refused_when_opened(journal: MemoryJournal) -> None:
@@ -80,7 +80,7 @@ def test_each_version_of_a_shard_is_hashed_once(journal: MemoryJournal, monkeypa
     monkeypatch.setattr(seals, "hashlib", SimpleNamespace(sha256=counting))  # seals' hashing only
     for _ in range(3):
         with ThermalMemory(journal.root, immutable=True) as mem:
-            assert mem.count("rollout") == 3
+            assert mem.count_results("rollout") == 3
     assert len(calls) == 1
     os.utime(journal.root / SHARD)  # a new version (its times moved): hashed again, and still intact
     with ThermalMemory(journal.root, immutable=True):
@@ -171,7 +171,7 @@ def test_a_rebuild_brings_sealed_shards_of_an_earlier_schema_up_and_seals_them_a
         ThermalMemory(journal.root)
     journal.build_index([], rebuild=True)
     with ThermalMemory(journal.root, immutable=True) as mem:
-        assert mem.count("rollout") == 3
+        assert mem.count_results("rollout") == 3
     assert journal.verify() == []
     assert seals.sealed_digest(journal.root, SHARD) == hashlib.sha256((journal.root / SHARD).read_bytes()).hexdigest()
     assert oct((journal.root / SHARD).stat().st_mode & 0o777) == "0o444"
@@ -188,7 +188,7 @@ def test_the_cli_rebuild_names_the_journal(journal: MemoryJournal) -> None:
     )
     assert done.returncode == 0, done.stderr
     with ThermalMemory(journal.root) as mem:
-        assert mem.count("rollout") == 3
+        assert mem.count_results("rollout") == 3
 
 
 def test_a_changed_archive_is_not_rebuilt_into_a_fresh_seal(journal: MemoryJournal) -> None:

@@ -35,7 +35,7 @@ def test_compact_columns_read_back_as_written(tmp_path: Path) -> None:
     written["m4"] = _rec("m4", "2024-02-02", "a.db#memories/m4")
     with ThermalMemory(index) as mem:
         for uid, rec in written.items():
-            got = mem.get(uid)
+            got = mem.record(uid)
             assert got is not None
             assert (got.origin, got.recorded_at, got.timestamp) == (rec.origin, rec.recorded_at, rec.date)
             assert got.content_hash == content_hash(rec.title, rec.content)

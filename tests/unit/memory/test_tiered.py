@@ -47,42 +47,44 @@ def test_tiers_are_sealed_shards_and_a_live_index(journal: MemoryJournal) -> Non
     shards = sorted(p.parent.name for p in journal.root.glob("cold/*/shard.sqlite"))
     assert shards == ["2024-Q1", "2024-Q2"]
     with ThermalMemory(journal.root / LIVE_INDEX) as live:
-        assert live.count(since="2000-01-01") == 2  # only the open quarter's two decisions
+        assert live.count_results(since="2000-01-01") == 2  # only the open quarter's two decisions
     with ThermalMemory(journal.root) as mem:
-        assert mem.count(since="2000-01-01") == len(DAYS) + 1
+        assert mem.count_results(since="2000-01-01") == len(DAYS) + 1
 
 
 @pytest.mark.parametrize("query", ["deploy", "postgres failover", "PROJ-1003", "cautious", "absent"])
 def test_counts_and_chronological_search_match_one_index(journal: MemoryJournal, everything: Path, query: str) -> None:
     with ThermalMemory(journal.root) as tiers, ThermalMemory(everything) as one:
-        assert tiers.count(query) == one.count(query)
+        assert tiers.count_results(query) == one.count_results(query)
         for order in ("newest", "oldest"):
-            got, want = tiers.search(query, order=order), one.search(query, order=order)
+            got, want = tiers.search_results(query, order=order), one.search_results(query, order=order)
             assert got.total == want.total
             assert _keys([h.memory for h in got]) == _keys([h.memory for h in want])
-        assert sorted(_keys([h.memory for h in tiers.search(query)])) == sorted(
-            _keys([h.memory for h in one.search(query)])
+        assert sorted(_keys([h.memory for h in tiers.search_results(query)])) == sorted(
+            _keys([h.memory for h in one.search_results(query)])
         )
 
 
 def test_paging_across_tiers(journal: MemoryJournal, everything: Path) -> None:
     with ThermalMemory(journal.root) as tiers, ThermalMemory(everything) as one:
-        pages = [tiers.search("decision", order="newest", limit=2, offset=o) for o in (0, 2, 4, 6)]
+        pages = [tiers.search_results("decision", order="newest", limit=2, offset=o) for o in (0, 2, 4, 6)]
         flat = [h.memory for p in pages for h in p]
-        assert _keys(flat) == _keys([h.memory for h in one.search("decision", order="newest")])
+        assert _keys(flat) == _keys([h.memory for h in one.search_results("decision", order="newest")])
         assert pages[0].truncated and not pages[-1].truncated and pages[0].total == len(DAYS)
 
 
 def test_regex_substring_filter_facets_and_scan(journal: MemoryJournal, everything: Path) -> None:
     with ThermalMemory(journal.root) as tiers, ThermalMemory(everything) as one:
         for pattern in (r"PROJ-100[0-4]", r"decision \d"):
-            assert _keys([h.memory for h in tiers.grep(pattern)]) == _keys([h.memory for h in one.grep(pattern)])
+            assert _keys([h.memory for h in tiers.grep_results(pattern)]) == _keys(
+                [h.memory for h in one.grep_results(pattern)]
+            )
         assert _keys([h.memory for h in tiers.find("failover")]) == _keys([h.memory for h in one.find("failover")])
-        first_two = tiers.grep(r"decision \d", limit=2)
+        first_two = tiers.grep_results(r"decision \d", limit=2)
         assert len(first_two) == 2 and first_two.truncated and first_two[0].memory.date.startswith("2024-08")
-        got = tiers.filter(source="agent", since="2024-03-01", order="oldest")
+        got = tiers.filter_results(source="agent", since="2024-03-01", order="oldest")
         assert _keys([h.memory for h in got]) == _keys(
-            [h.memory for h in one.filter(source="agent", since="2024-03-01", order="oldest")]
+            [h.memory for h in one.filter_results(source="agent", since="2024-03-01", order="oldest")]
         )
         assert tiers.facets(by="month") == one.facets(by="month")
         assert tiers.facets("deploy", by="source") == one.facets("deploy", by="source")
@@ -93,9 +95,9 @@ def test_regex_substring_filter_facets_and_scan(journal: MemoryJournal, everythi
 
 def test_keys_name_their_tier(journal: MemoryJournal) -> None:
     with ThermalMemory(journal.root) as mem:
-        oldest = mem.search("decision", order="oldest", limit=1)[0].memory
+        oldest = mem.search_results("decision", order="oldest", limit=1)[0].memory
         assert oldest.key > store.shard_base("2024-Q1") and oldest.key < store.shard_base("2024-Q2")
-        got = mem.get(oldest.id)
+        got = mem.record(oldest.id)
         assert got == oldest
         trace = mem.trace(oldest.id)
         assert trace is not None and trace.origin.startswith("cold/2024-Q1/") and trace.tier == "cold"
@@ -103,10 +105,10 @@ def test_keys_name_their_tier(journal: MemoryJournal) -> None:
             "deploy rollback decision 0",
             "postgres failover decision 1",
         ]
-        newest = mem.search("decision", order="newest", limit=1)[0].memory
-        assert newest.key < 1 << store.SHARD_ID_BITS and mem.get(newest.id) == newest
-        assert mem.get(store.shard_base("2019-Q1") + 1) is None and mem.trace(10**15) is None
-        assert mem.get(str(oldest.key)) is None  # a key is not an id
+        newest = mem.search_results("decision", order="newest", limit=1)[0].memory
+        assert newest.key < 1 << store.SHARD_ID_BITS and mem.record(newest.id) == newest
+        assert mem.record(store.shard_base("2019-Q1") + 1) is None and mem.trace(10**15) is None
+        assert mem.record(str(oldest.key)) is None  # a key is not an id
         with pytest.raises(LookupError):
             mem.require("no-such-id")
         assert mem.dupes(oldest.id) == ()
@@ -116,8 +118,8 @@ def test_shards_are_read_only_and_stay_unchanged(journal: MemoryJournal) -> None
     shard = journal.root / "cold/2024-Q1/shard.sqlite"
     before = shard.read_bytes()
     with ThermalMemory(journal.root) as mem:
-        mem.search("deploy")
-        mem.grep("PROJ")
+        mem.search_results("deploy")
+        mem.grep_results("PROJ")
     assert shard.read_bytes() == before
     assert shard.stat().st_mode & 0o777 == 0o444  # sealed for every non-root writer too
     with ThermalMemory(journal.root) as mem, pytest.raises(AttributeError):
@@ -141,11 +143,11 @@ def test_one_ranking_cap_is_spent_newest_tier_first(journal: MemoryJournal, monk
 
     monkeypatch.setattr(planner, "RANK_CAP", 2)
     with ThermalMemory(journal.root) as mem:
-        res = mem.search("decision", order="relevance", exhaustive=False)  # the live index's two use the cap
+        res = mem.search_results("decision", order="relevance", exhaustive=False)  # the live index's two use the cap
         assert res.total == len(DAYS)
         assert sorted(h.memory.title for h in res) == ["deploy rollback decision 6", "postgres failover decision 5"]
         assert res.plan.count("counted only") == 2  # both sealed quarters
-        full = mem.search("decision", order="relevance")
+        full = mem.search_results("decision", order="relevance")
         assert len(full) == len(DAYS) and "counted only" not in full.plan
 
 
@@ -158,8 +160,8 @@ def test_newest_first_with_old_summaries_in_the_live_index(journal: MemoryJourna
     store.build(one, journal.records())
     with ThermalMemory(journal.root) as tiers, ThermalMemory(one) as reference:
         for limit in range(1, 12):
-            got = tiers.search("decision", order="newest", limit=limit)
-            want = reference.search("decision", order="newest", limit=limit)
+            got = tiers.search_results("decision", order="newest", limit=limit)
+            want = reference.search_results("decision", order="newest", limit=limit)
             assert _keys([h.memory for h in got]) == _keys([h.memory for h in want]), limit
             assert got.total == want.total == len(DAYS) + 2
 
@@ -187,13 +189,13 @@ def test_one_deadline_for_every_tier(tmp_path: Path) -> None:
     store.build(root / LIVE_INDEX, notes("live", "2024-05-01"))
     store.build(sealed, notes("cold", "2023-02-01"), first_id=store.shard_base("2023-Q1") + 1)
     with ThermalMemory(root) as mem:
-        assert mem.count(since="2000-01-01") == 6000  # the default budget is ample
-        assert mem.count(tags="db", budget_ms=0) == -1
-        res = mem.search("note", budget_ms=0)
+        assert mem.count_results(since="2000-01-01") == 6000  # the default budget is ample
+        assert mem.count_results(tags="db", budget_ms=0) == -1
+        res = mem.search_results("note", budget_ms=0)
         assert res.truncated and res.total == -1 and res.plan.count("budget") == 2  # both tiers ran out
-        res = mem.grep("e", budget_ms=0)
+        res = mem.grep_results("e", budget_ms=0)
         assert res.truncated and res.total == -1 and "budget" in res.plan
-        res = mem.filter(min_confidence=0.5, budget_ms=0)
+        res = mem.filter_results(min_confidence=0.5, budget_ms=0)
         assert res.truncated and res.total == -1
         assert res.plan == "live: filter (budget); 2023-Q1: filter (budget)"
         with pytest.raises(MemoryQueryError, match="facets ran out of its time budget"):

@@ -64,9 +64,9 @@ def _check(mem: ThermalMemory, oracle: SeedOracle) -> int:
     answered = 0
     for q in QUERIES:
         for span in SPANS:
-            assert mem.count(q, date_range=span) == oracle.count(q, span), (q, span)
+            assert mem.count_results(q, date_range=span) == oracle.count(q, span), (q, span)
             answered += None not in _posted(mem, q, span)
-        assert mem.count(q, tags=["a"]) == oracle.count(q, None, ["a"]), q
+        assert mem.count_results(q, tags=["a"]) == oracle.count(q, None, ["a"]), q
     return answered
 
 
@@ -170,12 +170,12 @@ def test_without_the_marks_the_posting_list_is_wrong(tmp_path: Path, monkeypatch
     with ThermalMemory(index) as mem:
         for q in ("key", "set", "own"):
             assert oracle.count(q) == 1
-            assert mem.count(q) == 2, q  # the posting list alone: wrong
+            assert mem.count_results(q) == 2, q  # the posting list alone: wrong
     monkeypatch.undo()
     store.build(index, import_archive(archive))
     with ThermalMemory(index) as mem:
         for q in ("key", "set", "own", "KEY", "Set"):
-            assert mem.count(q) == oracle.count(q) == 1, q
+            assert mem.count_results(q) == oracle.count(q) == 1, q
             assert _posted(mem, q) != [None]
     oracle.close()
 
@@ -212,9 +212,9 @@ def _word_check(mem: ThermalMemory, oracle: SeedOracle) -> int:
     named = 0
     for q in WORD_QUERIES:
         for span in SPANS:
-            assert mem.count(q, date_range=span) == oracle.count(q, span), (q, span)
+            assert mem.count_results(q, date_range=span) == oracle.count(q, span), (q, span)
             named += None not in [matching.word_count(s, planner.substring(q, span)) for s in _armed(mem)]
-        assert mem.count(q, tags=["a"]) == oracle.count(q, None, ["a"]), q
+        assert mem.count_results(q, tags=["a"]) == oracle.count(q, None, ["a"]), q
     return named
 
 
@@ -243,7 +243,9 @@ def test_appended_records_join_the_word_bitmaps(
     with ThermalMemory(index) as mem:
         assert _word_check(mem, oracle) >= 7 * len(SPANS)
         deploys = [
-            m for m in (mem.get(r[0]) for r in rows) if m is not None and "deploy" in grams.words_of(m.title, m.content)
+            m
+            for m in (mem.record(r[0]) for r in rows)
+            if m is not None and "deploy" in grams.words_of(m.title, m.content)
         ]
         plan = planner.substring("deploy")
         bits = grams.bitmap(mem._shards[0].grams(grams.WORD + "deploy"), 0, 1 << 20)
@@ -266,13 +268,13 @@ def test_a_word_after_a_nul_names_nothing(tmp_path: Path, monkeypatch: pytest.Mo
     oracle = SeedOracle(archive)
     store.build(index, import_archive(archive))
     with ThermalMemory(index) as mem:
-        assert mem.count("deploy") == oracle.count("deploy") == 3
+        assert mem.count_results("deploy") == oracle.count("deploy") == 3
         assert matching.word_count(_armed(mem)[0], planner.substring("DEPLOY")) == 3
     uncut = grams.words_of
     monkeypatch.setattr(grams, "words_of", lambda t, c: uncut(t.replace("\x00", " "), c.replace("\x00", " ")))
     store.build(index, import_archive(archive))
     with ThermalMemory(index) as mem:
-        assert mem.count("deploy") == 4  # wrong: what the cut prevents
+        assert mem.count_results("deploy") == 4  # wrong: what the cut prevents
     oracle.close()
 
 

@@ -70,6 +70,7 @@ class ApiSpec:
 
 THERMAL_METHODS: tuple[str, ...] = (
     "search", "grep", "filter", "count", "get", "summarize",
+    "search_results", "ranked", "count_results", "grep_results", "filter_results", "record",
     "find", "around", "trace", "dupes", "facets", "scan",
 )  # fmt: skip
 
@@ -78,7 +79,7 @@ THERMAL_METHODS: tuple[str, ...] = (
 # a LookupError instead, so `None.title` is never the first clue. Not `get`: the seed's
 # `get(memory_id)` returns None for a missing id, and programs test for it.
 NOT_FOUND_METHODS: dict[str, tuple[str, ...]] = {
-    "terminai_apts.memory.api:open_for_run": ("trace",),
+    "terminai_apts.memory.api:open_for_run": ("trace", "record"),
 }
 
 

@@ -5,7 +5,7 @@ directory is its live index and its sealed quarters (:mod:`terminai_apts.memory.
 Each call is planned once (:mod:`terminai_apts.memory.planner`), run on every shard
 under one deadline (:mod:`terminai_apts.memory.shard`, :mod:`terminai_apts.memory.fts`)
 and merged here. No method exposes a connection or SQL; every method returns frozen
-records, tuples, ints or strings.
+records, tuples, ints or strings, and the seed's calls a list of its frozen ``Memory``.
 
 Merging is exact for counts, chronological orders, regex and substring search. Relevance
 merges bm25 scores from separate files, whose term statistics differ, so the order across
@@ -22,17 +22,41 @@ keeping them together keeps merging, ordering and de-duplication in one place.
 
 from __future__ import annotations
 
+import functools
 import heapq
+import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import ParamSpec, TypeVar
 
 from terminai_apts.errors import MemoryNotFound, MemoryQueryError
-from terminai_apts.memory import batches, fts, grams, inputs, matching, planner, tiers
+from terminai_apts.memory import batches, fts, grams, inputs, matching, planner, seed, tiers
 from terminai_apts.memory.planner import MAX_ROWS
-from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results, digest
+from terminai_apts.memory.records import Batch, Facet, Hit, Memory, Provenance, Results
 from terminai_apts.memory.shard import Shard, TimeUp, decode
+
+_T = TypeVar("_T")
+_P = ParamSpec("_P")
+
+
+def _seed_call(method: Callable[_P, _T]) -> Callable[_P, _T]:
+    """Where the seed's code fails (``min("5", 100)``, an unbindable value, ``None[:150]``),
+    the call fails with a ``MemoryQueryError`` that says which call and why, never a raw
+    ``TypeError`` or ``sqlite3`` error; where the seed answers, this answers the same."""
+
+    @functools.wraps(method)
+    def call(*args: _P.args, **kwargs: _P.kwargs) -> _T:
+        try:
+            return method(*args, **kwargs)
+        except (TypeError, ValueError, AttributeError, OverflowError, UnicodeError, sqlite3.Error) as exc:
+            raise MemoryQueryError(
+                f"thermal.{method.__name__}: {exc}",
+                hint="the seed's calls take text queries and dates, lists of tags and int limits",
+            ) from None
+
+    return call
 
 
 def _elapsed(start: float) -> float:
@@ -53,14 +77,15 @@ class ThermalMemory:
     """Read-only, budgeted queries over a memory index or a journal's tiers.
 
     ``ThermalMemory(path, immutable=False, budget_ms=2000)``: ``path`` is an index file or a
-    journal directory. The seed's methods answer as seed 000 documents them: ``search`` and
-    ``count`` (the query as a case-insensitive substring of title or content, SQLite's
-    ``LIKE``), ``grep`` (regex: literal → trigram prefilter → RE2 verify), ``filter``,
-    ``get`` (None when missing), ``summarize``; newest first, inclusive dates, any of the
-    tags. Extensions: ``ranked`` (bm25, ``search(order="relevance")``), ``find``,
-    ``require``, ``around``, ``trace``, ``dupes``, ``facets``, ``scan``. Limits above
-    10,000 rows are refused; times accept ISO dates (date-only = whole day) or ``7d``-style
-    offsets.
+    journal directory. ``search``, ``grep``, ``filter``, ``count``, ``summarize`` and ``get``
+    are seed 000's ``ThermalMemoryAPI``: the same parameters, defaults, caps and strings, a
+    ``list`` of its ``Memory`` dataclass with the values as the archive stored them
+    (:mod:`terminai_apts.memory.seed`). Extensions, under their own names, answer over the
+    index's event times with :class:`Results` (totals, plans, time windows): ``search_results``,
+    ``ranked`` (bm25), ``count_results``, ``grep_results`` (regex on RE2), ``find``,
+    ``filter_results``, ``record``, ``require``, ``around``, ``trace``, ``dupes``, ``facets``,
+    ``scan``. Limits above 10,000 rows are refused; times accept ISO dates (date-only = whole
+    day) or ``7d``-style offsets.
     """
 
     __slots__ = ("_budget_ms", "_shards")
@@ -95,8 +120,114 @@ class ThermalMemory:
                     return shard, found
         return None, None
 
-    # ----------------------------------------------------------------- full text
+    # ----------------------------------------------------------------- the seed's calls
+    # Each is seed 000's ThermalMemoryAPI method: its parameters, defaults, cap and falsy
+    # checks, the stored values and its strings (terminai_apts.memory.seed).
+    def _seed(self, what: str, call: Callable[[], _T]) -> _T:
+        self._arm(None)
+        with _budgeted(what):
+            return call()
+
+    @_seed_call
     def search(
+        self,
+        query: str,
+        date_range: tuple[str, str] | None = None,
+        tags: list[str] | None = None,
+        limit: int = 20,
+        offset: int = 0,
+    ) -> list[seed.Memory]:
+        """Full-text search: ``query`` as a ``LIKE '%query%'`` of content or title, newest first."""
+        return self._search(query, date_range, tags, limit, offset)
+
+    def _search(
+        self, query: str, date_range: tuple[str, str] | None, tags: list[str] | None, limit: int, offset: int
+    ) -> list[seed.Memory]:
+        limit = min(limit, seed.CAP)
+        conds: list[str] = []
+        params: list[object] = []
+        if date_range:
+            bounds = list(date_range)
+            if len(bounds) != 2:
+                raise MemoryQueryError(
+                    f"thermal.search: date_range has {len(bounds)} values, not 2",
+                    hint='pass (start, end), e.g. ("2026-01-01", "2026-01-31")',
+                )
+            conds.append("s.date BETWEEN ? AND ?")
+            params += bounds
+        if tags:
+            wanted = list(tags)
+            conds.append("(" + " OR ".join("s.tags LIKE ?" for _ in wanted) + ")")
+            params += [f"%{tag}%" for tag in wanted]
+        where = seed.Where(f"%{query}%", tuple(conds), tuple(params))
+        return self._seed("search", lambda: seed.page(self._shards, where, limit, offset))
+
+    @_seed_call
+    def grep(self, pattern: str, limit: int = 50) -> list[seed.Memory]:
+        """The seed's "regex" search: ``.*`` and ``.+`` become ``LIKE`` wildcards, the rest is literal."""
+        like_pattern = pattern.replace(".*", "%").replace(".+", "_%")
+        limit = min(limit, seed.CAP)
+        where = seed.Where(f"%{like_pattern}%")
+        return self._seed("grep", lambda: seed.page(self._shards, where, limit))
+
+    @_seed_call
+    def filter(
+        self,
+        source: str | None = None,
+        min_confidence: float | None = None,
+        date_after: str | None = None,
+        date_before: str | None = None,
+        limit: int = 50,
+    ) -> list[seed.Memory]:
+        """Memories by metadata: equal source, confidence at least, dates from/to (as stored), newest first."""
+        limit = min(limit, seed.CAP)
+        conds: list[str] = []
+        params: list[object] = []
+        if source:
+            conds.append("s.source = ?")
+            params.append(source)
+        if min_confidence is not None:
+            conds.append("s.confidence >= ?")
+            params.append(min_confidence)
+        if date_after:
+            conds.append("s.date >= ?")
+            params.append(date_after)
+        if date_before:
+            conds.append("s.date <= ?")
+            params.append(date_before)
+        where = seed.Where(None, tuple(conds), tuple(params))
+        return self._seed("filter", lambda: seed.page(self._shards, where, limit))
+
+    @_seed_call
+    def count(self, query: str | None = None) -> int:
+        """Memories whose content or title is ``LIKE '%query%'`` (all of them without a query)."""
+        where = seed.Where(f"%{query}%" if query else None)
+        return self._seed("count", lambda: seed.count(self._shards, where))
+
+    @_seed_call
+    def summarize(self, query: str, max_results: int = 5) -> str:
+        """The seed's digest: a header, then ``  [date] title`` and ``    summary[:150]...`` per memory."""
+        memories = self._search(query, None, None, max_results, 0)
+        if not memories:
+            return f"No memories found matching '{query}'"
+        lines = [f"Found {len(memories)} memories for '{query}':"]
+        for m in memories:
+            if m.summary is None:
+                raise MemoryQueryError(
+                    f"thermal.summarize: memory {m.id!r} has no summary (NULL), which the seed's summarize cannot show",
+                    hint="use search() and print the fields you need",
+                )
+            lines.append(f"  [{m.date}] {m.title}")
+            lines.append(f"    {m.summary[:150]}...")
+        return "\n".join(lines)
+
+    @_seed_call
+    def get(self, memory_id: str) -> seed.Memory | None:
+        """The memory whose stored id equals ``memory_id``, or None."""
+        return self._seed("get", lambda: seed.by_id(self._shards, memory_id))
+
+    # ----------------------------------------------------------------- full text
+    def search_results(
         self,
         query: str,
         date_range: Sequence[str] | None = None,
@@ -111,7 +242,8 @@ class ThermalMemory:
         exhaustive: bool = True,
         budget_ms: int | None = None,
     ) -> Results:
-        """The seed's search: ``query`` as a case-insensitive substring of title or content.
+        """Extension: the seed's match (``query`` as a ``LIKE`` substring of title or content) as
+        :class:`Results` over the index's event times, with totals and time windows.
 
         Newest first (same date: by id, descending), within ``date_range=(start, end)``
         (both days included) and with any of ``tags``; ``order="oldest"`` reverses it.
@@ -279,7 +411,7 @@ class ThermalMemory:
         start, deadline = self._arm(budget_ms)
         return matching.verify(self._shards, plan, plan.matcher, start, deadline)
 
-    def count(
+    def count_results(
         self,
         query: str | None = None,
         date_range: Sequence[str] | None = None,
@@ -291,7 +423,7 @@ class ThermalMemory:
         raw: bool = False,
         budget_ms: int | None = None,
     ) -> int:
-        """Exact number of records :meth:`search` matches (-1: the time budget ran out).
+        """Extension: exact number of records :meth:`search_results` matches (-1: the time budget ran out).
 
         Without a query, the records in the window with any of the tags. Extensions:
         ``words=True`` counts records holding every word (the full-text index's notion),
@@ -312,7 +444,7 @@ class ThermalMemory:
             return -1
 
     # ----------------------------------------------------------------- substring and regex
-    def grep(
+    def grep_results(
         self,
         pattern: str,
         limit: int = 50,
@@ -322,7 +454,7 @@ class ThermalMemory:
         until: str | None = None,
         budget_ms: int | None = None,
     ) -> Results:
-        """Regular-expression search (case-insensitive) over ``title\nsummary\ncontent``.
+        """Extension: regular-expression search (case-insensitive) over ``title\nsummary\ncontent``.
 
         A match may span fields (``typo\n`` finds a title ending in "typo"). Patterns run on
         RE2, in time linear in the text; back-references and look-around fall back to
@@ -346,7 +478,7 @@ class ThermalMemory:
         return self._verify(planner.find(substring, limit, since=since, until=until), budget_ms)
 
     # ----------------------------------------------------------------- metadata
-    def filter(
+    def filter_results(
         self,
         date_after: str | None = None,
         date_before: str | None = None,
@@ -361,8 +493,9 @@ class ThermalMemory:
         order: str = "newest",
         budget_ms: int | None = None,
     ) -> Results:
-        """Records by metadata only, newest first: ``date_after``/``date_before`` are inclusive
-        (the seed's ``date >= ?``/``date <= ?``), ``tags`` keeps records with any of them."""
+        """Extension: records by metadata only, as :class:`Results` over event times, newest first:
+        ``date_after``/``date_before`` are inclusive (as the seed's ``date >= ?``/``date <= ?``),
+        ``tags`` keeps records with any of them."""
         plan = planner.filter_(
             date_after,
             date_before,
@@ -401,17 +534,13 @@ class ThermalMemory:
             plan="; ".join(labels),
         )
 
-    def get(self, memory_id: str | int) -> Memory | None:
-        """The record whose id is ``memory_id`` (``"m85"``), or None when there is none (as the seed)."""
+    def record(self, memory_id: str | int) -> Memory | None:
+        """Extension: the full record (tier, origin, event time) whose id is ``memory_id``, or None."""
         return self._owner(memory_id)[1]
 
-    def find_id(self, memory_id: str | int) -> Memory | None:
-        """:meth:`get` (kept for callers of the earlier name)."""
-        return self.get(memory_id)
-
     def require(self, memory_id: str | int) -> Memory:
-        """Extension: :meth:`get` that raises :class:`MemoryNotFound` (a ``LookupError``) instead of None."""
-        found = self.get(memory_id)
+        """Extension: :meth:`record` that raises :class:`MemoryNotFound` (a ``LookupError``) instead of None."""
+        found = self.record(memory_id)
         if found is None:
             raise MemoryNotFound(f"no memory with id {memory_id!r}", hint="ids come from search, grep or filter")
         return found
@@ -435,7 +564,7 @@ class ThermalMemory:
 
     def dupes(self, memory_id: str | int) -> tuple[Memory, ...]:
         """Other records, in any shard, with the same normalised title and content."""
-        centre = self.get(memory_id)
+        centre = self.record(memory_id)
         return self.dupes_of(centre.content_hash, exclude=centre.key) if centre is not None else ()
 
     def dupes_of(self, content_digest: str, *, exclude: int = 0) -> tuple[Memory, ...]:
@@ -470,10 +599,6 @@ class ThermalMemory:
         return tuple(
             Facet(key=k, count=c) for k, c in heapq.nsmallest(1000, sums.items(), key=lambda kv: (-kv[1], kv[0]))
         )
-
-    def summarize(self, query: str, max_results: int = 5) -> str:
-        """The seed's digest: ``Found N memories for 'q':`` and a line per match, newest first."""
-        return digest(query, self.search(query, limit=inputs.limit(max_results, MAX_ROWS)))
 
     def scan(
         self,

@@ -4,28 +4,45 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sqlite3
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from terminai_apts.errors import IntegrityError, JournalError, MemoryStoreError, UsageError
+from terminai_apts.errors import IntegrityError, JournalError, MemoryQueryError, MemoryStoreError, UsageError
 from terminai_apts.memory import render, store
 from terminai_apts.memory.api import ThermalMemory, open_memory
 from terminai_apts.memory.journal import SCHEDULES, MemoryJournal
 from terminai_apts.memory.query import normalize_date
-from terminai_apts.memory.records import NewMemory, Results, split_tags
+from terminai_apts.memory.records import (
+    NULL_CONTENT,
+    NULL_SUMMARY,
+    NULL_TITLE,
+    STORED_COLUMNS,
+    AsStored,
+    NewMemory,
+    Results,
+    split_tags,
+)
 from terminai_apts.memory.tiers import LIVE_INDEX
 
 
 def import_archive(path: Path) -> list[NewMemory]:
-    """Records from an archive in the original schema, opened read-only (the file is untouched)."""
+    """Records from an archive in the original schema, opened read-only (the file is untouched).
+
+    Every row is taken as it is: a NULL, a date with a time or none, an impossible date.
+    The seed's view of each (:class:`AsStored`) keeps its values as stored and its place in
+    the archive's own ``ORDER BY date DESC``; the index's event time is the date read as
+    ISO 8601, or ``UNDATED`` when it is not one.
+    """
     if not path.is_file():
         raise MemoryStoreError(f"archive {path} does not exist")
     conn = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
     try:
+        declared = {str(r[1]).lower(): str(r[2]) for r in conn.execute("PRAGMA table_info(memories)")}
         rows = conn.execute(
-            "SELECT id, date, title, content, summary, tags, source, confidence FROM memories ORDER BY id"
+            "SELECT id, date, title, content, summary, tags, source, confidence FROM memories ORDER BY date DESC"
         ).fetchall()
     except sqlite3.DatabaseError as exc:
         raise MemoryStoreError(
@@ -34,26 +51,71 @@ def import_archive(path: Path) -> list[NewMemory]:
         ) from None
     finally:
         conn.close()
+    affinity = tuple(column_affinity(declared.get(name, "")) for name in STORED_COLUMNS)
     out: list[NewMemory] = []
-    for mid, when, title, content, summary, tags, source, confidence in rows:
-        stamp = normalize_date(str(when), what=f"date of archive row {mid}")
+    for position, (mid, when, title, content, summary, tags, source, confidence) in enumerate(rows):
+        nulls = (title is None) * NULL_TITLE | (content is None) * NULL_CONTENT | (summary is None) * NULL_SUMMARY
         out.append(
             NewMemory(
-                uid=str(mid),  # the archive's own id: what `get` takes and every memory shows
-                date=stamp,
+                uid=_text(mid),  # the archive's own id: what `get` takes and every memory shows
+                date=(stamp := _event_time(when)),
                 recorded_at=stamp,
-                title=title or "",
-                content=content or "",
-                summary=summary or "",
-                tags=split_tags(tags, fold=False),  # as written; the tag index folds case
-                source=source or "",
-                confidence=float(confidence if confidence is not None else 1.0),
+                title=_text(title),
+                content=_text(content),
+                summary=_text(summary),
+                tags=split_tags(_text(tags), fold=False),  # as written; the tag index folds case
+                source=_text(source),
+                confidence=_confidence(confidence),
                 kind="note",
                 tier="archive",
-                origin=f"{path.name}#memories/{mid}",
+                origin=f"{path.name}#memories/{_text(mid)}",
+                stored=AsStored(
+                    values=(mid, when, tags, source, confidence), nulls=nulls, position=position, affinity=affinity
+                ),
             )
         )
     return out
+
+
+# Event time of an archive row whose date is NULL or not ISO 8601: before every real date.
+UNDATED = "0001-01-01T00:00:00Z"
+
+
+def _event_time(value: object) -> str:
+    try:
+        return normalize_date(_text(value))
+    except MemoryQueryError:
+        return UNDATED
+
+
+def _text(value: object) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def _confidence(value: object) -> float:
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 1.0
+    return number if math.isfinite(number) else 1.0
+
+
+def column_affinity(declared: str) -> str:
+    """SQLite's affinity of a column declared ``declared`` (its rules 1 to 5, in their order)."""
+    kind = declared.upper()
+    if "INT" in kind:
+        return "INTEGER"
+    if any(word in kind for word in ("CHAR", "CLOB", "TEXT")):
+        return "TEXT"
+    if "BLOB" in kind or not kind.strip():
+        return "BLOB"
+    if any(word in kind for word in ("REAL", "FLOA", "DOUB")):
+        return "REAL"
+    return "NUMERIC"
 
 
 def _emit(args: argparse.Namespace, value: Any, text: str) -> int:
@@ -137,7 +199,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         return _results(
             args,
-            mem.search(
+            mem.search_results(
                 args.query,
                 tags=args.tags,
                 limit=args.limit,
@@ -153,7 +215,7 @@ def _cmd_search(args: argparse.Namespace) -> int:
 
 def _cmd_grep(args: argparse.Namespace) -> int:
     with _open(args) as mem:
-        return _results(args, mem.grep(args.pattern, limit=args.limit, since=args.since, until=args.until))
+        return _results(args, mem.grep_results(args.pattern, limit=args.limit, since=args.since, until=args.until))
 
 
 def _cmd_find(args: argparse.Namespace) -> int:
@@ -165,7 +227,7 @@ def _cmd_filter(args: argparse.Namespace) -> int:
     with _open(args) as mem:
         return _results(
             args,
-            mem.filter(
+            mem.filter_results(
                 source=args.source,
                 min_confidence=args.min_confidence,
                 tags=args.tags,
@@ -179,7 +241,7 @@ def _cmd_filter(args: argparse.Namespace) -> int:
 
 def _cmd_count(args: argparse.Namespace) -> int:
     with _open(args) as mem:
-        n = mem.count(args.query, since=args.since, until=args.until)
+        n = mem.count_results(args.query, since=args.since, until=args.until)
         return _emit(args, {"count": n}, str(n))
 
 

@@ -113,9 +113,32 @@ class Batch:
     truncated: bool = False
 
 
+# The seed's columns whose values are kept as stored (title, content and summary are the
+# record's own text; only their being NULL is kept, in ``AsStored.nulls``).
+STORED_COLUMNS = ("id", "date", "tags", "source", "confidence")
+TEXT_AFFINITY = ("TEXT", "TEXT", "TEXT", "TEXT", "REAL")
+NULL_TITLE, NULL_CONTENT, NULL_SUMMARY = 1, 2, 4
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AsStored:
+    """An archive row's values exactly as its SQLite file holds them: what the seed's API returns.
+
+    ``values`` are the ``STORED_COLUMNS`` (any SQLite type, ``None`` for NULL), ``nulls``
+    marks a NULL title, content or summary, ``position`` is the row's place in the archive's
+    own ``ORDER BY date DESC`` (its order of ties) and ``affinity`` the archive's column
+    affinities for ``STORED_COLUMNS`` (so comparisons convert as they do in the archive).
+    """
+
+    values: tuple[object, ...]
+    nulls: int = 0
+    position: int | None = None
+    affinity: tuple[str, ...] = TEXT_AFFINITY
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NewMemory:
-    """A record to be indexed (before it has an id)."""
+    """A record to be indexed (before it has an id); ``stored``: its archive row as stored."""
 
     uid: str
     date: str
@@ -130,6 +153,7 @@ class NewMemory:
     tier: str = "warm"
     origin: str = ""
     supersedes: str = ""  # uid of an older record this one replaces
+    stored: AsStored | None = None
 
 
 def content_hash(title: str, content: str) -> str:
@@ -160,13 +184,3 @@ class Provenance:
     source: str
     recorded_at: str
     content_hash: str
-
-
-def digest(query: str, res: Results) -> str:
-    """The text ``summarize`` returns, as the seed wrote it: a header naming how many
-    memories follow, then one ``- [date] title: summary`` line each, newest first."""
-    if not res.hits:
-        return f"No memories found for '{query}'."
-    lines = [f"Found {len(res.hits)} memories for '{query}':"]
-    lines += [f"- [{h.memory.date}] {h.memory.title}: {h.memory.summary}" for h in res.hits]
-    return "\n".join(lines)

@@ -20,10 +20,10 @@ from urllib.parse import quote
 from terminai_apts import durable
 from terminai_apts.errors import MemoryStoreError
 from terminai_apts.memory import grams, termbits
-from terminai_apts.memory.records import NewMemory, content_hash
+from terminai_apts.memory.records import TEXT_AFFINITY, NewMemory, content_hash
 from terminai_apts.memory.terms import TOKENIZER, Terms
 
-SCHEMA_VERSION = "5"
+SCHEMA_VERSION = "6"
 # 16 KiB pages: rows of a few hundred bytes waste less of each page than with 4 KiB (the
 # records table is 7% smaller); FTS5 keeps its own 4 KB leaves inside them.
 PAGE_SIZE = 16384
@@ -63,6 +63,34 @@ CREATE INDEX memories_hash ON memories(substr(content_hash, 1, 4));
 CREATE INDEX memories_source ON memories(source);
 """
 
+# The seed's view of each record (:mod:`terminai_apts.memory.seed`): its id, date, tags,
+# source and confidence as the archive stored them, under the archive's column affinities
+# (so ``date BETWEEN ? AND ?`` converts its bounds as the archive would), which of title,
+# content and summary were NULL, and its place among ties in the archive's own order.
+_SEED_TABLE = """
+CREATE TABLE seed_rows(id INTEGER PRIMARY KEY, uid {0}, date {1}, tags {2}, source {3}, confidence {4},
+  nulls INTEGER NOT NULL DEFAULT 0, pos INTEGER);
+CREATE INDEX seed_order ON seed_rows(date DESC, pos, id DESC);
+CREATE INDEX seed_uid ON seed_rows(uid);
+"""
+_AFFINITIES = frozenset({"TEXT", "INTEGER", "REAL", "NUMERIC", "BLOB"})
+_SEED_INSERT = "INSERT INTO seed_rows(id, uid, date, tags, source, confidence, nulls, pos) VALUES (?,?,?,?,?,?,?,?)"
+
+
+def _seed_table(records: Sequence[NewMemory]) -> str:
+    """The seed table under the first archive's affinities (a journal's: text, and real confidence)."""
+    affinity = next((r.stored.affinity for r in records if r.stored is not None), TEXT_AFFINITY)
+    if len(affinity) != len(TEXT_AFFINITY) or not _AFFINITIES.issuperset(affinity):
+        raise MemoryStoreError(f"unknown column affinities {affinity!r}")
+    return _SEED_TABLE.format(*affinity)
+
+
+def _seed_row(mid: int, rec: NewMemory) -> tuple[object, ...]:
+    if rec.stored is None:
+        return (mid, rec.uid, rec.date, ",".join(rec.tags), rec.source, float(rec.confidence), 0, None)
+    return (mid, *rec.stored.values, rec.stored.nulls, rec.stored.position)
+
+
 _TRIGGERS = """
 CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
   INSERT INTO memories_fts(rowid, title, summary, content, tags)
@@ -71,6 +99,7 @@ CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
     VALUES (new.id, new.title, new.summary, new.content);
 END;
 CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+  DELETE FROM seed_rows WHERE id = old.id;
   INSERT INTO memories_fts(memories_fts, rowid, title, summary, content, tags)
     VALUES ('delete', old.id, old.title, old.summary, old.content, old.tags);
   INSERT INTO memories_tri(memories_tri, rowid, title, summary, content)
@@ -177,7 +206,8 @@ def build(
         with conn:
             prefixes = _Prefixes(conn)
             conn.executemany(_INSERT, (_row(i, r, prefixes) for i, r in enumerate(ordered, start=first_id)))
-            conn.executescript(_INDEXES)
+            conn.executescript(_INDEXES + _seed_table(ordered))
+            conn.executemany(_SEED_INSERT, (_seed_row(i, r) for i, r in enumerate(ordered, start=first_id)))
             # In key order, so the tag index's pages fill.
             conn.executemany(
                 "INSERT OR IGNORE INTO memory_tags(tag, id) VALUES (?, ?)",
@@ -291,6 +321,7 @@ def append(path: Path, records: Sequence[NewMemory]) -> int:
                 conn.execute("UPDATE meta SET value='0' WHERE key='ordered'")
             prefixes = _Prefixes(conn)
             conn.executemany(_INSERT, (_row(top + i, r, prefixes) for i, r in enumerate(fresh, start=1)))
+            conn.executemany(_SEED_INSERT, (_seed_row(top + i, r) for i, r in enumerate(fresh, start=1)))
             conn.executemany(
                 "INSERT OR IGNORE INTO memory_tags(tag, id) VALUES (?, ?)",
                 ((t.lower(), top + i) for i, r in enumerate(fresh, start=1) for t in r.tags),

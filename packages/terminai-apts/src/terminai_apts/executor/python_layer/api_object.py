@@ -43,7 +43,8 @@ class ApiMethod(metaclass=Sealed):
             hint = f" (hint: {exc.hint})" if exc.hint else ""
             if isinstance(exc, LookupError) and name in NOT_FOUND_METHODS.get(spec.factory, ()):
                 raise NotFound(f"{spec.name}.{name}: {exc.message}{hint}") from None
-            raise ApiError(f"{spec.name}.{name}: {exc.message}{hint}") from None
+            message = exc.message.removeprefix(f"{spec.name}.{name}: ")  # the memory API's seed calls name themselves
+            raise ApiError(f"{spec.name}.{name}: {message}{hint}") from None
         except (TypeError, ValueError, KeyError, LookupError) as exc:
             raise ApiError(f"{spec.name}.{name}: invalid arguments ({type(exc).__name__})") from None
         except ApiError:

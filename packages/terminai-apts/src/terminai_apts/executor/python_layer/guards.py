@@ -54,6 +54,7 @@ from terminai_apts.executor.python_layer.wrappers import (
     is_sandbox_function,
     refusal,
 )
+from terminai_apts.memory.seed import Memory as SeedMemory
 
 # decimal.Context: `localcontext()` / `getcontext()` hand one out to be configured
 # (`ctx.prec = 5`); its attributes are plain numbers and flags of this run's own context.
@@ -374,7 +375,8 @@ def guarded_write(obj: Any) -> Any:
     """Allow writes only to containers and instances of sandbox-defined classes.
 
     Container instances (including Counter/defaultdict/OrderedDict) were created by the
-    sandbox in this child; classes, modules, proxies, wrappers and records are refused.
+    sandbox in this child, as was each seed ``Memory`` (a copy per call); classes, modules,
+    proxies, wrappers and records are refused.
     """
     if isinstance(obj, _PLAIN_WRITABLE) and not isinstance(obj, type):
         return obj
@@ -382,8 +384,8 @@ def guarded_write(obj: Any) -> Any:
     if isinstance(obj, type):  # a class: only the sandbox's own classes
         if obj.__module__ == SANDBOX_MODULE and type(obj) is type and obj not in STAND_INS:
             return obj
-    elif getattr(cls, "__module__", None) == SANDBOX_MODULE:
-        return obj
+    elif getattr(cls, "__module__", None) == SANDBOX_MODULE or cls is SeedMemory:
+        return obj  # a seed Memory is the program's own copy; its class refuses re-setting a field
     raise SandboxViolation(f"cannot modify objects of type '{cls.__name__}'")
 
 

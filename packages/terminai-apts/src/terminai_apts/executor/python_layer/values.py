@@ -1,9 +1,9 @@
 """Layer 5 (child side): the values an injected API hands to sandboxed code.
 
-Whatever the real API returns is rebuilt here as fresh, immutable data: scalars, lists,
-dicts, :class:`Record` (attribute and key access, ``to_dict()``) and :class:`ResultList`
-(a result set that behaves like the seed's list of memories and keeps ``total``,
-``truncated``, ``plan`` and ``elapsed_ms`` as attributes). No object of the real API, and
+Whatever the real API returns is rebuilt here as fresh data: scalars, lists, dicts, a
+copy of the seed's ``Memory`` dataclass, and the immutable :class:`Record` (attribute and
+key access, ``to_dict()``) and :class:`ResultList` (an extension's result set, list-like,
+keeping ``total``, ``truncated``, ``plan`` and ``elapsed_ms`` as attributes). No object of the real API, and
 no class or function behind these wrappers, is reachable from them.
 """
 
@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from terminai_apts.executor.python_layer.wrappers import SandboxViolation, Sealed
+from terminai_apts.memory.seed import Memory as SeedMemory
 
 _PLAIN_SCALARS = (str, int, float, bool, type(None))
 MAX_NESTING = 20
@@ -237,6 +238,8 @@ def to_plain(value: object, depth: int = 0) -> Any:
         raise ApiError("result nested too deeply")
     if isinstance(value, _PLAIN_SCALARS):
         return value
+    if type(value) is SeedMemory:  # the seed's own record type, as its programs use it (asdict, ==, repr)
+        return dataclasses.replace(value, **_fields(value, depth))
     if _is_result_set(value):
         items = tuple(_memory_of(h, depth + 1) for h in value.hits)  # type: ignore[attr-defined]
         meta = {f.name: to_plain(getattr(value, f.name), depth + 1) for f in dataclasses.fields(value)}  # type: ignore[arg-type]

@@ -1,0 +1,12 @@
+# Question: give me quick overviews of a few topics.
+print(thermal.summarize("Postmortem"))
+print()
+print(thermal.summarize("Postmortem", max_results=1))
+print()
+print(thermal.summarize("RLM"))
+print()
+print(thermal.summarize("Sandbox spec drafted"))
+print()
+print(thermal.summarize("Row with no date"))
+print()
+print(thermal.summarize("no such topic xyzzy"))
