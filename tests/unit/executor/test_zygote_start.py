@@ -114,8 +114,10 @@ def test_a_run_asked_ahead_and_never_taken_ends_with_the_zygote() -> None:
     proc, control = zygote_start.start()
     client = zygote_client.ZygoteClient.adopt(proc, control)
     client.ask_ahead()
-    time.sleep(0.5)  # the zygote is up and has handed the run over (unread)
-    keepers = _children(proc.pid)
+    # The zygote forks the run once it is up; a loaded machine may take seconds.
+    deadline = time.monotonic() + 30
+    while not (keepers := _children(proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert keepers, "the zygote forked no run"
     client.close()
     assert proc.returncode == 0
