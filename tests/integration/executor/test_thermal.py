@@ -65,13 +65,12 @@ def test_thermal_over_a_compacted_journal(tmp_path: Path) -> None:
     from datetime import date
 
     from terminai_apts.memory.journal import MemoryJournal
-    from terminai_apts.memory.tiers import LIVE_INDEX
 
     journal = MemoryJournal(tmp_path / "journal")
     journal.write_decision("rollout canary", "risk", "ok", "agent", True, timestamp="2025-02-01T00:00:00Z")
     journal.write_decision("rollout everywhere", "confidence", "ok", "agent", True, timestamp="2025-08-01T00:00:00Z")
     journal.compact(today=date(2025, 8, 2), only="quarterly")  # 2025-Q1 becomes a sealed shard
-    store.build(journal.root / LIVE_INDEX, journal.records(cold=False))
+    journal.build_index([], rebuild=True)
     for path in (tmp_path, *tmp_path.rglob("*")):  # the child reads after dropping to an unprivileged uid
         path.chmod(0o755 if path.is_dir() else path.stat().st_mode | 0o444)
     code = (

@@ -117,6 +117,12 @@ def test_tampered_launcher_ledger_fails_with_the_same_messages(copies: Path) -> 
         (lambda: _rewrite(path, 2, lambda b: b.replace(b'"ok": true', b'"ok": false')), "line 2 was edited"),
         (lambda: _drop(path, 2), "line 2 does not follow line 1: a record was removed, inserted or reordered"),
         (lambda: _rewrite(path, 3, lambda b: b[:20] + b"\n"), "line 3 is not valid JSON"),
+        # Python keeps the second "event", so the hash matches; a person or grep reads the first.
+        (
+            lambda: _rewrite(path, 2, lambda b: b'{"event": "exit", ' + b[1:]),
+            "line 2 was edited: the key 'event' appears twice",
+        ),
+        (lambda: _rewrite(path, 2, lambda b: b.replace(b'": ', b'":  ', 1)), "line 2 was edited: not the canonical"),
     ]
     tamper: Callable[[], None]
     for tamper, message in cases:
@@ -135,9 +141,17 @@ def test_tampered_executor_log_fails_with_the_same_messages(copies: Path) -> Non
     path = copies / "executor-audit.jsonl"
     original = path.read_bytes()
     cases = [
-        (lambda: _rewrite(path, 2, lambda b: b.replace(b'"refused"', b'"ok"')), "audit line 2 does not match its hash"),
+        (
+            lambda: _rewrite(path, 2, lambda b: b.replace(b'"refused"', b'"ok"')),
+            r"audit line 2 was edited \(its hash does not match its content\)",
+        ),
         (lambda: _drop(path, 2), "audit chain broken at line 2"),
         (lambda: _rewrite(path, 3, lambda b: b[:20] + b"\n"), "audit line 3 is not a valid entry"),
+        (
+            lambda: _rewrite(path, 2, lambda b: b'{"caller": "operator", ' + b[1:]),
+            "audit line 2 was edited: the key 'caller' appears twice",
+        ),
+        (lambda: _rewrite(path, 2, lambda b: b.replace(b"agent", b"\\u0061gent", 1)), "audit line 2 was edited: not"),
     ]
     tamper: Callable[[], None]
     for tamper, message in cases:
@@ -154,9 +168,17 @@ def test_tampered_journal_fails_with_the_same_messages(copies: Path) -> None:
     cold = root / "cold/2026-Q1/posture_history.jsonl"
     original_warm, original_cold = warm.read_bytes(), cold.read_bytes()
     cases = [
-        (lambda: _rewrite(warm, 2, lambda b: b.replace(b'"bob"', b'"eve"')), 2, "entry edited (hash mismatch)"),
+        (
+            lambda: _rewrite(warm, 2, lambda b: b.replace(b'"bob"', b'"eve"')),
+            2,
+            "entry edited (its hash does not match its content)",
+        ),
         (lambda: _drop(warm, 1), 1, "entry removed or reordered before this one"),
-        (lambda: _rewrite(warm, 1, lambda b: b"not json\n"), 1, "corrupt line (quarantined)"),
+        (
+            lambda: _rewrite(warm, 1, lambda b: b"not json\n"),
+            1,
+            "corrupt line (not JSON: expecting value at column 1): `terminai-apts memory compact` quarantines it",
+        ),
     ]
     tamper: Callable[[], None]
     for tamper, line, reason in cases:

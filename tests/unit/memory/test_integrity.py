@@ -154,7 +154,68 @@ def test_every_change_to_every_file_is_caught(journal: Path, capsys: pytest.Capt
         if miss:
             misses.append(miss)
     code, _report, _ = verify(journal, capsys)
-    assert code == 0, "the journal was not restored between cases"
+    assert code == 0, f"the journal was not restored between cases: {_report}"
+    assert not misses, "\n".join(misses)
+
+
+def _middle_record(data: bytes) -> tuple[list[bytes], int, dict[str, Any]]:
+    lines = data.splitlines(keepends=True)
+    at = len(lines) // 2
+    return lines, at, json.loads(lines[at])
+
+
+def duplicate_key(data: bytes) -> bytes:
+    """A string field said twice: Python reads the second (the hash still matches), a person the first."""
+    lines, at, record = _middle_record(data)
+    key = next(k for k, v in sorted(record.items()) if isinstance(v, str) and k not in ("hash", "prev"))
+    lines[at] = b'{"' + key.encode() + b'": "FORGED", ' + lines[at][1:]
+    return b"".join(lines)
+
+
+def escaped_letter(data: bytes) -> bytes:
+    """The same value, one letter of a string spelled as a \\u escape."""
+    lines, at, _record = _middle_record(data)
+    found = re.search(rb'": "([A-Za-z])', lines[at])
+    assert found, lines[at]
+    lines[at] = lines[at][: found.start(1)] + b"\\u%04x" % found.group(1)[0] + lines[at][found.end(1) :]
+    return b"".join(lines)
+
+
+RESPELLINGS: dict[str, Callable[[bytes], bytes]] = {
+    "duplicate key": duplicate_key,
+    "keys reordered": lambda data: _respelled(data, lambda r: json.dumps(dict(reversed(list(r.items()))))),
+    "compact separators": lambda data: _respelled(data, lambda r: json.dumps(r, sort_keys=True, separators=(",", ":"))),
+    "escaped letter": escaped_letter,
+}
+
+
+def _respelled(data: bytes, spell: Callable[[dict[str, Any]], str]) -> bytes:
+    lines, at, record = _middle_record(data)
+    lines[at] = spell(record).encode() + b"\n"
+    return b"".join(lines)
+
+
+@pytest.mark.parametrize("respelling", RESPELLINGS)
+def test_a_line_that_parses_to_the_same_entry_but_reads_otherwise_is_caught(
+    journal: Path, capsys: pytest.CaptureFixture[str], respelling: str
+) -> None:
+    """Every chained or buffered line is its entry's one spelling: the hash alone covers the parsed value."""
+    misses: list[str] = []
+    jsonl = [rel for rel in files(journal) if rel.endswith(".jsonl")]
+    assert len(jsonl) >= 8, jsonl  # chains, their archives, the buffers, the seal and quarantine chains
+    for rel in jsonl:
+        path = journal / rel
+        original = path.read_bytes()
+        changed = RESPELLINGS[respelling](original)
+        lines = [json.loads(line) for line in changed.splitlines()]
+        assert lines == [json.loads(line) for line in original.splitlines()]  # Python reads the same entries
+        path.write_bytes(changed)
+        try:
+            miss = _caught(journal, rel, capsys)
+        finally:
+            path.write_bytes(original)
+        if miss:
+            misses.append(miss)
     assert not misses, "\n".join(misses)
 
 

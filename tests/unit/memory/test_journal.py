@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from terminai_apts.errors import IntegrityError, JournalError, UsageError
+from terminai_apts.memory import cold as cold_tier
 from terminai_apts.memory import store
 from terminai_apts.memory.api import ThermalMemory
 from terminai_apts.memory.journal import DECISIONS, MemoryJournal
@@ -43,8 +44,23 @@ def test_writes_rolling_buffers_and_limits(tmp_path: Path) -> None:
     j.write_session_context("line\n" * 200)
     with pytest.raises(JournalError, match="200"):
         j.write_session_context("line\n" * 201)
-    j.set_goals([{"goal": "ship"}])
-    assert json.loads((tmp_path / "hot/active_goals.json").read_text()) == [{"goal": "ship"}]
+    j.set_goals([{"goal": "ship"}], timestamp=1767576000.0)
+    assert json.loads((tmp_path / "hot/active_goals.json").read_text()) == {
+        "timestamp": 1767576000.0,
+        "goals": [
+            {
+                "id": "g-001",
+                "priority": "normal",
+                "summary": "ship",
+                "agent": "",
+                "created_at": 1767576000.0,
+                "status": "active",
+                "goal": "ship",
+            }
+        ],
+        "completed_today": 0,
+        "deferred": [],
+    }
     j.write_daily_summary("2024-07-11", "busy day")
     with pytest.raises(JournalError, match="never modified"):
         j.write_daily_summary("2024-07-11", "rewrite")
@@ -147,13 +163,15 @@ def test_compaction_killed_at_every_step_loses_and_duplicates_nothing(tmp_path: 
     assert j.verify() == []
     assert not (tmp_path / "compaction.wal").exists()
     assert report["quarters_archived"] == 2
-    warm = [json.loads(x)["ts"][:7] for x in (tmp_path / DECISIONS).read_text().splitlines()]
+    warm = [json.loads(x)["iso"][:7] for x in (tmp_path / DECISIONS).read_text().splitlines()]
     assert warm == ["2024-07", "2024-07"]
     db = tmp_path.parent / f"{tmp_path.name}-idx.db"  # outside the journal: verify reports strangers
     store.build(db, j.records())
     with ThermalMemory(db) as mem:
         summaries = [*(tmp_path / "warm/daily").glob("*.md"), *(tmp_path / "warm/weekly").glob("*.md")]
-        assert mem.count_results(since="2000-01-01") == len(original) + len(summaries)
+        archived = cold_tier.archived_dailies(tmp_path)  # Q1's daily summaries, 90+ days old, moved to cold/archive/
+        assert archived and not set(archived) & {str(p.relative_to(tmp_path)) for p in summaries}
+        assert mem.count_results(since="2000-01-01") == len(original) + len(summaries) + len(archived)
     shard = tmp_path / "cold/2024-Q1/shard.sqlite"
     with ThermalMemory(shard, immutable=True) as cold:
         assert cold.count() == 3  # two decisions and one posture transition in Q1
@@ -166,17 +184,31 @@ def test_compaction_idempotent_and_gap_markers(tmp_path: Path) -> None:
     j = _seed(tmp_path)
     first = j.compact(today=TODAY)
     assert first["gap_markers"] > 100
-    assert "No activity" in (tmp_path / "warm/daily/2024-01-12.md").read_text()
+    assert first["daily_summaries"] == 6  # one generated summary per past active day
     assert first["weekly_summaries"] == 3  # W02, W06 and W14; W28 is the current week
+    # 2024-Q1 ended more than 90 days before TODAY: its daily summaries moved to cold/archive/.
+    assert first["dailies_archived"] == len(cold_tier.archive_members(tmp_path / "cold/archive/2024-Q1.tar.gz"))
+    archived = cold_tier.archived_dailies(tmp_path)
+    assert archived["warm/daily/2024-01-12.md"][1].endswith(b"No activity recorded for 2024-01-12\n")
+    assert not (tmp_path / "warm/daily/2024-01-12.md").exists()
+    assert "No activity recorded for 2024-04-04" in (tmp_path / "warm/daily/2024-04-04.md").read_text()
     again = j.compact(today=TODAY)
-    assert again == {"gap_markers": 0, "weekly_summaries": 0, "quarters_archived": 0}
+    assert again == {
+        "gap_markers": 0,
+        "daily_summaries": 0,
+        "weekly_summaries": 0,
+        "quarters_archived": 0,
+        "dailies_archived": 0,
+        "context_reset": 0,
+    }
     assert j.verify() == []
 
 
 def test_schedules_run_alone(tmp_path: Path) -> None:
     j = _seed(tmp_path)
-    assert j.compact(today=TODAY, only="weekly") == {"gap_markers": 0, "weekly_summaries": 3, "quarters_archived": 0}
-    week = (tmp_path / "warm/weekly/2024-W02.md").read_text()
+    weekly = j.compact(today=TODAY, only="weekly")
+    assert weekly["weekly_summaries"] == 3 and weekly["gap_markers"] == weekly["quarters_archived"] == 0
+    week = (tmp_path / "warm/weekly/2024-W02-summary.md").read_text()
     assert "decision 0 about PROJ-0" in week and "posture -> cautious" in week
     assert not (tmp_path / "warm/daily").exists() and not (tmp_path / "cold").exists()
     daily = j.compact(today=TODAY, only="daily")

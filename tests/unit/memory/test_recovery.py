@@ -302,7 +302,8 @@ def test_a_journal_from_before_seals_is_sealed_once(tmp_path: Path, capsys: pyte
     j = MemoryJournal(root)
     j.write_decision("old", "r", "o", "agent", True, timestamp="2023-12-28T10:00:00Z")
     j.compact(today=date(2024, 1, 3))
-    (root / "warm/seals.jsonl").unlink()  # as an older version left it: no seals, no mark in the index files
+    (root / "warm/seals.jsonl").unlink()  # as an older version left it: no seals, no mark in the index files,
+    (root / ".state.json").unlink()  # no state record
     for shard in root.glob("cold/*/shard.sqlite"):
         shard.chmod(0o644)
         import sqlite3

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from terminai_apts.errors import IntegrityError, MemoryStoreError
-from terminai_apts.memory import seals
+from terminai_apts.memory import checks, seals
 from terminai_apts.memory.api import ThermalMemory
 from terminai_apts.memory.journal import CHAIN, DECISIONS, GENESIS, MemoryJournal
 
@@ -47,6 +47,17 @@ def test_a_sealed_shard_opens_and_answers(journal: MemoryJournal) -> None:
 def test_a_changed_shard_is_refused_when_opened(journal: MemoryJournal) -> None:
     _flip_in_shard(journal.root)
     for immutable in (True, False):
+        with pytest.raises(IntegrityError, match=f"{SHARD}:0: changed since it was sealed"):
+            ThermalMemory(journal.root, immutable=immutable)
+
+
+def test_the_shard_check_holds_without_the_journal_check(
+    journal: MemoryJournal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The journal check runs at open; the shard's own check binds the bytes SQLite reads.
+    _flip_in_shard(journal.root)
+    monkeypatch.setattr(checks, "refuse_changed", lambda _root: None)
+    for immutable in (True, False):
         with pytest.raises(MemoryStoreError, match="does not match its seal"):
             ThermalMemory(journal.root, immutable=immutable)
 
@@ -60,10 +71,13 @@ def test_without_the_open_check_the_changed_text_is_served(
         assert mem.find("ROLLOUT decision 0").total == 1  # SQLite's own checks see nothing wrong
 
 
-def test_a_shard_without_a_seal_is_refused(journal: MemoryJournal) -> None:
+def test_a_shard_without_a_seal_is_refused(journal: MemoryJournal, monkeypatch: pytest.MonkeyPatch) -> None:
     seal_file = journal.root / seals.SEALS
     kept = [x for x in seal_file.read_text().splitlines() if SHARD not in x]
     seal_file.write_text("\n".join(kept) + "\n")
+    with pytest.raises(IntegrityError, match=r"journal chain broken at warm/seals\.jsonl"):
+        ThermalMemory(journal.root)
+    monkeypatch.setattr(checks, "refuse_changed", lambda _root: None)
     with pytest.raises(MemoryStoreError, match="has no seal"):
         ThermalMemory(journal.root)
 
@@ -78,6 +92,9 @@ def test_each_version_of_a_shard_is_hashed_once(journal: MemoryJournal, monkeypa
 
     seals._DIGESTS.clear()
     monkeypatch.setattr(seals, "hashlib", SimpleNamespace(sha256=counting))  # seals' hashing only
+    # The shard's own check alone: a journal changed outside its writers (the utime below)
+    # would otherwise be verified whole, every sealed file hashed.
+    monkeypatch.setattr(checks, "refuse_changed", lambda _root: None)
     for _ in range(3):
         with ThermalMemory(journal.root, immutable=True) as mem:
             assert mem.count_results("rollout") == 3

@@ -27,7 +27,7 @@ def journal(tmp_path: Path) -> MemoryJournal:
         )
     j.update_posture("cautious", "deploy rollback seen", timestamp="2024-02-12T09:00:00Z")
     j.compact(today=TODAY, only="quarterly")  # seals 2024-Q1 and 2024-Q2 into shards
-    store.build(j.root / LIVE_INDEX, j.records(cold=False))
+    j.build_index([], rebuild=True)
     return j
 
 
@@ -155,7 +155,7 @@ def test_newest_first_with_old_summaries_in_the_live_index(journal: MemoryJourna
     # Summaries stay in warm/ (the live index) whatever their date: tiers overlap in time.
     journal.write_daily_summary("2024-05-03", "decision review of the day")
     journal.write_daily_summary("2024-01-10", "decision review of the day")
-    store.build(journal.root / LIVE_INDEX, journal.records(cold=False))
+    journal.build_index([], rebuild=True)
     one = tmp_path / "one.db"
     store.build(one, journal.records())
     with ThermalMemory(journal.root) as tiers, ThermalMemory(one) as reference:

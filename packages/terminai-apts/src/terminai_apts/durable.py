@@ -10,12 +10,51 @@ from __future__ import annotations
 
 import contextlib
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 # Temporary files handed out by temp_path and not yet renamed into place. A command-line
 # boundary removes what is left here when a command fails or is interrupted (a writer that
 # dies between temp_path and replace would otherwise leave a hidden sibling behind).
 _pending: set[Path] = set()
+
+
+@dataclass(slots=True)
+class Change:
+    """A file this process changed while tracking: its ``os.stat`` before the first change
+    (None: it did not exist) and how many changes followed."""
+
+    before: os.stat_result | None
+    times: int = 1
+
+
+# Files changed while a journal writer holds its lock (see memory.state).
+_tracking: list[dict[Path, Change]] = []
+
+
+def track() -> dict[Path, Change]:
+    """Start recording the changes :func:`replace` and :func:`changing` report; returns the record."""
+    _tracking.append({})
+    return _tracking[-1]
+
+
+def untrack() -> None:
+    _tracking.clear()
+
+
+def changing(path: Path) -> None:
+    """Note, before it happens, that this process changes ``path`` (an append, an SQLite update)."""
+    if not _tracking:
+        return
+    seen = _tracking[-1].get(path)
+    if seen is not None:
+        seen.times += 1
+        return
+    try:
+        before: os.stat_result | None = os.stat(path)
+    except FileNotFoundError:
+        before = None
+    _tracking[-1][path] = Change(before)
 
 
 def fsync_dir(path: str | bytes | os.PathLike[str]) -> None:
@@ -88,6 +127,7 @@ def replace(tmp: Path, path: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+    changing(path)
     os.replace(tmp, path)
     _pending.discard(tmp)
     fsync_dir(path.parent)

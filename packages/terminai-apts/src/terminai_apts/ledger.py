@@ -14,6 +14,17 @@ says how ``hash`` is computed, and that is the only difference between the ledge
 ``canonical`` is ``json.dumps(..., sort_keys=True, separators=(",", ":"))`` (ASCII-escaped).
 Both schemes are kept so that every ledger written so far still verifies.
 
+A line must also be the one spelling of its record that :func:`encode` writes. The hash
+covers the parsed value, and parsers disagree about what a line means when it repeats a
+key (Python keeps the last value, a person or ``grep`` reads the first): a line with a
+duplicate key, reordered keys, other spacing or another escape of the same text would
+verify by hash alone while showing readers something else. :meth:`Chain.walk` reports
+such a line as not intact, and :attr:`Link.spelling` says why.
+
+No line stops a reader: :func:`read` refuses (with a reason) a line longer than
+:data:`MAX_LINE` bytes, nested deeper than :data:`MAX_DEPTH` or not a JSON object, before
+anything recurses into it.
+
 A lone surrogate (non-UTF-8 bytes that reached a string through ``os.fsdecode``, an
 argument or a JSON ``\\udcff`` escape) is never sealed as such: :meth:`Chain.seal` writes it
 as the six characters of its escape (``\\udcff``), so every line decodes as strict UTF-8
@@ -53,6 +64,8 @@ else:
         from hashlib import sha256
 
 GENESIS = "0" * 64
+MAX_LINE = 1 << 22  # 4 MiB: far above any entry the ledgers write, far below what hurts a reader
+MAX_DEPTH = 32  # entries are flat; a nested value a few levels deep at most
 
 
 def canonical(body: Mapping[str, object]) -> bytes:
@@ -102,6 +115,14 @@ class Chain:
         record["hash"] = self.digest(record)
         return record
 
+    def seal_line(self, body: Mapping[str, object], prev: str) -> tuple[dict[str, object], bytes]:
+        """:meth:`seal`, and the line to append; a line :func:`read` would refuse is a ValueError."""
+        record = self.seal(body, prev)
+        line = encode(record)
+        if len(line) > MAX_LINE:
+            raise ValueError(f"the entry is {len(line)} bytes as a line; the limit is {MAX_LINE}")
+        return record, line
+
     def walk(self, lines: Iterable[tuple[int, bytes]], prev: str | None = GENESIS) -> Iterator[Link]:
         """One :class:`Link` per ``(line number, line)``, in order.
 
@@ -111,26 +132,39 @@ class Chain:
         failure they care about.
         """
         for number, line in lines:
-            record = parse(line)
+            record, why = read(line)
             if record is None:
-                yield Link(number, None, follows=False, intact=False)
+                yield Link(number, None, follows=False, intact=False, spelling=why)
                 continue
             follows = prev is None or record.get("prev") == prev
-            intact = record.get("hash") == self.digest(record)
-            yield Link(number, record, follows=follows, intact=intact)
+            how = spelling(line, record)
+            intact = not how and record.get("hash") == self.digest(record)
+            yield Link(number, record, follows=follows, intact=intact, spelling=how)
             prev = str(record.get("hash"))
 
 
 class Link:
     """What :meth:`Chain.walk` found at one line: the record (None if unparsable) and two checks."""
 
-    __slots__ = ("follows", "intact", "number", "record")
+    __slots__ = ("follows", "intact", "number", "record", "spelling")
 
-    def __init__(self, number: int, record: dict[str, object] | None, *, follows: bool, intact: bool) -> None:
+    def __init__(
+        self, number: int, record: dict[str, object] | None, *, follows: bool, intact: bool, spelling: str = ""
+    ) -> None:
         self.number = number
         self.record = record
         self.follows = follows  # its ``prev`` is the previous record's ``hash``
-        self.intact = intact  # its ``hash`` matches its content
+        self.intact = intact  # its ``hash`` matches its content, and the line is its one spelling
+        self.spelling = spelling  # why the line is refused or not its record's spelling ("" when it is)
+
+    @property
+    def problem(self) -> str:
+        """What is wrong with the line itself (its hash, its spelling), as a reader should be told."""
+        if self.record is None:
+            return f"not a ledger entry ({self.spelling})"
+        if self.spelling:
+            return f"edited: {self.spelling}"
+        return "" if self.intact else "edited (its hash does not match its content)"
 
     @property
     def ok(self) -> bool:
@@ -138,12 +172,65 @@ class Link:
 
 
 def parse(line: bytes | str) -> dict[str, object] | None:
-    """The JSON object on ``line``, or None when the line is not one (edited or truncated)."""
+    """The JSON object on ``line``, or None when the line is not one (edited, truncated, hostile)."""
+    return read(line)[0]
+
+
+def read(line: bytes | str) -> tuple[dict[str, object] | None, str]:
+    """The JSON object on ``line`` and ``""``, or None and why the line is refused."""
+    if len(line) > MAX_LINE:
+        return None, f"longer than {MAX_LINE} bytes"
     try:
         data = json.loads(line)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) else None
+    except RecursionError:
+        return None, f"nested deeper than {MAX_DEPTH} levels"
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return None, f"not JSON: {exc.msg.lower()} at column {exc.colno}"
+    except ValueError as exc:  # pragma: no cover - json raises the two above
+        return None, f"not JSON: {exc}"
+    if not isinstance(data, dict):
+        return None, "not a JSON object"
+    if _depth(data) > MAX_DEPTH:
+        return None, f"nested deeper than {MAX_DEPTH} levels"
+    return data, ""
+
+
+def _depth(value: object) -> int:
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        deepest = max(deepest, level)
+        if level > MAX_DEPTH:
+            break
+        if isinstance(item, dict):
+            stack.extend((v, level + 1) for v in item.values() if isinstance(v, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend((v, level + 1) for v in item if isinstance(v, (dict, list)))
+    return deepest
+
+
+def spelling(line: bytes | str, record: dict[str, object]) -> str:
+    """``""`` when ``line`` is exactly how :func:`encode` writes ``record``; otherwise why not."""
+    raw = line.encode() if isinstance(line, str) else line
+    if encode(record)[:-1] == raw:
+        return ""
+    duplicates: list[str] = []
+
+    def pairs(items: list[tuple[str, object]]) -> dict[str, object]:
+        seen: set[str] = set()
+        for key, _value in items:
+            if key in seen:
+                duplicates.append(key)
+            seen.add(key)
+        return dict(items)
+
+    json.loads(raw, object_pairs_hook=pairs)  # parsed once already: cannot fail
+    if duplicates:
+        return f"the key {duplicates[0]!r} appears twice (readers disagree on which value counts)"
+    return "not the canonical spelling of its entry (sorted keys, one space after ':' and ',', ASCII escapes)"
 
 
 def last_line(fd: int, window: int = 65536) -> bytes | None:

@@ -17,8 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from terminai_apts import ledger
+from terminai_apts import durable, ledger
 from terminai_apts.errors import JournalError
+from terminai_apts.memory import keyed
 
 GENESIS = ledger.GENESIS
 # sha256 over the canonical JSON without ``hash``: the scheme the launcher's audit ledger uses.
@@ -114,12 +115,22 @@ def append(
     on_torn: Callable[[int, bytes], None],
 ) -> dict[str, object]:
     """Seal ``body`` onto the chain in ``path`` and append it durably; the caller holds the lock."""
+    secret = keyed.key()  # a bad key setting is refused before anything is written
     path.parent.mkdir(parents=True, exist_ok=True)
+    durable.changing(path)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o666)
     try:
         repair_torn_tail(fd, on_torn)
-        entry = CHAIN.seal(body, head_of(fd, path, genesis))
-        ledger.append(fd, [entry])
+        prev = head_of(fd, path, genesis)
+        if secret is not None:
+            body = {**body, "prev": prev}
+            body["mac"] = keyed.mac(secret, body)
+        try:
+            entry, line = CHAIN.seal_line(body, prev)
+        except ValueError as exc:
+            raise JournalError(f"not appended to {path}: {exc}", hint="record less text in one entry") from None
+        os.write(fd, line)
+        os.fsync(fd)
     finally:
         os.close(fd)
     return entry

@@ -7,8 +7,12 @@ Each file under the journal root is one of (see ``docs/MEMORY_API.md``):
   must parse, hash to its ``hash`` and link to the line before;
 * derived from a chain and checked against it: the anchors (the hash of the last
   archived entry) and the hot buffers (the chain's last 10 decisions, 20 transitions);
-* sealed (the live index, sealed shards, daily, weekly and quarter summaries): its
-  sha256 must be the one its newest seal records;
+* derived from the archived chains: ``cold/index/decisions_index.json`` must be what
+  they give (it may be absent);
+* sealed (the live index, sealed shards, daily, weekly and quarter summaries, the
+  ``cold/archive/`` tarballs of daily summaries): its sha256 must be the one its newest
+  seal records; a daily summary moved into such an archive may be absent when the
+  archive holds exactly its sealed bytes;
 * mutable by design (``.lock``, ``hot/session_context.md``, ``hot/active_goals.json``);
 * left by an interrupted operation (``compaction.wal``, temporary files, a torn last
   line, a seal whose write did not happen): reported as *pending* with the command that
@@ -27,20 +31,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from terminai_apts import ledger
-from terminai_apts.memory import seals
+from terminai_apts.errors import IntegrityError
+from terminai_apts.memory import cold, keyed, seals, state
 from terminai_apts.memory.chainfile import CHAIN, GENESIS
-from terminai_apts.memory.journal_files import DECISIONS, POSTURE, numbered_lines
+from terminai_apts.memory.journal_files import DECISIONS, POSTURE, entry_quarter, entry_time, numbered_lines
 
 WAL = "compaction.wal"
 QUARANTINE = Path("quarantine.jsonl")
 HOT_DECISIONS = Path("hot/recent_decisions.jsonl")
 HOT_POSTURE = Path("hot/posture_log.jsonl")
 HOT_KEEP = {HOT_DECISIONS: 10, HOT_POSTURE: 20}
-MUTABLE = {".lock", "hot/session_context.md", "hot/active_goals.json"}
+MUTABLE = {".lock", "hot/session_context.md", "hot/active_goals.json", state.STATE}
 _Q = r"cold/\d{4}-Q[1-4]"
 SEALED = re.compile(
-    rf"quarantine\.jsonl|index\.sqlite|{_Q}/(shard\.sqlite|summary\.md)|warm/daily/\d{{4}}-\d\d-\d\d\.md|warm/weekly/\d{{4}}-W\d\d\.md"
+    rf"quarantine\.jsonl|index\.sqlite|{_Q}/(shard\.sqlite|summary\.md)|warm/daily/\d{{4}}-\d\d-\d\d\.md"
+    r"|warm/weekly/\d{4}-W\d\d(-summary)?\.md|cold/archive/\d{4}-Q[1-4]\.tar\.gz|cold/summaries/\d{4}-Q[1-4]-summary\.md"
 )
+KEPT_LINE = re.compile(r"quarantine/([0-9a-f]{64})\.bin")  # a quarantined line too long to keep inline
+COLD_QUARTER = re.compile(r"cold/(\d{4}-Q[1-4])/(?:decisions|posture_history)\.jsonl")
 COLD_CHAIN = re.compile(rf"{_Q}/(decisions|posture_history)\.jsonl")
 TEMP = re.compile(r"(.*/)?\.[^/]+\.\d+\.tmp(-journal|-wal|-shm)?")
 LIVE_INDEX = "index.sqlite"
@@ -84,8 +92,12 @@ def inspect(root: Path) -> Report:
         stem: _chain(root, stem, warm, report)
         for stem, warm in (("decisions", DECISIONS), ("posture_history", POSTURE))
     }
-    for single in (seals.SEALS, QUARANTINE):
-        _walk(root, [root / single], GENESIS, report)
+    for single, stem in ((seals.SEALS, "seals"), (QUARANTINE, "quarantine")):
+        before = len(report.problems)
+        records = _walk(root, [root / single], GENESIS, report)
+        chains[stem] = records if len(report.problems) == before else None
+    if not report.compaction:  # an interrupted compaction has moved entries not yet cut: counted when done
+        _rollback(root, chains, report)
     _cold_folders(root, report)
     for hot, stem in ((HOT_DECISIONS, "decisions"), (HOT_POSTURE, "posture_history")):
         chain = chains[stem]
@@ -93,6 +105,60 @@ def inspect(root: Path) -> Report:
             _hot(root, hot, chain, report)
     _files(root, report)
     return report
+
+
+def _rollback(root: Path, chains: dict[str, list[dict[str, object]] | None], report: Report) -> None:
+    """Each chain must hold the entries its writers recorded (the state record, the outside witness)."""
+    witness = state.witness_path(root)
+    sources = [(f"the state record {state.STATE}", (state.load(root) or {}).get("chains", {}))]
+    if witness is not None:
+        sources.append((f"the witness {witness}", state.witnessed(root)))
+    for source, recorded in sources:
+        for stem, records in chains.items():
+            seen = recorded.get(stem)
+            if records is None or not (isinstance(seen, list) and len(seen) == 2 and isinstance(seen[0], int)):
+                continue  # a broken chain is reported already; nothing recorded: nothing to compare
+            count, head = seen
+            if count and (len(records) < count or str(records[count - 1].get("hash")) != head):
+                report.add(
+                    str(state.CHAINS[stem]),
+                    0,
+                    f"rolled back: {source} saw {count} entries ending at {str(head)[:12]}…,"
+                    f" the chain holds {len(records)}: restore the newer files from backup",
+                )
+
+
+def refuse_changed(root: Path) -> None:
+    """What a reader runs before it answers from a journal: nothing, or verify's first problem raised.
+
+    Cheap when every file is as the journal's writers left it (see :mod:`state`); any other
+    state gets the whole check (a copied journal, a file changed by hand).
+    """
+    if _as_left(root):
+        return
+    if seals.writer_done(root) and _as_left(root):
+        return  # a writer was busy: what it left is recorded now
+    problems = inspect(root).problems
+    if problems:
+        p = problems[0]
+        raise IntegrityError(
+            f"journal chain broken at {p.file}:{p.line}: {p.reason}",
+            hint=f"answers from this journal must not be trusted: `terminai-apts memory verify {root}` lists"
+            " every changed file; restore them from backup",
+        )
+
+
+def _as_left(root: Path) -> bool:
+    recorded = state.load(root)
+    if recorded is None or state.snapshot(root) != recorded["files"]:
+        return False
+    for stem, seen in state.witnessed(root).items():
+        mine = recorded["chains"].get(stem)
+        if not (isinstance(seen, list) and isinstance(mine, list) and len(seen) == len(mine) == 2):
+            return False
+        if seen[0] > mine[0] or (seen[0] == mine[0] and seen[1] != mine[1]):
+            return False  # the witness saw more than this journal holds: look closely
+    return True
 
 
 def _chain(root: Path, stem: str, warm: Path, report: Report) -> list[dict[str, object]] | None:
@@ -149,13 +215,16 @@ def _walk(
     line cut short (no newline, not a record) is a torn write, reported as pending.
     """
     out: list[dict[str, object]] = []
+    previous: str | None = None
+    secret = keyed.key()
     for path in files:
         name = str(path.relative_to(root))
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
             raw = b""
-        lines = [(n, line) for n, line in enumerate(raw.splitlines(), start=1) if line.strip()]
+        # Split at newlines only: a line ending "\r\n" is not its entry's spelling (reported as such).
+        lines = [(n, line) for n, line in enumerate(raw.split(b"\n"), start=1) if line.strip()]
         if lines and not raw.endswith(b"\n") and ledger.parse(lines[-1][1]) is None:
             report.add(
                 name,
@@ -169,20 +238,50 @@ def _walk(
         links = list(CHAIN.walk(lines, prev=prev))
         corrupt = [link for link in links if link.record is None]
         for c in corrupt:
-            report.add(name, c.number, "corrupt line (quarantined)")
+            report.add(name, c.number, f"corrupt line ({c.spelling}): `terminai-apts memory compact` quarantines it")
         kind = KINDS[path.stem]
+        plain = next((link for link in links if link.record is not None and "hash" not in link.record), None)
+        if not corrupt and plain is not None:
+            report.add(
+                name,
+                plain.number,
+                "an entry without hash and prev (written outside the journal, in the plain JSONL form):"
+                " readers take it, but it is bound to no chain",
+            )
+            return out
         stranger = next((link for link in links if link.record is not None and link.record.get("kind") != kind), None)
         if not corrupt and stranger is not None:
             report.add(name, stranger.number, f"not a {kind} entry: this file holds another chain's records")
             return out
         bad = corrupt[:1] or [link for link in links if not link.ok][:1]
         if bad and bad[0].record is not None:
-            reason = (
-                "entry edited (hash mismatch)" if not bad[0].intact else "entry removed or reordered before this one"
-            )
+            reason = f"entry {bad[0].problem}" if not bad[0].intact else "entry removed or reordered before this one"
             report.add(name, bad[0].number, reason)
+            if bad[0].intact and bad[0] is links[0] and previous is not None:
+                # Where two files meet, either side may have lost entries: name both.
+                report.add(previous, 0, f"entries removed from its end, or {name} does not continue it")
         if bad:
             return out
+        if secret is not None:
+            unsigned = next((link for link in links if not keyed.signed(secret, link.record or {})), None)
+            if unsigned is not None:
+                report.add(
+                    name,
+                    unsigned.number,
+                    f"not signed with the journal key ({keyed.KEY_ENV}): forged, or written without the key",
+                )
+                return out
+        quarter = COLD_QUARTER.fullmatch(name)
+        if quarter:
+            stray = next((link for link in links if entry_quarter(link.record or {}) != quarter.group(1)), None)
+            if stray is not None:
+                report.add(name, stray.number, f"not dated in {quarter.group(1)}: an archive holds its quarter only")
+                return out
+        if kind in ("decision", "posture"):
+            undated = next((link for link in links if entry_time(link.record or {}) is None), None)
+            if undated is not None:
+                report.add(name, undated.number, "entry without a readable time (no valid 'iso' or 'ts')")
+                return out
         for link in links:
             if link.record is not None:  # always: a corrupt line stopped the walk above
                 out.append(link.record)
@@ -190,6 +289,7 @@ def _walk(
                     seen.add(str(link.record["hash"]))
         if out:
             prev = str(out[-1]["hash"])
+        previous = name
     return out
 
 
@@ -222,20 +322,36 @@ def _anchor(root: Path, anchor: Path, cold_last: str | None, report: Report) -> 
     report.add(name, 1 if held else 0, reason, pending=report.compaction)
 
 
+def _cut_short(root: Path, rel: Path) -> bool:
+    """Whether a buffer one entry behind its chain is a crash's signature, not an edit.
+
+    A writer stopped between the chain's append and the buffer's rewrite left the buffer
+    as the state record (see :mod:`state`) has it; a buffer cut by hand is not.
+    """
+    recorded = state.load(root)
+    if recorded is None or str(rel) not in recorded["files"]:
+        return True  # nothing to tell them apart by
+    return bool(recorded["files"][str(rel)] == state.snapshot_of(root, str(rel)))
+
+
 def _hot(root: Path, rel: Path, chain: list[dict[str, object]], report: Report) -> None:
     """A hot buffer must be the chain's last entries (or lack only the newest, after a crash)."""
     keep = HOT_KEEP[rel]
     name = str(rel)
     held: list[dict[str, object]] = []
     for number, line in numbered_lines(root / rel):
-        record = ledger.parse(line)
+        record, why = ledger.read(line)
         if record is None:
-            report.add(name, number, "corrupt line")
+            report.add(name, number, f"corrupt line ({why})")
+            return
+        how = ledger.spelling(line, record)
+        if how:
+            report.add(name, number, f"entry edited: {how}")
             return
         held.append(record)
     if held == chain[-keep:]:
         return
-    if held == chain[:-1][-keep:]:
+    if held == chain[:-1][-keep:] and _cut_short(root, rel):
         report.add(
             name,
             0,
@@ -266,15 +382,23 @@ def _files(root: Path, report: Report) -> None:
             report.add(str(seals.SEALS), 0, f"removed: {witness.relative_to(root)} was sealed in it")
             have_seals = True  # every file it sealed is now unsealed: report each as such
     last_seal = max((s.line for s in sealed.values()), default=0)
+    archived = cold.archived_dailies(root) if sealed else {}
     present: set[str] = set()
-    for folder, _dirs, names in os.walk(root):
-        for fname in names:
-            rel = str((Path(folder) / fname).relative_to(root))
-            present.add(rel)
-            _classify(root, rel, sealed, have_seals, report)
+    for folder, dirs, names in os.walk(root):
+        for fname in [*dirs, *names]:
+            path = Path(folder) / fname
+            rel = str(path.relative_to(root))
+            if path.is_symlink():
+                # Readers would follow it out of the journal, past what its writers recorded.
+                report.add(rel, 0, "a symbolic link: every file of a journal must be a regular file inside it")
+            elif fname in names:
+                present.add(rel)
+                _classify(root, rel, sealed, have_seals, report)
     for rel, seal in sorted(sealed.items()):
         if rel in present or seal.sha256 is None:
             continue
+        if rel in archived and cold.sha256(archived[rel][1]) == seal.sha256:
+            continue  # moved, byte for byte, into a sealed archive by quarterly compaction
         if seal.line == last_seal and rel.startswith("warm/daily/"):
             report.add(
                 rel, 0, "sealed but never written (a write cut short); `verify --repair` gives it up", pending=True
@@ -302,6 +426,21 @@ def _classify(root: Path, rel: str, sealed: dict[str, seals.Seal], have_seals: b
     }:
         return
     if COLD_CHAIN.fullmatch(rel):
+        return
+    kept = KEPT_LINE.fullmatch(rel)
+    if kept:
+        if seals.digest_file(root / rel) != kept.group(1):
+            report.add(rel, 0, "changed: a quarantined line's bytes no longer hash to the file's name")
+        return
+    if rel == cold.DECISIONS_INDEX:
+        if cold.decisions_index(root) != (root / rel).read_bytes():
+            report.add(
+                rel,
+                0,
+                "does not match the archived decisions it indexes; `terminai-apts memory compact --only quarterly`"
+                " writes it again from them",
+                pending=report.compaction,
+            )
         return
     if TEMP.fullmatch(rel):
         report.add(

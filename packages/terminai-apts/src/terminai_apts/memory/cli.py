@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sqlite3
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -14,6 +16,7 @@ from terminai_apts.errors import IntegrityError, JournalError, MemoryQueryError,
 from terminai_apts.memory import render, store
 from terminai_apts.memory.api import ThermalMemory, open_memory
 from terminai_apts.memory.journal import SCHEDULES, MemoryJournal
+from terminai_apts.memory.journal_files import entry_time
 from terminai_apts.memory.query import normalize_date
 from terminai_apts.memory.records import (
     NULL_CONTENT,
@@ -284,7 +287,8 @@ def journal_root(path: str) -> Path:
 def _cmd_verify(args: argparse.Namespace) -> int:
     journal = MemoryJournal(journal_root(args.journal))
     repaired = journal.repair() if args.repair else []
-    report = journal.inspect()
+    # A journal found unchanged is recorded as such, so readers open it with a stat per file.
+    report = journal.inspect_and_record() if os.access(journal.root, os.W_OK) else journal.inspect()
     lines = [*repaired, *(f"{p.file}:{p.line}: {p.reason}" for p in report.problems)]
     lines += [f"{p.file}:{p.line}: pending: {p.reason}" for p in report.pending]
     found = {
@@ -327,8 +331,248 @@ def _cmd_compact(args: argparse.Namespace) -> int:
     return _emit(args, report, ", ".join(f"{k}={v}" for k, v in report.items()))
 
 
+def _writable(args: argparse.Namespace) -> MemoryJournal:
+    """The journal a write goes to; ``--create`` makes a new one (its ``hot/`` folder) first."""
+    root = Path(args.journal)
+    if args.create:
+        if root.exists() and not root.is_dir():
+            raise JournalError(f"{root} is a file, not a journal directory", hint="pass the journal's root directory")
+        (root / "hot").mkdir(parents=True, exist_ok=True)
+    elif not root.exists():
+        raise JournalError(
+            f"journal directory {root} does not exist", hint="pass --create to start a new journal there"
+        )
+    return MemoryJournal(journal_root(args.journal))
+
+
+def _when(value: str | None) -> str | float | None:
+    """``--ts``: unix seconds (a number) or ISO 8601 text."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
+def _agent_changes(items: list[str] | None) -> dict[str, str]:
+    changes: dict[str, str] = {}
+    for item in items or []:
+        name, sep, change = item.partition("=")
+        if not sep or not name.strip():
+            raise UsageError(
+                f"--agent-change {item!r} is not NAME=CHANGE", hint="e.g. --agent-change 'triage=stalled→idling'"
+            )
+        changes[name.strip()] = change
+    return changes
+
+
+def _entry_line(entry: dict[str, Any] | None) -> str:
+    if entry is None:
+        return "no transition: the posture is unchanged (pass --trigger or --agent-change to record an event)"
+    if entry.get("kind") == "posture":
+        return f"{entry['iso']} posture {entry['from_posture']} -> {entry['to_posture']}  {entry['hash'][:12]}"
+    return f"{entry['iso']} decision: {entry['decision']}  {entry['hash'][:12]}"
+
+
+def _cmd_journal_decide(args: argparse.Namespace) -> int:
+    journal = _writable(args)
+    entry = journal.write_decision(
+        args.decision,
+        args.rationale,
+        args.outcome,
+        args.by,
+        args.human_approval,
+        source=args.source,
+        tags=tuple(args.tag or ()),
+        timestamp=_when(args.ts),
+        supersedes=args.supersedes,
+    )
+    return _emit(args, entry, _entry_line(entry))
+
+
+def _cmd_journal_posture(args: argparse.Namespace) -> int:
+    journal = _writable(args)
+    entry = journal.update_posture(
+        args.posture,
+        args.reason,
+        source=args.source,
+        timestamp=_when(args.ts),
+        active_count=args.active_count,
+        tes_score=args.tes_score,
+        trigger=args.trigger,
+        agent_changes=_agent_changes(args.agent_change),
+    )
+    return _emit(args, {"recorded": entry is not None, "entry": entry}, _entry_line(entry))
+
+
+def _seed_entry(journal: MemoryJournal, data: Any, where: str, source: str) -> dict[str, Any] | None:
+    """Write one entry given in the journal files' own format (a decision or a posture line)."""
+    if not isinstance(data, dict):
+        raise UsageError(f"{where}: an entry must be a JSON object")
+    # The entry's own time, read as the journal reads it (its ``iso``, else its ``ts``).
+    found = entry_time(data)
+    when = None if found is None else found.timestamp()
+    if found is None and (data.get("ts") is not None or data.get("iso") is not None):
+        raise UsageError(f"{where}: its ts/iso is not a time", hint='"ts": unix seconds, "iso": "2026-01-04T19:59:34Z"')
+    if "decision" in data:
+        return journal.write_decision(
+            str(data["decision"]),
+            str(data.get("rationale", "")),
+            str(data.get("outcome", "")),
+            str(data.get("decision_maker", "")),
+            data.get("human_approval") is True,
+            source=str(data.get("source", source)),
+            tags=tuple(str(t) for t in data.get("tags", []) or []),
+            timestamp=when,
+        )
+    if "to_posture" in data or "posture" in data:
+        count, score = data.get("active_count"), data.get("tes_score")
+        changes = data.get("agent_changes") or {}
+        if not isinstance(changes, dict):
+            raise UsageError(f"{where}: agent_changes must be an object")
+        return journal.update_posture(
+            str(data.get("to_posture", data.get("posture"))),
+            str(data.get("reason", "")),
+            source=str(data.get("source", source)),
+            timestamp=when,
+            active_count=count if isinstance(count, int) and not isinstance(count, bool) else None,
+            tes_score=float(score) if isinstance(score, int | float) and not isinstance(score, bool) else None,
+            trigger=None if data.get("trigger") is None else str(data["trigger"]),
+            agent_changes={str(k): str(v) for k, v in changes.items()},
+        )
+    raise UsageError(
+        f"{where}: neither a decision nor a posture entry",
+        hint='a decision has "decision" (and rationale, outcome, decision_maker, human_approval);'
+        ' a posture entry has "to_posture"',
+    )
+
+
+def _cmd_journal_append(args: argparse.Namespace) -> int:
+    journal = _writable(args)
+    lines = [args.entry] if args.entry is not None else sys.stdin.read().splitlines()
+    parsed: list[tuple[str, Any]] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = "--entry" if args.entry is not None else f"stdin line {number}"
+        try:
+            parsed.append((where, json.loads(line)))
+        except ValueError as exc:
+            raise UsageError(f"{where} is not JSON: {exc}", hint="one JSON object per line") from None
+    if not parsed:
+        raise UsageError("no entry to append", hint="pass --entry JSON or JSON lines on stdin")
+    written = [_seed_entry(journal, data, where, args.source) for where, data in parsed]
+    return _emit(
+        args,
+        {"appended": sum(e is not None for e in written), "entries": written},
+        "\n".join(_entry_line(e) for e in written),
+    )
+
+
+def _read_input(name: str) -> str:
+    if name == "-":
+        return sys.stdin.read()
+    try:
+        return Path(name).read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {name}: {exc}") from None
+
+
+def _cmd_journal_goals(args: argparse.Namespace) -> int:
+    if args.set is None:
+        goals = MemoryJournal(journal_root(args.journal)).read_active_goals()
+    else:
+        journal = _writable(args)
+        try:
+            given = json.loads(_read_input(args.set))
+        except ValueError as exc:
+            raise UsageError(f"goals in {args.set} are not JSON: {exc}") from None
+        if isinstance(given, dict):
+            items, deferred = given.get("goals", []), given.get("deferred", [])
+            done = given.get("completed_today", 0) if args.completed_today is None else args.completed_today
+        else:
+            items, deferred, done = given, [], args.completed_today or 0
+        goals = journal.set_goals(items, completed_today=done, deferred=deferred)
+    text = "\n".join(
+        f"{g.get('id')} [{g.get('priority')}] {g.get('status')}: {g.get('summary')} ({g.get('agent')})"
+        for g in goals["goals"]
+    )
+    return _emit(args, goals, text or "no active goals")
+
+
+def _cmd_journal_context(args: argparse.Namespace) -> int:
+    if args.set is None:
+        text = MemoryJournal(journal_root(args.journal)).read_session_context()
+        return _emit(args, {"session_context": text}, text if text is not None else "no session context")
+    journal = _writable(args)
+    text = _read_input(args.set)
+    journal.write_session_context(text)
+    return _emit(args, {"written": len(text.splitlines())}, f"session context: {len(text.splitlines())} lines")
+
+
+def _cmd_journal_read(args: argparse.Namespace) -> int:
+    journal = MemoryJournal(journal_root(args.journal))
+    context = journal.read_session_context()
+    goals = journal.read_active_goals()
+    decisions = journal.recent_decisions(args.decisions)
+    trend = journal.posture_trend(args.posture)
+    found = {"session_context": context, "active_goals": goals, "recent_decisions": decisions, "posture_trend": trend}
+    lines = [context or "(no session context)", "", "goals:"]
+    lines += [f"  {g.get('id')} [{g.get('priority')}] {g.get('summary')}" for g in goals["goals"]]
+    lines += ["recent decisions:"]
+    lines += [f"  [{d['iso']}] {d.get('decision')} ({d.get('decision_maker')})" for d in decisions]
+    lines += ["posture trend:"]
+    lines += [f"  [{p['iso']}] {p['from_posture']} -> {p['to_posture']}" for p in trend]
+    return _emit(args, found, "\n".join(lines))
+
+
+def _register_journal(sub: argparse._SubParsersAction[Any]) -> None:
+    """``memory journal {append,decide,posture,goals,context,read} ROOT``: the journal's writers and readers."""
+    journal = sub.add_parser("journal", help="write and read a journal's entries, goals and session context")
+    actions = journal.add_subparsers(dest="journal_command", metavar="ACTION", required=True)
+
+    def action(name: str, func: Any, helptext: str, *, writes: bool) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = actions.add_parser(name, help=helptext)
+        p.add_argument("journal", help="journal root directory")
+        p.add_argument("--json", action="store_true", help="print one JSON object")
+        if writes:
+            p.add_argument("--create", action="store_true", help="start a new journal at ROOT if there is none")
+            p.add_argument("--source", default="agent", help="who writes (default: agent)")
+        p.set_defaults(func=func)
+        return p
+
+    p = action("decide", _cmd_journal_decide, "record a decision", writes=True)
+    p.add_argument("--decision", required=True, help="what was decided")
+    p.add_argument("--rationale", default="", help="why")
+    p.add_argument("--outcome", default="", help="what it led to")
+    p.add_argument("--by", required=True, help="the decision maker (cbo, agent1, human, ...)")
+    p.add_argument("--human-approval", action="store_true", help="a person approved it")
+    p.add_argument("--tag", action="append", help="a tag (repeatable)")
+    p.add_argument("--supersedes", help="hash of an earlier decision this one replaces")
+    p.add_argument("--ts", help="when: unix seconds or ISO 8601 (default: now)")
+    p = action("posture", _cmd_journal_posture, "record a posture transition", writes=True)
+    p.add_argument("posture", help="the posture moved to")
+    p.add_argument("--reason", default="", help="why the posture changed")
+    p.add_argument("--trigger", help="the event behind the entry (records it even when the posture holds)")
+    p.add_argument("--active-count", type=int, help="how many agents are active")
+    p.add_argument("--tes-score", type=float, help="the TES score, in percent")
+    p.add_argument("--agent-change", action="append", help="NAME=CHANGE, e.g. 'triage=stalled→idling' (repeatable)")
+    p.add_argument("--ts", help="when: unix seconds or ISO 8601 (default: now)")
+    p = action("append", _cmd_journal_append, "append decision or posture entries given as JSON lines", writes=True)
+    p.add_argument("--entry", help="one JSON entry (default: JSON lines read from stdin)")
+    p = action("goals", _cmd_journal_goals, "print the active goals, or replace them with --set", writes=True)
+    p.add_argument("--set", metavar="FILE", help="replace the goals from a JSON file ('-': stdin)")
+    p.add_argument("--completed-today", type=int, help="goals completed today (with --set)")
+    p = action("context", _cmd_journal_context, "print the session context, or replace it with --set", writes=True)
+    p.add_argument("--set", metavar="FILE", help="replace the session context from a file ('-': stdin)")
+    p = action("read", _cmd_journal_read, "session context, goals, recent decisions and posture trend", writes=False)
+    p.add_argument("--decisions", type=int, default=10, help="how many recent decisions (at most 10)")
+    p.add_argument("--posture", type=int, default=5, help="how many posture transitions (at most 20)")
+
+
 def register(subparsers: argparse._SubParsersAction[Any]) -> None:
-    """Attach ``memory {index,search,grep,find,filter,count,get,summarize,verify,compact}``."""
+    """Attach ``memory {index,search,grep,find,filter,count,get,summarize,verify,compact,journal}``."""
     memory = subparsers.add_parser("memory", help="query and maintain the memory archive")
     sub = memory.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
 
@@ -391,3 +635,4 @@ def register(subparsers: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "--seal-existing", action="store_true", help="first seal the files of a journal written before seals were kept"
     )
+    _register_journal(sub)

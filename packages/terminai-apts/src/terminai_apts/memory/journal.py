@@ -3,8 +3,12 @@
 Layout under ``root``: ``hot/`` (``session_context.md`` ≤ 200 lines, ``active_goals.json``,
 ``recent_decisions.jsonl`` rolling 10, ``posture_log.jsonl`` rolling 20 transitions),
 ``warm/`` (``daily/YYYY-MM-DD.md`` written once, ``decisions/decisions.jsonl`` and
-``posture_history.jsonl`` append-only and hash-chained) and ``cold/YYYY-Qn/`` (archive,
-summary and a sealed SQLite shard). ``warm/seals.jsonl`` chains the sha256 of every
+``posture_history.jsonl`` append-only and hash-chained, ``weekly/YYYY-Www-summary.md``)
+and ``cold/`` (``YYYY-Qn/``: archived chains, summary and a sealed SQLite shard;
+``archive/YYYY-Qn.tar.gz``: daily summaries 90+ days old; ``summaries/YYYY-Qn-summary.md``;
+``index/decisions_index.json``; see :mod:`~terminai_apts.memory.cold`). Entries carry
+``ts`` (unix seconds) and ``iso``; :func:`~terminai_apts.memory.journal_files.entry_time`
+reads either, and the ISO-text ``ts`` of journals written before. ``warm/seals.jsonl`` chains the sha256 of every
 derived file a query can read (summaries, shards, the live ``index.sqlite``) and
 ``quarantine.jsonl`` the lines moved out of the chains; :mod:`~terminai_apts.memory.checks`
 verifies every file. Writers hold ``root/.lock`` (``flock``); chains are appended in
@@ -20,14 +24,17 @@ import fcntl
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
+import stat
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import date
 from pathlib import Path
 from typing import Any
 
+from terminai_apts import durable
 from terminai_apts.errors import IntegrityError, JournalError, UsageError
-from terminai_apts.memory import chainfile, checks, compaction, seals, store
+from terminai_apts.memory import chainfile, checks, compaction, seals, state, store
+from terminai_apts.memory import cold as cold_tier
 from terminai_apts.memory.checks import HOT_DECISIONS, HOT_POSTURE, QUARANTINE, ChainProblem
 from terminai_apts.memory.compaction import SCHEDULES
 from terminai_apts.memory.journal_files import (
@@ -35,9 +42,16 @@ from terminai_apts.memory.journal_files import (
     POSTURE,
     Entry,
     atomic_write,
+    entry_iso,
+    entry_kind,
     jsonl,
+    kept_bytes,
     now,
+    posture_from,
+    posture_to,
+    quarter,
     read_jsonl,
+    stamp,
     week_end,
 )
 from terminai_apts.memory.records import NewMemory
@@ -58,6 +72,8 @@ __all__ = [
 ]
 
 GENESIS = chainfile.GENESIS
+SESSION_CONTEXT = Path("hot/session_context.md")
+ACTIVE_GOALS = Path("hot/active_goals.json")
 CHAIN = chainfile.CHAIN
 MAX_CONTEXT_LINES = 200
 
@@ -65,6 +81,34 @@ MAX_CONTEXT_LINES = 200
 def entry_hash(body: dict[str, Any]) -> str:
     """sha256 over the canonical JSON of an entry without its ``hash`` field."""
     return CHAIN.digest(body)
+
+
+def _stamp(timestamp: str | float | None) -> tuple[float, str]:
+    try:
+        return stamp(timestamp)
+    except ValueError as exc:
+        raise UsageError(str(exc), hint="pass ISO 8601 UTC (2026-01-04T19:59:34Z) or unix seconds") from None
+
+
+def _with_iso(entry: Mapping[str, Any]) -> dict[str, Any]:
+    item = dict(entry)
+    if not isinstance(item.get("iso"), str):
+        item["iso"] = entry_iso(entry)
+    return item
+
+
+def _lock_file(path: Path) -> int:
+    """The lock file's descriptor, opened without blocking: only a regular file is a lock."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NONBLOCK | os.O_NOFOLLOW, 0o666)
+    except OSError as exc:
+        raise JournalError(
+            f"cannot open the journal's lock {path}: {exc.strerror}", hint="it must be a regular file: remove it"
+        ) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise JournalError(f"the journal's lock {path} is not a regular file", hint="remove it; writers recreate it")
+    return fd
 
 
 class MemoryJournal:
@@ -75,18 +119,39 @@ class MemoryJournal:
         # Test hook: called with each compaction step name before it runs (crash injection).
         self._crash_at = crash_at or (lambda _step: None)
         self._sealing = False
+        self._verified: dict[str, list[int]] | None = None
 
     # ------------------------------------------------------------ locking and appends
     @contextmanager
     def lock(self) -> Iterator[None]:
         """Serialise writers across processes with an exclusive ``flock`` on ``root/.lock``."""
         self.root.mkdir(parents=True, exist_ok=True)
-        with open(self.root / ".lock", "a") as fh:
+        with open(_lock_file(self.root / ".lock"), "a") as fh:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
+            changed = durable.track()
             try:
                 yield
             finally:
-                fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+                durable.untrack()
+                try:
+                    # What this writer changed, as it left it (see memory.state): readers compare.
+                    state.record(self.root, changed, verified=self._verified)
+                finally:
+                    self._verified = None
+                    fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+
+    def inspect_and_record(self) -> checks.Report:
+        """:meth:`inspect` under the lock; a journal found unchanged is recorded as such for readers."""
+        with self.lock():
+            return self._verify_clean()
+
+    def _verify_clean(self) -> checks.Report:
+        """:meth:`inspect`, remembering the files as they were before it when it found nothing changed."""
+        before = state.snapshot(self.root)
+        report = self.inspect()
+        if not report.problems and not report.pending:
+            self._verified = before
+        return report
 
     def _anchor(self, rel: Path) -> str:
         anchor = self.root / rel.with_suffix(".anchor")
@@ -105,7 +170,7 @@ class MemoryJournal:
         return keep
 
     def _quarantine_line(self, rel: str, where: dict[str, Any], raw: bytes) -> None:
-        body = {"kind": "quarantine", "file": rel, **where, "raw": raw.decode("utf-8", "replace"), "ts": now()}
+        body = {"kind": "quarantine", "file": rel, **where, **kept_bytes(self.root, raw), "ts": now()}
         # A torn quarantine record only repeats bytes still in the file it came from: cut it.
         chainfile.append(self.root / QUARANTINE, body, on_torn=lambda _offset, _raw: None)
         if not self._sealing:  # sealing may quarantine a torn seal line: that one is sealed next time
@@ -146,18 +211,22 @@ class MemoryJournal:
         *,
         source: str = "agent",
         tags: tuple[str, ...] = (),
-        timestamp: str | None = None,
+        timestamp: str | float | None = None,
         supersedes: str | None = None,
     ) -> dict[str, Any]:
         """Record a decision: appended to the warm chain and the rolling hot buffer of 10.
 
+        The entry carries ``ts`` (unix seconds) and ``iso`` (``2026-01-04T19:59:34Z``);
+        ``timestamp`` (ISO 8601 text or unix seconds) sets them, the default is now.
         ``supersedes`` is the ``hash`` of an earlier decision this one replaces; the index
         then marks the earlier record ``superseded_by`` this one.
         """
         if not str(decision).strip():
             raise UsageError("a decision needs text")
+        ts, iso = _stamp(timestamp)
         body: dict[str, Any] = {
-            "ts": timestamp or now(),
+            "ts": ts,
+            "iso": iso,
             "source": source,
             "kind": "decision",
             "decision": decision,
@@ -181,22 +250,52 @@ class MemoryJournal:
         return entry
 
     def update_posture(
-        self, posture: str, reason: str, *, source: str = "agent", timestamp: str | None = None
+        self,
+        posture: str,
+        reason: str = "",
+        *,
+        source: str = "agent",
+        timestamp: str | float | None = None,
+        active_count: int | None = None,
+        tes_score: float | None = None,
+        trigger: str | None = None,
+        agent_changes: Mapping[str, str] | None = None,
     ) -> dict[str, Any] | None:
-        """Record a posture transition; the same posture twice in a row records nothing."""
+        """Record a posture transition (the seed's ``update_posture_log``); returns the entry or None.
+
+        The entry carries ``from_posture``/``to_posture`` (and, as before, ``previous``/
+        ``posture``), ``active_count``, ``tes_score``, ``trigger`` and ``agent_changes``
+        (``{"navigator": "stalled→idling"}``), ``null``/``{}`` when not given. The posture
+        log records transitions, not polls: the same posture as the last entry records
+        nothing, unless the call names a ``trigger`` or ``agent_changes`` (the station
+        changed while its posture held, as in the seed's example).
+        """
+        if not str(posture).strip():
+            raise UsageError("a posture entry needs a posture")
+        changes = dict(agent_changes or {})
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in changes.items()):
+            raise UsageError("agent_changes maps agent names to text such as 'stalled→idling'")
+        ts, iso = _stamp(timestamp)
         with self.lock():
             hot = HOT_POSTURE
             entries, _bad = read_jsonl(self.root / hot, self.root)
-            if entries and entries[-1].data.get("posture") == posture:
+            previous = posture_to(entries[-1].data) if entries else None
+            if previous == posture and not trigger and not changes:
                 return None
-            previous = entries[-1].data.get("posture") if entries else None
             body = {
-                "ts": timestamp or now(),
+                "ts": ts,
+                "iso": iso,
                 "source": source,
                 "kind": "posture",
                 "posture": posture,
                 "previous": previous,
+                "from_posture": previous,
+                "to_posture": posture,
                 "reason": reason,
+                "active_count": active_count,
+                "tes_score": None if tes_score is None else float(tes_score),
+                "trigger": trigger,
+                "agent_changes": changes,
             }
             entry = self._append(POSTURE, body)
             self._roll(hot, entry, 20, POSTURE)
@@ -210,12 +309,113 @@ class MemoryJournal:
                 hint="summarise older context into the daily summary",
             )
         with self.lock():
-            atomic_write(self.root / "hot/session_context.md", text.encode())
+            atomic_write(self.root / SESSION_CONTEXT, text.encode())
 
-    def set_goals(self, goals: list[dict[str, Any]]) -> None:
-        """Atomically replace ``hot/active_goals.json``."""
+    def set_goals(
+        self,
+        goals: list[dict[str, Any]],
+        *,
+        completed_today: int = 0,
+        deferred: list[Any] | None = None,
+        timestamp: float | None = None,
+    ) -> dict[str, Any]:
+        """Atomically replace ``hot/active_goals.json`` with the seed's snapshot; returns it.
+
+        Written as ``{"timestamp", "goals", "completed_today", "deferred"}``; each goal gets
+        the seed's fields it lacks (``id`` ``g-NNN``, ``priority`` ``normal``, ``summary``,
+        ``agent``, ``created_at`` = the snapshot's time, ``status`` ``active``); fields it
+        has are kept as given.
+        """
+        if not isinstance(goals, list) or not all(isinstance(g, dict) for g in goals):
+            raise UsageError("goals must be a list of objects", hint='e.g. [{"summary": "ship", "priority": "high"}]')
+        if isinstance(completed_today, bool) or not isinstance(completed_today, int) or completed_today < 0:
+            raise UsageError(f"completed_today must be a count, not {completed_today!r}")
+        when, _iso = _stamp(timestamp)
+        snapshot = {
+            "timestamp": when,
+            "goals": [
+                {
+                    "id": f"g-{n:03d}",
+                    "priority": "normal",
+                    "summary": str(g.get("goal", "")),
+                    "agent": "",
+                    "created_at": when,
+                    "status": "active",
+                    **g,
+                }
+                for n, g in enumerate(goals, start=1)
+            ],
+            "completed_today": completed_today,
+            "deferred": list(deferred or []),
+        }
         with self.lock():
-            atomic_write(self.root / "hot/active_goals.json", json.dumps(goals, indent=2, sort_keys=True).encode())
+            atomic_write(self.root / ACTIVE_GOALS, json.dumps(snapshot, indent=2, sort_keys=True).encode())
+        return snapshot
+
+    # ------------------------------------------------------------ readers (never raise)
+    def read_session_context(self) -> str | None:
+        """``hot/session_context.md`` as text; None when it is missing, unreadable or not UTF-8."""
+        try:
+            return (self.root / SESSION_CONTEXT).read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    def read_active_goals(self) -> dict[str, Any]:
+        """The goal snapshot in the seed's form; an empty one when the file is missing or corrupt.
+
+        A bare list (the form journals were written in before) is read as the snapshot's goals.
+        """
+        empty: dict[str, Any] = {"timestamp": None, "goals": [], "completed_today": 0, "deferred": []}
+        try:
+            data = json.loads((self.root / ACTIVE_GOALS).read_bytes())
+        except (OSError, ValueError):
+            return empty
+        if isinstance(data, list):
+            data = {"goals": data}
+        if not isinstance(data, dict):
+            return empty
+        goals = data.get("goals")
+        deferred = data.get("deferred")
+        done = data.get("completed_today")
+        stamp_ = data.get("timestamp")
+        return {
+            "timestamp": stamp_ if isinstance(stamp_, int | float) and not isinstance(stamp_, bool) else None,
+            "goals": [g for g in goals if isinstance(g, dict)] if isinstance(goals, list) else [],
+            "completed_today": done if isinstance(done, int) and not isinstance(done, bool) else 0,
+            "deferred": deferred if isinstance(deferred, list) else [],
+        }
+
+    def recent_decisions(self, count: int = 10) -> list[dict[str, Any]]:
+        """The newest ``count`` decisions of ``hot/recent_decisions.jsonl`` (at most 10), oldest first.
+
+        Corrupt lines are skipped; each entry is a copy with ``iso`` filled in from ``ts``
+        when it lacks one (entries written before carry an ISO ``ts`` only).
+        """
+        return [_with_iso(d) for d in self._hot(HOT_DECISIONS, count)]
+
+    def posture_trend(self, count: int = 5) -> list[dict[str, Any]]:
+        """The last ``count`` posture transitions of ``hot/posture_log.jsonl`` (at most 20), oldest first.
+
+        What a status display shows as the trend (the seed's "last 5 entries"). Each entry is
+        a copy with ``iso``, ``from_posture`` and ``to_posture`` filled in from ``ts``,
+        ``previous`` and ``posture`` when it lacks them.
+        """
+        out = []
+        for d in self._hot(HOT_POSTURE, count):
+            item = _with_iso(d)
+            item.setdefault("to_posture", posture_to(d))
+            item.setdefault("from_posture", posture_from(d))
+            out.append(item)
+        return out
+
+    def _hot(self, rel: Path, count: int) -> list[dict[str, Any]]:
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise UsageError(f"count must be a non-negative integer, not {count!r}")
+        try:
+            entries, _bad = read_jsonl(self.root / rel, self.root)
+        except (OSError, ValueError):
+            return []
+        return [e.data for e in entries[-count:]] if count else []
 
     def write_daily_summary(self, day: str, text: str, *, source: str = "agent") -> Path:
         """Write ``warm/daily/YYYY-MM-DD.md`` once; an existing summary is never modified."""
@@ -224,6 +424,11 @@ class MemoryJournal:
         except ValueError:
             raise UsageError(f"day {day!r} is not YYYY-MM-DD") from None
         path = self.root / "warm/daily" / f"{day}.md"
+        if quarter(day) in cold_tier.archived_quarters(self.root):
+            raise JournalError(
+                f"the daily summaries of {quarter(day)} were archived into {cold_tier.archive_rel(quarter(day))}",
+                hint="an archived quarter's summaries are never added to or modified",
+            )
         data = f"<!-- source: {source}; written: {now()} -->\n{text.rstrip()}\n".encode()
         with self.lock():
             if path.exists():
@@ -296,7 +501,8 @@ class MemoryJournal:
                 if not bad:
                     continue
                 for b in bad:
-                    self._quarantine_line(b.file, {"line": b.line, "reason": "corrupt line"}, b.data["raw"].encode())
+                    where = {"line": b.line, "reason": f"corrupt line ({b.data['why']})"}
+                    self._quarantine_line(b.file, where, b.data["bytes"])
                 atomic_write(path, jsonl([e.data for e in good]))
                 moved += len(bad)
         return moved
@@ -334,6 +540,7 @@ class MemoryJournal:
                 path = self.root / rel
                 if not path.exists():
                     continue
+                durable.changing(path)
                 fd = os.open(path, os.O_RDWR | os.O_APPEND)
                 try:
                     if chainfile.repair_torn_tail(fd, self._torn(str(rel))):
@@ -369,13 +576,16 @@ class MemoryJournal:
         """
         db = self.root / checks.LIVE_INDEX
         with self.lock():
-            changed = [p for p in self.verify() if p.file != checks.LIVE_INDEX]
+            problems = self._verify_clean().problems
+            changed = [p for p in problems if p.file != checks.LIVE_INDEX]
             if changed:
                 # The index would serve (and its seal bless) whatever was changed.
                 raise IntegrityError(
                     f"refusing to index a changed journal: {changed[0].file}:{changed[0].line}: {changed[0].reason}",
                     hint=f"run `terminai-apts memory verify {self.root}` and restore the files it names",
                 )
+            # A changed index is never extended (the new seal would bless the change): rebuilt.
+            rebuild = rebuild or len(changed) < len(problems)
             if rebuild:
                 self._rebuild_earlier_shards()
             records = self.records(cold=False) + extra
@@ -383,6 +593,7 @@ class MemoryJournal:
             if rebuild or not db.exists():
                 n, what = store.build(db, records, meta=seals.SEALED_META), "built"
             else:
+                durable.changing(db)
                 n, what = store.append(db, records), "added"
             self.seal(checks.LIVE_INDEX)
         return what, n
@@ -414,28 +625,29 @@ class MemoryJournal:
                 continue
             d = e.data
             tier = "cold" if e.file.startswith("cold/") else "warm"
-            if d.get("kind") == "posture":
-                title, content = (
-                    f"posture: {d.get('posture')}",
-                    f"{d.get('previous')} -> {d.get('posture')}: {d.get('reason')}",
-                )
+            kind = entry_kind(d)
+            if kind == "posture":
+                moved_to, moved_from = posture_to(d), posture_from(d)
+                why = d.get("reason") or d.get("trigger")
+                title, content = f"posture: {moved_to}", f"{moved_from} -> {moved_to}: {why}"
             else:
                 title = str(d.get("decision", ""))[:200]
                 content = (
                     f"{d.get('decision')}\nrationale: {d.get('rationale')}\noutcome: {d.get('outcome')}\n"
                     f"by: {d.get('decision_maker')} (human approval: {d.get('human_approval')})"
                 )
+            when = entry_iso(d)
             out.append(
                 NewMemory(
-                    uid=str(d.get("hash")),
-                    date=str(d.get("ts", ""))[:19] + "Z",
+                    uid=str(d.get("hash") or entry_hash(d)),
+                    date=when or "0001-01-01T00:00:00Z",
                     recorded_at=now()[:19] + "Z",
                     title=title,
                     content=content,
                     summary=str(d.get("outcome", "")),
-                    tags=tuple(str(t).lower() for t in d.get("tags", [])),
-                    source=str(d.get("source", "")),
-                    kind=str(d.get("kind", "note")),
+                    tags=tuple(str(t).lower() for t in d.get("tags", []) or []),
+                    source=str(d.get("source", d.get("decision_maker", ""))),
+                    kind=kind,
                     tier=tier,
                     origin=f"{e.file}:{e.line}",
                     supersedes=str(d.get("supersedes") or ""),
@@ -443,21 +655,26 @@ class MemoryJournal:
             )
         summaries = [(p, "daily", f"{p.stem}T23:59:59Z") for p in sorted((self.root / "warm/daily").glob("*.md"))]
         summaries += [(p, "weekly", week_end(p.stem)) for p in sorted((self.root / "warm/weekly").glob("*.md"))]
-        for path, span, stamp in summaries:
-            text = path.read_text(errors="replace")
+        texts = [(str(p.relative_to(self.root)), p.stem, span, when, p.read_bytes()) for p, span, when in summaries]
+        # Daily summaries moved into cold/archive/ stay searchable under the same uid.
+        for rel, (archive, data) in sorted(cold_tier.archived_dailies(self.root).items()):
+            day = Path(rel).stem
+            texts.append((f"{archive}:{rel.removeprefix('warm/')}", day, "daily", f"{day}T23:59:59Z", data))
+        for origin, stem, span, when, raw in texts:
+            text = raw.decode("utf-8", "replace")
             out.append(
                 NewMemory(
-                    uid=f"{span}:{path.stem}",
-                    date=stamp,
+                    uid=f"{span}:{stem.removesuffix('-summary')}",
+                    date=when,
                     recorded_at=now()[:19] + "Z",
-                    title=f"{span} summary {path.stem}",
+                    title=f"{span} summary {stem.removesuffix('-summary')}",
                     content=text,
                     summary=text[:200],
                     tags=("summary",),
                     source="journal",
                     kind="summary",
-                    tier="warm",
-                    origin=str(path.relative_to(self.root)),
+                    tier="cold" if origin.startswith("cold/") else "warm",
+                    origin=origin,
                 )
             )
         return out

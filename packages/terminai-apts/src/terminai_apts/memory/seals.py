@@ -15,17 +15,20 @@ transaction restores the very bytes it replaced.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import sqlite3
+import stat
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from terminai_apts import ledger
-from terminai_apts.errors import MemoryStoreError
-from terminai_apts.memory import chainfile, store
-from terminai_apts.memory.journal_files import now
+from terminai_apts.errors import IntegrityError, MemoryStoreError
+from terminai_apts.memory import chainfile, keyed, store
+from terminai_apts.memory.journal_files import fingerprint, now
 from terminai_apts.memory.pinned import FilePin
 
 SEALS = Path("warm/seals.jsonl")
@@ -81,22 +84,32 @@ def digest_file(path: Path, size: int | None = None) -> str:
 
 
 def record(
-    root: Path, rel: str, sha256: str | None, on_torn: Callable[[int, bytes], None], *, size: int | None = None
+    root: Path,
+    rel: str,
+    sha256: str | None,
+    on_torn: Callable[[int, bytes], None],
+    *,
+    size: int | None = None,
+    stat: list[int] | None = None,
 ) -> None:
     """Append the seal of ``root/rel`` (the caller holds the journal's lock).
 
     ``size`` seals an append-only file's first ``size`` bytes: it may grow, never change.
+    ``stat`` is the file's :func:`fingerprint` when it was sealed (see :func:`check_index`).
     """
     body: dict[str, object] = {"kind": "seal", "file": rel, "sha256": sha256, "ts": now()}
     if size is not None:
         body["size"] = size
+    if stat is not None:
+        body["stat"] = stat
     chainfile.append(root / SEALS, body, on_torn=on_torn)
 
 
 def seal_file(root: Path, rel: str, on_torn: Callable[[int, bytes], None], *, prefix: bool = False) -> None:
     """Record the current content of ``root/rel`` (``prefix``: as the start of an append-only file)."""
     size = (root / rel).stat().st_size if prefix else None
-    record(root, rel, digest_file(root / rel, size), on_torn, size=size)
+    stat = None if prefix else fingerprint(root / rel)
+    record(root, rel, digest_file(root / rel, size), on_torn, size=size, stat=stat)
 
 
 def latest(root: Path) -> dict[str, Seal]:
@@ -121,11 +134,19 @@ def latest(root: Path) -> dict[str, Seal]:
 
 
 def sealed_digest(root: Path, rel: str) -> str | None:
-    """The digest the newest intact seal of ``rel`` records (None: no such seal).
+    """The digest the newest intact seal of ``rel`` records (None: no such seal)."""
+    found = sealed_record(root, rel)
+    digest = found[1].get("sha256") if found else None
+    return str(digest) if digest else None
+
+
+def sealed_record(root: Path, rel: str) -> tuple[int, dict[str, object]] | None:
+    """The newest intact seal record of ``rel`` and its line number (None: no such seal).
 
     Reads the seal file once and parses only the lines that name ``rel``: cheap enough
     to run on every open of a sealed shard.
     """
+    secret = keyed.key()  # with the journal key, only a signed seal counts
     try:
         raw = (root / SEALS).read_bytes()
     except FileNotFoundError:
@@ -135,12 +156,86 @@ def sealed_digest(root: Path, rel: str) -> str | None:
     while (at := raw.rfind(needle, 0, end)) >= 0:
         start = raw.rfind(b"\n", 0, at) + 1
         stop = raw.find(b"\n", at)
-        data = ledger.parse(raw[start : stop if stop >= 0 else len(raw)])
-        if data is not None and data.get("file") == rel and data.get("hash") == chainfile.CHAIN.digest(data):
-            digest = data.get("sha256")
-            return str(digest) if digest else None
+        line = raw[start : stop if stop >= 0 else len(raw)]
+        data = ledger.parse(line)
+        if (
+            data is not None
+            and data.get("file") == rel
+            and data.get("hash") == chainfile.CHAIN.digest(data)
+            and not ledger.spelling(line, data)
+            and (secret is None or keyed.signed(secret, data))
+        ):
+            return raw.count(b"\n", 0, start) + 1, data
         end = start
     return None
+
+
+def check_index(root: Path, rel: str) -> Callable[[sqlite3.Connection], None]:
+    """An open-time check for the live index ``root/rel``: what ``verify`` says of it, or nothing.
+
+    Cheap on every open: the file's :func:`fingerprint` against the one its seal recorded,
+    and a full sha256 only when they differ (a copied journal, a changed file). A writer
+    re-indexing meanwhile withdraws the seal until it has written the new index: a failed
+    check is repeated once that writer has released the journal's lock.
+    """
+
+    def check(_conn: sqlite3.Connection) -> None:
+        problem = index_problem(root, rel)
+        if problem and writer_done(root):
+            problem = index_problem(root, rel)
+        if problem:
+            raise IntegrityError(
+                f"{root / rel}: {problem}",
+                hint=f"rebuild it: terminai-apts memory index {root} --rebuild"
+                f" (`terminai-apts memory verify {root}` lists every changed file)",
+            )
+
+    return check
+
+
+def index_problem(root: Path, rel: str) -> str | None:
+    """Why the live index must not be read (verify's words), or None."""
+    path = root / rel
+    if not (root / SEALS).exists():
+        # A journal from before seals has none to compare with (verify reports it as pending).
+        return f"{SEALS} was removed, but this index was sealed in it" if carries_seal_mark(path) else None
+    found = sealed_record(root, rel)
+    if found is None:
+        return "not sealed: added or replaced outside the journal's API"
+    line, data = found
+    if not data.get("sha256"):
+        return "an index write was cut short"
+    if data.get("stat") == fingerprint(path):
+        return None
+    if digest_file(path) != data["sha256"]:
+        return f"changed since it was sealed ({SEALS}:{line})"
+    return None
+
+
+def writer_done(root: Path, timeout: float = 30.0) -> bool:
+    """Wait (bounded) until no writer holds ``root/.lock``; False when there is no lock or it stays taken."""
+    try:
+        fd = os.open(root / ".lock", os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False  # not a lock any writer takes (a FIFO would block a reader)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    return False
+                time.sleep(0.05)
+                continue
+            except OSError:
+                return False  # locking refused (a sandboxed reader): nothing to wait for
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            return True
+    finally:
+        os.close(fd)
 
 
 def carries_seal_mark(path: Path) -> bool:

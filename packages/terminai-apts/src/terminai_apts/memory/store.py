@@ -307,6 +307,7 @@ def base_id(conn: sqlite3.Connection) -> int:
 
 def append(path: Path, records: Sequence[NewMemory]) -> int:
     """Add records whose uid is not yet indexed (idempotent); returns how many were new."""
+    durable.remove_leftovers(path)  # a killed build's temp file, found by the next ordinary update
     conn = open_writer(path)
     try:
         with conn:

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 
 from terminai_apts.errors import MemoryStoreError
-from terminai_apts.memory import seals, store
+from terminai_apts.memory import checks, seals, store
 from terminai_apts.memory.shard import Shard
 
 LIVE_INDEX = "index.sqlite"
@@ -67,9 +67,12 @@ def _open_tiers(base: Path, sealed: list[Path], *, immutable: bool) -> list[Shar
         )
     shards: list[Shard] = []
     journal = seals.is_journal(base)
+    if journal:
+        checks.refuse_changed(base)  # a query never answers from a journal verify refuses
     try:
         if live.is_file():
-            shards.append(Shard(live, name="live", immutable=immutable, block=0))
+            check = seals.check_index(base, LIVE_INDEX) if journal else None
+            shards.append(Shard(live, name="live", immutable=immutable, block=0, check=check))
         for file in sealed:
             quarter = file.parent.name
             if not _QUARTER.fullmatch(quarter):

@@ -110,5 +110,5 @@ def verify(path: Path) -> int:
                 f"{path} line {number} does not follow line {number - 1}: a record was removed, inserted or reordered"
             )
         if not link.intact:
-            raise AuditError(f"{path} line {number} was edited (its hash does not match its content)")
+            raise AuditError(f"{path} line {number} was {link.problem}")
     return len(lines)

@@ -104,7 +104,7 @@ def verify(path: str | os.PathLike[str]) -> int:
                 f"audit chain broken at line {link.number}", hint="a line was removed, inserted or reordered"
             )
         if not link.intact:
-            raise IntegrityError(f"audit line {link.number} does not match its hash", hint="the line was edited")
+            raise IntegrityError(f"audit line {link.number} was {link.problem}", hint="the line was edited")
         seq = _seq(body, link.number) + 1
         count += 1
     return count
