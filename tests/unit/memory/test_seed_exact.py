@@ -32,7 +32,7 @@ from terminai_apts.memory.shard import Shard
 
 from tests.unit.memory.seed_statements import SEED_FILE, SeedStatements, seed_api
 
-EXAMPLES = int(os.environ.get("SEED_EXACT_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("SEED_EXACT_EXAMPLES", "25"))
 SCHEMAS = {
     "typed": "CREATE TABLE memories(id TEXT PRIMARY KEY, date TEXT, title TEXT, content TEXT,"
     " summary TEXT, tags TEXT, source TEXT, confidence REAL)",
