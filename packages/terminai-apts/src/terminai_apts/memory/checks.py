@@ -13,7 +13,8 @@ Each file under the journal root is one of (see ``docs/MEMORY_API.md``):
   ``cold/archive/`` tarballs of daily summaries): its sha256 must be the one its newest
   seal records; a daily summary moved into such an archive may be absent when the
   archive holds exactly its sealed bytes;
-* mutable by design (``.lock``, ``hot/session_context.md``, ``hot/active_goals.json``);
+* mutable by design (``.lock``, ``hot/session_context.md``, ``hot/active_goals.json``,
+  ``.state.json``: see :mod:`~terminai_apts.memory.state`);
 * left by an interrupted operation (``compaction.wal``, temporary files, a torn last
   line, a seal whose write did not happen): reported as *pending* with the command that
   completes it, not as a changed history;

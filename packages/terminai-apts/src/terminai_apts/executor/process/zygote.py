@@ -197,6 +197,9 @@ class Zygote:
                 # not wait for the run's namespaces to be torn down.
                 self._answer(None)
                 self.dying.add(pid)
+                # A run that had already ended (its group killed by the host) sent its
+                # SIGCHLD before it was dying here: no signal will come again for it.
+                self.reap_dying(block=False)
                 self._sweep_due()
                 return
             try:
