@@ -6,7 +6,8 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from terminai_apts.memory import store
+from terminai_apts.memory import keyed, state, store
+from terminai_apts.memory.journal import MemoryJournal
 from terminai_apts.memory.records import NewMemory
 
 ROWS = [
@@ -97,4 +98,31 @@ def seed_archive(tmp_path: Path) -> Path:
     )
     conn.commit()
     conn.close()
+    return path
+
+
+def indexed_journal(root: Path, word: str = "rollout", decisions: int = 3) -> MemoryJournal:
+    """A journal of ``decisions`` decisions ("WORD step N") with its live index built and sealed."""
+    j = MemoryJournal(root)
+    for i in range(decisions):
+        j.write_decision(f"{word} step {i}", "why", "ok", "agent", True, timestamp=f"2026-11-0{i + 1}T10:00:00Z")
+    j.build_index([], rebuild=True)
+    return j
+
+
+@pytest.fixture
+def key_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A journal key in ``TERMINAI_JOURNAL_KEY_FILE`` for the test."""
+    path = tmp_path / "journal.key"
+    path.write_bytes(bytes(range(32)))
+    monkeypatch.setenv(keyed.KEY_ENV, str(path))
+    return path
+
+
+@pytest.fixture
+def witness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An outside witness directory in ``TERMINAI_JOURNAL_WITNESS`` for the test."""
+    path = tmp_path / "witness"
+    path.mkdir()
+    monkeypatch.setenv(state.WITNESS_ENV, str(path))
     return path

@@ -16,19 +16,12 @@ import pytest
 from terminai_apts.errors import IntegrityError, UsageError
 from terminai_apts.memory import checks, seals, state
 from terminai_apts.memory.api import ThermalMemory
-from terminai_apts.memory.journal import MemoryJournal
 
-
-def _journal(root: Path, decisions: int = 3) -> MemoryJournal:
-    j = MemoryJournal(root)
-    for i in range(decisions):
-        j.write_decision(f"rollout step {i}", "why", "ok", "agent", True, timestamp=f"2026-11-0{i + 1}T10:00:00Z")
-    j.build_index([], rebuild=True)
-    return j
+from tests.unit.memory.conftest import indexed_journal
 
 
 def test_an_untouched_journal_is_opened_without_a_full_verify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    j = _journal(tmp_path / "j")
+    j = indexed_journal(tmp_path / "j")
     calls: list[Path] = []
     real = checks.inspect
     monkeypatch.setattr(checks, "inspect", lambda root: calls.append(root) or real(root))
@@ -42,7 +35,7 @@ def test_an_untouched_journal_is_opened_without_a_full_verify(tmp_path: Path, mo
 
 
 def test_a_copied_journal_is_verified_whole_and_read(tmp_path: Path) -> None:
-    j = _journal(tmp_path / "j")
+    j = indexed_journal(tmp_path / "j")
     copy = tmp_path / "copy"
     shutil.copytree(j.root, copy)  # new inodes and times: nothing matches the record
     with ThermalMemory(copy) as mem:
@@ -50,7 +43,7 @@ def test_a_copied_journal_is_verified_whole_and_read(tmp_path: Path) -> None:
 
 
 def test_a_rollback_of_the_chain_and_its_buffer_is_reported_and_refused(tmp_path: Path) -> None:
-    j = _journal(tmp_path / "j")
+    j = indexed_journal(tmp_path / "j")
     old = {rel: (j.root / rel).read_bytes() for rel in ("warm/decisions/decisions.jsonl", "hot/recent_decisions.jsonl")}
     j.write_decision("a newer decision", "why", "ok", "agent", True)
     for rel, data in old.items():
@@ -62,11 +55,10 @@ def test_a_rollback_of_the_chain_and_its_buffer_is_reported_and_refused(tmp_path
         ThermalMemory(j.root)
 
 
-def test_a_whole_rollback_is_caught_only_by_the_witness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    witness = tmp_path / "witness"
-    witness.mkdir()
-    monkeypatch.setenv(state.WITNESS_ENV, str(witness))
-    j = _journal(tmp_path / "j")
+def test_a_whole_rollback_is_caught_only_by_the_witness(
+    tmp_path: Path, witness: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    j = indexed_journal(tmp_path / "j")
     backup = tmp_path / "backup"
     shutil.copytree(j.root, backup)
     j.write_decision("a newer decision", "why", "ok", "agent", True)
@@ -81,7 +73,7 @@ def test_a_whole_rollback_is_caught_only_by_the_witness(tmp_path: Path, monkeypa
 
 
 def test_a_witness_that_is_not_a_directory_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    j = _journal(tmp_path / "j")
+    j = indexed_journal(tmp_path / "j")
     for value in ("relative/dir", str(tmp_path / "absent")):
         monkeypatch.setenv(state.WITNESS_ENV, value)
         with pytest.raises(UsageError, match=state.WITNESS_ENV):
@@ -89,7 +81,7 @@ def test_a_witness_that_is_not_a_directory_is_refused(tmp_path: Path, monkeypatc
 
 
 def test_a_reader_waits_for_a_writer_instead_of_failing(tmp_path: Path) -> None:
-    j = _journal(tmp_path / "j")
+    j = indexed_journal(tmp_path / "j")
     answers: list[int] = []
     failures: list[BaseException] = []
     inside = threading.Event()
@@ -119,7 +111,7 @@ def test_a_reader_waits_for_a_writer_instead_of_failing(tmp_path: Path) -> None:
 
 
 def test_a_file_changed_by_hand_is_not_blessed_by_the_next_write(tmp_path: Path) -> None:
-    j = _journal(tmp_path / "j")
+    j = indexed_journal(tmp_path / "j")
     chain = j.root / "warm/decisions/decisions.jsonl"
     lines = chain.read_bytes().splitlines(keepends=True)
     chain.write_bytes(lines[0].replace(b"rollout", b"ROLLOUT") + b"".join(lines[1:]))

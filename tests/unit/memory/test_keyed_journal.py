@@ -13,14 +13,6 @@ from terminai_apts.memory.chainfile import CHAIN
 from terminai_apts.memory.journal import DECISIONS, MemoryJournal
 
 
-@pytest.fixture
-def key_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "journal.key"
-    path.write_bytes(bytes(range(32)))
-    monkeypatch.setenv(keyed.KEY_ENV, str(path))
-    return path
-
-
 def _forge(root: Path) -> None:
     """What anyone who can write the journal can do: append an entry with a correct hash."""
     chain = root / DECISIONS

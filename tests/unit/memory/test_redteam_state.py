@@ -16,21 +16,15 @@ from pathlib import Path
 
 import pytest
 from terminai_apts import errors, ledger
-from terminai_apts.memory import keyed, seals, state
+from terminai_apts.memory import seals, state
 from terminai_apts.memory.api import ThermalMemory
 from terminai_apts.memory.chainfile import CHAIN
-from terminai_apts.memory.journal import DECISIONS, MemoryJournal
+from terminai_apts.memory.journal import DECISIONS
 from terminai_apts.memory.journal_files import fingerprint
 
+from tests.unit.memory.conftest import indexed_journal
+
 pytestmark = pytest.mark.slow  # in `make test`, not in `make test-fast`
-
-
-def _journal(root: Path, word: str = "rollout", decisions: int = 3) -> MemoryJournal:
-    j = MemoryJournal(root)
-    for i in range(decisions):
-        j.write_decision(f"{word} step {i}", "why", "ok", "agent", True, timestamp=f"2026-11-0{i + 1}T10:00:00Z")
-    j.build_index([], rebuild=True)
-    return j
 
 
 def _read_outcome(root: Path, word: str = "rollout") -> str:
@@ -42,20 +36,12 @@ def _read_outcome(root: Path, word: str = "rollout") -> str:
         return "refused"
 
 
-@pytest.fixture
-def key_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    path = tmp_path / "journal.key"
-    path.write_bytes(bytes(range(32)))
-    monkeypatch.setenv(keyed.KEY_ENV, str(path))
-    return path
-
-
 # ---------------------------------------------------------------- attacks that once got through
 
 
 def test_an_append_to_an_edited_chain_does_not_bless_the_edit(tmp_path: Path) -> None:
     """Guarantee 5/2: the edited file is the one the next write appends to."""
-    j = _journal(tmp_path / "j")
+    j = indexed_journal(tmp_path / "j")
     chain = j.root / DECISIONS
     lines = chain.read_bytes().splitlines(keepends=True)
     chain.write_bytes(lines[0].replace(b"rollout", b"ROLLOUT") + b"".join(lines[1:]))
@@ -66,7 +52,7 @@ def test_an_append_to_an_edited_chain_does_not_bless_the_edit(tmp_path: Path) ->
 
 def test_a_symlinked_chain_cannot_be_rolled_back_behind_the_readers_back(tmp_path: Path) -> None:
     """Guarantee 2/3: lstat fingerprints of a symlink do not change when its target does."""
-    j = _journal(tmp_path / "j")
+    j = indexed_journal(tmp_path / "j")
     chain = j.root / DECISIONS
     outside = tmp_path / "outside.jsonl"
     shutil.copy2(chain, outside)
@@ -86,8 +72,8 @@ def test_a_keyed_journal_never_serves_an_index_sealed_by_a_forged_seal(key_file:
     once. Second: the other journal's index copied in, with a seal record for it that has
     a correct hash (and stat) but no mac.
     """
-    j = _journal(tmp_path / "j")
-    other = _journal(tmp_path / "other", word="FORGED")
+    j = indexed_journal(tmp_path / "j")
+    other = indexed_journal(tmp_path / "other", word="FORGED")
     outside = tmp_path / "outside"
     outside.mkdir()
     saved = {}
@@ -115,13 +101,10 @@ def test_a_keyed_journal_never_serves_an_index_sealed_by_a_forged_seal(key_file:
 
 
 def test_the_witness_is_not_dragged_back_by_an_edited_state_record(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, witness: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Guarantee 3: edit .state.json's count, let one ordinary write copy it to the witness, roll back."""
-    witness = tmp_path / "witness"
-    witness.mkdir()
-    monkeypatch.setenv(state.WITNESS_ENV, str(witness))
-    j = _journal(tmp_path / "j")
+    j = indexed_journal(tmp_path / "j")
     backup = tmp_path / "backup"
     shutil.copytree(j.root, backup)
     for i in range(3, 6):
@@ -138,7 +121,7 @@ def test_the_witness_is_not_dragged_back_by_an_edited_state_record(
 
 
 def test_a_negative_count_in_the_state_record_is_not_a_crash(tmp_path: Path) -> None:
-    j = _journal(tmp_path / "j", decisions=1)
+    j = indexed_journal(tmp_path / "j", decisions=1)
     record = json.loads((j.root / state.STATE).read_bytes())
     record["chains"]["decisions"] = [-1, "x"]
     (j.root / state.STATE).write_text(json.dumps(record))
@@ -150,11 +133,10 @@ def test_a_negative_count_in_the_state_record_is_not_a_crash(tmp_path: Path) -> 
         pass  # a project error is fine; IndexError is not
 
 
-def test_a_non_numeric_count_with_a_witness_is_not_a_crash(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    witness = tmp_path / "witness"
-    witness.mkdir()
-    monkeypatch.setenv(state.WITNESS_ENV, str(witness))
-    j = _journal(tmp_path / "j")
+def test_a_non_numeric_count_with_a_witness_is_not_a_crash(
+    tmp_path: Path, witness: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    j = indexed_journal(tmp_path / "j")
     record = json.loads((j.root / state.STATE).read_bytes())
     record["chains"]["decisions"] = ["a", "b"]  # files untouched: the fast path compares with the witness
     (j.root / state.STATE).write_text(json.dumps(record))
@@ -179,14 +161,14 @@ def _reader_in_subprocess(root: Path, timeout: float) -> subprocess.CompletedPro
 
 
 def test_a_state_record_that_is_a_fifo_does_not_hang_readers(tmp_path: Path) -> None:
-    j = _journal(tmp_path / "j")
+    j = indexed_journal(tmp_path / "j")
     (j.root / state.STATE).unlink()
     os.mkfifo(j.root / state.STATE)
     assert _reader_in_subprocess(j.root, timeout=20) is not None, "reader hung on .state.json"
 
 
 def test_a_lock_that_is_a_fifo_does_not_hang_readers(tmp_path: Path) -> None:
-    j = _journal(tmp_path / "j")
+    j = indexed_journal(tmp_path / "j")
     (j.root / ".lock").unlink()
     os.mkfifo(j.root / ".lock")
     (j.root / "hot/recent_decisions.jsonl").touch()  # a mismatch: the reader looks at the lock
@@ -197,7 +179,7 @@ def test_a_lock_that_is_a_fifo_does_not_hang_readers(tmp_path: Path) -> None:
 
 
 def test_an_edit_with_restored_mtime_and_size_is_refused(tmp_path: Path) -> None:
-    j = _journal(tmp_path / "j")
+    j = indexed_journal(tmp_path / "j")
     chain = j.root / DECISIONS
     info = chain.stat()
     chain.write_bytes(chain.read_bytes().replace(b"rollout step 0", b"ROLLOUT step 0"))
@@ -207,8 +189,8 @@ def test_an_edit_with_restored_mtime_and_size_is_refused(tmp_path: Path) -> None
 
 
 def test_a_sealed_index_replaced_by_a_hard_link_is_refused(tmp_path: Path) -> None:
-    j = _journal(tmp_path / "j")
-    other = _journal(tmp_path / "other", word="FORGED")
+    j = indexed_journal(tmp_path / "j")
+    other = indexed_journal(tmp_path / "other", word="FORGED")
     (j.root / "index.sqlite").unlink()
     os.link(other.root / "index.sqlite", j.root / "index.sqlite")
     assert _read_outcome(j.root, "FORGED") == "refused"
@@ -224,7 +206,7 @@ def test_a_sealed_index_replaced_by_a_hard_link_is_refused(tmp_path: Path) -> No
     ids=["crlf", "duplicate-key", "escape"],
 )
 def test_respelled_lines_are_refused(tmp_path: Path, respell) -> None:  # type: ignore[no-untyped-def]
-    j = _journal(tmp_path / "j")
+    j = indexed_journal(tmp_path / "j")
     chain = j.root / DECISIONS
     lines = chain.read_bytes().splitlines(keepends=True)
     chain.write_bytes(respell(lines[0]) + b"".join(lines[1:]))
@@ -234,8 +216,8 @@ def test_respelled_lines_are_refused(tmp_path: Path, respell) -> None:  # type: 
 
 def test_a_forged_state_record_matching_an_edit_is_refused(tmp_path: Path) -> None:
     """Rewrite .state.json so the fingerprints match an edited chain: the index is what answers."""
-    j = _journal(tmp_path / "j")
-    other = _journal(tmp_path / "other", word="FORGED")
+    j = indexed_journal(tmp_path / "j")
+    other = indexed_journal(tmp_path / "other", word="FORGED")
     shutil.copyfile(other.root / "index.sqlite", j.root / "index.sqlite")
     record = json.loads((j.root / state.STATE).read_bytes())
     record["files"] = state.snapshot(j.root)

@@ -185,7 +185,7 @@ def quarter_summary(quarter: str, decisions: list[dict[str, Any]], postures: lis
         "",
         f"**Decisions**: {len(decisions)}  ",
         f"**Posture Transitions**: {len(postures)}  ",
-        f"**Posture Range**: {' → '.join(_runs(moved)) if moved else 'no transitions recorded'}  ",
+        f"**Posture Range**: {jf.posture_range(moved)}  ",
         f"**Active Days**: {len(days)}" + (f" ({days[0]} to {days[-1]})" if days else ""),
         "",
         "## Decisions",
@@ -207,11 +207,3 @@ def quarter_summary(quarter: str, decisions: list[dict[str, Any]], postures: lis
         f"Daily summaries of {quarter} are in {archive_rel(quarter)} once the quarter is 90 days old.",
     ]
     return ("\n".join(lines) + "\n").encode()
-
-
-def _runs(values: list[str]) -> list[str]:
-    out: list[str] = []
-    for v in values:
-        if not out or out[-1] != v:
-            out.append(v)
-    return out

@@ -279,7 +279,7 @@ def daily_summary(day: str, items: list[dict[str, Any]]) -> bytes:
         "<!-- source: compaction; generated from the day's journal entries, not written by hand -->",
         f"# Daily Summary — {day}",
         "",
-        f"**Posture Range**: {' → '.join(_runs(moved)) if moved else 'no transitions recorded'}  ",
+        f"**Posture Range**: {jf.posture_range(moved)}  ",
         f"**TES Range**: {f'{tes[0]:.1f}% → {tes[-1]:.1f}%' if tes else 'not recorded'}  ",
         f"**Active Agent Peak**: {max(peak) if peak else 'not recorded'}  ",
         f"**Human Interactions**: {human} decisions with human approval",
@@ -304,14 +304,6 @@ def daily_summary(day: str, items: list[dict[str, Any]]) -> bytes:
         "- see hot/session_context.md",
     ]
     return ("\n".join(lines) + "\n").encode()
-
-
-def _runs(values: list[str]) -> list[str]:
-    out: list[str] = []
-    for v in values:
-        if not out or out[-1] != v:
-            out.append(v)
-    return out
 
 
 def _archive_quarter(journal: Journal, crash_at: Callable[[str], None], quarter: str, sealer: _Sealer) -> None:

@@ -112,6 +112,15 @@ def stamp(timestamp: str | float | None) -> tuple[float, str]:
     return round(when.timestamp(), 6), iso_of(when)
 
 
+def posture_range(postures: list[str]) -> str:
+    """The postures a summary's span moved through, ``A → B → C`` (repeats run together)."""
+    runs: list[str] = []
+    for posture in postures:
+        if not runs or runs[-1] != posture:
+            runs.append(posture)
+    return " → ".join(runs) if runs else "no transitions recorded"
+
+
 def fingerprint(path: Path) -> list[int] | None:
     """What any change to a file's bytes changes (None: no such file): device, inode, size,
     mtime and ctime. A write, a rename over it or a restored mtime (``touch -d``) all set a
