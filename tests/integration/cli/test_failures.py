@@ -108,7 +108,7 @@ def cases(tmp: Path, layout: Path) -> dict[str, Case]:
         "keygen, no password and no terminal": Case(
             ("keygen", "--output-prefix", "other"), 10, "no password: set COSIGN_PASSWORD", unset=("COSIGN_PASSWORD",)
         ),
-        "push, missing layout": Case(("push", "absent", unreachable), 2, "Invalid value for 'LAYOUT'"),
+        "push, missing layout": Case(("push", "absent", unreachable), 3, "Invalid value for 'LAYOUT'"),
         "push, not a layout": Case(("push", "empty", unreachable), 3, "empty is not an OCI image layout"),
         "push, bad reference": Case(
             ("push", str(layout), "Bad Ref"), 3, "image reference 'Bad Ref' contains white space"
@@ -135,9 +135,9 @@ def cases(tmp: Path, layout: Path) -> dict[str, Case]:
         "kube, no tag or digest": Case(
             ("kube", unreachable.rsplit(":", 1)[0], "--key", "cosign.pub"), 3, "has neither tag nor digest"
         ),
-        "sbom, missing layout": Case(("sbom", "absent", "-o", "out.json"), 2, "Invalid value for 'LAYOUT'"),
+        "sbom, missing layout": Case(("sbom", "absent", "-o", "out.json"), 3, "Invalid value for 'LAYOUT'"),
         "sbom, not a layout": Case(("sbom", "empty", "-o", "out.json"), 12, "empty is not an OCI image layout"),
-        "provenance, missing layout": Case(("provenance", "absent", "-o", "p.json"), 2, "Invalid value for 'LAYOUT'"),
+        "provenance, missing layout": Case(("provenance", "absent", "-o", "p.json"), 3, "Invalid value for 'LAYOUT'"),
         "provenance, not a layout": Case(
             ("provenance", "empty", "-o", "p.json"), 12, "empty is not an OCI image layout"
         ),
@@ -188,7 +188,7 @@ def cases(tmp: Path, layout: Path) -> dict[str, Case]:
             11,
             "preflight step 3 (signature) refused: cannot verify",  # verified before anything is pulled
         ),
-        "audit verify, missing ledger": Case(("audit", "verify", "--ledger", "absent.jsonl"), 2, "Invalid value"),
+        "audit verify, missing ledger": Case(("audit", "verify", "--ledger", "absent.jsonl"), 3, "Invalid value"),
         "completion, unknown shell": Case(("completion", "tcsh"), 2, "Invalid value for 'SHELL'"),
         "help, unknown command": Case(("help", "nope"), 2, "no command 'nope'"),
         "audit verify, broken ledger": Case(("audit", "verify", "--ledger", "tampered.jsonl"), 15, "tampered.jsonl"),

@@ -11,19 +11,34 @@ Nothing here prints a traceback unless ``TERMINAI_DEBUG=1`` asks for it.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import errno
 import io
 import json
 import os
+import signal
 import sys
-from collections.abc import Callable
-from typing import BinaryIO, NoReturn
+from collections.abc import Callable, Sequence
+from typing import Any, BinaryIO, NoReturn
 
+from terminai_apts import errors
 from terminai_apts.errors import AptsError, MemoryStoreError, PathError, UsageError
 
-INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+# Ctrl-C is 130 (128 + SIGINT) and SIGTERM 143 (128 + 15): errors.Interrupted and errors.Terminated.
 BROKEN_PIPE = 141  # 128 + SIGPIPE: the reader of stdout went away (``| head``)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the process is, like Ctrl-C: every path that cleans up after
+    an interrupt (a run's children, an apply's journal, temporary files) does so for it too."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    # Once: a second SIGTERM while the first one's clean-up runs must not cut it short.
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise Terminated
+
 
 _HINTS = {
     errno.ENOENT: "check the path; the parent directory must exist",
@@ -36,6 +51,44 @@ _HINTS = {
     errno.EDQUOT: "the disk quota is exhausted; free space or choose another location",
     errno.EEXIST: "remove it first or choose another name",
 }
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse, with a bad command line reported as every other failure is: one ``error:``
+    line, a hint naming the command's help, exit code 2, and under ``--json`` the JSON error
+    object on stdout (argparse's own prints the usage and exits before any boundary sees it).
+    Sub-parsers are of the same class (argparse makes them of their parent's type)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message, hint=f"see '{self.prog} --help'")
+
+
+def json_asked(argv: Sequence[str]) -> bool:
+    """Whether the command line asks for ``--json`` (before a ``--``): what a failure that
+    comes before the arguments are parsed goes by."""
+    words = list(argv)
+    return "--json" in words[: words.index("--") if "--" in words else len(words)]
+
+
+def what_is(path: str | os.PathLike[str]) -> str:
+    """What stands at ``path`` when a regular file was expected, in words for an error
+    (a FIFO, a device or a directory is not "missing"); links are followed."""
+    import stat  # noqa: PLC0415  (only on this error path)
+
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "does not exist" if not os.path.islink(path) else "is a link to nothing"
+    except OSError as exc:
+        return f"cannot be examined ({exc.strerror})"
+    kinds = (
+        (stat.S_ISDIR, "is a directory, not a file"),
+        (stat.S_ISFIFO, "is a FIFO (named pipe), not a file"),
+        (stat.S_ISSOCK, "is a socket, not a file"),
+        (stat.S_ISCHR, "is a character device, not a file"),
+        (stat.S_ISBLK, "is a block device, not a file"),
+    )
+    return next((words for test, words in kinds if test(mode)), "is not a regular file")
 
 
 def path_error(exc: OSError, subject: str | None = None) -> PathError:
@@ -119,11 +172,23 @@ _SQLITE_WRITE = {
 }
 
 
+def output_encoding_error(exc: UnicodeEncodeError) -> PathError:
+    """The error for a result the output stream's encoding cannot hold (``PYTHONIOENCODING=ascii``,
+    a C locale): the input was fine, the environment's setting is refused (exit 3)."""
+    char = exc.object[exc.start : exc.start + 1]
+    return PathError(
+        f"the output cannot be written in the {exc.encoding!r} encoding (it holds {char!r})",
+        hint="use a UTF-8 locale (LC_ALL=C.UTF-8) or set PYTHONIOENCODING=utf-8",
+    )
+
+
 def _classify(exc: BaseException, subject: str | None) -> AptsError:
     if isinstance(exc, AptsError):
         return exc
     if isinstance(exc, OSError):
         return path_error(exc, subject)
+    if isinstance(exc, UnicodeEncodeError) and exc.encoding.replace("-", "").lower() != "utf8":
+        return output_encoding_error(exc)
     if isinstance(exc, UnicodeError):
         return PathError(
             f"the input is not valid UTF-8 text ({exc})",
@@ -175,6 +240,15 @@ def report(err: AptsError, *, as_json: bool, exec_shape: bool = False) -> None:
         print(err.render(), file=sys.stderr, flush=True)
 
 
+def _handle_sigterm(handler: Any) -> Any:
+    """Install ``handler`` for SIGTERM; the previous one (outside the main thread, where
+    Python cannot handle signals, nothing changes)."""
+    try:
+        return signal.signal(signal.SIGTERM, handler if handler is not None else signal.SIG_DFL)
+    except ValueError:
+        return None
+
+
 def _discard_pending() -> None:
     """The atomic writer's temporary files not renamed into place yet. Only a command that
     imported it can have any, so one that did not (``exec``) is not made to load it (and
@@ -200,6 +274,7 @@ def guarded(
         sys.stdin = _ClosedStdin()
     elif not sys.stdin.isatty() and hasattr(sys.stdin, "buffer"):
         sys.stdin = _StrictStdin(sys.stdin.buffer)
+    previous = _handle_sigterm(_on_sigterm)
     try:
         return body()
     except BrokenPipeError:
@@ -209,13 +284,20 @@ def guarded(
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return BROKEN_PIPE
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
         _discard_pending()
-        report(
-            AptsError("interrupted", hint="nothing was left half-written"), as_json=as_json(), exec_shape=exec_shape()
+        stop = (
+            errors.Terminated("terminated (SIGTERM)")
+            if isinstance(exc, Terminated)
+            else errors.Interrupted("interrupted")
         )
-        return INTERRUPTED
+        report(stop, as_json=as_json(), exec_shape=exec_shape())
+        return stop.exit_code
     except Exception as exc:  # the one place unforeseen failures become a message
+        durable = sys.modules.get("terminai_apts.durable")
+        target = durable.pending_target() if durable is not None else None
+        if isinstance(exc, OSError) and target is not None:
+            durable.name_in(exc, target)  # type: ignore[union-attr]  # a full device while writing it: name it
         _discard_pending()
         if os.environ.get("TERMINAI_DEBUG") == "1":
             import traceback  # noqa: PLC0415  (only when asked for)
@@ -224,3 +306,5 @@ def guarded(
         err = _classify(exc, subject())
         report(err, as_json=as_json(), exec_shape=exec_shape())
         return err.exit_code
+    finally:
+        _handle_sigterm(previous)

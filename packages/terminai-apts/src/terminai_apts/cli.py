@@ -42,7 +42,9 @@ exit codes (shared with terminai-sandbox, docs/EXIT_CODES.md):
   2 usage error   3 a file or directory cannot be used (missing, directory, read-only, full, not UTF-8)
   20 cleanup refused   21 approval required   22 journal unreadable   23 integrity broken
   24 memory store error   25 read-only violation   26 executor unavailable
-  27 evolution refused   28 contract violated   130 interrupted   141 stdout closed
+  27 evolution refused   28 contract violated   130 interrupted (Ctrl-C)   141 stdout closed
+  143 terminated (SIGTERM; cleaned up as for Ctrl-C)
+every failure prints one 'error:' line and a 'hint:' line; with --json also one JSON object on stdout
 """
 
 # Bounds of the numeric options, by destination: (smallest, largest). A value outside is a
@@ -175,7 +177,10 @@ complete -o default -F _terminai_apts terminai-apts"""
 
 
 def _version(args: argparse.Namespace) -> int:
-    print(f"terminai-apts {__version__}")
+    if args.json:
+        print(f'{{"ok": true, "version": "{__version__}"}}')
+    else:
+        print(f"terminai-apts {__version__}")
     return 0
 
 
@@ -187,7 +192,7 @@ def _cleanup(args: argparse.Namespace) -> int:
 
 def build_parser(modules: Sequence[str] = _COMMAND_MODULES) -> argparse.ArgumentParser:
     """The whole tree, or with ``modules`` only those modules' commands (and the built-in ones)."""
-    parser = argparse.ArgumentParser(
+    parser = boundary.ArgumentParser(
         prog="terminai-apts",
         description="T-APTS: the sandbox toolset (restricted executor, memory, evolution, cleanup).",
         epilog=EXIT_CODES_EPILOG,
@@ -214,6 +219,7 @@ def build_parser(modules: Sequence[str] = _COMMAND_MODULES) -> argparse.Argument
     helper.add_argument("topic", nargs="*", help="the command (and sub-command) to explain")
     helper.set_defaults(func=lambda args: _help(parser, args.topic))
     version = subparsers.add_parser("version", help="print the version")
+    version.add_argument("--json", action="store_true", help="print the version as one JSON object")
     version.set_defaults(func=_version)
     complete = subparsers.add_parser("completion", help="print a shell completion script")
     complete.add_argument("shell", choices=["bash", "zsh", "fish"], help="the shell to complete in")
@@ -342,9 +348,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     return boundary.guarded(
         body,
-        as_json=lambda: bool(getattr(state.get("args"), "json", False)),
+        as_json=lambda: bool(getattr(state.get("args"), "json", False)) or boundary.json_asked(words),
         subject=subject,
-        exec_shape=lambda: getattr(state.get("args"), "command", None) in ("exec", "repl"),
+        exec_shape=lambda: (getattr(state.get("args"), "command", None) or command) in ("exec", "repl"),
     )
 
 

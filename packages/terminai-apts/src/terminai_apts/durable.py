@@ -149,6 +149,26 @@ def write(path: Path, data: bytes, *, mode: int = 0o666) -> None:
         finally:
             os.close(fd)
         replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            name_in(exc, path)
         raise
+
+
+def name_in(exc: OSError, path: Path) -> OSError:
+    """``exc`` naming ``path`` when it names no file itself (``os.write`` on a full device
+    names none): the error a user sees then says which file could not be written."""
+    if exc.filename is None:
+        exc.filename = os.fspath(path)
+    return exc
+
+
+def pending_target() -> Path | None:
+    """The file a writer was preparing when it failed, if one only: what an error without a
+    file name of its own is about (the hidden ``.NAME.PID.tmp`` sibling names it)."""
+    if len(_pending) != 1:
+        return None
+    tmp = next(iter(_pending))
+    name = tmp.name.removeprefix(".").removesuffix(".tmp")
+    return tmp.with_name(name.rsplit(".", 1)[0])

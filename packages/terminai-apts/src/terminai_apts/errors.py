@@ -19,11 +19,14 @@ class AptsError(Exception):
     """Root of every error the toolset raises on purpose."""
 
     exit_code: ClassVar[int] = 1
+    # Every class has a remedy of its own, so no error reaches a user without a hint line
+    # (a raise site with a better one passes ``hint=``); a unit test holds every subclass to it.
+    default_hint: ClassVar[str] = "see 'terminai-apts COMMAND --help' and docs/EXIT_CODES.md"
 
     def __init__(self, message: str, *, hint: str | None = None, details: Mapping[str, Any] | None = None) -> None:
         super().__init__(message)
         self.message = message
-        self.hint = hint or ""
+        self.hint = hint or self.default_hint
         # What a --json reader gets besides the error (a verify report, say): one object on
         # stdout holds both, never a report followed by a second error object.
         self.details = dict(details or {})
@@ -33,13 +36,14 @@ class AptsError(Exception):
 
     def render(self) -> str:
         """The text shown on stderr: the message, then the remedy."""
-        return f"error: {self.message}" + (f"\n  hint: {self.hint}" if self.hint else "")
+        return f"error: {self.message}\n  hint: {self.hint}"
 
 
 class UsageError(AptsError):
     """A command-line argument or input value is malformed."""
 
     exit_code = 2
+    default_hint = "see 'terminai-apts COMMAND --help' for the arguments it takes"
 
 
 class PathError(AptsError):
@@ -49,36 +53,42 @@ class PathError(AptsError):
     Exit code 3, as in ``terminai-sandbox`` (a refused input or output location)."""
 
     exit_code = 3
+    default_hint = "check the path and its permissions"
 
 
 class CleanupError(AptsError):
     """The cleanup planner or its governed apply refused or failed."""
 
     exit_code = 20
+    default_hint = "check the folder and the plan; 'terminai-apts cleanup --help' lists the options"
 
 
 class ApprovalRequired(CleanupError):
     """A governed action was attempted without an explicit approver."""
 
     exit_code = 21
+    default_hint = "name who approved the change with --approved-by NAME"
 
 
 class JournalError(AptsError):
     """A journal (cleanup write-ahead log, memory journal) is unreadable or inconsistent."""
 
     exit_code = 22
+    default_hint = "check the journal directory; 'terminai-apts memory verify DIR' names the first bad entry"
 
 
 class IntegrityError(AptsError):
     """A hash chain, snapshot hash or HMAC does not match: something was tampered with."""
 
     exit_code = 23
+    default_hint = "something was changed after it was written; keep the files for review and restore them from a copy"
 
 
 class MemoryStoreError(AptsError):
     """The memory archive is missing, of the wrong schema, or a query is malformed."""
 
     exit_code = 24
+    default_hint = "rebuild the index with 'terminai-apts memory index DB --journal DIR' or '--archive FILE'"
 
 
 class MemoryQueryError(UsageError):
@@ -88,30 +98,53 @@ class MemoryQueryError(UsageError):
     with this one type (exit code 2, like any usage error).
     """
 
+    default_hint = "see 'terminai-apts memory COMMAND --help' for the values it takes"
+
 
 class MemoryNotFound(MemoryStoreError, LookupError):
     """No memory has the requested id (a ``LookupError``, as a missing key is)."""
+
+    default_hint = "list the ids with 'terminai-apts memory filter DB'"
 
 
 class ReadOnlyViolation(MemoryStoreError):
     """Something tried to write through the read-only memory API."""
 
     exit_code = 25
+    default_hint = "the memory API only reads; record through the journal ('terminai-apts memory journal append')"
 
 
 class ExecutorError(AptsError):
     """The restricted executor could not run (not: the user's code failed)."""
 
     exit_code = 26
+    default_hint = "check the executor's options; 'terminai-apts exec --help' lists them"
 
 
 class EvolutionError(AptsError):
     """A governed-evolution step was refused or is illegal in the current state."""
 
     exit_code = 27
+    default_hint = "see the proposal's state with 'terminai-apts evolve status'"
 
 
 class ContractViolation(AptsError):
     """The installed toolset does not satisfy its contract manifest."""
 
     exit_code = 28
+    default_hint = (
+        "reinstall the toolset the image was built with; 'python -m terminai_apts.health' names what is missing"
+    )
+
+
+class Interrupted(AptsError):
+    """The command was interrupted (Ctrl-C); what it was writing was removed."""
+
+    exit_code = 130
+    default_hint = "nothing was left half-written; run the command again"
+
+
+class Terminated(Interrupted):
+    """The command was asked to stop (SIGTERM); it cleaned up as for Ctrl-C."""
+
+    exit_code = 143

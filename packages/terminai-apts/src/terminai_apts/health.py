@@ -175,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         report = check(load_manifest(args.manifest) if args.manifest else None)
     except (OSError, ValueError, KeyError) as exc:
         print(f"error: the contract manifest cannot be read: {exc}", file=sys.stderr)
+        print("  hint: pass a contract.json with --manifest, or reinstall the toolset", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(report.to_dict(), sort_keys=True))

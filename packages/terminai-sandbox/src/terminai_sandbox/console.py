@@ -44,6 +44,9 @@ def main() -> None:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code & 0xFF)
+    from terminai_sandbox.errors import stop_on_sigterm  # noqa: PLC0415
+
+    stop_on_sigterm()  # SIGTERM ends a command as Ctrl-C does: cleaned up, exit 143
     if sys.stdin is None:
         # A closed stdin (``<&-``): reading it is then an ordinary end of input, not a crash.
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115  (lives as long as the process)
@@ -51,7 +54,13 @@ def main() -> None:
         from terminai_sandbox.cli import main as cli  # noqa: PLC0415
 
         code = cli.main(prog_name="terminai-sandbox", obj={"debug": debug}, standalone_mode=False)
-    except SystemExit:
+    except SystemExit as exc:
+        if exc.code == 1 and type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):
+            # click's own answer to a closed stdout outside a command (the --help text): exit 1
+            # with nothing said. Ours is the documented 141 (docs/EXIT_CODES.md).
+            from terminai_sandbox.cli import BROKEN_PIPE  # noqa: PLC0415
+
+            sys.exit(BROKEN_PIPE)
         raise
     except click_usage_errors() as exc:  # a bad command line: the same one error line and a hint (exit 2)
         sys.exit(usage_error(exc))
@@ -63,6 +72,14 @@ def main() -> None:
         except (OSError, ValueError):
             pass
         sys.exit(fail(exc, debug=debug))
+    try:
+        sys.stdout.flush()  # what is still buffered meets a closed reader here, not at exit
+    except BrokenPipeError:
+        from terminai_sandbox.cli import closed_stdout  # noqa: PLC0415
+
+        sys.exit(closed_stdout())
+    except (OSError, ValueError):
+        pass
     sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -84,7 +101,22 @@ def usage_error(exc: BaseException) -> int:
     if type(exc).__name__ == "NoArgsIsHelpError":  # a bare command name: its help, as click shows it
         click.echo(exc.format_message(), err=True)
         return exc.exit_code
+    code, hint = exc.exit_code, f"see '{where} --help'"
+    param = getattr(exc, "param", None)
+    path_refused = isinstance(exc, click.BadParameter) and not isinstance(exc, click.MissingParameter)
+    if path_refused and param is not None and isinstance(param.type, click.Path):
+        # A path that is missing, or a directory where a file is expected (or the reverse), is a
+        # refused file (exit 3, docs/EXIT_CODES.md), whichever layer noticed it first.
+        code, hint = 3, "check the path: it must exist and be of the kind the option names (file or directory)"
+    argv = sys.argv[1:]
+    options = argv[: argv.index("--") if "--" in argv else len(argv)]
+    if "--json" in options and "kube" not in options[:1]:  # kube's stdout is for kubectl: never an error
+        import json  # noqa: PLC0415
+
+        body = {"ok": False, "error": {"message": exc.format_message(), "hint": hint, "exit_code": code}}
+        with contextlib.suppress(OSError, ValueError):
+            click.echo(json.dumps(body, ensure_ascii=True))
     with contextlib.suppress(OSError, ValueError):
         click.echo(f"error: {exc.format_message()}", err=True)
-        click.echo(f"  hint: see '{where} --help'", err=True)
-    return exc.exit_code
+        click.echo(f"  hint: {hint}", err=True)
+    return code

@@ -20,27 +20,28 @@ class SandboxError(Exception):
     # launch kernel's one import from the package besides the version, and importing typing
     # for an annotation would cost every session start.
     exit_code: int = 1
-    default_hint: str = ""
+    # Every class has a remedy of its own, so no error reaches a user without a hint line
+    # (a raise site with a better one passes ``hint=``); a unit test holds every subclass to it.
+    default_hint: str = "see 'terminai-sandbox COMMAND --help' and docs/EXIT_CODES.md"
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
         self.message = message
-        self.hint = hint if hint is not None else self.default_hint
+        self.hint = hint or self.default_hint
 
     def __str__(self) -> str:
         return self.message
 
     def render(self) -> str:
         """The text shown to a user: the message, then the remedy on its own line."""
-        if self.hint:
-            return f"error: {self.message}\n  hint: {self.hint}"
-        return f"error: {self.message}"
+        return f"error: {self.message}\n  hint: {self.hint}"
 
 
 class ConfigError(SandboxError):
     """A setting, environment variable, flag or input file is malformed or refused."""
 
     exit_code = 3
+    default_hint = "check the setting, flag or file the message names, then run the command again"
 
 
 class ArtifactError(ConfigError):
@@ -89,36 +90,48 @@ class EngineError(SandboxError):
     """No usable container engine: not installed, daemon down, socket not permitted."""
 
     exit_code = 4
+    default_hint = (
+        "start a container engine (scripts/ensure-engine) or point TERMINAI_SANDBOX at one; "
+        "'terminai-sandbox engine status' shows what was found"
+    )
 
 
 class BuildError(SandboxError):
     """The image could not be assembled, or the result is not what the inputs say."""
 
     exit_code = 5
+    default_hint = "read the step that failed above; 'terminai-sandbox --debug build' shows more"
 
 
 class LockError(BuildError):
     """The installed package set or a wheel does not match its lock."""
 
     exit_code = 6
+    default_hint = "review the difference and relock with 'terminai-sandbox lock' (in a reviewed change)"
 
 
 class ReproducibilityError(BuildError):
     """Two builds from the same inputs gave different bytes."""
 
     exit_code = 7
+    default_hint = "compare the two builds' layers; an input that is not pinned or a timestamp not clamped differs"
 
 
 class ContractError(SandboxError):
     """The toolset contract is not satisfied, or a manifest change is not allowed."""
 
     exit_code = 8
+    default_hint = (
+        "compare the manifests with 'terminai-sandbox contract diff OLD NEW'; "
+        "removing or changing a name needs a major version"
+    )
 
 
 class RegistryError(SandboxError):
     """The registry refused, failed or could not be reached."""
 
     exit_code = 9
+    default_hint = "check the registry address, your login (docker login) and the network, then retry"
 
 
 # Kinds of registry failure, so callers branch on the type and never on the message text.
@@ -126,63 +139,83 @@ class RegistryError(SandboxError):
 class RegistryNotFound(RegistryError):
     """The repository, tag, manifest or blob does not exist (HTTP 404)."""
 
+    default_hint = "check the repository, tag or digest (push it first if it is new)"
+
 
 class RegistryUnauthorized(RegistryError):
     """The registry wants a login, refused the credentials, or denies access (401/403)."""
+
+    default_hint = "log in with 'docker login REGISTRY' or check your access to the repository"
 
 
 class RegistryUnreachable(RegistryError):
     """No answer: connection refused or dropped after retries, DNS, TLS, timeouts."""
 
+    default_hint = "check the address and the network, then retry"
+
 
 class RegistryCorrupted(RegistryError):
     """The bytes served (or read from a layout) do not hash to the digest asked for."""
 
+    default_hint = "the bytes differ from their digest; retry, and report it to the registry's operator if it persists"
+
 
 class RegistryBadResponse(RegistryError):
     """The registry answered, but not as the distribution API says it should."""
+
+    default_hint = "check that the address is an OCI distribution registry; retry later if it is"
 
 
 class SigningError(SandboxError):
     """A signature or attestation could not be produced (keys, passwords, sigstore)."""
 
     exit_code = 10
+    default_hint = "check the key file and its password (COSIGN_PASSWORD), or for --keyless the CI's OIDC identity"
 
 
 class VerificationError(SandboxError):
     """A signature, attestation or digest did not verify. Nothing may run on this."""
 
     exit_code = 11
+    default_hint = "do not run this image; check the key or identity you verify against, or sign the image again"
 
 
 class SbomError(SandboxError):
     """The SBOM could not be generated or did not validate."""
 
     exit_code = 12
+    default_hint = "rebuild the image layout and run 'terminai-sandbox sbom' again"
 
 
 class LaunchError(SandboxError):
     """A preflight step refused the session, or the session could not start."""
 
     exit_code = 13
+    default_hint = "run 'terminai-sandbox preflight' to see which step refused and why"
 
 
 class AuditError(SandboxError):
     """The audit ledger is unreadable or its hash chain is broken."""
 
     exit_code = 15
+    default_hint = (
+        "keep the ledger for review and move it away to start a new one; "
+        "'terminai-sandbox audit verify' names the first bad line"
+    )
 
 
 class ReleaseError(SandboxError):
     """A release step failed; nothing after it ran."""
 
     exit_code = 16
+    default_hint = "fix the step the message names, then run the release again"
 
 
 class EvolutionError(SandboxError):
     """Reserved for governed-evolution failures surfaced through the host CLI."""
 
     exit_code = 17
+    default_hint = "see 'terminai-apts evolve status' in the image"
 
 
 class UnexpectedError(SandboxError):
@@ -208,6 +241,30 @@ class Interrupted(SandboxError):
     """The user interrupted the command."""
 
     exit_code = 130
+    default_hint = "nothing was left half-written; run the command again"
+
+
+class Terminated(Interrupted):
+    """The command was asked to stop (SIGTERM) and cleaned up as for Ctrl-C."""
+
+    exit_code = 143
+
+
+class SigTerm(KeyboardInterrupt):
+    """SIGTERM, raised where the process is (:func:`stop_on_sigterm`), so that every path
+    that cleans up after Ctrl-C (temporary files, containers, children) does so for it too."""
+
+
+def stop_on_sigterm() -> None:
+    """From now on SIGTERM raises :class:`SigTerm` in the main thread (once: a second one
+    while the first one's clean-up runs is ignored)."""
+    import signal  # noqa: PLC0415  (this module imports nothing at load time)
+
+    def handler(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise SigTerm
+
+    signal.signal(signal.SIGTERM, handler)
 
 
 def as_sandbox_error(exc: BaseException) -> SandboxError:
@@ -215,10 +272,19 @@ def as_sandbox_error(exc: BaseException) -> SandboxError:
     file that cannot be used, :class:`Interrupted` for Ctrl-C, else :class:`UnexpectedError`."""
     if isinstance(exc, SandboxError):
         return exc
+    if isinstance(exc, SigTerm):
+        return Terminated("terminated (SIGTERM)", hint="nothing was left half-written; run the command again")
     if isinstance(exc, KeyboardInterrupt):
         return Interrupted("interrupted", hint="nothing was left half-written; run the command again")
     if isinstance(exc, OSError) and (exc.filename is not None or exc.errno in PathError._HINTS):
         return PathError.from_os(exc)
+    if isinstance(exc, UnicodeEncodeError) and exc.encoding.replace("-", "").lower() != "utf8":
+        # The result is fine; the output stream's encoding (PYTHONIOENCODING=ascii, a C locale) cannot hold it.
+        char = exc.object[exc.start : exc.start + 1]
+        return ConfigError(
+            f"the output cannot be written in the {exc.encoding!r} encoding (it holds {char!r})",
+            hint="use a UTF-8 locale (LC_ALL=C.UTF-8) or set PYTHONIOENCODING=utf-8",
+        )
     if isinstance(exc, UnicodeError):
         return ConfigError(f"an input is not valid UTF-8 text ({exc})", hint="pass UTF-8 text")
     return UnexpectedError.wrapping(exc)

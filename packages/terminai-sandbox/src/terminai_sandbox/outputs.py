@@ -70,5 +70,7 @@ def create(path: Path, data: bytes, *, what: str = "the output", mode: int = 0o6
         except FileExistsError:
             raise ConfigError(f"{path} already exists; refusing to overwrite {what}") from None
         durable.fsync_dir(path.parent)
+    except OSError as exc:
+        raise durable.name_in(exc, path) from None
     finally:
         tmp.unlink(missing_ok=True)

@@ -26,8 +26,8 @@ from pathlib import Path
 from terminai_apts.action import rules
 from terminai_apts.action.apply import ApplyReport, apply_plan, undo
 from terminai_apts.action.scan import ChangedError, Found, sha256_of, walk
-from terminai_apts.boundary import guarded
-from terminai_apts.errors import ApprovalRequired, CleanupError, UsageError
+from terminai_apts.boundary import ArgumentParser, guarded, json_asked, path_error
+from terminai_apts.errors import ApprovalRequired, CleanupError, PathError, UsageError
 from terminai_apts.model import CleanupEntry, CleanupPlan, CleanupPolicy, ObjectTableLabels
 
 __all__ = ["ApplyReport", "apply_plan", "cleanup_downloads", "default_downloads_dir", "main", "undo"]
@@ -244,20 +244,29 @@ def _classify(root_fd: int, found: list[Found], now_ns: int, policy: CleanupPoli
 
 
 def _load_plan(path: str) -> CleanupPlan:
+    # A plan file that cannot be read or is not a plan is a refused input file (exit 3, as
+    # docs/EXIT_CODES.md says), named with the reason and not a usage error.
     try:
-        return CleanupPlan.from_json(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"--plan {path!r} is not a readable cleanup plan: {exc}") from None
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise path_error(exc, path) from None
+    try:
+        return CleanupPlan.from_json(text)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise PathError(
+            f"--plan {path!r} is not a cleanup plan: {exc}",
+            hint="pass the JSON plan a run without --apply printed (terminai-apts cleanup DIR > plan.json)",
+        ) from None
 
 
 def build_parser(prog: str = "python -m terminai_apts.action.cleanup") -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=prog,
         description="Plan (and, with an approver, apply) a cleanup of a downloads folder. "
         "The plan is printed as JSON on stdout; diagnostics go to stderr.",
         epilog="exit codes: 0 done, 1 some moves failed (see the journal), 2 usage, 3 unusable path, "
-        "20 cleanup refused, 21 approval required, 22 journal unreadable, 130 interrupted "
-        "(an interrupted apply is resumed or undone from its journal)",
+        "20 cleanup refused, 21 approval required, 22 journal unreadable, 130 interrupted, 143 terminated "
+        "(an interrupted or terminated apply is resumed or undone from its journal)",
     )
     parser.add_argument("directory", metavar="DIR", help="the folder to plan")
     parser.add_argument("--now", help="reference time, ISO 8601 (default: now); makes plans reproducible")
@@ -266,6 +275,8 @@ def build_parser(prog: str = "python -m terminai_apts.action.cleanup") -> argpar
     parser.add_argument("--approved-by", metavar="NAME", help="who approved applying the plan")
     parser.add_argument("--plan", metavar="FILE", help="with --apply: apply this reviewed plan instead of a fresh one")
     parser.add_argument("--undo", metavar="JOURNAL", help="undo the apply recorded in JOURNAL and exit")
+    # The plan is JSON already; --json makes a failure one JSON object on stdout too.
+    parser.add_argument("--json", action="store_true", help="on failure, also print the error as JSON on stdout")
     return parser
 
 
@@ -314,7 +325,8 @@ def run(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    return guarded(lambda: run(argv))
+    words = list(sys.argv[1:] if argv is None else argv)
+    return guarded(lambda: run(words), as_json=lambda: json_asked(words))
 
 
 if __name__ == "__main__":

@@ -65,6 +65,10 @@ def _propose(args: argparse.Namespace) -> int:
     if attempt.state.value in ("PENDING_APPROVAL", "DEPLOYED"):
         return 0
     print(f"error: proposal {attempt.attempt_id} {attempt.state.value.lower()}: {attempt.reason}", file=sys.stderr)
+    print(
+        "  hint: fix what the reason names and propose again; 'terminai-apts evolve status' lists the attempts",
+        file=sys.stderr,
+    )
     return 1
 
 

@@ -12,6 +12,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from terminai_apts.boundary import what_is
 from terminai_apts.errors import IntegrityError, JournalError, MemoryQueryError, MemoryStoreError, UsageError
 from terminai_apts.memory import render, store
 from terminai_apts.memory.api import ThermalMemory, open_memory
@@ -40,7 +41,7 @@ def import_archive(path: Path) -> list[NewMemory]:
     ISO 8601, or ``UNDATED`` when it is not one.
     """
     if not path.is_file():
-        raise MemoryStoreError(f"archive {path} does not exist")
+        raise MemoryStoreError(f"archive {path} {what_is(path)}", hint="pass an archive file in the original schema")
     conn = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
     try:
         declared = {str(r[1]).lower(): str(r[2]) for r in conn.execute("PRAGMA table_info(memories)")}

@@ -75,6 +75,11 @@ def results(res: Results) -> str:
     """A count line, then each match; says when there are more than were shown."""
     if not res.hits:
         return "no matches"
+    if res.total < 0:  # not counted (a cap or the time budget stopped the count): never "-1 matches"
+        return "\n\n".join(
+            [f"{len(res.hits)} matches shown, more not counted ('memory count' gives the total)"]
+            + [hit(h) for h in res.hits]
+        )
     head = f"{res.total} match{'es' if res.total != 1 else ''}"
     if res.truncated or res.total > len(res.hits):
         head += f", showing {len(res.hits)} (raise --limit to see more)"

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from terminai_apts.boundary import what_is
 from terminai_apts.errors import MemoryQueryError, MemoryStoreError
 from terminai_apts.memory import pinned, planner
 from terminai_apts.memory import query as q
@@ -116,7 +117,7 @@ class Shard:
         target = Path(path).resolve()
         if not target.is_file():
             raise MemoryStoreError(
-                f"memory index {target} does not exist", hint="build it with `terminai-apts memory index`"
+                f"memory index {path} {what_is(path)}", hint="build it with `terminai-apts memory index`"
             )
         try:
             conn = connect(target, immutable=immutable)

@@ -18,6 +18,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from terminai_apts import durable
+from terminai_apts.boundary import what_is
 from terminai_apts.errors import MemoryStoreError
 from terminai_apts.memory import grams, termbits
 from terminai_apts.memory.records import TEXT_AFFINITY, NewMemory, content_hash
@@ -344,8 +345,10 @@ def append(path: Path, records: Sequence[NewMemory]) -> int:
 
 def open_writer(path: Path) -> sqlite3.Connection:
     """A read-write connection to an index this module created (schema checked)."""
-    if not path.exists():
-        raise MemoryStoreError(f"memory index {path} does not exist", hint="build it with `terminai-apts memory index`")
+    if not path.is_file():
+        raise MemoryStoreError(
+            f"memory index {path} {what_is(path)}", hint="build it with `terminai-apts memory index`"
+        )
     conn = sqlite3.connect(path, timeout=30)
     check_schema(conn, path)
     return conn

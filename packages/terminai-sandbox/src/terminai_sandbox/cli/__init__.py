@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 import json
+import os
 import sys
 from typing import Any
 
@@ -64,7 +65,7 @@ Exit codes (shared with terminai-apts; docs/EXIT_CODES.md):
   8   contract not satisfied      9  registry error    10  signing failed
   11  verification failed        12  SBOM error        13  launch refused
   15  audit ledger broken        16  release failed
-  130 interrupted
+  130 interrupted (Ctrl-C)       141 stdout closed by its reader   143 terminated (SIGTERM)
 Every failure prints one 'error:' line and a hint ('--json': also a JSON object on stdout);
 --debug adds the traceback of an unexpected failure.
 """
@@ -118,6 +119,11 @@ def fail(exc: BaseException, *, debug: bool, as_json: bool | None = None) -> int
     """
     from terminai_apts import durable  # noqa: PLC0415
 
+    if isinstance(exc, BrokenPipeError):
+        return closed_stdout()
+    target = durable.pending_target()
+    if isinstance(exc, OSError) and target is not None:
+        durable.name_in(exc, target)  # a full device while writing it: name the file, not "a file"
     durable.discard_pending()
     err = as_sandbox_error(exc)
     if debug and not isinstance(exc, (SandboxError, KeyboardInterrupt)):
@@ -136,6 +142,21 @@ def fail(exc: BaseException, *, debug: bool, as_json: bool | None = None) -> int
     with contextlib.suppress(OSError, ValueError):
         click.echo(err.render(), err=True)
     return err.exit_code
+
+
+BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a writer whose reader went away
+
+
+def closed_stdout() -> int:
+    """The reader of stdout went away (``... | head``): nothing more can be said there, and the
+    interpreter's last flush must not fail again, so stdout becomes /dev/null; exit 141."""
+    from terminai_apts import durable  # noqa: PLC0415
+
+    durable.discard_pending()
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return BROKEN_PIPE
 
 
 @click.group(cls=_Group, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})
@@ -161,9 +182,10 @@ def main(ctx: click.Context, debug: bool, quiet: bool, verbose: bool) -> None:
 
 
 @main.command("version")
-def version_cmd() -> None:
+@click.option("--json", "as_json", is_flag=True, help="print the version as one JSON object")
+def version_cmd(as_json: bool) -> None:
     """Print the version."""
-    click.echo(f"terminai-sandbox {__version__}")
+    click.echo(json.dumps({"ok": True, "version": __version__}) if as_json else f"terminai-sandbox {__version__}")
 
 
 @main.command("help")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from terminai_sandbox.cli import progress
+from terminai_sandbox.cli.json_output import JSON_OPTION, emit
 from terminai_sandbox.errors import ConfigError, ContractError, EngineError, LockError, SandboxError
 
 if TYPE_CHECKING:
@@ -130,7 +131,8 @@ def build_cmd(
 @click.command("lock")
 @_spec_option
 @click.option("--check", is_flag=True, help="report drift (newer versions, locked versions gone) instead of relocking")
-def lock_cmd(spec_path: Path | None, check: bool) -> None:
+@JSON_OPTION
+def lock_cmd(spec_path: Path | None, check: bool, as_json: bool) -> None:
     """Resolve the Debian package set and write images/sandbox/debian.lock (or check it)."""
     from terminai_sandbox.assemble import debian, repo_root  # noqa: PLC0415
     from terminai_sandbox.assemble.spec import load_spec  # noqa: PLC0415
@@ -140,14 +142,18 @@ def lock_cmd(spec_path: Path | None, check: bool) -> None:
     if check:
         lock = debian.read_lock(spec.debian_lock)
         report = debian.drift(spec, lock)
-        for line in report:
+        for line in [] if as_json else report:
             click.echo(line)
         if report:
             raise LockError(
                 f"{len(report)} drift item(s) in {spec.debian_lock}",
                 hint="review and relock with 'terminai-sandbox lock' (a pull request, never silently)",
             )
-        click.echo(f"no drift: {len(lock.packages)} locked packages match the mirrors")
+        emit(
+            as_json,
+            {"lock": str(spec.debian_lock), "packages": len(lock.packages), "drift": []},
+            f"no drift: {len(lock.packages)} locked packages match the mirrors",
+        )
         return
     with tempfile.TemporaryDirectory(prefix="terminai-lock-") as tmp:
         collected = debian.run_mmdebstrap(
@@ -156,8 +162,12 @@ def lock_cmd(spec_path: Path | None, check: bool) -> None:
         # The collected archive indexes live in the temporary directory: read them before it goes.
         lock = debian.make_lock(spec, collected)
     debian.write_lock(spec.debian_lock, lock)
-    click.echo(f"wrote {spec.debian_lock}: {len(lock.packages)} packages, SOURCE_DATE_EPOCH {lock.source_date_epoch}")
-    click.echo("next: 'terminai-sandbox build --record-layers' records the new layer digests in layers.lock")
+    emit(
+        as_json,
+        {"lock": str(spec.debian_lock), "packages": len(lock.packages), "source_date_epoch": lock.source_date_epoch},
+        f"wrote {spec.debian_lock}: {len(lock.packages)} packages, SOURCE_DATE_EPOCH {lock.source_date_epoch}",
+        "next: 'terminai-sandbox build --record-layers' records the new layer digests in layers.lock",
+    )
 
 
 @click.command("contracts")
@@ -200,7 +210,8 @@ def engine_group() -> None:
 
 
 @engine_group.command("status")
-def engine_status() -> None:
+@JSON_OPTION
+def engine_status(as_json: bool) -> None:
     """Say which engine answers, or why none does (TERMINAI_SANDBOX is honoured as by 'run')."""
     from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
     from terminai_sandbox.launch.config import ENGINES, parse_engine  # noqa: PLC0415
@@ -210,11 +221,20 @@ def engine_status() -> None:
             available = [name for name in ENGINES if shutil.which(name)]
             chosen = parse_engine(os.environ[variable], variable, available=available)
             if chosen is None:
-                click.echo(f"no engine: {variable}={os.environ[variable]} turns the sandbox off")
+                emit(
+                    as_json,
+                    {"engine": None, "reason": f"{variable}={os.environ[variable]}"},
+                    f"no engine: {variable}={os.environ[variable]} turns the sandbox off",
+                )
                 return
             break
     found = engine_mod.connect()
-    click.echo(f"{found.info.name} {found.info.version} (API {found.info.api_version}) at {found.info.host}")
+    info = found.info
+    emit(
+        as_json,
+        {"engine": info.name, "version": info.version, "api_version": info.api_version, "host": info.host},
+        f"{info.name} {info.version} (API {info.api_version}) at {info.host}",
+    )
 
 
 def register(group: click.Group) -> None:

@@ -11,6 +11,7 @@ import click
 
 from terminai_sandbox import outputs, resources
 from terminai_sandbox._version import __version__
+from terminai_sandbox.cli.json_output import JSON_OPTION, emit
 from terminai_sandbox.errors import ArtifactError, ConfigError, SbomError
 
 if TYPE_CHECKING:
@@ -18,6 +19,12 @@ if TYPE_CHECKING:
 
 # The SBOM stack (CycloneDX and its JSON-schema validator) and the build planner take
 # seconds to import; they load when a command runs, so that '--help' answers at once.
+
+
+def _one_document(output: Path, as_json: bool) -> None:
+    """stdout holds one document: the written one (``-o -``) or the ``--json`` record, not both."""
+    if as_json and outputs.is_stdout(output):
+        raise click.UsageError("--json and -o - both print to stdout; write the document to a file with -o FILE")
 
 
 def _open(layout: Path) -> OciLayout:
@@ -49,6 +56,7 @@ def _open(layout: Path) -> OciLayout:
     default=None,
     help="directory holding debian.lock and requirements.lock (default: the locks shipped with this version)",
 )
+@JSON_OPTION
 def sbom_cmd(
     layout: Path,
     output: Path,
@@ -56,11 +64,13 @@ def sbom_cmd(
     image_version: str,
     source_date_epoch: int | None,
     image_dir: Path | None,
+    as_json: bool,
 ) -> None:
     """Write the CycloneDX 1.6 SBOM of the image in OCI layout LAYOUT (validated, deterministic)."""
     from terminai_sandbox import sbom  # noqa: PLC0415
     from terminai_sandbox.artifacts.image_locks import ImageLocks  # noqa: PLC0415
 
+    _one_document(output, as_json)
     text = sbom.generate(
         sbom.SbomOptions(
             layout=_open(layout),
@@ -72,7 +82,11 @@ def sbom_cmd(
     )
     outputs.write(output, text, what="the SBOM")
     note = f"wrote {'the SBOM to stdout' if outputs.is_stdout(output) else output}"
-    click.echo(f"{note} ({len(json.loads(text).get('components', []))} components)", err=outputs.is_stdout(output))
+    components = len(json.loads(text).get("components", []))
+    if as_json:
+        emit(True, {"output": str(output), "components": components})
+        return
+    click.echo(f"{note} ({components} components)", err=outputs.is_stdout(output))
 
 
 @click.command("provenance")
@@ -101,6 +115,7 @@ def sbom_cmd(
     default=None,
     help="who built it (default: the GitHub Actions workflow when run there, else urn:terminai-sandbox:builder:local)",
 )
+@JSON_OPTION
 def provenance_cmd(
     layout: Path,
     output: Path,
@@ -109,6 +124,7 @@ def provenance_cmd(
     image_dir: Path,
     sbom_path: Path | None,
     builder_id: str | None,
+    as_json: bool,
 ) -> None:
     """Write the SLSA v1 provenance predicate of the image in OCI layout LAYOUT.
 
@@ -117,6 +133,7 @@ def provenance_cmd(
     from terminai_sandbox import provenance  # noqa: PLC0415
     from terminai_sandbox.assemble import BuildOptions, plan_for  # noqa: PLC0415
 
+    _one_document(output, as_json)
     builder, invocation = provenance.builder_from_env(os.environ, builder_id)
     image = _open(layout)  # a layout that is none fails before the checkout is read
     if not (image_dir / "image.toml").is_file():
@@ -141,6 +158,9 @@ def provenance_cmd(
     outputs.write(output, provenance.dumps(predicate), what="the provenance predicate")
     facts = provenance.summary(predicate)
     note = f"wrote {'the predicate to stdout' if outputs.is_stdout(output) else output}"
+    if as_json:
+        emit(True, {"output": str(output), "builder": facts["builder"], "inputs": facts["resolvedDependencies"]})
+        return
     click.echo(
         f"{note} (builder {facts['builder']}, {facts['resolvedDependencies']} pinned inputs)",
         err=outputs.is_stdout(output),

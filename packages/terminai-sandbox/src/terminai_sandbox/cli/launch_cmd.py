@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from terminai_sandbox.cli.json_output import JSON_OPTION, emit
 from terminai_sandbox.launch import audit, options, session
 from terminai_sandbox.launch.options import (
     PREFLIGHT_OPTIONS,
@@ -145,11 +146,12 @@ def audit_group() -> None:
     default=None,
     help="ledger file (default: the one in the state dir; absent there means no launch yet)",
 )
-def audit_verify(ledger: Path | None) -> None:
+@JSON_OPTION
+def audit_verify(ledger: Path | None, as_json: bool) -> None:
     """Check every record's hash chain; fails naming the first edited, removed or reordered line."""
     path = ledger or audit.default_path(os.environ)
     count = audit.verify(path)
-    click.echo(f"audit ledger {path}: {count} records, chain intact")
+    emit(as_json, {"ledger": str(path), "records": count}, f"audit ledger {path}: {count} records, chain intact")
 
 
 def register(group: click.Group) -> None:

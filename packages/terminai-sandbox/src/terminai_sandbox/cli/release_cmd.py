@@ -267,11 +267,14 @@ def tag_step(dist: Path, insecure_registry: bool, as_json: bool) -> None:
 
 @release_cmd.command("manifest")
 @_DIST
-def manifest_step(dist: Path) -> None:
+@_JSON
+def manifest_step(dist: Path, as_json: bool) -> None:
     """Step 8: write dist/X.Y.Z/release.json from the steps' records and print it."""
     from terminai_sandbox.release import steps  # noqa: PLC0415
 
-    click.echo(json.dumps(steps.manifest(_target(dist)), indent=2, sort_keys=True))
+    manifest = steps.manifest(_target(dist))
+    # The manifest is JSON already; --json wraps it like every other command's result.
+    click.echo(json.dumps({"ok": True, "manifest": manifest} if as_json else manifest, indent=2, sort_keys=True))
 
 
 def register(group: click.Group) -> None:

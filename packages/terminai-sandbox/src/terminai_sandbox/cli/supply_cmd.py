@@ -18,6 +18,7 @@ import click
 from terminai_sandbox import outputs
 from terminai_sandbox._version import __version__
 from terminai_sandbox.cli import progress
+from terminai_sandbox.cli.json_output import JSON_OPTION, emit
 from terminai_sandbox.cli.trust_options import trust_options
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.errors import ConfigError, SigningError
@@ -40,7 +41,10 @@ def _password(confirm: bool) -> Secret[bytes]:
     if "COSIGN_PASSWORD" in os.environ:
         return Secret(os.environb[b"COSIGN_PASSWORD"])  # the bytes as set, whatever their encoding
     if sys.stdin is None or not sys.stdin.isatty():
-        raise SigningError("no password: set COSIGN_PASSWORD (stdin is not a terminal)")
+        raise SigningError(
+            "no password: set COSIGN_PASSWORD (stdin is not a terminal)",
+            hint="export COSIGN_PASSWORD=... (the key's password), or run the command in a terminal to be asked",
+        )
     first = getpass.getpass("Password for the private key: ")
     if confirm and getpass.getpass("Again: ") != first:
         raise SigningError("the passwords differ")
@@ -89,7 +93,8 @@ def _client(ref: ImageRef, insecure: bool) -> RegistryClient:
     help="encrypt this PKCS#8 PEM private key instead of generating one",
 )
 @click.option("--dev", is_flag=True, help=f"write the local DEVELOPMENT key pair under {DEV_DIR}/ (for make demo)")
-def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool) -> None:
+@JSON_OPTION
+def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool, as_json: bool) -> None:
     """Write an ECDSA P-256 key pair in cosign's formats (password: COSIGN_PASSWORD or prompt)."""
     from terminai_sandbox.signing.formats import keys  # noqa: PLC0415
 
@@ -103,9 +108,16 @@ def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool) -> None:
         os.environ.setdefault("COSIGN_PASSWORD", DEV_PASSWORD)
         output_prefix = str(DEV_DIR / "cosign")
         if Path(f"{output_prefix}.key").exists():
-            click.echo(f"development key already present: {output_prefix}.key")
+            record = {"private_key": f"{output_prefix}.key", "public_key": f"{output_prefix}.pub", "written": False}
+            emit(as_json, record, f"development key already present: {output_prefix}.key")
             return
-    if not output_prefix or output_prefix.endswith(("/", os.sep)) or Path(output_prefix).is_dir():
+    # '-' would mean stdout elsewhere; a private key is never printed, and '-.key' is no one's intent.
+    if (
+        not output_prefix
+        or output_prefix == "-"
+        or output_prefix.endswith(("/", os.sep))
+        or Path(output_prefix).is_dir()
+    ):
         raise ConfigError(
             f"--output-prefix {output_prefix!r} names no file",
             hint="pass a path prefix such as 'cosign' or 'keys/release' (writes PREFIX.key and PREFIX.pub)",
@@ -122,7 +134,12 @@ def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool) -> None:
     except BaseException:
         key_path.unlink(missing_ok=True)
         raise
-    click.echo(f"private key {key_path} (encrypted), public key {pub_path}, key id {keys.key_id(key.public_key())}")
+    key_id = keys.key_id(key.public_key())
+    emit(
+        as_json,
+        {"private_key": str(key_path), "public_key": str(pub_path), "key_id": key_id, "written": True},
+        f"private key {key_path} (encrypted), public key {pub_path}, key id {key_id}",
+    )
 
 
 @click.command("push")
@@ -135,7 +152,8 @@ def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool) -> None:
     help="upload blobs in chunks of this many bytes (1 KiB to 1 GiB; default: whole blobs)",
 )
 @_INSECURE
-def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_registry: bool) -> None:
+@JSON_OPTION
+def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_registry: bool, as_json: bool) -> None:
     """Push an OCI image layout to REFERENCE (repo[:tag][@digest]) blob by blob; prints the manifest digest.
 
     A digest in REFERENCE must be the layout's: a mismatch is refused before anything is sent.
@@ -155,7 +173,16 @@ def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_regi
             digest=ref.digest,
             on_progress=progress.blob_reporter(),
         )
-    click.echo(f"{ref.name}@{result.digest} ({result.blobs_sent} blobs sent, {result.blobs_skipped} already there)")
+    emit(
+        as_json,
+        {
+            "reference": f"{ref.name}@{result.digest}",
+            "digest": result.digest,
+            "blobs_sent": result.blobs_sent,
+            "blobs_skipped": result.blobs_skipped,
+        },
+        f"{ref.name}@{result.digest} ({result.blobs_sent} blobs sent, {result.blobs_skipped} already there)",
+    )
 
 
 @click.command("sign")
@@ -174,8 +201,9 @@ def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_regi
     "--bundle-format", is_flag=True, help="also attach a Sigstore bundle as an OCI 1.1 referrer (cosign v3 default)"
 )
 @_INSECURE
+@JSON_OPTION
 def sign_cmd(
-    reference: str, key_path: Path | None, keyless_: bool, bundle_format: bool, insecure_registry: bool
+    reference: str, key_path: Path | None, keyless_: bool, bundle_format: bool, insecure_registry: bool, as_json: bool
 ) -> None:
     """Sign REFERENCE by digest (a tag is resolved once) in cosign's .sig layout.
 
@@ -201,17 +229,29 @@ def sign_cmd(
             _, _, added = sign.sign_legacy_keyless(
                 client, ref.repository, digest, session.signer, session.trust, docker_reference=ref.name
             )
-        click.echo(f"signed {ref.name}@{digest} keyless (bundle referrer {artifact})")
         where = sig_format.signature_tag(digest)
-        click.echo(f"{'added' if added else 'already present:'} keyless signature in {where} (cosign .sig layout)")
+        emit(
+            as_json,
+            {
+                "reference": f"{ref.name}@{digest}",
+                "keyless": True,
+                "bundle": artifact,
+                "signature_tag": where,
+                "added": added,
+            },
+            f"signed {ref.name}@{digest} keyless (bundle referrer {artifact})",
+            f"{'added' if added else 'already present:'} keyless signature in {where} (cosign .sig layout)",
+        )
         return
     assert key_path is not None
     key = _private_key(key_path)
     _, _, added = sign.sign(client, ref.repository, digest, key, docker_reference=ref.name)
-    click.echo(f"{'signed' if added else 'already signed by this key:'} {ref.name}@{digest}")
+    lines = [f"{'signed' if added else 'already signed by this key:'} {ref.name}@{digest}"]
+    bundle = None
     if bundle_format:
-        artifact = sign.attach_bundle(client, ref.repository, digest, key_bundle(ref.name, digest, key))
-        click.echo(f"attached Sigstore bundle referrer {artifact}")
+        bundle = sign.attach_bundle(client, ref.repository, digest, key_bundle(ref.name, digest, key))
+        lines.append(f"attached Sigstore bundle referrer {bundle}")
+    emit(as_json, {"reference": f"{ref.name}@{digest}", "keyless": False, "bundle": bundle, "added": added}, *lines)
 
 
 @click.command("verify")
@@ -311,6 +351,7 @@ def verify_cmd(
     help="also attach it as a Sigstore bundle referrer (cosign v3 default; pair with 'sign --bundle-format')",
 )
 @_INSECURE
+@JSON_OPTION
 def attest_cmd(
     reference: str,
     predicate: Path,
@@ -319,6 +360,7 @@ def attest_cmd(
     keyless_: bool,
     bundle_format: bool,
     insecure_registry: bool,
+    as_json: bool,
 ) -> None:
     """Attach a signed in-toto attestation to REFERENCE by digest.
 
@@ -344,17 +386,24 @@ def attest_cmd(
     if keyless_:
         bundle = keyless.sign_keyless(ref.name, digest, predicate_type=uri, predicate=body)
         artifact = sign.attach_bundle(client, ref.repository, digest, bundle)
-        click.echo(f"attested {ref.name}@{digest} ({uri}) keyless (bundle referrer {artifact})")
+        emit(
+            as_json,
+            {"reference": f"{ref.name}@{digest}", "predicate_type": uri, "keyless": True, "bundle": artifact},
+            f"attested {ref.name}@{digest} ({uri}) keyless (bundle referrer {artifact})",
+        )
         return
     assert key_path is not None
     key = _private_key(key_path)
     envelope, added = sign.attest(
         client, ref.repository, digest, key, subject_name=ref.name, predicate_uri=uri, predicate=body
     )
-    click.echo(f"{'attested' if added else 'already attested by this key:'} {ref.name}@{digest} ({uri})")
+    lines = [f"{'attested' if added else 'already attested by this key:'} {ref.name}@{digest} ({uri})"]
+    referrer: str | None = None
     if bundle_format:
-        artifact = sign.attach_bundle(client, ref.repository, digest, envelope_bundle(envelope, key))
-        click.echo(f"attached Sigstore bundle referrer {artifact}")
+        referrer = sign.attach_bundle(client, ref.repository, digest, envelope_bundle(envelope, key))
+        lines.append(f"attached Sigstore bundle referrer {referrer}")
+    record = {"reference": f"{ref.name}@{digest}", "predicate_type": uri, "keyless": False, "bundle": referrer}
+    emit(as_json, {**record, "added": added}, *lines)
 
 
 # What each well-known predicate document says it is; attesting one under another type would

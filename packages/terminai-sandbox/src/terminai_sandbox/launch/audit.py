@@ -17,7 +17,7 @@ from pathlib import Path
 
 from terminai_apts import ledger
 
-from terminai_sandbox.errors import AuditError
+from terminai_sandbox.errors import AuditError, PathError
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
@@ -100,7 +100,10 @@ def verify(path: Path) -> int:
     except FileNotFoundError:
         return 0
     except OSError as exc:
-        raise AuditError(f"cannot read the audit ledger {path}: {exc.strerror}") from None
+        # A path that cannot be read (XDG_STATE_HOME a file, no permission) is a refused
+        # location (exit 3), not a broken chain (15): nothing says the ledger was edited.
+        err = PathError.from_os(exc)
+        raise PathError(f"cannot read the audit ledger {path}: {exc.strerror}", hint=err.hint) from None
     for link in CHAIN.walk(enumerate(lines, 1)):
         number = link.number
         if link.record is None:
