@@ -276,7 +276,12 @@ def guarded(
         sys.stdin = _StrictStdin(sys.stdin.buffer)
     previous = _handle_sigterm(_on_sigterm)
     try:
-        return body()
+        code = body()
+        if sys.stdout is not None:
+            # What is still buffered meets a reader that went away here (141), not in the
+            # interpreter's final flush (which exits 120 with a traceback-like message).
+            sys.stdout.flush()
+        return code
     except BrokenPipeError:
         # Nothing can be said on a closed stdout; point it at /dev/null so the interpreter's
         # final flush does not fail again.

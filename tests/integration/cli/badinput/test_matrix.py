@@ -4,7 +4,7 @@ Every row is one command with one slot filled by one input class: a path that is
 empty, binary, a directory, a FIFO, not UTF-8, corrupt JSON or a corrupt SQLite file; an
 output location that is missing its parent, a directory, read-only or full (a tiny tmpfs
 mounted in a private mount namespace, so nothing on the machine changes); a closed stdin;
-numbers that are nan, huge or negative; Ctrl-C mid-way. The product of commands and
+numbers that are nan, huge or negative; Ctrl-C or SIGTERM mid-way. The product of commands and
 classes is generated; the rows the published reports named are listed after it.
 
 Each row must end within the time bound with its documented exit code (docs/EXIT_CODES.md),
@@ -13,6 +13,7 @@ exactly one ``error:`` line, no traceback, and nothing left in the output direct
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import io
 import json
@@ -74,7 +75,8 @@ class Case:
     env: dict[str, str] = field(default_factory=dict)
     output: str = ""  # an OUTPUTS class: mount or make the output directory accordingly
     fifo: bytes | None = None  # what a writer feeds the FIFO, if the row has one
-    interrupt_after: float | None = None  # send SIGINT after this many seconds
+    interrupt_after: float | None = None  # send `interrupt` after this many seconds
+    interrupt: int = signal.SIGINT  # Ctrl-C, or SIGTERM (kill, a service manager): both end cleaned up
     unset: tuple[str, ...] = ()  # environment variables the row removes
 
 
@@ -387,6 +389,14 @@ def _named_rows() -> Iterator[tuple[str, Case]]:
             stdin=b"while True:\n    pass\n",
             interrupt_after=3.0,
         ),
+        "repl --json, Ctrl-C while a cell runs": Case(
+            APTS,
+            ("repl", "--json", "--timeout", "60"),
+            130,
+            "interrupted",
+            stdin=b'{"code": "while True:\\n    pass"}\n',
+            interrupt_after=3.0,
+        ),
         "memory index, Ctrl-C while building": Case(
             APTS,
             ("memory", "index", "out/idx.sqlite", "--archive", "big.sqlite"),
@@ -405,6 +415,13 @@ def _named_rows() -> Iterator[tuple[str, Case]]:
             interrupt_after=1.0,
         ),
     }
+    # SIGTERM ends the same long-running commands as Ctrl-C does: exit 143, nothing left
+    # behind (a memory index build left its .NAME.PID.tmp and -journal), no process left.
+    for name, case in list(rows.items()):
+        if "Ctrl-C" in name:
+            rows[name.replace("Ctrl-C", "SIGTERM")] = dataclasses.replace(
+                case, code=143, message="terminated (SIGTERM)", interrupt=signal.SIGTERM
+            )
     yield from rows.items()
 
 
@@ -490,11 +507,19 @@ def _run(work: Path, case: Case) -> tuple[subprocess.CompletedProcess[bytes], fl
         preexec_fn=(lambda: os.close(0)) if case.stdin is None else None,  # noqa: PLW1509
         start_new_session=True,  # its own process group: what it started can be found afterwards
     )
+    given = case.stdin or None
     if case.interrupt_after is not None:
+        if given is not None and proc.stdin is not None:
+            # The input goes in first, so the signal meets the command at work (the code
+            # running), not waiting for its input.
+            proc.stdin.write(given)
+            proc.stdin.close()
+            proc.stdin = None  # communicate() must not flush it again
+            given = None
         time.sleep(case.interrupt_after)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(case.interrupt)
     try:
-        out, err = proc.communicate(case.stdin or None, timeout=TIME_BOUND)
+        out, err = proc.communicate(given, timeout=TIME_BOUND)
     except subprocess.TimeoutExpired:
         proc.kill()
         out, err = proc.communicate()
@@ -506,7 +531,7 @@ def _run(work: Path, case: Case) -> tuple[subprocess.CompletedProcess[bytes], fl
         settle = time.monotonic() + 5
         while _alive_in_group(proc.pid) and time.monotonic() < settle:
             time.sleep(0.05)
-        assert not _alive_in_group(proc.pid), f"left running after Ctrl-C: {_alive_in_group(proc.pid)}"
+        assert not _alive_in_group(proc.pid), f"left running after the signal: {_alive_in_group(proc.pid)}"
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), time.monotonic() - started
 
 
@@ -523,7 +548,7 @@ def _prepare(work: Path, name: str, case: Case) -> None:
         for i in range(3000):
             (big / f"installer-{i}.tmp").write_bytes(b"x")
             os.utime(big / f"installer-{i}.tmp", (0, 0))
-    if "Ctrl-C while building" in name:
+    if "while building" in name:
         conn = sqlite3.connect(work / "big.sqlite")
         conn.execute(
             "CREATE TABLE memories(id INTEGER PRIMARY KEY, date TEXT, title TEXT, content TEXT,"
