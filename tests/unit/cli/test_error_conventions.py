@@ -308,6 +308,7 @@ def test_every_command_of_both_tools_takes_json() -> None:
         (SANDBOX, ("push", "--json", "--chunk-size", "-5", "x", "127.0.0.1:1/t/s:1")),  # a number out of range
         (SANDBOX, ("sign", "--json", "--no-such-option")),
         (SANDBOX, ("audit", "verify", "--json", "--ledger", "missing")),  # a refused path: 3
+        (SANDBOX, ("run", "--json", "--no-such-option")),  # the launch kernel's own parser
         (APTS, ("memory", "search", "--json")),
         (APTS, ("exec", "--json", "--timeout", "nan")),
         (APTS, ("evolve", "status", "--json", "--nope")),

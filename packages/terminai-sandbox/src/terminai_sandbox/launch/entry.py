@@ -60,9 +60,10 @@ def launch(args: Sequence[str], *, debug: bool = False) -> int | None:
     except HelpWanted:
         return None
     except CommandLineError as exc:  # worded and hinted as the click group words a usage error
-        say(f"error: {exc}")
-        say("  hint: see 'terminai-sandbox run --help'")
-        return USAGE_EXIT
+        options = list(args[: list(args).index("--")] if "--" in args else args)
+        usage = SandboxError(str(exc), hint="see 'terminai-sandbox run --help'")
+        usage.exit_code = USAGE_EXIT
+        return report(usage, "--json" in options)
     as_json = bool(params["as_json"])
     try:
         return session.run(request_from(params), params["command"], limits=limits_from(params), env=os.environ, say=say)
