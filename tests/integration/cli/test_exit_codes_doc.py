@@ -148,6 +148,13 @@ def cases(registry: str) -> dict[int, list[Case]]:
         143: [
             Case(APTS, ("exec", "--timeout", "60"), stdin=LOOP, signal_after=(signal.SIGTERM, 2.0)),
             Case(SANDBOX, ("push", "layout", f"{_silent()}/t/s:1"), signal_after=(signal.SIGTERM, 1.5)),
+            # A session start (the launch kernel's path) waiting on the engine's resolve: the real engine.
+            Case(
+                SANDBOX,
+                ("run", "--key", "k.pub", "--image", f"{_silent()}/t/s:1", "--", "true"),
+                env={"TERMINAI_SANDBOX": "docker"},
+                signal_after=(signal.SIGTERM, 2.0),
+            ),
         ],
     }
 

@@ -22,6 +22,9 @@ DEBUG_FLAG = "--debug"
 
 
 def main() -> None:
+    from terminai_sandbox.errors import stop_on_sigterm  # noqa: PLC0415  (the kernel loads it anyway)
+
+    stop_on_sigterm()  # SIGTERM ends a command (a session start too) as Ctrl-C does: cleaned up, exit 143
     debug = sys.argv[1:2] == [DEBUG_FLAG]
     if debug:
         del sys.argv[1]
@@ -44,9 +47,6 @@ def main() -> None:
             sys.stdout.flush()
             sys.stderr.flush()
             os._exit(code & 0xFF)
-    from terminai_sandbox.errors import stop_on_sigterm  # noqa: PLC0415
-
-    stop_on_sigterm()  # SIGTERM ends a command as Ctrl-C does: cleaned up, exit 143
     if sys.stdin is None:
         # A closed stdin (``<&-``): reading it is then an ordinary end of input, not a crash.
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115  (lives as long as the process)
