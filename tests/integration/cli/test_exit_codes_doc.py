@@ -276,7 +276,14 @@ def test_no_command_raises_the_classes_of_the_codes_marked_not_returned() -> Non
     assert raised <= {"ReproducibilityError"}, raised
 
 
-@pytest.mark.parametrize("code", sorted(set(documented_codes()) - set(NOT_RETURNED)), ids=lambda c: f"exit-{c}")
+# The signal cases wait for the command to be at work before the signal: seconds each.
+_CODES = [
+    pytest.param(code, marks=[pytest.mark.slow] if code in (130, 143) else [], id=f"exit-{code}")
+    for code in sorted(set(documented_codes()) - set(NOT_RETURNED))
+]
+
+
+@pytest.mark.parametrize("code", _CODES)
 def test_each_documented_code_is_the_one_returned(place: Path, failing_registry: str, code: int) -> None:
     for case in cases(failing_registry)[code]:
         done = _run(place, case)
