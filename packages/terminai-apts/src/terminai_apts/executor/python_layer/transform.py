@@ -41,15 +41,30 @@ from terminai_apts.executor.python_layer.entry_guard import EntryGuardMixin, cap
 # `__class_getitem__`, `__reduce__`, `__del__`, `__format__` stay refused.
 # `__enter__`/`__exit__` are called by `with` (the traceback argument of `__exit__` is
 # replaced by None before its body runs), `__post_init__` by a dataclass's `__init__`.
+# The arithmetic operators (`a + b`, `-a`, `b + a` when `a` does not know `b`, `a += b`) are
+# called by C code only with the operands the expression holds, whose values the entry check
+# admits like any parameter's; what they return is the expression's value.
+_OPERATORS = (
+    "add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "lshift", "rshift", "and", "xor", "or",
+)  # fmt: skip
+ARITHMETIC_METHODS = frozenset(
+    {f"__{prefix}{op}__" for op in _OPERATORS for prefix in ("", "r", "i")}
+    | {"__divmod__", "__rdivmod__", "__neg__", "__pos__", "__abs__", "__invert__"}
+)
 SPECIAL_METHODS = frozenset(
     {"__init__", "__repr__", "__str__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
      "__len__", "__iter__", "__contains__", "__getitem__", "__bool__", "__next__", "__hash__",
      "__enter__", "__exit__", "__post_init__"}
-)  # fmt: skip
+) | ARITHMETIC_METHODS  # fmt: skip
 # Special methods readable through `super()` (and only there).
 SUPER_METHODS = SPECIAL_METHODS
 
 _COUNTER = itertools.count()
+
+
+def is_object_base(node: ast.expr) -> bool:
+    """The base ``object`` in a class statement: what every class has already."""
+    return isinstance(node, ast.Name) and node.id == "object"
 
 
 def is_super_call(node: ast.expr) -> bool:
@@ -175,7 +190,9 @@ class SandboxTransformer(EntryGuardMixin, CallGuardMixin, RestrictingNodeTransfo
 
     def visit_ClassDef(self, node: ast.ClassDef) -> Any:  # noqa: N802 - NodeTransformer naming
         """Class-body annotations of plain names are kept, as the text of the annotation
-        (never evaluated): ``dataclasses`` and ``NamedTuple`` read ``__annotations__``."""
+        (never evaluated): ``dataclasses`` and ``NamedTuple`` read ``__annotations__``.
+        A base ``object`` is dropped (the class has it anyway; the name is not offered)."""
+        node.bases = [base for base in node.bases if not is_object_base(base)]
         for stmt in node.body:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.simple:
                 stmt.annotation = ast.copy_location(ast.Constant(ast.unparse(stmt.annotation)), stmt.annotation)

@@ -34,6 +34,7 @@ from terminai_apts.executor.python_layer.transform import (
     SPECIAL_METHODS,
     SUPER_METHODS,
     SandboxTransformer,
+    is_object_base,
     is_super_call,
 )
 
@@ -241,7 +242,12 @@ class _Checker(ast.NodeVisitor):
         self._check_binding(node, node.name)
         if node.keywords:
             self.add(node, "L2-class-keywords", "class keywords (metaclass=...) are not allowed")
-        self.generic_visit(node)
+        # `class T(object)` is `class T`: layer 3 drops the base, so the name is never loaded.
+        for base in node.bases:
+            if not is_object_base(base):
+                self.visit(base)
+        for child in (*node.decorator_list, *node.keywords, *node.body):
+            self.visit(child)
 
     def visit_If(self, node: ast.If) -> None:
         """An if/elif chain, walked as a list (a 500-branch chain is not 500 nested calls)."""
