@@ -357,8 +357,12 @@ CLASS_HELPERS: dict[str, tuple[str, ...]] = {
 # all (only `from __future__ import annotations`, which imports nothing).
 STRICT_MODULES: dict[str, tuple[str, ...]] = {}
 
-# `from __future__ import ...`: compile-time switches, the same in every mode.
-FUTURE_FEATURES: tuple[str, ...] = ("annotations",)
+# `from __future__ import ...`: compile-time switches, the same in every mode. All but
+# `annotations` are what Python 3 always does (kept so older programs compile unchanged).
+FUTURE_FEATURES: tuple[str, ...] = (
+    "annotations", "print_function", "division", "absolute_import", "unicode_literals",
+    "generators", "nested_scopes", "with_statement", "generator_stop",
+)  # fmt: skip
 
 
 def modules_for(mode: Mode) -> dict[str, tuple[str, ...]]:

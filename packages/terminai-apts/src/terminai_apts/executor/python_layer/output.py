@@ -74,8 +74,10 @@ class _Printer(metaclass=Sealed):
     ) -> None:
         if file is not None:
             raise SandboxViolation("print(file=...) is not allowed")
+        sep = " " if sep is None else sep  # None means the default, as in CPython
+        end = "\n" if end is None else end
         if not isinstance(sep, str) or not isinstance(end, str):
-            raise TypeError("sep and end must be strings")
+            raise TypeError("sep and end must be None or a string")
         object.__getattribute__(self, "_buffer").write(sep.join(str(o) for o in objects) + end)
 
     def __call__(self) -> str:  # the `printed` name

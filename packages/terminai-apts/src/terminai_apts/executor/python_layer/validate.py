@@ -183,6 +183,7 @@ class _Checker(ast.NodeVisitor):
         self.allowed = modules_for(mode)
         self.found: list[Violation] = []
         self.import_refused = False
+        self.annotation_depth = 0
         # proposal checks: local names bound to subprocess / importlib / pathlib things
         self.aliases: dict[str, str] = {}
 
@@ -200,7 +201,9 @@ class _Checker(ast.NodeVisitor):
 
     # -- names and attributes ---------------------------------------------------------
     def visit_Name(self, node: ast.Name) -> None:
-        if node.id in FORBIDDEN_NAMES:
+        if node.id == "object" and self.annotation_depth:
+            pass  # `def f(x: object)`: annotations are dropped, never evaluated
+        elif node.id in FORBIDDEN_NAMES:
             self.add(node, "L2-forbidden-name", f"name '{node.id}' is not allowed")
         elif node.id.startswith("_") and node.id != "_":  # `_` alone is the throwaway name
             self.add(node, "L2-underscore-name", f"names starting with '_' are not allowed: '{_short(node.id)}'")
@@ -225,7 +228,21 @@ class _Checker(ast.NodeVisitor):
     # still checked like any expression.
     def visit_arg(self, node: ast.arg) -> None:
         self._check_binding(node, node.arg)
-        self.generic_visit(node)
+        self._visit_annotation(node.annotation)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.visit(node.target)
+        self._visit_annotation(node.annotation)
+        if node.value is not None:
+            self.visit(node.value)
+
+    def _visit_annotation(self, annotation: ast.expr | None) -> None:
+        if annotation is not None:
+            self.annotation_depth += 1
+            try:
+                self.visit(annotation)
+            finally:
+                self.annotation_depth -= 1
 
     def visit_keyword(self, node: ast.keyword) -> None:
         if node.arg and node.arg.startswith("_"):
@@ -236,7 +253,9 @@ class _Checker(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         if node.name not in _DUNDER_METHODS:
             self._check_binding(node, node.name)
-        self.generic_visit(node)
+        for child in (*node.decorator_list, node.args, *node.body):
+            self.visit(child)
+        self._visit_annotation(node.returns)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self._check_binding(node, node.name)
