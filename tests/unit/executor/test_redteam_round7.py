@@ -1782,7 +1782,7 @@ def _run_planted(code: str, leaked: object, mode: Mode) -> dict[str, Any]:
 @pytest.mark.parametrize("kind", sorted(FORBIDDEN))
 @pytest.mark.parametrize("route", sorted(CAPTURE_ROUTES))
 def test_escape_recursion_error_in_the_capture_check_keeps_the_raw_value(route: str, kind: str, mode: Mode) -> None:
-    """ESCAPE (fails today). ``_capture_`` (guards.guarded_capture) rebinds the name only
+    """Found as an escape (now closed). ``_capture_`` (guards.guarded_capture) rebinds the name only
     when the check raises ``SandboxViolation``; a ``RecursionError`` raised by the call to
     the check itself (the interpreter has one or two frames left: enough to bind the name
     and for ``__enter__``, not for ``_capture_`` -> ``_admit_passed`` -> ``admit`` ->
@@ -1790,7 +1790,7 @@ def test_escape_recursion_error_in_the_capture_check_keeps_the_raw_value(route: 
     ``except RecursionError`` reads it. Every forbidden kind (host function, class, module,
     frame, code object, descriptor) is delivered this way, in every mode.
 
-    Suggested fix: never let the interpreter bind a name the program can spell before the
+    The fix: never let the interpreter bind a name the program can spell before the
     check. Compile ``with cm as x`` and ``case [x]`` to bind a hidden name (``_bound_N``)
     and then ``x = _capture_(_bound_N)`` followed by ``del _bound_N`` in a ``finally``, so
     a failure of any kind in the check leaves ``x`` unbound (or as it was); failing that,
@@ -1823,14 +1823,14 @@ _AFTER = (
 @pytest.mark.parametrize("mode", IMPORT_MODES)
 @pytest.mark.parametrize("how", sorted(SHARED_CONTEXT_WRITES))
 def test_escape_decimal_module_contexts_are_not_the_programs_to_change(how: str, mode: Mode) -> None:
-    """ESCAPE (fails today). ``decimal.DefaultContext``, ``BasicContext`` and
+    """Found as an escape (now closed). ``decimal.DefaultContext``, ``BasicContext`` and
     ``ExtendedContext`` (offered since ``decimal`` was widened) are the real module's
     objects; the write guard admits every ``decimal.Context`` (``guards._PLAIN_WRITABLE``)
     and their mutating methods need no write guard, so a program rewrites the template
     ``decimal.Context()`` copies for all the code of the run and for every later cell of
     its session (``BasicContext.prec = 2``, ``ExtendedContext.Emax = 5`` likewise).
 
-    Suggested fix: offer the three as fresh copies made per run (or per read) by the
+    The fix: offer the three as fresh copies made per read by the
     module proxy, or refuse them as values of the proxy and the write guard (admit as
     writable only contexts made by ``Context()``, ``getcontext()``, ``localcontext()``
     and ``copy()``, never the module's templates)."""

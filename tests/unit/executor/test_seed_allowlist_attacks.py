@@ -70,7 +70,8 @@ ATTACKS: dict[str, list[str]] = {
         "import typing\nprint('ESCAPED', typing.List.copy_with)",
         "from typing import NamedTuple\nprint('ESCAPED', NamedTuple._build)",
         "from typing import NamedTuple\nclass P(NamedTuple, int):\n    x: int\nprint('ESCAPED')",
-        "from typing import NamedTuple\nclass P(NamedTuple):\n    x: int\n    def __init__(self):\n        pass\nprint('ESCAPED')",
+        "from typing import NamedTuple\nclass P(NamedTuple):\n    x: int\n"
+        "    def __init__(self):\n        pass\nprint('ESCAPED')",
         "from typing import TypedDict\nclass P(TypedDict, metaclass=type):\n    x: int\nprint('ESCAPED')",
         "import typing\nprint('ESCAPED', typing.Any())",
     ],

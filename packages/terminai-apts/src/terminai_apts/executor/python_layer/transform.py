@@ -125,16 +125,31 @@ def _captures(pattern: ast.pattern) -> list[str]:
     return names
 
 
-def _rebind(names: list[str]) -> list[ast.expr]:
-    """``(a := _capture_(a)) is a and … and _held_(a) and …``: True once every value is
-    admitted. The pattern bound the names before the guard runs (and a failed guard leaves
-    them bound), so every name is rebound to the check's answer before any refusal is
-    raised: one raised at the first name left the others bound and unchecked."""
+def _hide_captures(pattern: ast.pattern) -> dict[str, str]:
+    """Make the pattern bind each of :func:`_captures`' names to a hidden name (one the
+    program cannot spell) instead; the real name -> its hidden one."""
+    hidden = {name: f"_bound_{next(_COUNTER)}" for name in dict.fromkeys(_captures(pattern))}
+    if not hidden:
+        return hidden
+    for node in ast.walk(pattern):
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name in hidden:
+            node.name = hidden[node.name]
+        elif isinstance(node, ast.MatchMapping) and node.rest in hidden:
+            node.rest = hidden[node.rest]
+    return hidden
+
+
+def _rebind(hidden: dict[str, str]) -> list[ast.expr]:
+    """``(a := _capture_(_bound_1)) is a and … and _held_(a) and …``: True once every value
+    is admitted. The pattern bound only hidden names, so a check that fails in any way (a
+    refusal, or a ``RecursionError`` near the stack's end before the check could even run)
+    leaves the program's names unbound; every name is rebound to the check's answer before
+    any refusal is raised: one raised at the first name left the others unchecked."""
     rebinds: list[ast.expr] = []
-    for name in names:
-        named = ast.NamedExpr(target=_name(name, ast.Store()), value=captured(_name(name, ast.Load())))
+    for name, bound in hidden.items():
+        named = ast.NamedExpr(target=_name(name, ast.Store()), value=captured(_name(bound, ast.Load())))
         rebinds.append(ast.Compare(left=named, ops=[ast.Is()], comparators=[_name(name, ast.Load())]))
-    return rebinds + [held(_name(name, ast.Load())) for name in names]
+    return rebinds + [held(_name(name, ast.Load())) for name in hidden]
 
 
 def list_targets_as_tuples(tree: ast.AST) -> None:
@@ -216,7 +231,7 @@ class SandboxTransformer(EntryGuardMixin, CallGuardMixin, RestrictingNodeTransfo
             case.pattern = self._pattern(case.pattern, checks)
             # what the pattern captured was taken apart in C (sequence items, mapping
             # values, `__match_args__` reads): each capture is admitted before the guard
-            checks[0:0] = _rebind(list(dict.fromkeys(_captures(case.pattern))))
+            checks[0:0] = _rebind(_hide_captures(case.pattern))
             if case.guard is not None:
                 checks.append(self.visit(case.guard))
             if checks:
