@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 
 from terminai_sandbox.cli import progress
-from terminai_sandbox.errors import ConfigError, ContractError, EngineError, LockError, SandboxError
+from terminai_sandbox.errors import ContractError, EngineError, LockError, SandboxError
 
 if TYPE_CHECKING:
     from terminai_sandbox.engine import EngineRefused
@@ -29,16 +29,6 @@ def _writable(directory: Path) -> None:
     directory.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryFile(dir=directory):
         pass
-
-
-def _readable_spec(path: Path | None) -> None:
-    """A spec that is not UTF-8 text is named here (the TOML reader would not name it)."""
-    if path is None or not path.is_file():
-        return
-    try:
-        path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path} is not UTF-8 text (byte at offset {exc.start})", hint="save it as UTF-8") from None
 
 
 def _suite_refused(image: str, exc: EngineRefused) -> SandboxError:
@@ -96,10 +86,8 @@ def build_cmd(
     """Build the sandbox image from pinned inputs into dist/X.Y.Z and load it."""
     from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
     from terminai_sandbox.assemble import BuildOptions, build_image, check_reproducible  # noqa: PLC0415
+    from terminai_sandbox.assemble.image import check_inputs  # noqa: PLC0415
 
-    _readable_spec(spec_path)
-    if not no_load:
-        engine_mod.connect()  # fail before minutes of building, not after them
     opts = BuildOptions(
         spec_path=spec_path,
         output_dir=output,
@@ -110,6 +98,10 @@ def build_cmd(
         tag=tag,
         revision=revision,
     )
+    # Fail before minutes of building, not after them: every input file, then the engine.
+    check_inputs(opts)
+    if not no_load:
+        engine_mod.connect()
     if reproducible:
         with progress.step("two independent builds"):
             result, second = check_reproducible(opts)
@@ -135,7 +127,6 @@ def lock_cmd(spec_path: Path | None, check: bool) -> None:
     from terminai_sandbox.assemble import debian, repo_root  # noqa: PLC0415
     from terminai_sandbox.assemble.spec import load_spec  # noqa: PLC0415
 
-    _readable_spec(spec_path)
     spec = load_spec(spec_path or repo_root() / "images" / "sandbox" / "image.toml")
     if check:
         lock = debian.read_lock(spec.debian_lock)
