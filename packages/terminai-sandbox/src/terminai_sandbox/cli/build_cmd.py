@@ -192,18 +192,32 @@ def engine_group() -> None:
 
 @engine_group.command("status")
 def engine_status() -> None:
-    """Say which engine answers, or why none does (TERMINAI_SANDBOX is honoured as by 'run')."""
+    """Say which engine answers, or why none does (TERMINAI_SANDBOX and the settings file are honoured as by 'run')."""
     from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
+    from terminai_sandbox.common.runtime import parse_runtime  # noqa: PLC0415
     from terminai_sandbox.launch.config import ENGINES, parse_engine  # noqa: PLC0415
+    from terminai_sandbox.launch.settings import SettingsFile  # noqa: PLC0415
 
-    for variable in ("TERMINAI_SANDBOX", "GEMINI_SANDBOX"):
-        if variable in os.environ:
-            available = [name for name in ENGINES if shutil.which(name)]
-            chosen = parse_engine(os.environ[variable], variable, available=available)
-            if chosen is None:
-                click.echo(f"no engine: {variable}={os.environ[variable]} turns the sandbox off")
-                return
-            break
+    # The settings file is read through the launcher's own loader and when 'run' reads it
+    # (for the engine unless the environment chooses, for the runtime unless
+    # TERMINAI_SANDBOX_RUNTIME does), so a broken one is refused here exactly as there.
+    settings = SettingsFile(os.environ)
+    if "TERMINAI_SANDBOX_RUNTIME" not in os.environ and (runtime := settings.runtime()) is not None:
+        parse_runtime(runtime, "settings tools.sandboxRuntime")
+    chosen = next(
+        (
+            (variable, os.environ[variable])
+            for variable in ("TERMINAI_SANDBOX", "GEMINI_SANDBOX")
+            if variable in os.environ
+        ),
+        None,
+    )
+    if chosen is None and (from_settings := settings.engine()) is not None:
+        chosen = ("settings", from_settings)
+    available = [name for name in ENGINES if shutil.which(name)]
+    if chosen is not None and parse_engine(chosen[1], chosen[0], available=available) is None:
+        click.echo(f"no engine: {chosen[0]}={chosen[1]} turns the sandbox off")
+        return
     found = engine_mod.connect()
     click.echo(f"{found.info.name} {found.info.version} (API {found.info.api_version}) at {found.info.host}")
 
