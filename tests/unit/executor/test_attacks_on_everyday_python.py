@@ -30,7 +30,7 @@ behaviour, so it fails until the executor is fixed:
   inert ``Refused`` only when the check raises ``SandboxViolation``; when the stack is
   nearly exhausted, calling the check raises ``RecursionError`` instead and the name keeps
   the raw value, which a program that catches ``RecursionError`` (a builtin in every
-  mode, and a ``RuntimeError``) then uses. As in ``test_redteam_round6`` no container
+  mode, and a ``RuntimeError``) then uses. As in ``test_attacks_on_value_check_shortcuts`` no container
   holding a forbidden object is known in the program's reach, so one is planted
   (``leak``, ``leak_cm``) standing for the first host code that would build one.
 * **decimal's module-wide contexts are handed out writable.** ``decimal.DefaultContext``
