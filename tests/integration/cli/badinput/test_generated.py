@@ -31,12 +31,17 @@ tests one argument. Each row must end within :data:`TIME_BOUND` with the expecte
 ``error:`` line and a ``hint:`` line, no traceback, no "unexpected failure", and nothing
 left in the output directory.
 
-Sampling (deterministic, so that the file stays near a minute on two cores): a parameter
-that several commands share with the same flag and the same type (``--store`` on seven
-``evolve`` commands, ``--dist`` on seven ``release`` steps, ``DB`` on seven ``memory``
-queries...) is one family; its classes are dealt to its commands in turn (class i to the
-i-th command of the sorted family, wrapping), so every class runs once per family and every
-command of the family gets some. A parameter no other command shares gets every class.
+Sampling (deterministic, so that the file stays near a minute on two cores):
+
+* a parameter that several commands share with the same flag and the same type (``--store``
+  on seven ``evolve`` commands, ``--dist`` on eight ``release`` steps, ``DB`` on seven
+  ``memory`` queries...) is one family; its classes are dealt to its commands in turn (class
+  i to the i-th command of the sorted family, wrapping), so every class runs once per family;
+  a parameter no other command shares is a family of one and gets every class;
+* the classes whose answer is the type's alone, whatever the parameter (:data:`TYPE_LEVEL`:
+  empty, ``-``, nan, inf, other digits, a fraction, an unknown choice; all exit 2), are
+  dealt the same way across the families of one role of one tool, sorted by label; the
+  classes whose answer depends on the parameter (its range, its file code) run per family.
 """
 
 from __future__ import annotations
@@ -316,8 +321,8 @@ def _rows() -> dict[str, tuple[Param, str]]:
     for param in PARAMS:
         if not ROLES.get(param.role):
             continue
-        key = (param.tool, param.flag or param.name, param.role, param.dash, param.code, param.low, param.high)
-        key += (param.skip,)
+        key: tuple[object, ...] = (param.tool, param.flag or param.name, param.role, param.dash, param.code)
+        key += (param.low, param.high, param.skip)
         families.setdefault(key, []).append(param)
     rows: dict[str, tuple[Param, str]] = {}
 
@@ -366,6 +371,21 @@ def test_the_walker_found_every_command() -> None:
         ran = {kind for param, kind in ROWS.values() if param.role == role}
         assert ran == set(kinds) or (ran | {"dash"}) == set(kinds), (role, ran)
     assert {role for role, kinds in ROLES.items() if kinds} == {p.role for p, _ in ROWS.values()}
+
+
+def test_a_new_option_without_a_type_is_reported_by_name() -> None:
+    # What the walker says of options added without one of the shared types.
+    assert _sandbox_role(click.Option(["--new-file"], type=click.Path())) == {"role": ""}
+    assert _sandbox_role(click.Option(["--count"], type=click.IntRange(0, 5))) == {"role": ""}
+    assert _sandbox_role(click.Option(["--label"])) == {"role": ""}
+    parser = argparse.ArgumentParser()
+    assert _apts_role(parser.add_argument("--new-file")) == {"role": ""}
+    assert _apts_role(parser.add_argument("--count", type=int)) == {"role": ""}
+    # ... and of the same options once typed.
+    typed = _sandbox_role(click.Option(["--new-file"], type=sandbox_params.InputPath()))
+    assert typed is not None and typed["role"] == "input-file"
+    number = _apts_role(parser.add_argument("--n", type=apts_params.Number("--n", int, 0, 5)))
+    assert number is not None and number["role"] == "int"
 
 
 @pytest.fixture(scope="module")
