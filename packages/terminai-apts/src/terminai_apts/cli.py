@@ -25,7 +25,7 @@ from typing import Any, TextIO
 from terminai_apts import boundary, params
 from terminai_apts._version import __version__
 from terminai_apts.console import command_word
-from terminai_apts.errors import MemoryStoreError
+from terminai_apts.errors import JournalError, MemoryStoreError
 
 _COMMAND_MODULES = (
     "terminai_apts.executor.host.cli",
@@ -70,7 +70,8 @@ _EVOLVE = ("propose", "approve", "reject", "status", "history", "rollback", "ver
 # The path arguments by command and destination, as argument types (terminai_apts.params):
 # each is refused for what it is (empty, a FIFO, a directory where a file is read, ...)
 # while the command line is parsed. A memory index may be a journal directory; a store and
-# a journal are directories a command may create; an audit log's directory is created.
+# a journal are directories a command may create (a journal refuses what is not one with its
+# family's code, 22); an audit log's directory is created.
 _PATHS: dict[tuple[str, str], Callable[[], params.Typed]] = {
     **{(cmd, "db"): lambda: params.InputPath("--db", want="any", error=MemoryStoreError) for cmd in ("exec", "repl")},
     **{(cmd, "audit"): lambda: params.OutputPath("--audit", parent=False) for cmd in ("exec", "repl")},
@@ -80,10 +81,14 @@ _PATHS: dict[tuple[str, str], Callable[[], params.Typed]] = {
         for cmd in _MEMORY_QUERIES
     },
     ("memory index", "db"): lambda: params.InputPath("DB", want="any"),
-    ("memory index", "journal"): lambda: params.InputPath("--journal", want="dir"),
+    ("memory index", "journal"): lambda: params.InputPath(
+        "--journal", want="dir", error=JournalError, words_files=True
+    ),
     ("memory index", "archive"): lambda: params.InputPath("--archive", error=MemoryStoreError),
     **{
-        (f"memory {cmd}", "journal"): lambda: params.InputPath("JOURNAL", want="dir")
+        (f"memory {cmd}", "journal"): lambda: params.InputPath(
+            "JOURNAL", want="dir", error=JournalError, words_files=True
+        )
         for cmd in ("verify", "compact", *(f"journal {w}" for w in _JOURNAL_WRITES))
     },
     **{(f"memory journal {cmd}", "set"): lambda: params.InputPath("--set", stdin=True) for cmd in ("goals", "context")},

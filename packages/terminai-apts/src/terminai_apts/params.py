@@ -89,11 +89,20 @@ class InputPath(Typed):
     the command (it knows whether it may create it); any other wrong kind is ``error``."""
 
     def __init__(
-        self, option: str, *, want: str = "file", stdin: bool = False, error: type[AptsError] = PathError
+        self,
+        option: str,
+        *,
+        want: str = "file",
+        stdin: bool = False,
+        error: type[AptsError] = PathError,
+        words_files: bool = False,
     ) -> None:
         self.want = want
         self.stdin = stdin
         self.error = error
+        # A command that says what a regular file given for its directory is (a memory
+        # index where a journal is asked, say) keeps that message.
+        self.words_files = words_files
         self.role = {"file": "input-file", "dir": "input-dir", "any": "input-any"}[want]
         super().__init__(option)
 
@@ -119,6 +128,8 @@ class InputPath(Typed):
             )
         if self.want == "file" and stat.S_ISDIR(mode):
             raise self.error(f"{text} is a directory, not a file", hint="pass a file, not a directory")
+        if self.want == "dir" and stat.S_ISREG(mode) and self.words_files:
+            return text
         if self.want == "dir" and not stat.S_ISDIR(mode):
             raise self.error(f"{text} is a file, not a directory", hint="pass a directory")
         if not os.access(text, os.R_OK | (os.X_OK if stat.S_ISDIR(mode) else 0)):

@@ -162,7 +162,12 @@ def lock_cmd(spec_path: Path | None, check: bool) -> None:
 
 @click.command("contracts")
 @click.argument("image", type=params.Reference())
-@click.option("--output", type=params.OutputPath(), default=None, help="where to write contracts.junit.xml")
+@click.option(
+    "--output",
+    type=params.OutputDir(),
+    default=None,
+    help="directory to write contracts.junit.xml into (default: dist)",
+)
 @click.option(
     "--wheels",
     type=params.OutputDir(),
