@@ -129,7 +129,9 @@ _DEFAULT_HELP = {
 
 
 def _harden(parser: argparse.ArgumentParser) -> None:
-    """Bound every numeric option of every sub-command (see ``_FLOAT_BOUNDS``); fill missing help."""
+    """Give every argument of every sub-command its type from :mod:`terminai_apts.params`: numbers
+    bounded (see ``_FLOAT_BOUNDS``), choices refused with a hint, paths (``_PATHS``) checked
+    for what they are; fill missing help."""
     for path, current in _parsers(parser):
         for action in current._actions:
             if not action.help and action.dest in _DEFAULT_HELP:
