@@ -19,6 +19,7 @@ from click.testing import CliRunner
 from terminai_sandbox import console
 from terminai_sandbox.cli import main
 from terminai_sandbox.cli.launch_cmd import preflight_cmd, run_cmd
+from terminai_sandbox.cli.params import InputPath
 from terminai_sandbox.launch import entry, options, session
 from terminai_sandbox.launch.options import (
     PREFLIGHT_OPTIONS,
@@ -47,11 +48,13 @@ ACCEPTED = [
     ["--image", "a:1", "--image", "b:2", "true"],
     ["--certificate-identity", "id", "--certificate-oidc-issuer", "https://issuer", "cmd", "--", "y"],
     ["--engine", "podman", "--", "--", "x"],
-    ["--image", "", "--key=", "true"],
+    ["--image", "", "--key=k.pub", "true"],
     ["ls", "--json", "-h", "--help"],
 ]
 
 MISTAKES = [
+    ["--key=", "true"],  # an empty path (an unset variable) and '-' are refused by the path type
+    ["--policy", "-", "true"],
     ["--nope", "true"],
     ["-x", "true"],
     ["-hx"],
@@ -85,10 +88,10 @@ def _oracle(*, command: bool) -> click.Command:
         click.Option(["--image"]),
         click.Option(["--engine"]),
         click.Option(["--runtime"]),
-        click.Option(["--key", "key_path"], type=click.Path(path_type=Path)),
+        click.Option(["--key", "key_path"], type=InputPath()),
         click.Option(["--certificate-identity"]),
         click.Option(["--certificate-oidc-issuer"]),
-        click.Option(["--policy", "policy_path"], type=click.Path(path_type=Path)),
+        click.Option(["--policy", "policy_path"], type=InputPath()),
         click.Option(["--unsafe-skip-verify"], is_flag=True),
         click.Option(["--unsafe-allow-flag"], multiple=True),
         click.Option(["--unsafe-allow-env"], multiple=True),

@@ -86,5 +86,7 @@ def usage_error(exc: BaseException) -> int:
         return exc.exit_code
     with contextlib.suppress(OSError, ValueError):
         click.echo(f"error: {exc.format_message()}", err=True)
-        click.echo(f"  hint: see '{where} --help'", err=True)
+        # A parameter type may know the remedy (cli/params.py: "the path is empty", say).
+        hint = getattr(exc, "hint", None) or f"see '{where} --help'"
+        click.echo(f"  hint: {hint}", err=True)
     return exc.exit_code

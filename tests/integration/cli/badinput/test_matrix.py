@@ -148,7 +148,13 @@ def _input_rows() -> Iterator[tuple[str, Case]]:
     # (name, tool, args with {in}, code per class; "*" is the default, stdin)
     slots: list[tuple[str, str, tuple[str, ...], dict[str, int], bytes | None]] = [
         ("exec --db", APTS, ("exec", "--db", "{in}"), {"*": 24, "missing": 2}, b"print(1)\n"),
-        ("exec-audit", APTS, ("exec-audit", "{in}"), {"*": 23, "missing": 22, "directory": 3, "empty": 0}, b""),
+        (
+            "exec-audit",
+            APTS,
+            ("exec-audit", "{in}"),
+            {"*": 23, "missing": 22, "directory": 3, "fifo": 3, "empty": 0},
+            b"",
+        ),
         ("memory search", APTS, ("memory", "search", "{in}", "x"), {"*": 24, "directory": 24}, b""),
         ("memory filter", APTS, ("memory", "filter", "{in}"), {"*": 24, "directory": 24}, b""),
         ("memory count", APTS, ("memory", "count", "{in}"), {"*": 24, "directory": 24}, b""),
@@ -175,7 +181,7 @@ def _input_rows() -> Iterator[tuple[str, Case]]:
             "cleanup --plan",
             APTS,
             ("cleanup", "directory", "--plan", "{in}", "--apply", "--approved-by", "t"),
-            {"*": 2},
+            {"*": 2, "directory": 3, "fifo": 3},
             b"",
         ),
         ("contract diff", SANDBOX, ("contract", "diff", "{in}", "{in}"), {"*": 3}, b""),
@@ -184,7 +190,7 @@ def _input_rows() -> Iterator[tuple[str, Case]]:
             "attest --predicate",
             SANDBOX,
             ("attest", REF, "--predicate", "{in}", "--key", "cosign.key"),
-            {"*": 3, "missing": 2, "directory": 2},
+            {"*": 3, "missing": 2},
             b"",
         ),
         ("verify --key", SANDBOX, ("verify", REF, "--key", "{in}"), {"*": 3}, b""),
@@ -193,17 +199,17 @@ def _input_rows() -> Iterator[tuple[str, Case]]:
             "keygen --import",
             SANDBOX,
             ("keygen", "--output-prefix", "out/k", "--import", "{in}"),
-            {"*": 10, "missing": 2, "directory": 3},
+            {"*": 10, "missing": 2, "directory": 3, "fifo": 3},
             b"",
         ),
         (
             "push LAYOUT",
             SANDBOX,
             ("push", "{in}", f"{CLOSED}/terminai/sandbox:1"),
-            {"*": 2, "directory": 3, "fifo": 3},
+            {"*": 3, "missing": 2},
             b"",
         ),
-        ("sbom LAYOUT", SANDBOX, ("sbom", "{in}", "-o", "out/sbom.json"), {"*": 2, "directory": 12, "fifo": 12}, b""),
+        ("sbom LAYOUT", SANDBOX, ("sbom", "{in}", "-o", "out/sbom.json"), {"*": 3, "missing": 2, "directory": 12}, b""),
     ]
     for name, tool, args, codes, stdin in slots:
         for kind in INPUTS:
@@ -315,7 +321,7 @@ def _named_rows() -> Iterator[tuple[str, Case]]:
             11,
             "signatures.json is not a JSON object",
         ),
-        "keygen --output-prefix ''": Case(SANDBOX, ("keygen", "--output-prefix", ""), 3, "names no file"),
+        "keygen --output-prefix ''": Case(SANDBOX, ("keygen", "--output-prefix", ""), 2, "empty"),
         "keygen --output-prefix DIR/": Case(SANDBOX, ("keygen", "--output-prefix", "out/"), 3, "names no file"),
         "keygen, non-UTF-8 password": Case(
             SANDBOX, ("keygen", "--output-prefix", "out/k"), 0, env={"COSIGN_PASSWORD": "caf\udce9"}

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from terminai_sandbox.cli import progress
+from terminai_sandbox.cli import params, progress
 from terminai_sandbox.errors import ContractError, EngineError, LockError, SandboxError
 
 if TYPE_CHECKING:
@@ -47,7 +47,7 @@ def _spec_option(func: click.decorators.FC) -> click.decorators.FC:
     return click.option(
         "--spec",
         "spec_path",
-        type=click.Path(path_type=Path),
+        type=params.InputPath(),
         default=None,
         help="image.toml to build (default: images/sandbox/image.toml)",
     )(func)
@@ -55,7 +55,7 @@ def _spec_option(func: click.decorators.FC) -> click.decorators.FC:
 
 @click.command("build")
 @_spec_option
-@click.option("--output", type=click.Path(path_type=Path), default=None, help="output directory (default dist/X.Y.Z)")
+@click.option("--output", type=params.OutputDir(), default=None, help="output directory (default dist/X.Y.Z)")
 @click.option("--no-cache", is_flag=True, help="rebuild every stage from scratch")
 @click.option("--no-load", is_flag=True, help="do not load the result into the engine")
 @click.option(
@@ -152,11 +152,16 @@ def lock_cmd(spec_path: Path | None, check: bool) -> None:
 
 
 @click.command("contracts")
-@click.argument("image")
-@click.option("--output", type=click.Path(path_type=Path), default=None, help="where to write contracts.junit.xml")
+@click.argument("image", type=params.Reference())
+@click.option(
+    "--output",
+    type=params.OutputDir(),
+    default=None,
+    help="directory to write contracts.junit.xml into (default: dist)",
+)
 @click.option(
     "--wheels",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=params.OutputDir(),
     default=None,
     help="directory of the suite's pinned test wheels (a release's contract-wheels/): those present are "
     "used without a package index, missing ones are fetched into it by hash",
