@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
 from typing import Any
 
 from terminai_apts.errors import PathError, UsageError
+from terminai_apts.executor.frames import MAX_ERROR_CHARS
 from terminai_apts.executor.host.run import ExecutionResult, ExecutorSession, execute
 from terminai_apts.executor.policy import MAX_SOURCE_BYTES, MODES, ApiSpec, SandboxConfig, thermal_spec
-from terminai_apts.executor.python_layer.output import json_line
+from terminai_apts.executor.python_layer.output import fit_escaped, json_line, terminal_line
 
 
 def _limits(parser: argparse.ArgumentParser) -> None:
@@ -51,16 +53,34 @@ def _api(args: argparse.Namespace) -> ApiSpec | None:
 
 
 def _human(result: ExecutionResult, max_output: int) -> None:
-    sys.stdout.write(result.stdout)
+    # As UTF-8 bytes, whatever the locale: the run capped them, and an encoding of
+    # stdout's own could only grow them (or fail on them).
+    sys.stdout.flush()
+    sys.stdout.buffer.write(result.stdout.encode("utf-8", "backslashreplace"))
+    sys.stdout.buffer.flush()
     if result.output_truncated:  # said on stderr, so the output itself stays what the program printed
-        sys.stdout.flush()
         print(
             f"note: output truncated to the first {max_output} bytes (raise --max-output to see more)",
             file=sys.stderr,
         )
     if not result.success:
         where = f" (line {result.line})" if result.line else ""
-        print(f"error{where}: {result.error}", file=sys.stderr)
+        # The program chose the message: one line, its control characters escaped, capped.
+        print(f"error{where}: {terminal_line(result.error or '', MAX_ERROR_CHARS)}", file=sys.stderr)
+        if result.hint:
+            print(f"  hint: {result.hint}", file=sys.stderr)
+
+
+def _json(result: ExecutionResult, max_output: int) -> str:
+    """The result as the one line printed, its ``stdout`` within ``max_output`` bytes and
+    its ``error`` within ``MAX_ERROR_CHARS`` bytes as printed (escapes included)."""
+    stdout, cut = fit_escaped(result.stdout, max_output)
+    error, _ = fit_escaped(result.error, MAX_ERROR_CHARS) if result.error else (result.error, False)
+    if cut or error != result.error:
+        result = dataclasses.replace(
+            result, stdout=stdout, error=error, output_truncated=result.output_truncated or cut
+        )
+    return json_line(result.to_json())
 
 
 def _read_code() -> str:
@@ -102,7 +122,7 @@ def _read_line() -> str | None:
 def _exec(args: argparse.Namespace) -> int:
     result = execute(_read_code(), _config(args), _api(args))
     if args.json:
-        print(json_line(result.to_json()))
+        print(_json(result, args.max_output))
     else:
         _human(result, args.max_output)
     return 0 if result.success else 1
@@ -128,11 +148,12 @@ def _repl(args: argparse.Namespace) -> int:
                 try:
                     request: Any = json.loads(line)
                     code = str(request["code"])
-                except (ValueError, KeyError, TypeError):
+                except (ValueError, KeyError, TypeError, RecursionError, MemoryError):
+                    # nested too deep for the decoder, too, is a malformed line: the session goes on
                     _usage_line('expected {"code": ...}')
                     continue
                 result = session.run(code)
-                print(json_line(result.to_json()), flush=True)
+                print(_json(result, args.max_output), flush=True)
                 if session.closed:
                     return 1
         print("terminai-apts repl: end a cell with an empty line; Ctrl-D quits.", file=sys.stderr)

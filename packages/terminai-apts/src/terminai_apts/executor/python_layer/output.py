@@ -1,10 +1,11 @@
 """Layer 4: bounded capture of a cell's ``print`` output; the result frame that carries
 it; and the JSON the CLI prints of it.
 
-The cap is on the text (its UTF-8 bytes), never on its JSON form: escaping grows a
-``"`` to two bytes and a control character to six, which the host's frame limit
-(``6 × max_output`` plus room for the other fields) always has room for. Whenever text is
-cut, ``output_truncated`` says so.
+In the run the cap is on the text (its UTF-8 bytes): escaping grows a ``"`` to two
+bytes and a control character to six, which the host's frame limit (``6 × max_output``
+plus room for the other fields) always has room for. What the CLI prints is capped
+again after escaping (``fit_escaped``, ``terminal_line``): ``--max-output`` bounds the
+bytes a reader gets, escapes included. Whenever text is cut, ``output_truncated`` says so.
 """
 
 from __future__ import annotations
@@ -137,3 +138,43 @@ def json_line(value: object) -> str:
     JSON strings, where ``\\uXXXX`` means the same character.)"""
     text = json.dumps(value, ensure_ascii=False)
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def fit_escaped(text: str, limit: int) -> tuple[str, bool]:
+    """The longest prefix of ``text`` whose form in ``json_line`` (escapes included, the
+    quotes not) is at most ``limit`` bytes, and whether it was cut. Escapes only grow
+    with the prefix, so a binary search over its length finds it in O(n log n)."""
+
+    def size(chars: int) -> int:
+        return len(json_line(text[:chars]).encode("utf-8", "surrogatepass")) - 2
+
+    if size(len(text)) <= limit:
+        return text, False
+    low, high = 0, min(len(text), limit)  # every character is at least one byte
+    while low < high:
+        middle = (low + high + 1) // 2
+        if size(middle) <= limit:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low], True
+
+
+# C0 controls (newline and tab included: an error is one line), and what ``_UNSAFE`` holds.
+_TERMINAL_UNSAFE = re.compile("[\x00-\x1f" + _UNSAFE.pattern[1:])
+
+
+def terminal_line(text: str, limit: int) -> str:
+    """``text`` as one line a terminal shows as it is: every control, bidi or hiding
+    character written as its escape (``\\x1b``, ``\\u202e``), then cut to ``limit``
+    UTF-8 bytes (escapes included; ``…`` ends a cut line)."""
+
+    def escape(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    line = _TERMINAL_UNSAFE.sub(escape, text.encode("utf-8", "backslashreplace").decode("utf-8"))
+    data = line.encode("utf-8")
+    if len(data) <= limit:
+        return line
+    return data[: max(0, limit - 3)].decode("utf-8", "ignore") + "…"
