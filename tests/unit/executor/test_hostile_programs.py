@@ -225,7 +225,7 @@ def test_repl_answers_a_malformed_line_and_keeps_its_state(name: str) -> None:
     _clean(done)
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(replies) == 3, done.stdout[-500:]
-    assert replies[1]["success"] is False and replies[1]["error_type"] == "UsageError"
+    assert replies[1]["success"] is False and replies[1]["error_type"] == "UsageError" and replies[1]["hint"]
     assert replies[2]["stdout"] == "42\n" and done.returncode == 0
 
 

@@ -128,8 +128,9 @@ def _exec(args: argparse.Namespace) -> int:
     return 0 if result.success else 1
 
 
-def _usage_line(error: str) -> None:
-    print(json_line({"success": False, "error": error, "error_type": "UsageError"}), flush=True)
+def _usage_line(error: str, hint: str) -> None:
+    """The reply to a line that is not a cell; the session goes on."""
+    print(json_line({"success": False, "error": error, "error_type": "UsageError", "hint": hint}), flush=True)
 
 
 def _repl(args: argparse.Namespace) -> int:
@@ -143,14 +144,14 @@ def _repl(args: argparse.Namespace) -> int:
                 if not line.strip():
                     continue
                 if line == _OVERSIZED:
-                    _usage_line(f"a cell is at most {MAX_SOURCE_BYTES} bytes of code")
+                    _usage_line(f"a cell is at most {MAX_SOURCE_BYTES} bytes of code", "split it into several cells")
                     continue
                 try:
                     request: Any = json.loads(line)
                     code = str(request["code"])
                 except (ValueError, KeyError, TypeError, RecursionError, MemoryError):
                     # nested too deep for the decoder, too, is a malformed line: the session goes on
-                    _usage_line('expected {"code": ...}')
+                    _usage_line('expected {"code": ...}', 'send one JSON object per line, such as {"code": "print(1)"}')
                     continue
                 result = session.run(code)
                 print(_json(result, args.max_output), flush=True)
