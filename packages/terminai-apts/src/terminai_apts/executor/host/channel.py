@@ -24,8 +24,9 @@ _READY_LIMIT = 64 * 1024
 # recurse in C without a depth check through `next()` of nested map/filter/zip/itertools
 # objects and `hash()` of nested tuples (a 300,000-deep map chain, a 1,000,000-deep tuple).
 # The run cannot catch it (the signal ends it); the host names the likely cause.
+NATIVE_CRASH_PREFIX = "native stack overflow"
 NATIVE_CRASH = (
-    "native stack overflow: the run crashed with signal {sig} ({name}), most likely from"
+    NATIVE_CRASH_PREFIX + ": the run crashed with signal {sig} ({name}), most likely from"
     " nesting too deep (iterators wrapping iterators, such as map/filter/zip/itertools"
     " thousands of levels deep, or a tuple nested in itself)"
 )

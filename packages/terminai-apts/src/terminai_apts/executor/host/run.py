@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from terminai_apts.errors import ExecutorError, UsageError
-from terminai_apts.executor.host.channel import NATIVE_CRASH_HINT, RunChannel
+from terminai_apts.executor.host.channel import NATIVE_CRASH_HINT, NATIVE_CRASH_PREFIX, RunChannel
 from terminai_apts.executor.host.zygote_client import ZygoteClient, shared
 from terminai_apts.executor.policy import ApiSpec, SandboxConfig
 from terminai_apts.executor.python_layer.validate import Violation, validate_code
@@ -37,9 +37,15 @@ class ExecutionResult:
     line: int = 0
     session_ended: bool = False
     isolation: tuple[str, ...] = ()
-    # What to do about the failure, when the host knows more than the error says (a
-    # native crash); printed as the `  hint:` line, and in JSON only when set.
-    hint: str | None = None
+
+    @property
+    def hint(self) -> str | None:
+        """What to do about the failure when the host knows more than the error says (a
+        native crash): the `  hint:` line, and in JSON only when there is one. Derived,
+        not a field: the result's fields are the toolset's contract."""
+        if self.error_type == "ChildCrashed" and (self.error or "").startswith(NATIVE_CRASH_PREFIX):
+            return NATIVE_CRASH_HINT
+        return None
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -66,9 +72,7 @@ def _check_api(api: ApiSpec | None) -> dict[str, object] | None:
 
 
 def _from_reply(reply: dict[str, Any], started: float, isolation: tuple[str, ...]) -> ExecutionResult:
-    native = reply["error_type"] == "ChildCrashed" and str(reply["error"]).startswith("native stack overflow")
     return ExecutionResult(
-        hint=NATIVE_CRASH_HINT if native else None,
         success=bool(reply["success"]),
         stdout=reply["stdout"],
         error=reply["error"],
