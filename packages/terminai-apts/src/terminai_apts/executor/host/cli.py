@@ -18,9 +18,9 @@ from terminai_apts.executor.python_layer.output import fit_escaped, json_line, t
 
 def _limits(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=MODES, default="high", help="security mode")
-    parser.add_argument("--timeout", type=float, default=30.0, help="wall clock seconds")
+    parser.add_argument("--timeout", type=float, default=30.0, help="wall-clock seconds, validation included")
     parser.add_argument("--memory-mb", type=int, default=256, help="memory for user code")
-    parser.add_argument("--max-output", type=int, default=1_000_000, help="stdout bytes cap")
+    parser.add_argument("--max-output", type=int, default=1_000_000, help="output bytes printed, escapes too")
     parser.add_argument("--db", help="memory database injected read-only as `thermal`")
     parser.add_argument("--audit", help="append a hash-chained audit line to this file")
     parser.add_argument("--caller", default="cli", help="caller id for the audit log")
