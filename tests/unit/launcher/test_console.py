@@ -20,6 +20,7 @@ from terminai_sandbox import console
 from terminai_sandbox.cli import main
 from terminai_sandbox.cli.launch_cmd import preflight_cmd, run_cmd
 from terminai_sandbox.cli.params import InputPath
+from terminai_sandbox.common.hardening import Limits
 from terminai_sandbox.launch import entry, options, session
 from terminai_sandbox.launch.options import (
     PREFLIGHT_OPTIONS,
@@ -31,7 +32,6 @@ from terminai_sandbox.launch.options import (
     parse_run,
     request_from,
 )
-from terminai_sandbox.launch.run import Limits
 
 CLI = str(Path(sys.executable).with_name("terminai-sandbox"))
 PINNED = "127.0.0.1:5000/terminai/sandbox:0.1.0@sha256:" + "a" * 64
