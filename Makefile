@@ -73,6 +73,10 @@ test-seed-exact: setup ## The seed-exact differential test over many more genera
 seed-check: setup ## Hold the seed oracle against the seed document's own code (TERMINAI_SEED_000 names it)
 	SEED_EXACT_EXAMPLES=$${SEED_EXACT_EXAMPLES:-300} $(PY) -m pytest -m seed tests/unit/memory/test_seed_exact.py tests/unit/executor/test_seed_written_corpus.py $(PYTEST_ARGS)
 
+.PHONY: peer-yardstick
+peer-yardstick: setup ## Run smolagents' and RestrictedPython's own snippets through the executor (downloads their pinned sources)
+	$(PY) scripts/peer-yardstick --show differ
+
 .PHONY: attacks
 attacks: setup ## The Python-layer attack generator for 10 minutes (ATTACK_SECONDS, ATTACK_SEED to change)
 	APTS_ATTACK_SECONDS=$${ATTACK_SECONDS:-600} APTS_ATTACK_SEED=$${ATTACK_SEED:-2027} \

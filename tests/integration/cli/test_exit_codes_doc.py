@@ -110,9 +110,13 @@ def cases(registry: str) -> dict[int, list[Case]]:
     return {
         0: [Case(APTS, ("version",)), Case(SANDBOX, ("version",))],
         1: [Case(APTS, ("exec",), stdin=b"raise ValueError('no')\n", hint=False)],
-        2: [Case(SANDBOX, ("nope",)), Case(APTS, ("exec", "--timeout", "nan"), stdin=b"print(1)\n")],
-        3: [
+        2: [
+            Case(SANDBOX, ("nope",)),
+            Case(APTS, ("exec", "--timeout", "nan"), stdin=b"print(1)\n"),
             Case(SANDBOX, ("keygen", "--output-prefix", "-")),
+        ],
+        3: [
+            Case(SANDBOX, ("keygen", "--output-prefix", "notes/")),
             Case(SANDBOX, ("audit", "verify", "--ledger", "missing")),
             Case(APTS, ("cleanup", "notes", "--plan", "garbage", "--apply", "--approved-by", "t")),
             Case(APTS, ("evolve", "status", "--store", "missing")),

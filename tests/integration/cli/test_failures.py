@@ -80,7 +80,9 @@ def cases(tmp: Path, layout: Path) -> dict[str, Case]:
             ("engine", "status"), 4, "the container engine is not running", no_unix_engine
         ),
         # build and lock
-        "build, missing spec": Case(("build", "--spec", "missing.toml"), 3, "cannot read missing.toml"),
+        "build, missing spec": Case(
+            ("build", "--spec", "missing.toml"), 3, "the image spec missing.toml does not exist"
+        ),
         "build, no engine": Case(("build", "--output", "out"), 4, "the container engine at tcp://", no_tcp_engine),
         "lock, missing tool": Case(
             ("lock", "--spec", spec), 5, "mmdebstrap is not installed", {"PATH": str(tmp / "bin")}

@@ -46,9 +46,9 @@ SUITES = (
     "tests/unit/executor/test_python_layer_attacks.py",
     "tests/unit/executor/test_reachability.py",
     "tests/unit/executor/test_callback_routes.py",
-    "tests/unit/executor/test_redteam_round4.py",
-    "tests/unit/executor/test_redteam_round5.py",
-    "tests/unit/executor/test_redteam_round6.py",
+    "tests/unit/executor/test_attacks_on_match_and_new_modules.py",
+    "tests/unit/executor/test_attacks_on_entry_check_and_write_guard.py",
+    "tests/unit/executor/test_attacks_on_value_check_shortcuts.py",
     "tests/unit/executor/test_seed_allowlist_attacks.py",
     "tests/unit/executor/test_relaxation_attacks.py",
 )

@@ -30,9 +30,9 @@ from pathlib import Path
 import pytest
 import yaml
 from terminai_sandbox.assemble import BuildResult
+from terminai_sandbox.common.hardening import HOME_IN_IMAGE, IMAGE_UID
 from terminai_sandbox.kube.hardening import VOLUMES
 from terminai_sandbox.launch.engines import NOFILE_CAP, NPROC_CAP, host_rlimits
-from terminai_sandbox.launch.run import HOME_IN_IMAGE, IMAGE_UID
 
 from tests.fixtures.registry import RegistryServer
 from tests.integration.launcher.test_launch import Site

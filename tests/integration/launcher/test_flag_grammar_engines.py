@@ -164,3 +164,52 @@ def test_the_engine_reads_every_spelling_as_the_launcher_does(engine_cli: str) -
             if actual != expected:
                 mismatches.append(f"{engine_cli} {words}: {name} engine={actual!r} parser={expected!r}")
     assert not mismatches, "\n".join(mismatches)
+
+
+# Env files as people write them: comments, blank lines, CRLF, a BOM, spaces, values holding
+# '=', '#' and quotes (taken as written), names inherited from the caller's environment.
+ENV_FILES = (
+    "# settings\nFOO=bar\n\nLANG=C.UTF-8\n",
+    "\ufeffFOO=1\r\nBAR=two words\r\n",
+    "   INDENTED=yes\n\tTABBED=also\n",
+    'QUOTED="kept as written"\nHASH=a#b\nEQ=a=b=c\nEMPTY=\n',
+    "INHERITED_SET\nINHERITED_UNSET\n",
+    "TRAIL=space \nVT=a\x0bb\n",
+)
+
+
+@pytest.mark.parametrize("text", ENV_FILES, ids=range(len(ENV_FILES)))
+def test_an_env_file_becomes_the_entries_the_engine_would_read_from_it(
+    engine_cli: str, text: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """``--env-file`` is replaced by ``--env`` entries (the engine never reads the file the
+    launcher checked, so a swap after the check cannot matter): the container's environment
+    is the one the engine makes from the file itself."""
+    binary, grammar = _cli(engine_cli), GRAMMARS[engine_cli]
+    path = tmp_path_factory.mktemp("env-file") / "session.env"
+    path.write_text(text, encoding="utf-8", newline="")
+    parsed = flags.parse(["--env-file", str(path)], grammar)
+    with pytest.MonkeyPatch.context() as patch:  # the launcher's environment is the CLI's here
+        patch.setenv("INHERITED_SET", "from the caller")
+        patch.delenv("INHERITED_UNSET", raising=False)
+        checked = flags.check_env(parsed, allowed_env=frozenset(), engine=engine_cli)
+    rewritten = flags.words(checked)
+    assert str(path) not in " ".join(rewritten)
+    env = {"PATH": "/usr/bin:/bin", "INHERITED_SET": "from the caller", "HOME": "/root"}
+
+    def created_env(words: list[str]) -> list[str]:
+        created = subprocess.run(
+            [binary, "create", *words, IMAGE, "true"], capture_output=True, text=True, timeout=120, env=env, check=True
+        )
+        container_id = created.stdout.strip().splitlines()[-1]
+        try:
+            shown = subprocess.run([binary, "container", "inspect", container_id], capture_output=True, text=True,
+                                   timeout=120, check=True)  # fmt: skip
+        finally:
+            subprocess.run([binary, "rm", "-f", container_id], capture_output=True, check=False, timeout=120)
+        found = json.loads(shown.stdout)[0]["Config"]["Env"] or []
+        return sorted(
+            item for item in found if item.split("=", 1)[0] not in _ENGINE_ENV
+        )  # the engine's order is a map's
+
+    assert created_env(rewritten) == created_env(["--env-file", str(path)])

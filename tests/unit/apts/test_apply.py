@@ -128,11 +128,11 @@ def _journal(root: Path, plan: CleanupPlan) -> Path:
 def test_crash_at_any_point_loses_nothing_and_resumes_or_undoes(make_file: Maker, crash_point: str) -> None:
     root, plan = sample(make_file)
     before = tree(root)
-    real_move, real_unlink, real_write = apply_mod._move, os.unlink, apply_mod._Journal.write
+    real_move, real_unlink, real_write = apply_mod._move_from, os.unlink, apply_mod._Journal.write
 
     def patch() -> None:
         if crash_point == "before-move":
-            apply_mod._move = lambda src, dst: os._exit(9)  # type: ignore[assignment]
+            apply_mod._move_from = lambda *_: os._exit(9)  # type: ignore[assignment]
         elif crash_point == "after-link":
             os.unlink = lambda *a, **k: os._exit(9)  # type: ignore[assignment]
         else:
@@ -145,7 +145,7 @@ def test_crash_at_any_point_loses_nothing_and_resumes_or_undoes(make_file: Maker
             apply_mod._Journal.write = write  # type: ignore[method-assign]
 
     _crash_in_child(plan, patch)
-    assert (apply_mod._move, os.unlink, apply_mod._Journal.write) == (real_move, real_unlink, real_write)
+    assert (apply_mod._move_from, os.unlink, apply_mod._Journal.write) == (real_move, real_unlink, real_write)
     journal = _journal(root, plan)
     ops = [r["op"] for r in read_journal(journal)]
     assert ops[-1] == "intent"  # crashed with the first move in flight

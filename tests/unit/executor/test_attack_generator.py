@@ -20,7 +20,7 @@ from terminai_apts.executor.python_layer import sandbox_globals
 from terminai_apts.memory import store
 
 from tests.unit.executor import attack_generator, reachability
-from tests.unit.executor.test_redteam_round6 import _OLD_SCANNED, _raising_check
+from tests.unit.executor.test_attacks_on_value_check_shortcuts import _OLD_SCANNED, _raising_check
 from tests.unit.memory.conftest import make_records
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -89,7 +89,7 @@ def test_generator_finds_callback_escapes_with_the_entry_checks_off() -> None:
 def test_generator_finds_the_sixth_round_s_routes_with_their_old_behaviour(
     old: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Not vacuous for the routes `test_redteam_round6` closed: with either old behaviour
+    """Not vacuous for the routes `test_attacks_on_value_check_shortcuts` closed: with either old behaviour
     back (and every other check on), the generator reaches a planted forbidden object."""
     if old.startswith("one-pass"):
         monkeypatch.setattr(attack_generator.guards, "_SCANNED", _OLD_SCANNED)

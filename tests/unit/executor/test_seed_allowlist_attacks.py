@@ -35,127 +35,434 @@ def cfg(mode: Mode) -> SandboxConfig:
     return SandboxConfig(timeout_seconds=10, security_mode=mode)
 
 
-def blocked(result: ExecutionResult) -> bool:
-    return not result.success and "ESCAPED" not in result.stdout
+def refused(result: ExecutionResult, layer: str, reason: str) -> bool:
+    """Refused by ``layer`` (the result's ``refused_by``, or the error a wrapper raises) for
+    ``reason``, never reaching the line that proves an escape: an incidental failure (a
+    ``NameError``, a typo) does not count as a refusal."""
+    got = result.refused_by or result.error_type
+    return not result.success and "ESCAPED" not in result.stdout and got == layer and reason in (result.error or "")
 
 
-# module -> programs that must end in a refusal or an error, never print ESCAPED
-ATTACKS: dict[str, list[str]] = {
+# module -> (program, the layer that refuses it, a piece of its reason): never prints ESCAPED
+ATTACKS: dict[str, list[tuple[str, str, str]]] = {
     "functools": [
-        "import functools\nprint('ESCAPED', functools.reduce(getattr, ['__class__', '__base__'], 1))",
-        "import functools\ng = functools.partial(getattr, len)\nprint('ESCAPED', g('__self__'))",
-        "import functools\nc = functools.lru_cache(maxsize=2)\nprint('ESCAPED', getattr(c, 'cache_parameters'))",
-        "import functools\nf = functools.lru_cache(len)\nprint('ESCAPED', f.cache_parameters())",
-        "import functools\nprint('ESCAPED', functools.lru_cache(maxsize=None)(getattr)(1, '__globals__'))",
-        "import functools\nw = functools.wraps(len)\nprint('ESCAPED', w.func)",
-        "import functools\nprint('ESCAPED', functools.update_wrapper)",
-        "from functools import partial\nclass P(partial):\n    pass\nprint('ESCAPED')",
+        (
+            "import functools\nprint('ESCAPED', functools.reduce(getattr, ['__class__', '__base__'], 1))",
+            "L4-runtime-guard",
+            "attribute '__base__' is not allowed",
+        ),
+        (
+            "import functools\ng = functools.partial(getattr, len)\nprint('ESCAPED', g('__self__'))",
+            "L4-runtime-guard",
+            "attribute '__self__' is not allowed",
+        ),
+        (
+            "import functools\nc = functools.lru_cache(maxsize=2)\nprint('ESCAPED', getattr(c, 'cache_parameters'))",
+            "AttributeError",
+            "'SafeCallable' object has no attribute 'cache_parameters'",
+        ),
+        (
+            "import functools\nf = functools.lru_cache(len)\nprint('ESCAPED', f.cache_parameters())",
+            "AttributeError",
+            "'CachedFunction' object has no attribute 'cache_parameters'",
+        ),
+        (
+            "import functools\nprint('ESCAPED', functools.lru_cache(maxsize=None)(getattr)(1, '__globals__'))",
+            "L4-runtime-guard",
+            "attribute '__globals__' is not allowed",
+        ),
+        (
+            "import functools\nw = functools.wraps(len)\nprint('ESCAPED', w.func)",
+            "AttributeError",
+            "'SafeCallable' object has no attribute 'func'",
+        ),
+        (
+            "import functools\nprint('ESCAPED', functools.update_wrapper)",
+            "AttributeError",
+            "module 'functools' exposes only: cache, cmp_to_key, lru_cach",
+        ),
+        (
+            "from functools import partial\nclass P(partial):\n    pass\nprint('ESCAPED')",
+            "L4-runtime-guard",
+            "<class functools.partial> cannot be subclassed in the sandbo",
+        ),
     ],
     "operator": [
-        "import operator\nprint('ESCAPED', operator.attrgetter('__class__.__base__')(1))",
-        "import operator\nprint('ESCAPED', operator.attrgetter('real.__class__.__subclasses__')(1)())",
-        "import operator\nprint('ESCAPED', operator.methodcaller('__reduce_ex__', 2)(1))",
-        "import operator\nimport fractions\nprint('ESCAPED', operator.attrgetter('from_float')(fractions.Fraction(1)))",
-        "import operator\nprint('ESCAPED', operator.setitem)",
-        "import operator\nimport collections\nprint('ESCAPED', operator.getitem({'k': collections.deque}, 'k')[int])",
+        (
+            "import operator\nprint('ESCAPED', operator.attrgetter('__class__.__base__')(1))",
+            "L4-runtime-guard",
+            "attribute '__base__' is not allowed",
+        ),
+        (
+            "import operator\nprint('ESCAPED', operator.attrgetter('real.__class__.__subclasses__')(1)())",
+            "L4-runtime-guard",
+            "attribute '__subclasses__' is not allowed",
+        ),
+        (
+            "import operator\nprint('ESCAPED', operator.methodcaller('__reduce_ex__', 2)(1))",
+            "L4-runtime-guard",
+            "attribute '__reduce_ex__' is not allowed",
+        ),
+        (
+            "import operator\nimport fractions\n"
+            "print('ESCAPED', operator.attrgetter('from_float')(fractions.Fraction(1)))",
+            "L4-runtime-guard",
+            "attribute 'from_float' is not allowed (it is a method bound",
+        ),
+        (
+            "import operator\nprint('ESCAPED', operator.setitem)",
+            "AttributeError",
+            "module 'operator' exposes only: abs, add, and_, attrgetter,",
+        ),
+        (
+            "import operator\nimport collections\n"
+            "print('ESCAPED', operator.getitem({'k': collections.deque}, 'k')[int])",
+            "L4-runtime-guard",
+            "item is not allowed (it is a GenericAlias)",
+        ),
     ],
     "string": [
-        "import string\nprint('ESCAPED', string.Formatter().format('{0.__class__}', 1))",
-        "import string\nprint('ESCAPED', getattr(string, 'Formatter'))",
-        "import string\nprint('ESCAPED', string.Template.pattern)",
-        "import string\nclass T(string.Template):\n    pass\nprint('ESCAPED')",
+        (
+            "import string\nprint('ESCAPED', string.Formatter().format('{0.__class__}', 1))",
+            "AttributeError",
+            "module 'string' exposes only: Template, ascii_letters, ascii",
+        ),
+        (
+            "import string\nprint('ESCAPED', getattr(string, 'Formatter'))",
+            "AttributeError",
+            "module 'string' exposes only: Template, ascii_letters, ascii",
+        ),
+        (
+            "import string\nprint('ESCAPED', string.Template.pattern)",
+            "AttributeError",
+            "'string.Template' exposes only:",
+        ),
+        (
+            "import string\nclass T(string.Template):\n    pass\nprint('ESCAPED')",
+            "L4-runtime-guard",
+            "<class string.Template> cannot be subclassed in the sandbox;",
+        ),
     ],
     "typing": [
-        "import typing\nprint('ESCAPED', typing.get_type_hints)",
-        "import typing\nprint('ESCAPED', typing.List.copy_with)",
-        "from typing import NamedTuple\nclass P(NamedTuple):\n    x: int\nprint('ESCAPED')",
-        "import typing\nprint('ESCAPED', typing.Any())",
+        (
+            "import typing\nprint('ESCAPED', typing.get_type_hints)",
+            "AttributeError",
+            "module 'typing' exposes only: Any, Callable, ClassVar, Count",
+        ),
+        (
+            "import typing\nprint('ESCAPED', typing.List.copy_with)",
+            "AttributeError",
+            "'TypingMarker' object has no attribute 'copy_with'",
+        ),
+        (
+            "from typing import NamedTuple\nprint('ESCAPED', NamedTuple._build)",
+            "L2-validate",
+            "attribute '_build' is not allowed",
+        ),
+        (
+            "from typing import NamedTuple\nclass P(NamedTuple, int):\n    x: int\nprint('ESCAPED')",
+            "L4-runtime-guard",
+            "base classes must be plain classes",
+        ),
+        (
+            "from typing import NamedTuple\nclass P(NamedTuple):\n    x: int\n"
+            "    def __init__(self):\n        pass\nprint('ESCAPED')",
+            "AttributeError",
+            "Cannot overwrite NamedTuple attribute __init__",
+        ),
+        (
+            "from typing import TypedDict\nclass P(TypedDict, metaclass=type):\n    x: int\nprint('ESCAPED')",
+            "L2-validate",
+            "class keywords (metaclass=...) are not allowed",
+        ),
+        ("import typing\nprint('ESCAPED', typing.Any())", "TypeError", "typing.Any cannot be called in the sandbox"),
     ],
     "dataclasses": [
-        "import dataclasses\nprint('ESCAPED', dataclasses.dataclass(int))",
-        "import dataclasses, enum\nprint('ESCAPED', dataclasses.dataclass(enum.Enum))",
-        "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\nprint('ESCAPED', getattr(R, '__init__'))",
-        "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\n"
-        "print('ESCAPED', getattr(dataclasses.fields(R)[0].type.__class__, '__base__'))",
-        "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\n"
-        "print('ESCAPED', type(dataclasses.fields(R)[0])('x'))",
-        "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\n"
-        "print('ESCAPED', dataclasses.fields(R)[0].__class__.__init__)",
-        "import dataclasses\nprint('ESCAPED', dataclasses.MISSING)",
-        "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\nprint('ESCAPED', R.__dataclass_fields__)",
+        (
+            "import dataclasses\nprint('ESCAPED', dataclasses.dataclass(int))",
+            "L4-runtime-guard",
+            "@dataclass applies to the program's own classes only",
+        ),
+        (
+            "import dataclasses, enum\nprint('ESCAPED', dataclasses.dataclass(enum.Enum))",
+            "L4-runtime-guard",
+            "@dataclass applies to the program's own classes only",
+        ),
+        (
+            "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\n"
+            "print('ESCAPED', getattr(R, '__init__'))",
+            "L4-runtime-guard",
+            "attribute '__init__' is not allowed",
+        ),
+        (
+            "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\n"
+            "print('ESCAPED', getattr(dataclasses.fields(R)[0].type.__class__, '__base__'))",
+            "L4-runtime-guard",
+            "attribute '__base__' is not allowed",
+        ),
+        (
+            "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\n"
+            "print('ESCAPED', type(dataclasses.fields(R)[0])('x'))",
+            "TypeError",
+            "'TypeView' object is not callable",
+        ),
+        (
+            "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\n"
+            "print('ESCAPED', dataclasses.fields(R)[0].__class__.__init__)",
+            "L2-validate",
+            "attribute '__init__' is not allowed",
+        ),
+        (
+            "import dataclasses\nprint('ESCAPED', dataclasses.MISSING)",
+            "AttributeError",
+            "module 'dataclasses' exposes only: FrozenInstanceError, asdi",
+        ),
+        (
+            "import dataclasses\n@dataclasses.dataclass\nclass R:\n    a: int\n"
+            "print('ESCAPED', R.__dataclass_fields__)",
+            "L2-validate",
+            "attribute '__dataclass_fields__' is not allowed",
+        ),
     ],
     "enum": [
-        "from enum import Enum\nclass C(Enum):\n    A = 1\n"
-        "print('ESCAPED', getattr(getattr(C.A, '__class__'), '__mro__'))",
-        "from enum import Enum\nclass C(Enum):\n    A = 1\nC.A.name = 'B'\nprint('ESCAPED')",
-        "from enum import Enum\nclass C(Enum):\n    def __init_subclass__(cls):\n        pass\nprint('ESCAPED')",
-        "from enum import Enum\nprint('ESCAPED', Enum.__new__)",
-        "from enum import Enum\nclass C(Enum):\n    A = 1\nprint('ESCAPED', getattr(C, '_value2member_'))",
-        "from enum import Enum\nclass C(Enum):\n    A = 1\nprint('ESCAPED', C['_value2member_'])",
-        "from enum import Enum\nclass C(Enum):\n    A = 1\nprint('ESCAPED', C['__init_subclass__'])",
+        (
+            "from enum import Enum\nclass C(Enum):\n    A = 1\n"
+            "print('ESCAPED', getattr(getattr(C.A, '__class__'), '__mro__'))",
+            "L4-runtime-guard",
+            "attribute '__mro__' is not allowed",
+        ),
+        (
+            "from enum import Enum\nclass C(Enum):\n    A = 1\nC.A.name = 'B'\nprint('ESCAPED')",
+            "AttributeError",
+            "enum members are read-only",
+        ),
+        (
+            "from enum import Enum\nclass C(Enum):\n    def __init_subclass__(cls):\n        pass\nprint('ESCAPED')",
+            "L2-validate",
+            "name '__init_subclass__' may not be bound",
+        ),
+        ("from enum import Enum\nprint('ESCAPED', Enum.__new__)", "L2-validate", "attribute '__new__' is not allowed"),
+        (
+            "from enum import Enum\nclass C(Enum):\n    A = 1\nprint('ESCAPED', getattr(C, '_value2member_'))",
+            "L4-runtime-guard",
+            "attribute '_value2member_' is not allowed",
+        ),
+        (
+            "from enum import Enum\nclass C(Enum):\n    A = 1\nprint('ESCAPED', C['_value2member_'])",
+            "KeyError",
+            "'_value2member_'",
+        ),
+        (
+            "from enum import Enum\nclass C(Enum):\n    A = 1\nprint('ESCAPED', C['__init_subclass__'])",
+            "KeyError",
+            "'__init_subclass__'",
+        ),
     ],
     "abc": [
-        "import abc\nprint('ESCAPED', abc.ABCMeta)",
-        "import abc\nclass B(abc.ABC, metaclass=abc.ABC):\n    pass\nprint('ESCAPED')",
+        (
+            "import abc\nprint('ESCAPED', abc.ABCMeta)",
+            "AttributeError",
+            "module 'abc' exposes only: ABC, abstractmethod",
+        ),
+        (
+            "import abc\nclass B(abc.ABC, metaclass=abc.ABC):\n    pass\nprint('ESCAPED')",
+            "L2-validate",
+            "class keywords (metaclass=...) are not allowed",
+        ),
     ],
     "copy": [
-        "import copy\nprint('ESCAPED', copy.copy(copy).deepcopy.__globals__)",
-        "import copy, json\nprint('ESCAPED', copy.copy(json).dumps)",
-        "import copy, functools\nf = copy.copy(functools.lru_cache(len))\nprint('ESCAPED', f)",
-        "import copy\nprint('ESCAPED', copy.deepcopy(len.__self__))",
-        "import copy\nprint('ESCAPED', copy.dispatch_table)",
-        "import copy\nclass C:\n    def __reduce_ex__(self, p):\n        return (print, ('ESCAPED',))\ncopy.copy(C())",
-        "import copy\nclass C:\n    def __deepcopy__(self, memo):\n        return memo\n"
-        "print('ESCAPED', copy.deepcopy(C()))",
+        (
+            "import copy\nprint('ESCAPED', copy.copy(copy).deepcopy.__globals__)",
+            "L2-validate",
+            "attribute '__globals__' is not allowed",
+        ),
+        (
+            "import copy, json\nprint('ESCAPED', copy.copy(json).dumps)",
+            "TypeError",
+            "'ModuleProxy' objects cannot be copied in the sandbox",
+        ),
+        (
+            "import copy, functools\nf = copy.copy(functools.lru_cache(len))\nprint('ESCAPED', f)",
+            "TypeError",
+            "'CachedFunction' objects cannot be copied in the sandbox",
+        ),
+        (
+            "import copy\nprint('ESCAPED', copy.deepcopy(len.__self__))",
+            "L2-validate",
+            "attribute '__self__' is not allowed",
+        ),
+        (
+            "import copy\nprint('ESCAPED', copy.dispatch_table)",
+            "AttributeError",
+            "module 'copy' exposes only: Error, copy, deepcopy",
+        ),
+        (
+            "import copy\nclass C:\n    def __reduce_ex__(self, p):\n        return (print, ('ESCAPED',))\n"
+            "copy.copy(C())",
+            "L2-validate",
+            "name '__reduce_ex__' may not be bound",
+        ),
+        (
+            "import copy\nclass C:\n    def __deepcopy__(self, memo):\n        return memo\n"
+            "print('ESCAPED', copy.deepcopy(C()))",
+            "L2-validate",
+            "name '__deepcopy__' may not be bound",
+        ),
     ],
     "pprint": [
-        "import pprint\nimport io\npprint.pprint({'a': 1}, stream=io.StringIO())\nprint('ESCAPED')",
-        "import pprint\nprint('ESCAPED', pprint.PrettyPrinter)",
-        "import pprint\nprint('ESCAPED', pprint.pformat.__wrapped__)",
+        (
+            "import pprint\nimport io\npprint.pprint({'a': 1}, stream=io.StringIO())\nprint('ESCAPED')",
+            "L4-runtime-guard",
+            "pprint(stream=...) is not allowed; it prints to the output",
+        ),
+        (
+            "import pprint\nprint('ESCAPED', pprint.PrettyPrinter)",
+            "AttributeError",
+            "module 'pprint' exposes only: pformat, pp, pprint",
+        ),
+        (
+            "import pprint\nprint('ESCAPED', pprint.pformat.__wrapped__)",
+            "L2-validate",
+            "attribute '__wrapped__' is not allowed",
+        ),
     ],
     "logging": [
-        "import logging\nprint('ESCAPED', logging.getLogger('x').manager)",
-        "import logging\nprint('ESCAPED', logging.root)",
-        "import logging\nprint('ESCAPED', logging.getLogger('x').handlers)",
-        "import logging\nlog = logging.getLogger('x')\nlog.name = 'y'\nprint('ESCAPED')",
+        (
+            "import logging\nprint('ESCAPED', logging.getLogger('x').manager)",
+            "AttributeError",
+            "'Logger' object has no attribute 'manager'",
+        ),
+        (
+            "import logging\nprint('ESCAPED', logging.root)",
+            "AttributeError",
+            "module 'logging' exposes only: CRITICAL, DEBUG, ERROR, INFO,",
+        ),
+        (
+            "import logging\nprint('ESCAPED', logging.getLogger('x').handlers)",
+            "AttributeError",
+            "'Logger' object has no attribute 'handlers'",
+        ),
+        (
+            "import logging\nlog = logging.getLogger('x')\nlog.name = 'y'\nprint('ESCAPED')",
+            "L4-runtime-guard",
+            "cannot modify objects of type 'Logger'",
+        ),
     ],
     "warnings": [
-        "import warnings\nprint('ESCAPED', warnings.showwarning)",
-        "import warnings\nprint('ESCAPED', warnings.catch_warnings().saved)",
+        (
+            "import warnings\nprint('ESCAPED', warnings.showwarning)",
+            "AttributeError",
+            "module 'warnings' exposes only: DeprecationWarning, RuntimeW",
+        ),
+        (
+            "import warnings\nprint('ESCAPED', warnings.catch_warnings().saved)",
+            "AttributeError",
+            "'_CatchWarnings' object has no attribute 'saved'",
+        ),
     ],
     "io": [
-        "import io\nprint('ESCAPED', io.BytesIO(b'x').getbuffer())",
-        "import io\nprint('ESCAPED', io.open)",
-        "from io import FileIO\nprint('ESCAPED')",
-        "import io\nprint('ESCAPED', io.StringIO().buffer)",
-        "import io\nclass B(io.BytesIO):\n    pass\nprint('ESCAPED', B().getbuffer())",
+        (
+            "import io\nprint('ESCAPED', io.BytesIO(b'x').getbuffer())",
+            "L4-runtime-guard",
+            "BytesIO.getbuffer is not allowed; use getvalue()",
+        ),
+        ("import io\nprint('ESCAPED', io.open)", "AttributeError", "module 'io' exposes only: BytesIO, StringIO"),
+        (
+            "from io import FileIO\nprint('ESCAPED')",
+            "L2-validate",
+            "'io.FileIO' is not exposed; io exposes: StringIO, BytesIO [L",
+        ),
+        (
+            "import io\nprint('ESCAPED', io.StringIO().buffer)",
+            "AttributeError",
+            "'_io.StringIO' object has no attribute 'buffer'",
+        ),
+        (
+            "import io\nclass B(io.BytesIO):\n    pass\nprint('ESCAPED', B().getbuffer())",
+            "L4-runtime-guard",
+            "<class io.BytesIO> cannot be subclassed in the sandbox; wrap",
+        ),
     ],
     "csv": [
-        "import csv\nprint('ESCAPED', csv.field_size_limit(1))",
-        "import csv\nprint('ESCAPED', csv.register_dialect)",
-        "import csv\nclass W(csv.DictWriter):\n    pass\nprint('ESCAPED')",
+        (
+            "import csv\nprint('ESCAPED', csv.field_size_limit(1))",
+            "AttributeError",
+            "module 'csv' exposes only: DictReader, DictWriter, Error, QU",
+        ),
+        (
+            "import csv\nprint('ESCAPED', csv.register_dialect)",
+            "AttributeError",
+            "module 'csv' exposes only: DictReader, DictWriter, Error, QU",
+        ),
+        (
+            "import csv\nclass W(csv.DictWriter):\n    pass\nprint('ESCAPED')",
+            "L4-runtime-guard",
+            "<class csv.DictWriter> cannot be subclassed in the sandbox;",
+        ),
     ],
     "json": [
         # issue 23.3: the encoder class got the proxy's own `default=` function
-        "import json\nclass Enc:\n    def __init__(self, **kw):\n        self.kw = kw\n"
-        "    def encode(self, o):\n        d = self.kw['default']\n"
-        "        print('ESCAPED', getattr(d, 'func'))\n        return ''\njson.dumps(1, cls=Enc)",
-        "import json\nclass Enc:\n    def __init__(self, **kw):\n        self.kw = kw\n"
-        "    def encode(self, o):\n        return self.kw['default'](getattr)\n"
-        "json.dumps(1, cls=Enc)\nprint('ESCAPED')",
+        (
+            "import json\nclass Enc:\n    def __init__(self, **kw):\n        self.kw = kw\n"
+            "    def encode(self, o):\n        d = self.kw['default']\n"
+            "        print('ESCAPED', getattr(d, 'func'))\n        return ''\njson.dumps(1, cls=Enc)",
+            "AttributeError",
+            "'JsonDefault' object has no attribute 'func'",
+        ),
+        (
+            "import json\nclass Enc:\n    def __init__(self, **kw):\n        self.kw = kw\n"
+            "    def encode(self, o):\n        return self.kw['default'](getattr)\n"
+            "json.dumps(1, cls=Enc)\nprint('ESCAPED')",
+            "TypeError",
+            "Object of type SandboxGetattr is not JSON serializable",
+        ),
     ],
     "hashlib": [
-        "import hashlib\nprint('ESCAPED', hashlib.new)",
+        (
+            "import hashlib\nprint('ESCAPED', hashlib.new)",
+            "AttributeError",
+            "module 'hashlib' exposes only: blake2b, md5, sha1, sha256, s",
+        ),
         # the hash object's class is a stand-in: a name, nothing to call or read
-        "import hashlib\nprint('ESCAPED', hashlib.sha256(b'x').__class__.copy)",
-        "import hashlib\nprint('ESCAPED', type(hashlib.sha256(b'x'))(b'y'))",
-        "import hashlib\nprint('ESCAPED', getattr(type(hashlib.sha256(b'x')), '__subclasses__'))",
+        (
+            "import hashlib\nprint('ESCAPED', hashlib.sha256(b'x').__class__.copy)",
+            "AttributeError",
+            "'TypeView' object has no attribute 'copy'",
+        ),
+        (
+            "import hashlib\nprint('ESCAPED', type(hashlib.sha256(b'x'))(b'y'))",
+            "TypeError",
+            "'TypeView' object is not callable",
+        ),
+        (
+            "import hashlib\nprint('ESCAPED', getattr(type(hashlib.sha256(b'x')), '__subclasses__'))",
+            "L4-runtime-guard",
+            "attribute '__subclasses__' is not allowed",
+        ),
     ],
-    "time": ["import time\nprint('ESCAPED', time.get_clock_info)"],
+    "time": [
+        (
+            "import time\nprint('ESCAPED', time.get_clock_info)",
+            "AttributeError",
+            "module 'time' exposes only: gmtime, localtime, monotonic, pe",
+        )
+    ],
     "calendar": [
-        "import calendar\nprint('ESCAPED', calendar.month_name.__class__('%B'))",
-        "import calendar\nprint('ESCAPED', type(calendar.month_name).__getitem__)",
-        "import calendar\nprint('ESCAPED', calendar.month_name.__class__.__dict__)",
+        (
+            "import calendar\nprint('ESCAPED', calendar.month_name.__class__('%B'))",
+            "TypeError",
+            "'TypeView' object is not callable",
+        ),
+        (
+            "import calendar\nprint('ESCAPED', type(calendar.month_name).__getitem__)",
+            "L2-validate",
+            "attribute '__getitem__' is not allowed",
+        ),
+        (
+            "import calendar\nprint('ESCAPED', calendar.month_name.__class__.__dict__)",
+            "L2-validate",
+            "attribute '__dict__' is not allowed",
+        ),
     ],
 }
 
@@ -163,9 +470,11 @@ ATTACKS: dict[str, list[str]] = {
 @pytest.mark.parametrize("mode", IMPORT_MODES)
 @pytest.mark.parametrize("module", sorted(ATTACKS))
 def test_each_module_resists_its_known_routes(module: str, mode: Mode) -> None:
-    for code in ATTACKS[module]:
+    for code, layer, reason in ATTACKS[module]:
         result = execute(code, cfg(mode))
-        assert blocked(result), f"{mode}/{module}: not refused:\n{code}\n-> {result.stdout!r} {result.error!r}"
+        assert refused(result, layer, reason), (
+            f"{mode}/{module}: not refused by {layer} ({reason}):\n{code}\n-> {result.refused_by} {result.error!r}"
+        )
 
 
 # -- companions: the route each sandbox version closes is open on the real object ---------
@@ -522,5 +831,5 @@ def test_deepcopy_keeps_enum_members_and_seals_copies() -> None:
     scope = _run("from enum import Enum\nclass C(Enum):\n    A = 1\nm = C.A", glb)
     assert copy.deepcopy(scope["m"]) is scope["m"]
     cached = stdlib_shims.CachedFunction(len, 2, False)
-    with pytest.raises(Exception):  # any refusal: the copy cannot set its slot
+    with pytest.raises(TypeError, match="'CachedFunction' objects cannot be copied in the sandbox"):
         copy.copy(cached)

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 import yaml
+from terminai_sandbox.common.hardening import HARDENED_LIMITS, HOME_IN_IMAGE, HOME_SIZE, IMAGE_UID, TMP_SIZE
 from terminai_sandbox.errors import ConfigError
 from terminai_sandbox.kube.hardening import SessionShape, pod_spec, quantity
 from terminai_sandbox.kube.render import to_json, to_yaml, write_dir
 from terminai_sandbox.kube.source import verified_source
-from terminai_sandbox.launch.run import HARDENED_LIMITS, HOME_IN_IMAGE, HOME_SIZE, IMAGE_UID, TMP_SIZE
 
 from tests.unit.kube.support import DIGEST, REFERENCE, by_kind, emitted, key_policy, keyless_policy
 

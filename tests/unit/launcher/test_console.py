@@ -19,6 +19,8 @@ from click.testing import CliRunner
 from terminai_sandbox import console
 from terminai_sandbox.cli import main
 from terminai_sandbox.cli.launch_cmd import preflight_cmd, run_cmd
+from terminai_sandbox.cli.params import InputPath
+from terminai_sandbox.common.hardening import Limits
 from terminai_sandbox.launch import entry, options, session
 from terminai_sandbox.launch.options import (
     PREFLIGHT_OPTIONS,
@@ -30,7 +32,6 @@ from terminai_sandbox.launch.options import (
     parse_run,
     request_from,
 )
-from terminai_sandbox.launch.run import Limits
 
 CLI = str(Path(sys.executable).with_name("terminai-sandbox"))
 PINNED = "127.0.0.1:5000/terminai/sandbox:0.1.0@sha256:" + "a" * 64
@@ -47,11 +48,13 @@ ACCEPTED = [
     ["--image", "a:1", "--image", "b:2", "true"],
     ["--certificate-identity", "id", "--certificate-oidc-issuer", "https://issuer", "cmd", "--", "y"],
     ["--engine", "podman", "--", "--", "x"],
-    ["--image", "", "--key=", "true"],
+    ["--image", "", "--key=k.pub", "true"],
     ["ls", "--json", "-h", "--help"],
 ]
 
 MISTAKES = [
+    ["--key=", "true"],  # an empty path (an unset variable) and '-' are refused by the path type
+    ["--policy", "-", "true"],
     ["--nope", "true"],
     ["-x", "true"],
     ["-hx"],
@@ -85,10 +88,10 @@ def _oracle(*, command: bool) -> click.Command:
         click.Option(["--image"]),
         click.Option(["--engine"]),
         click.Option(["--runtime"]),
-        click.Option(["--key", "key_path"], type=click.Path(path_type=Path)),
+        click.Option(["--key", "key_path"], type=InputPath()),
         click.Option(["--certificate-identity"]),
         click.Option(["--certificate-oidc-issuer"]),
-        click.Option(["--policy", "policy_path"], type=click.Path(path_type=Path)),
+        click.Option(["--policy", "policy_path"], type=InputPath()),
         click.Option(["--unsafe-skip-verify"], is_flag=True),
         click.Option(["--unsafe-allow-flag"], multiple=True),
         click.Option(["--unsafe-allow-env"], multiple=True),

@@ -331,8 +331,8 @@ def _session_site(tmp_path: Path, answers: dict[str, bytes]) -> tuple[dict[str, 
 
 def launch_true(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, ref: str, env: dict[str, str]) -> int:
     """``run REF -- true`` (verification skipped) from a new project folder: its exit code."""
+    from terminai_sandbox.common.hardening import Limits
     from terminai_sandbox.launch import session
-    from terminai_sandbox.launch.run import Limits
 
     project = tmp_path / "project"
     project.mkdir()
@@ -369,8 +369,8 @@ def test_a_session_start_writes_preflight_and_the_run_record_with_one_fsync(
 
 
 def test_a_refused_session_start_still_writes_its_preflight_records(tmp_path: Path) -> None:
+    from terminai_sandbox.common.hardening import Limits
     from terminai_sandbox.launch import session
-    from terminai_sandbox.launch.run import Limits
 
     env, ref = _session_site(tmp_path, {})  # no engine answers at DOCKER_HOST
     request = session.LaunchRequest(image=ref, unsafe_skip_verify=True)

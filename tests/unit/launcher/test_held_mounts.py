@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -161,8 +163,10 @@ def test_overlays_cover_what_runs_later_and_leave_no_placeholder_behind(tmp_path
         assert paths[created] is True and (tmp_path / created).is_dir()
     for created in (".npmrc", ".yarnrc.yml", ".git/config.worktree"):
         assert paths[created] is True and (tmp_path / created).read_bytes() == b""
-    # An existing repository is not covered; a file whose empty placeholder would mean something is not made.
-    assert ".git" not in paths and ".git/commondir" not in paths and ".bashrc" not in paths
+    # git refuses an empty commondir: its placeholder names the repository's own folder
+    assert paths[".git/commondir"] is True and (tmp_path / ".git" / "commondir").read_bytes() == b".\n"
+    # An existing repository is not covered; the shells' files are protected only when present.
+    assert ".git" not in paths and ".bashrc" not in paths
     held_mounts.remove_placeholders(found)
     assert sorted(p.name for p in tmp_path.iterdir()) == [".envrc", ".git"]
     assert sorted(p.name for p in (tmp_path / ".git").iterdir()) == ["config", "hooks"]
@@ -229,3 +233,33 @@ def test_targets_on_the_allowlist_pass(target: str) -> None:
     assert targets.problem("/srv/in", cwd=None, source="/srv/in") is None
     assert targets.problem("/opt/x", cwd=None, source="/opt/x") is None  # its own path, as the launcher we replace
     assert targets.problem("/usr/x", cwd=None, source="/usr/x") is not None
+
+
+def test_the_commondir_placeholder_leaves_git_where_it_was(tmp_path: Path) -> None:
+    """Real git (gitrepository-layout(5)): with the placeholder, the common folder is the
+    repository's own and its own hooks run; the placeholder is removed afterwards, and a
+    commondir someone changed is kept."""
+    git = shutil.which("git")
+    assert git, "this test needs git"
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "GIT_CONFIG_NOSYSTEM": "1"}
+    repo = tmp_path / "repo"
+    subprocess.run([git, "init", "-q", str(repo)], check=True, env=env)
+    hook = repo / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho own hook ran\n")
+    hook.chmod(0o755)
+    found = overlays(str(repo))
+    common = subprocess.run(
+        [git, "rev-parse", "--git-common-dir"], cwd=repo, env=env, capture_output=True, text=True, check=True
+    )
+    assert Path(repo, common.stdout.strip()).resolve() == (repo / ".git").resolve()
+    done = subprocess.run(
+        [git, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "m"],
+        cwd=repo, env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    assert "own hook ran" in done.stdout + done.stderr
+    held_mounts.remove_placeholders(found)
+    assert not (repo / ".git" / "commondir").exists()
+    found = overlays(str(repo))
+    (repo / ".git" / "commondir").write_text("../elsewhere\n")  # changed while the session ran
+    held_mounts.remove_placeholders(found)
+    assert (repo / ".git" / "commondir").read_text() == "../elsewhere\n"

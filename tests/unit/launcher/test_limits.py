@@ -9,8 +9,8 @@ import re
 import subprocess
 
 import pytest
+from terminai_sandbox.common.hardening import HARDENED_LIMITS, Limits
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launch.run import HARDENED_LIMITS, Limits
 
 NUMBERS = ["0", "00", "0.0", "1", "2", "0.5", ".5", "1.5", "10", "-1", "1.2.3", "", " ", "1e3", "nan", "inf", "½", "٣"]
 UNITS = ["", "k", "M", "g", "G", "t", "p", "b", "gb", "GiB", "mib", " g", "x", "gg"]

@@ -35,6 +35,7 @@ def _check(text: str) -> None:
         HEAD + f"USER root\nRUN apt-get install -y ./local.deb\nUSER {USER}\n",
         HEAD + "COPY --chown=10001:10001 notes /workspace/notes\n",
         HEAD + "# a comment, not a directive\nRUN true\n",
+        HEAD + "ENV A=1\nENV B=${A}-x C=$A\nLABEL v=${A}\n",
     ],
 )
 def test_ordinary_project_layers_pass(text: str) -> None:
@@ -77,6 +78,15 @@ def test_ordinary_project_layers_pass(text: str) -> None:
         ("# syntax=docker/dockerfile:1\n" + HEAD, "parser directive"),
         ("# escape=`\n" + HEAD, "parser directive"),
         ("#check=skip=all\n" + HEAD, "parser directive"),
+        # read as the builder reads them (tests/integration/launcher/test_dockerfile_oracle.py)
+        (HEAD + "ENV N=PYTHON\nENV ${N}PATH=/x\n", "a variable in the name of ENV is refused"),
+        (HEAD + "ENV $N /x\n", "a variable in the name of ENV is refused"),
+        (HEAD + "ARG P=dev.terminai\nLABEL ${P}.x=1\n", "a variable in the name of LABEL is refused"),
+        (HEAD + "ARG U=root\nUSER $U\n", "a variable in the user of USER is refused"),
+        (HEAD + "ENV A=1\u00a0PYTHONPATH=/x\n", "line 3: the space character U+00A0 is refused"),
+        (HEAD + "ENV A=1\x0cPYTHONPATH=/x\n", "line 3: the space character U+000C is refused"),
+        (HEAD + "ENV A=1\x0bPYTHONPATH=/x\n", "the space character U+000B is refused"),
+        (HEAD + "ENV A=1 \\", "ends in a line continuation"),
     ],
 )
 def test_what_a_project_layer_may_not_do_is_refused_naming_the_line(text: str, message: str) -> None:

@@ -187,3 +187,19 @@ def test_the_committed_names_cover_the_generated_ones() -> None:
     found = set(script.loader_names(script.man("8", "ld.so")))
     found |= set(script.shell_names(script.man("1", "bash"), script.man("1", "dash")))
     assert sorted(name for name in found if not reserved(name)) == []
+
+
+def test_the_engine_gets_the_checked_entries_not_the_env_file(tmp_path: Path) -> None:
+    """A file swapped after the check (or a FIFO answering twice) cannot set what was never
+    checked: the words handed to the engine hold the file's entries, not its path."""
+    path = _env_file(tmp_path, "FOO=bar\nLANG=C.UTF-8\n")
+    words = parse_flags(f"--rm --env-file {path} -e X=1", allowed=["--env-file"])
+    Path(path).write_text("PYTHONPATH=/workspace\nLD_PRELOAD=/workspace/x.so\n")  # the swap
+    assert path not in " ".join(words)
+    assert words == ("--rm", "--env=FOO=bar", "--env=LANG=C.UTF-8", "--env=X=1")
+
+
+def test_an_env_file_name_with_spaces_is_refused_as_the_engine_refuses_it(tmp_path: Path) -> None:
+    path = _env_file(tmp_path, "BAD NAME=1\n")
+    with pytest.raises(ConfigError, match="which the engine refuses"):
+        parse_flags(f"--env-file {path}", allowed=["--env-file"])

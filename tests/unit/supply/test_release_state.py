@@ -19,10 +19,12 @@ def _state() -> ReleaseState:
 
 
 def test_a_state_round_trips_through_its_file(tmp_path: Path) -> None:
-    state = _state().record("build", {"x": 1}).record("contracts", {"ok": True})
+    built = {"manifest_digest": DIGEST, "config_digest": CONFIG}
+    passed = {"ok": True, "version": "1.0", "summary": "3 passed, 0 failed"}
+    state = _state().record("build", built).record("contracts", passed)
     state.save(tmp_path)
     assert ReleaseState.load(tmp_path) == state
-    assert json.loads((tmp_path / STATE_FILE).read_text())["steps"] == {"build": {"x": 1}, "contracts": {"ok": True}}
+    assert json.loads((tmp_path / STATE_FILE).read_text())["steps"] == {"build": built, "contracts": passed}
 
 
 @pytest.mark.parametrize("step", STEPS)
@@ -100,7 +102,8 @@ def test_a_failed_first_build_leaves_no_empty_release_directory(tmp_path: Path) 
 def test_a_failed_rebuild_keeps_the_earlier_release_files(tmp_path: Path) -> None:
     target = tmp_path / "dist" / "1.2.3"
     target.mkdir(parents=True)
-    _state().record("build", {"x": 1}).save(target)
+    built = {"manifest_digest": DIGEST, "config_digest": CONFIG}
+    _state().record("build", built).save(target)
     with pytest.raises(ReleaseError):
         steps.build(target, version="1.2.3", repository="127.0.0.1:5000/t/s", image=_failing_build)
-    assert ReleaseState.load(target).passed("build") == {"x": 1}
+    assert ReleaseState.load(target).passed("build") == built

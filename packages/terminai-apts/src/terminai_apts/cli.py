@@ -16,16 +16,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
-import math
 import os
 import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, TextIO
 
-from terminai_apts import boundary
+from terminai_apts import boundary, params
 from terminai_apts._version import __version__
 from terminai_apts.console import command_word
+from terminai_apts.errors import JournalError, MemoryStoreError
 
 _COMMAND_MODULES = (
     "terminai_apts.executor.host.cli",
@@ -66,24 +66,39 @@ _INT_BOUNDS: dict[str, tuple[int, int]] = {
 _DEFAULT_FLOAT = (0.0, 1e9)
 _DEFAULT_INT = (0, 2**62)
 
-
-def _bounded(kind: type, name: str) -> Callable[[str], Any]:
-    low, high = _FLOAT_BOUNDS.get(name, _DEFAULT_FLOAT) if kind is float else _INT_BOUNDS.get(name, _DEFAULT_INT)
-
-    def parse(text: str) -> Any:
-        try:
-            value = kind(text)
-        except (ValueError, OverflowError):
-            what = "number" if kind is float else "whole number"
-            raise argparse.ArgumentTypeError(f"{text!r} is not a {what}") from None
-        if kind is float and not math.isfinite(value):
-            raise argparse.ArgumentTypeError(f"{text!r} is not a finite number")
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{text} is out of range ({low} to {high})")
-        return value
-
-    parse.__name__ = kind.__name__  # argparse names the type in its "invalid ... value" message
-    return parse
+_MEMORY_QUERIES = ("search", "grep", "find", "filter", "count", "get", "summarize")
+_JOURNAL_WRITES = ("decide", "posture", "append", "goals", "context", "read")
+_EVOLVE = ("propose", "approve", "reject", "status", "history", "rollback", "verify")
+# The path arguments by command and destination, as argument types (terminai_apts.params):
+# each is refused for what it is (empty, a FIFO, a directory where a file is read, ...)
+# while the command line is parsed. A memory index may be a journal directory; a store and
+# a journal are directories a command may create (a journal refuses what is not one with its
+# family's code, 22); an audit log's directory is created.
+_PATHS: dict[tuple[str, str], Callable[[], params.Typed]] = {
+    **{(cmd, "db"): lambda: params.InputPath("--db", want="any", error=MemoryStoreError) for cmd in ("exec", "repl")},
+    **{(cmd, "audit"): lambda: params.OutputPath("--audit", parent=False) for cmd in ("exec", "repl")},
+    ("exec-audit", "path"): lambda: params.InputPath("PATH"),
+    **{
+        (f"memory {cmd}", "db"): lambda: params.InputPath("DB", want="any", error=MemoryStoreError)
+        for cmd in _MEMORY_QUERIES
+    },
+    ("memory index", "db"): lambda: params.InputPath("DB", want="any"),
+    ("memory index", "journal"): lambda: params.InputPath(
+        "--journal", want="dir", error=JournalError, words_files=True
+    ),
+    ("memory index", "archive"): lambda: params.InputPath("--archive", error=MemoryStoreError),
+    **{
+        (f"memory {cmd}", "journal"): lambda: params.InputPath(
+            "JOURNAL", want="dir", error=JournalError, words_files=True
+        )
+        for cmd in ("verify", "compact", *(f"journal {w}" for w in _JOURNAL_WRITES))
+    },
+    **{(f"memory journal {cmd}", "set"): lambda: params.InputPath("--set", stdin=True) for cmd in ("goals", "context")},
+    **{(f"evolve {cmd}", "store"): lambda: params.InputPath("--store", want="dir") for cmd in _EVOLVE},
+    **{(f"evolve {cmd}", "hmac_key_file"): lambda: params.InputPath("--hmac-key-file") for cmd in _EVOLVE},
+    ("evolve propose", "code"): lambda: params.InputPath("CODE", stdin=True),
+    ("evolve propose", "tests"): lambda: params.InputPath("--tests"),
+}
 
 
 def _parsers(parser: argparse.ArgumentParser) -> Iterator[tuple[list[str], argparse.ArgumentParser]]:
@@ -116,13 +131,26 @@ _DEFAULT_HELP = {
 
 
 def _harden(parser: argparse.ArgumentParser) -> None:
-    """Bound every numeric option of every sub-command (see ``_FLOAT_BOUNDS``); fill missing help."""
-    for _, current in _parsers(parser):
+    """Give every argument of every sub-command its type from :mod:`terminai_apts.params`: numbers
+    bounded (see ``_FLOAT_BOUNDS``), choices refused with a hint, paths (``_PATHS``) checked
+    for what they are; fill missing help."""
+    for path, current in _parsers(parser):
         for action in current._actions:
             if not action.help and action.dest in _DEFAULT_HELP:
                 action.help = _DEFAULT_HELP[action.dest]
+            name = action.option_strings[-1] if action.option_strings else (action.metavar or action.dest.upper())
             if action.type in (float, int):
-                action.type = _bounded(action.type, action.dest)
+                kind = action.type
+                low, high = (
+                    _FLOAT_BOUNDS.get(action.dest, _DEFAULT_FLOAT)
+                    if kind is float
+                    else _INT_BOUNDS.get(action.dest, _DEFAULT_INT)
+                )
+                action.type = params.Number(str(name), kind, low, high)
+            elif action.choices and action.type is None and not isinstance(action, argparse._SubParsersAction):
+                action.type = params.Choice(str(name), tuple(str(c) for c in action.choices))
+            elif (" ".join(path), action.dest) in _PATHS:
+                action.type = _PATHS[" ".join(path), action.dest]()
 
 
 def _completion(args: argparse.Namespace) -> int:

@@ -101,10 +101,13 @@ def usage_error(exc: BaseException) -> int:
     if type(exc).__name__ == "NoArgsIsHelpError":  # a bare command name: its help, as click shows it
         click.echo(exc.format_message(), err=True)
         return exc.exit_code
-    code, hint = exc.exit_code, f"see '{where} --help'"
+    # A parameter type may know the remedy (cli/params.py: "the path is empty", say); such a
+    # malformed value stays a usage error (2).
+    own_hint = getattr(exc, "hint", None)
+    code, hint = exc.exit_code, own_hint or f"see '{where} --help'"
     param = getattr(exc, "param", None)
     path_refused = isinstance(exc, click.BadParameter) and not isinstance(exc, click.MissingParameter)
-    if path_refused and param is not None and isinstance(param.type, click.Path):
+    if path_refused and not own_hint and param is not None and isinstance(param.type, click.Path):
         # A path that is missing, or a directory where a file is expected (or the reverse), is a
         # refused file (exit 3, docs/EXIT_CODES.md), whichever layer noticed it first.
         code, hint = 3, "check the path: it must exist and be of the kind the option names (file or directory)"

@@ -150,7 +150,13 @@ def _input_rows() -> Iterator[tuple[str, Case]]:
     # (name, tool, args with {in}, code per class; "*" is the default, stdin)
     slots: list[tuple[str, str, tuple[str, ...], dict[str, int], bytes | None]] = [
         ("exec --db", APTS, ("exec", "--db", "{in}"), {"*": 24, "missing": 2}, b"print(1)\n"),
-        ("exec-audit", APTS, ("exec-audit", "{in}"), {"*": 23, "missing": 22, "directory": 3, "empty": 0}, b""),
+        (
+            "exec-audit",
+            APTS,
+            ("exec-audit", "{in}"),
+            {"*": 23, "missing": 22, "directory": 3, "fifo": 3, "empty": 0},
+            b"",
+        ),
         ("memory search", APTS, ("memory", "search", "{in}", "x"), {"*": 24, "directory": 24}, b""),
         ("memory filter", APTS, ("memory", "filter", "{in}"), {"*": 24, "directory": 24}, b""),
         ("memory count", APTS, ("memory", "count", "{in}"), {"*": 24, "directory": 24}, b""),
@@ -195,7 +201,7 @@ def _input_rows() -> Iterator[tuple[str, Case]]:
             "keygen --import",
             SANDBOX,
             ("keygen", "--output-prefix", "out/k", "--import", "{in}"),
-            {"*": 10, "missing": 3, "directory": 3},
+            {"*": 10, "missing": 3, "directory": 3, "fifo": 3},
             b"",
         ),
         (
@@ -205,7 +211,7 @@ def _input_rows() -> Iterator[tuple[str, Case]]:
             {"*": 3},
             b"",
         ),
-        ("sbom LAYOUT", SANDBOX, ("sbom", "{in}", "-o", "out/sbom.json"), {"*": 3, "directory": 12, "fifo": 12}, b""),
+        ("sbom LAYOUT", SANDBOX, ("sbom", "{in}", "-o", "out/sbom.json"), {"*": 3, "directory": 12}, b""),
     ]
     for name, tool, args, codes, stdin in slots:
         for kind in INPUTS:
@@ -317,7 +323,7 @@ def _named_rows() -> Iterator[tuple[str, Case]]:
             11,
             "signatures.json is not a JSON object",
         ),
-        "keygen --output-prefix ''": Case(SANDBOX, ("keygen", "--output-prefix", ""), 3, "names no file"),
+        "keygen --output-prefix ''": Case(SANDBOX, ("keygen", "--output-prefix", ""), 2, "empty"),
         "keygen --output-prefix DIR/": Case(SANDBOX, ("keygen", "--output-prefix", "out/"), 3, "names no file"),
         "keygen, non-UTF-8 password": Case(
             SANDBOX, ("keygen", "--output-prefix", "out/k"), 0, env={"COSIGN_PASSWORD": "caf\udce9"}

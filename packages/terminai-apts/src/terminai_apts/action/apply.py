@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from terminai_apts import durable
-from terminai_apts.action.scan import ChangedError, sha256_of
+from terminai_apts.action.scan import DIR_FLAGS, ChangedError, sha256_of
 from terminai_apts.errors import ApprovalRequired, CleanupError, JournalError
 from terminai_apts.model import CleanupEntry, CleanupPlan, ObjectTableLabels
 
@@ -119,10 +119,68 @@ def _outside(raw_path: bytes) -> bool:
     return not raw_path or raw_path.startswith(b"/") or b".." in raw_path.split(b"/")
 
 
-def _recheck(root_fd: int, entry: CleanupEntry) -> str | None:
+def _parent(root_fd: int, raw_path: bytes) -> tuple[int, bytes]:
+    """The folder holding ``raw_path``, opened from ``root_fd`` one component at a time without
+    following a symbolic link (``ELOOP``/``ENOTDIR`` if one is met), and the last component.
+    Every later look at the entry goes through this descriptor, so a folder swapped for a
+    link after the check cannot redirect the move."""
+    *folders, name = raw_path.split(b"/")
+    fd = os.dup(root_fd)
+    try:
+        for part in folders:
+            next_fd = os.open(part, DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, name
+
+
+def _escape(root_fd: int, root: bytes, raw_path: bytes) -> str | None:
+    """How ``raw_path`` leads out of the folder through a symbolic link, or None.
+
+    The planner never descends through a link, so a plan path through one was edited or the
+    folder changed since: either way it could reach any file the user may move. A last
+    component that is a link is moved as the link itself (never its target), but one that
+    points outside the folder is refused too: the plan did not name it.
+    """
+    prefix = b""
+    fd = os.dup(root_fd)
+    try:
+        *folders, name = raw_path.split(b"/")
+        for part in folders:
+            prefix += part
+            try:
+                st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+            except OSError:
+                return None  # gone or unreadable: the per-entry re-check skips it with the reason
+            if stat.S_ISLNK(st.st_mode):
+                return f"passes through the symbolic link {os.fsdecode(prefix)!r}"
+            try:
+                next_fd = os.open(part, DIR_FLAGS, dir_fd=fd)
+            except OSError:
+                return None
+            os.close(fd)
+            fd = next_fd
+            prefix += b"/"
+        try:
+            target = os.readlink(name, dir_fd=fd)
+        except OSError:
+            return None  # not a link (or gone)
+        where = os.path.realpath(os.path.join(root, prefix, target))
+        inside = os.path.realpath(root)
+        if os.path.commonpath([where, inside]) != inside:
+            return f"is a symbolic link to {os.fsdecode(target)!r}, outside the folder"
+        return None
+    finally:
+        os.close(fd)
+
+
+def _recheck(parent_fd: int, name: bytes, entry: CleanupEntry) -> str | None:
     """Why the file may no longer be moved, or None when it is exactly as planned (and inside)."""
     try:
-        st = os.stat(entry.raw_path, dir_fd=root_fd, follow_symlinks=False)
+        st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
     except FileNotFoundError:
         return "vanished since planning"
     except OSError as exc:
@@ -133,12 +191,30 @@ def _recheck(root_fd: int, entry: CleanupEntry) -> str | None:
         return "changed since planning (size or modification time)"
     if entry.sha256 is not None:
         try:
-            digest = sha256_of(root_fd, entry.raw_path, expect=(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
+            digest = sha256_of(parent_fd, name, expect=(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns))
         except (OSError, ChangedError):
             return "changed while being re-checked"
         if digest != entry.sha256:
             return "content changed since planning"
     return None
+
+
+def _move_from(parent_fd: int, name: bytes, src: bytes, dst: bytes) -> None:
+    """:func:`_move` of ``name`` in the folder ``parent_fd`` (``src`` is its path, for the
+    directory syncs): the source is named through the descriptor the re-check used."""
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    try:
+        os.link(name, dst, src_dir_fd=parent_fd, follow_symlinks=False)
+    except OSError as exc:
+        if exc.errno not in (errno.EXDEV, errno.EPERM, errno.EOPNOTSUPP):  # no hard links here
+            raise
+        if os.path.lexists(dst):
+            raise FileExistsError(dst) from None
+        os.rename(name, dst, src_dir_fd=parent_fd)
+        return
+    os.unlink(name, dir_fd=parent_fd)
+    durable.fsync_dir(os.path.dirname(dst))
+    durable.fsync_dir(os.path.dirname(src))
 
 
 def _move(src: bytes, dst: bytes) -> None:
@@ -197,6 +273,21 @@ def apply_plan(
         root_fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     except OSError as exc:
         raise CleanupError(f"plan root {plan.root!r} cannot be opened: {exc.strerror}") from None
+    escapes = []
+    try:
+        for entry in plan.entries:
+            if entry.label in _ACTED_ON and (how := _escape(root_fd, os.fsencode(plan.root), entry.raw_path)):
+                escapes.append(f"{entry.path!r} {how}")
+    except BaseException:
+        os.close(root_fd)
+        raise
+    if escapes:
+        os.close(root_fd)
+        raise CleanupError(
+            f"the plan names {len(escapes)} path(s) that lead out of the planned folder: "
+            f"{'; '.join(escapes[:3])}; nothing was moved",
+            hint="remove the link or plan the folder again and review that plan; never apply an edited plan",
+        )
     try:
         journal = _Journal(journal_file)
     except OSError as exc:
@@ -213,36 +304,59 @@ def apply_plan(
             if entry.label not in _ACTED_ON:
                 continue
             seq += 1
-            why = _recheck(root_fd, entry)
+            try:
+                parent_fd, name = _parent(root_fd, entry.raw_path)
+            except OSError as exc:
+                gone = "vanished since planning" if exc.errno == errno.ENOENT else "a folder on its path changed"
+                journal.write({"op": "skip", "seq": seq, "src": entry.path, "reason": gone})
+                report.skipped.append((entry.path, gone))
+                continue
+            try:
+                why: str | None = _recheck(parent_fd, name, entry)
+                if why is None:
+                    src, dst = os.fsencode(plan.root) + b"/" + entry.raw_path, _destination(plan, entry, pid)
+                    _move_planned(journal, report, seq, entry, parent_fd, name, src, dst)
+            finally:
+                os.close(parent_fd)
             if why is not None:
                 journal.write({"op": "skip", "seq": seq, "src": entry.path, "reason": why})
                 report.skipped.append((entry.path, why))
-                continue
-            src = os.fsencode(plan.root) + b"/" + entry.raw_path
-            dst = _destination(plan, entry, pid)
-            journal.write(
-                {
-                    "op": "intent",
-                    "seq": seq,
-                    "src_hex": src.hex(),
-                    "dst_hex": dst.hex(),
-                    "path": entry.path,
-                    "label": entry.label.value,
-                }
-            )
-            try:
-                _move(src, dst)
-            except OSError as exc:
-                journal.write({"op": "skip", "seq": seq, "src": entry.path, "reason": f"move failed: {exc}"})
-                report.failed.append((entry.path, f"move failed: {exc.strerror or exc}"))
-                continue
-            journal.write({"op": "done", "seq": seq})
-            report.moved.append(entry.path)
         journal.write({"op": "commit"})
     finally:
         journal.close()
         os.close(root_fd)
     return report
+
+
+def _move_planned(
+    journal: _Journal,
+    report: ApplyReport,
+    seq: int,
+    entry: CleanupEntry,
+    parent_fd: int,
+    name: bytes,
+    src: bytes,
+    dst: bytes,
+) -> None:
+    """Journal the intent, move, journal the outcome (a failed move is reported, not raised)."""
+    journal.write(
+        {
+            "op": "intent",
+            "seq": seq,
+            "src_hex": src.hex(),
+            "dst_hex": dst.hex(),
+            "path": entry.path,
+            "label": entry.label.value,
+        }
+    )
+    try:
+        _move_from(parent_fd, name, src, dst)
+    except OSError as exc:
+        journal.write({"op": "skip", "seq": seq, "src": entry.path, "reason": f"move failed: {exc}"})
+        report.failed.append((entry.path, f"move failed: {exc.strerror or exc}"))
+        return
+    journal.write({"op": "done", "seq": seq})
+    report.moved.append(entry.path)
 
 
 def _open_intents(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
+from terminai_apts import params
 from terminai_apts.action import rules
 from terminai_apts.action.apply import ApplyReport, apply_plan, undo
 from terminai_apts.action.scan import ChangedError, Found, sha256_of, walk
@@ -268,26 +269,38 @@ def build_parser(prog: str = "python -m terminai_apts.action.cleanup") -> argpar
         "20 cleanup refused, 21 approval required, 22 journal unreadable, 130 interrupted, 143 terminated "
         "(an interrupted or terminated apply is resumed or undone from its journal)",
     )
-    parser.add_argument("directory", metavar="DIR", help="the folder to plan")
+    # The folder keeps its own empty-argument message (cleanup_downloads says it, for callers
+    # of the function too); its other kinds are refused here, before anything is scanned.
+    parser.add_argument("directory", metavar="DIR", type=_folder, help="the folder to plan")
     parser.add_argument("--now", help="reference time, ISO 8601 (default: now); makes plans reproducible")
-    parser.add_argument("--scan-limit", type=_positive, default=10000, help="stop after this many objects")
+    parser.add_argument(
+        "--scan-limit",
+        type=params.Number("--scan-limit", int, 1, 10**9),
+        default=10000,
+        help="stop after this many objects",
+    )
     parser.add_argument("--apply", action="store_true", help="apply the plan (needs --approved-by)")
     parser.add_argument("--approved-by", metavar="NAME", help="who approved applying the plan")
-    parser.add_argument("--plan", metavar="FILE", help="with --apply: apply this reviewed plan instead of a fresh one")
-    parser.add_argument("--undo", metavar="JOURNAL", help="undo the apply recorded in JOURNAL and exit")
+    parser.add_argument(
+        "--plan",
+        metavar="FILE",
+        type=params.InputPath("--plan"),
+        help="with --apply: apply this reviewed plan instead of a fresh one",
+    )
+    parser.add_argument(
+        "--undo", metavar="JOURNAL", type=params.InputPath("--undo"), help="undo the apply recorded in JOURNAL and exit"
+    )
     # The plan is JSON already; --json makes a failure one JSON object on stdout too.
     parser.add_argument("--json", action="store_true", help="on failure, also print the error as JSON on stdout")
     return parser
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= 10**9:
-        raise argparse.ArgumentTypeError(f"{text} is out of range (1 to 1000000000)")
-    return value
+class _Folder(params.InputPath):
+    def __call__(self, text: str) -> str:
+        return text if text == "" else super().__call__(text)
+
+
+_folder = _Folder("DIR", want="dir", error=CleanupError)
 
 
 def run(argv: Sequence[str] | None = None, *, prog: str | None = None) -> int:

@@ -14,7 +14,7 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
 _HASH_CHUNK = 1 << 20
 
@@ -89,7 +89,7 @@ def walk(root_fd: int, *, skip_top: frozenset[bytes], max_depth: int, limit: int
                 yield _unentered(found, f"nested deeper than {max_depth} levels; not entered")
                 continue
             try:
-                child_fd = os.open(name, _DIR_FLAGS, dir_fd=parent_fd)
+                child_fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
             except OSError as exc:
                 yield _unentered(found, _describe(exc, "directory could not be opened"))
                 continue
@@ -131,7 +131,7 @@ def open_nofollow(root_fd: int, rel: bytes) -> int:
     fd = os.dup(root_fd)
     try:
         for part in parts[:-1]:
-            next_fd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            next_fd = os.open(part, DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = next_fd
         return os.open(parts[-1], _FILE_FLAGS, dir_fd=fd)

@@ -22,6 +22,10 @@ MAX_AST_NODES = 50_000
 MAX_AST_DEPTH = 100
 MAX_BRACKET_DEPTH = 60
 MAX_INDENT_LEVEL = 40
+# Replacement fields in one f-string: Python 3.11's parser rescans a literal from its
+# start for each field (66,000 fields in 199 KB took 2.8-11 s), so the fields are
+# counted from the tokens before parsing. Far above any real f-string.
+MAX_FSTRING_FIELDS = 1_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -185,11 +189,27 @@ class SandboxConfig:
 # (``executor.python_layer.sandbox_builtins``, ``executor.python_layer.guards``), never the real ones, in every mode.
 FORBIDDEN_NAMES: frozenset[str] = frozenset(
     {
-        "eval", "exec", "compile", "open", "__import__", "globals", "locals", "vars",
-        "dir", "object", "breakpoint", "help", "input", "memoryview", "id", "exit", "quit",
-        "copyright", "credits", "license", "__builtins__", "__loader__", "__spec__",
+        "eval", "exec", "compile", "open", "__import__", "globals", "locals",
+        "object", "breakpoint", "memoryview", "__builtins__", "__loader__", "__spec__",
     }
 )  # fmt: skip
+
+# Builtins the sandbox does not offer whose names ordinary programs use for their own
+# values (a parameter `input`, a variable `dir`): a program may bind them, and until it
+# does the name is a stand-in that says why the builtin is absent when called. The builtins
+# themselves read a terminal the run does not have (`input`, `help`, `exit`, `quit`) or
+# list and hand out what the guards hide (`dir`, `vars`).
+SHADOWABLE_NAMES: dict[str, str] = {
+    "input": "a run has no terminal to read from",
+    "dir": "it would list what the sandbox's guards hide",
+    "vars": "it would hand out an object's real namespace",
+    "help": "a run has no terminal",
+    "exit": "a run ends when its code does (raise an exception to stop early)",
+    "quit": "a run ends when its code does (raise an exception to stop early)",
+    "copyright": "a run has no terminal",
+    "credits": "a run has no terminal",
+    "license": "a run has no terminal",
+}
 
 # Special attributes a program may READ with attribute syntax (`type(e).__name__`,
 # `obj.__class__.__name__`): the compile policy routes the read through `_getattr_`, whose
@@ -251,9 +271,13 @@ HIGH_MODULES: dict[str, tuple[str, ...]] = {
               "nlargest", "nsmallest"),
     "bisect": ("bisect", "bisect_left", "bisect_right", "insort", "insort_left",
                "insort_right"),
-    "decimal": ("Decimal", "localcontext", "getcontext", "InvalidOperation",
-                "ROUND_HALF_UP", "ROUND_HALF_EVEN", "ROUND_DOWN", "ROUND_UP",
-                "ROUND_FLOOR", "ROUND_CEILING"),
+    "decimal": ("Decimal", "Context", "localcontext", "getcontext", "setcontext",
+                "BasicContext", "ExtendedContext", "DefaultContext",
+                "ROUND_HALF_UP", "ROUND_HALF_EVEN", "ROUND_HALF_DOWN", "ROUND_DOWN", "ROUND_UP",
+                "ROUND_FLOOR", "ROUND_CEILING", "ROUND_05UP",
+                "MAX_PREC", "MAX_EMAX", "MIN_EMIN", "MIN_ETINY",
+                "DecimalException", "InvalidOperation", "DivisionByZero", "Inexact", "Rounded",
+                "Subnormal", "Overflow", "Underflow", "Clamped", "FloatOperation"),
     "fractions": ("Fraction",),
     # `random` is special: a per-run Random instance, never the module-level state.
     "random": ("random", "randint", "randrange", "choice", "choices", "shuffle", "sample",
@@ -318,7 +342,7 @@ STANDARD_EXTRA_MODULES: dict[str, tuple[str, ...]] = {
 SAFE_MODULE_CLASSES: dict[str, tuple[str, ...]] = {
     "collections": ("OrderedDict", "defaultdict", "deque"),
     "datetime": ("date", "datetime", "time", "timedelta", "timezone"),
-    "decimal": ("Decimal",),
+    "decimal": ("Decimal", "Context"),
     "itertools": (
         "accumulate", "chain", "combinations", "combinations_with_replacement", "compress",
         "count", "cycle", "dropwhile", "filterfalse", "groupby", "islice", "pairwise",
@@ -337,8 +361,12 @@ CLASS_HELPERS: dict[str, tuple[str, ...]] = {
 # all (only `from __future__ import annotations`, which imports nothing).
 STRICT_MODULES: dict[str, tuple[str, ...]] = {}
 
-# `from __future__ import ...`: compile-time switches, the same in every mode.
-FUTURE_FEATURES: tuple[str, ...] = ("annotations",)
+# `from __future__ import ...`: compile-time switches, the same in every mode. All but
+# `annotations` are what Python 3 always does (kept so older programs compile unchanged).
+FUTURE_FEATURES: tuple[str, ...] = (
+    "annotations", "print_function", "division", "absolute_import", "unicode_literals",
+    "generators", "nested_scopes", "with_statement", "generator_stop",
+)  # fmt: skip
 
 
 def modules_for(mode: Mode) -> dict[str, tuple[str, ...]]:

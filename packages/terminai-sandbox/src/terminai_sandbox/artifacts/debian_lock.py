@@ -7,7 +7,8 @@ source package, the archive index's sha256 and size of the ``.deb``, its pool fi
 
 :meth:`DebianLock.load` parses it strictly: an unknown or missing key, a wrong type, a
 sha256 that is not 64 hex digits or a package listed twice is a
-:class:`~terminai_sandbox.errors.LockError` naming the key. :meth:`DebianLock.to_dict`
+:class:`~terminai_sandbox.errors.LockError` naming the key; a lock that is a directory, a FIFO
+or a device, or not UTF-8, is a :class:`~terminai_sandbox.errors.PathError` (exit 3). :meth:`DebianLock.to_dict`
 gives back exactly the document that was read, so a cache key derived from it does not
 change with this type.
 """
@@ -21,10 +22,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from terminai_sandbox.common.files import read_input
 from terminai_sandbox.errors import LockError
 
 LOCK_FORMAT = 1
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
+# Debian policy 5.6.12: [epoch:]upstream[-revision], starting with a digit.
+_VERSION = re.compile(r"^(?:[0-9]+:)?[0-9][A-Za-z0-9.+~:-]*$")
+_NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]*$")  # Debian policy 5.6.1 (and its one-letter test names)
 _HINT = "regenerate it with 'terminai-sandbox lock'"
 _TOP = ("format", "suite", "architecture", "mirrors", "source_date_epoch", "packages")
 _PACKAGE = ("name", "version", "architecture", "source", "sha256", "size", "filename")
@@ -59,10 +64,11 @@ class DebianLock:
     @classmethod
     def load(cls, path: Path) -> DebianLock:
         """Read and strictly parse the lock at ``path``."""
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError:
-            raise LockError(f"no Debian lock at {path}", hint="run 'terminai-sandbox lock' to create it") from None
+        text = read_input(
+            path,
+            what="the Debian lock",
+            missing=LockError(f"no Debian lock at {path}", hint="run 'terminai-sandbox lock' to create it"),
+        )
         try:
             data = json.loads(text)
         except ValueError as exc:
@@ -143,9 +149,14 @@ def _package(item: object, where: str) -> DebianPackage:
     sha256 = _text(item, "sha256", where)
     if not _SHA256.match(sha256):
         raise LockError(f"{where}: 'sha256' must be 64 lowercase hex digits, got {sha256!r}", hint=_HINT)
+    name, version = _text(item, "name", where), _text(item, "version", where)
+    if not _NAME.match(name):
+        raise LockError(f"{where}: 'name' {name!r} is not a Debian package name", hint=_HINT)
+    if not _VERSION.match(version):
+        raise LockError(f"{where}: 'version' {version!r} of {name} is not a Debian version", hint=_HINT)
     return DebianPackage(
-        name=_text(item, "name", where),
-        version=_text(item, "version", where),
+        name=name,
+        version=version,
         architecture=_text(item, "architecture", where),
         source=_text(item, "source", where),
         sha256=sha256,

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from terminai_sandbox.common.files import read_input
 from terminai_sandbox.errors import LockError
 
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)(\[[A-Za-z0-9._,-]+\])?==([A-Za-z0-9.!+_-]+)$")
@@ -34,10 +35,7 @@ class WheelLock:
 
     @classmethod
     def load(cls, path: Path) -> WheelLock:
-        try:
-            text = path.read_text(encoding="utf-8")
-        except OSError:
-            raise LockError(f"no wheel lock at {path}", hint=_HINT) from None
+        text = read_input(path, what="the wheel lock", missing=LockError(f"no wheel lock at {path}", hint=_HINT))
         return cls.parse(text, where=str(path))
 
     @classmethod

@@ -19,7 +19,7 @@ from terminai_sandbox._version import __version__
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.assemble import execute, oci, record
 from terminai_sandbox.assemble.cache import StageCache
-from terminai_sandbox.assemble.inputs import gather, repo_root
+from terminai_sandbox.assemble.inputs import Gathered, gather, repo_root
 from terminai_sandbox.assemble.load import load
 from terminai_sandbox.assemble.plan import LOCK_ONLY, BuildPlan, plan
 from terminai_sandbox.wheels import default_cache
@@ -132,8 +132,25 @@ def plan_for(opts: BuildOptions) -> BuildPlan:
     return plan(found.spec, found.locks, found.sources, found.toolchain, tag=opts.tag)
 
 
-def check_record(built_plan: BuildPlan, built: execute.Built, *, write: bool, progress: Progress) -> None:
-    """Compare the lock-only layers with ``layers.lock`` (or rewrite it when ``write``)."""
+def check_inputs(opts: BuildOptions) -> tuple[Gathered, dict[str, record.Expected]]:
+    """Every input of the build, read and checked before any work starts: ``image.toml``
+    (one schema), the locks and the layer record (``layers.lock``). A refused input is an
+    error here, so a build never runs for minutes to fail on a file it could have read first."""
+    found = gather(opts.root, opts.resolved_spec(), tapts=opts.tapts_source, revision=opts.revision)
+    path = found.spec.directory / record.RECORD_NAME
+    return found, record.read_before_build(path, write=opts.record_layers)
+
+
+def check_record(
+    built_plan: BuildPlan,
+    built: execute.Built,
+    *,
+    write: bool,
+    progress: Progress,
+    recorded: dict[str, record.Expected] | None = None,
+) -> None:
+    """Compare the lock-only layers with ``layers.lock`` (or rewrite it when ``write``);
+    ``recorded`` is the record :func:`check_inputs` read before the build (else read now)."""
     path = built_plan.spec.directory / record.RECORD_NAME
     layers = {"base": built.base, "wheels": built.wheels}
     keys = {name: built_plan.stage(name).key for name in LOCK_ONLY}
@@ -143,7 +160,8 @@ def check_record(built_plan: BuildPlan, built: execute.Built, *, write: bool, pr
         )
         progress(f"recorded the digests of {', '.join(LOCK_ONLY)} in {path}")
         return
-    recorded = record.read(path)
+    if recorded is None:
+        recorded = record.read(path)
     for name in LOCK_ONLY:
         record.check(name, path, recorded.get(name), keys[name], layers[name].diff_id, layers[name].tar)
     progress(f"{', '.join(LOCK_ONLY)}: the digests recorded in {path.name} match")
@@ -153,7 +171,7 @@ def build_image(opts: BuildOptions | None = None) -> BuildResult:
     """Build the sandbox image; return digests and where the outputs are."""
     opts = opts or BuildOptions()
     started = time.monotonic()
-    found = gather(opts.root, opts.resolved_spec(), tapts=opts.tapts_source, revision=opts.revision)
+    found, recorded = check_inputs(opts)
     built_plan = plan(found.spec, found.locks, found.sources, found.toolchain, tag=opts.tag)
     cache = StageCache(opts.cache() if opts.use_cache else None)
     output = opts.output_dir or opts.root / "dist" / __version__
@@ -161,7 +179,7 @@ def build_image(opts: BuildOptions | None = None) -> BuildResult:
     with tempfile.TemporaryDirectory(prefix="terminai-build-", dir=output) as tmp:
         work = Path(tmp)
         built = execute.build_layers(built_plan, tapts=found.tapts, cache=cache, work=work, progress=opts.progress)
-        check_record(built_plan, built, write=opts.record_layers, progress=opts.progress)
+        check_record(built_plan, built, write=opts.record_layers, progress=opts.progress, recorded=recorded)
         packaged = execute.package(
             built_plan, built.ordered(), cache=cache, work=work, output=output, progress=opts.progress
         )

@@ -23,6 +23,7 @@ from terminai_sandbox.artifacts.wheel_lock import WheelLock
 from terminai_sandbox.assemble import debian, python
 from terminai_sandbox.assemble.plan import ASSEMBLER_FORMAT, FileDigest, ImageInterpreter, Locks, Sources, Toolchain
 from terminai_sandbox.assemble.spec import ImageSpec, load_spec
+from terminai_sandbox.common.files import read_regular
 from terminai_sandbox.errors import BuildError, LockError
 
 #: What a copy of the T-APTS sources leaves out (the wheel is built from such a copy).
@@ -55,9 +56,9 @@ def contract_version(root: Path, tapts: Path) -> str:
 
 def file_digest(path: Path, name: str) -> FileDigest:
     try:
-        return FileDigest(path=name, sha256=hashlib.sha256(path.read_bytes()).hexdigest())
+        return FileDigest(path=name, sha256=hashlib.sha256(read_regular(path)).hexdigest())
     except OSError as exc:
-        raise BuildError(f"cannot read {path}: {exc.strerror}") from None
+        raise BuildError(f"cannot read {path}: {exc.strerror}", hint="restore it from the checkout") from None
 
 
 def _ignored(name: str) -> bool:
@@ -99,6 +100,16 @@ def image_interpreter(spec: ImageSpec, lock: DebianLock) -> ImageInterpreter:
     )
 
 
+def _pinning(path: Path) -> WheelLock:
+    """The wheel lock at ``path``, which must pin something: the image's toolset and the
+    wheel's build backend both need wheels, so an empty (or all-comment) lock is a mistake,
+    not an image without Python."""
+    lock = WheelLock.load(path)
+    if not lock.pins:
+        raise LockError(f"the wheel lock {path} pins no wheel", hint="restore it from the checkout (it is never empty)")
+    return lock
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Gathered:
     spec: ImageSpec
@@ -125,9 +136,9 @@ def gather(
     locks = Locks(
         debian=lock,
         debian_file=file_digest(spec.debian_lock, _repo_name(spec.debian_lock, root)),
-        wheels=WheelLock.load(spec.requirements),
+        wheels=_pinning(spec.requirements),
         wheels_file=file_digest(spec.requirements, _repo_name(spec.requirements, root)),
-        backend=WheelLock.load(spec.build_requirements),
+        backend=_pinning(spec.build_requirements),
         backend_file=file_digest(spec.build_requirements, _repo_name(spec.build_requirements, root)),
     )
     sources = Sources(

@@ -15,14 +15,18 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import re
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from terminai_sandbox.errors import ConfigError, ReproducibilityError
+from terminai_sandbox.common.files import kind_of, read_input
+from terminai_sandbox.errors import ConfigError, PathError, ReproducibilityError
 
 RECORD_FORMAT = 1
 RECORD_NAME = "layers.lock"
+_DIFF_ID = re.compile(r"^sha256:[0-9a-f]{64}$")
 _FIELDS = ("type", "mode", "uid", "gid", "mtime", "size", "link", "content", "xattrs")
 _RECORD_HINT = (
     "if the locks changed on purpose, record the new digests with "
@@ -93,22 +97,51 @@ def first_difference(expected: tuple[tuple[str, ...], ...], actual: tuple[tuple[
 
 def read(path: Path) -> dict[str, Expected]:
     """The recorded layers in ``path`` (an empty mapping when the file does not exist)."""
-    if not path.exists():
+    if not os.path.lexists(path):  # a dangling link is not "no record": read_input refuses it
         return {}
+    text = read_input(path, what="the layer record")
     try:
-        data = json.loads(path.read_text())
-        if data.get("format") != RECORD_FORMAT:
-            raise ValueError(f"format {data.get('format')!r}, expected {RECORD_FORMAT}")
-        return {
-            name: Expected(
-                inputs=str(layer["inputs"]),
-                diff_id=str(layer["diff_id"]),
-                entries=tuple(tuple(str(f) for f in row) for row in layer["entries"]),
-            )
-            for name, layer in data["layers"].items()
-        }
+        data = json.loads(text)
+        if not isinstance(data, dict) or data.get("format") != RECORD_FORMAT:
+            found = data.get("format") if isinstance(data, dict) else type(data).__name__
+            raise ValueError(f"format {found!r}, expected {RECORD_FORMAT}")
+        if not isinstance(data.get("layers"), dict):
+            raise ValueError("'layers' must be an object")
+        return {name: _layer(name, layer) for name, layer in data["layers"].items()}
     except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise ConfigError(f"{path} is not a valid layer record: {exc}", hint=_RECORD_HINT) from None
+
+
+def read_before_build(path: Path, *, write: bool) -> dict[str, Expected]:
+    """The record a build will check its layers against, read before any layer is built.
+
+    With ``write`` (``--record-layers``) the old content does not matter, but the path must
+    be one the record can be written to: a directory or a FIFO there is refused now, not
+    after minutes of building.
+    """
+    if not write:
+        return read(path)
+    if os.path.lexists(path) and not os.path.isfile(path):
+        kind = kind_of(os.stat(path).st_mode) if os.path.exists(path) else "a dangling symbolic link"
+        raise PathError(f"the layer record {path} is {kind}, not a file", hint="remove it; the build writes the record")
+    return {}
+
+
+def _layer(name: str, layer: object) -> Expected:
+    """One recorded layer, checked: its inputs key, a sha256 diff_id and rows of the listing's width."""
+    if not isinstance(layer, dict):
+        raise ValueError(f"layer {name!r} is not an object")
+    inputs, diff_id, entries = layer["inputs"], layer["diff_id"], layer["entries"]
+    if not isinstance(inputs, str) or not inputs:
+        raise ValueError(f"layer {name!r}: 'inputs' must be a non-empty string")
+    if not isinstance(diff_id, str) or not _DIFF_ID.match(diff_id):
+        raise ValueError(f"layer {name!r}: 'diff_id' must be sha256:<64 hex digits>, not {diff_id!r}")
+    if not isinstance(entries, list):
+        raise ValueError(f"layer {name!r}: 'entries' must be a list")
+    for number, row in enumerate(entries):
+        if not isinstance(row, list) or len(row) != len(_FIELDS) + 1 or not all(isinstance(f, str) for f in row):
+            raise ValueError(f"layer {name!r}: entry {number} must be {len(_FIELDS) + 1} strings")
+    return Expected(inputs=inputs, diff_id=diff_id, entries=tuple(tuple(row) for row in entries))
 
 
 def write(path: Path, layers: dict[str, Expected]) -> None:

@@ -1,28 +1,140 @@
 """Load and check ``images/sandbox/image.toml``: the declarative image inputs.
 
-Unknown keys are errors with a "did you mean" hint; types are checked strictly. The
-result is a frozen :class:`ImageSpec`; nothing else reads the TOML.
+The whole file is checked against one declarative schema (:data:`SCHEMA`) before anything
+uses it: unknown sections and keys (with a "did you mean" hint), missing ones, wrong
+types, numbers out of range and strings that are not what the build passes them to
+(package names, sources.list lines, absolute paths, ``NAME=value``). Every refusal is a
+:class:`ConfigError` (exit 3) naming the file and the key, with a hint. The result is a
+frozen :class:`ImageSpec`; nothing else reads the TOML, so ``build``, ``lock``,
+``lock --check``, ``sbom``/``provenance`` and the release refuse a file in the same words.
 """
 
 from __future__ import annotations
 
 import difflib
+import re
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from terminai_sandbox.common.files import read_input
 from terminai_sandbox.errors import ConfigError
 
-_SCHEMA: dict[str, dict[str, type | tuple[type, ...]]] = {
-    "image": {"repository": str, "source": str},
-    "debian": {"suite": str, "architecture": str, "variant": str, "packages": list, "mirrors": list},
-    "python": {"requirements": str, "site_packages": str},
-    "user": {"name": str, "uid": int, "gid": int, "home": str},
-    "runtime": {"workdir": str, "entrypoint": list, "cmd": list, "env": list},
-    "labels": {},
-    "slim": {"path_exclude": list, "path_include": list},
+# A Linux uid_t/gid_t is 32 bits and 4294967295 is (uid_t)-1, "no id" to chown(2) and
+# setresuid(2); 0 is root, which the image's user must never be. The layers are PAX tars,
+# which hold any such id, so 1 to 4294967294 is exactly what the build can honour.
+MAX_ID = 2**32 - 2
+
+#: The architectures the build can pick wheels for (see python.target_tags).
+ARCHITECTURES = ("amd64", "arm64")
+#: mmdebstrap's --variant values.
+VARIANTS = (
+    "extract",
+    "custom",
+    "essential",
+    "apt",
+    "required",
+    "minbase",
+    "buildd",
+    "important",
+    "debootstrap",
+    "standard",
+)
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_REPOSITORY = re.compile(
+    r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*$"
+)
+_URL = re.compile(r"^https?://[^\s/]+\S*$")
+_SUITE = re.compile(r"^[a-z][a-z0-9.-]*$")
+_DEB_PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")  # Debian policy 5.6.1
+_SOURCES_LINE = re.compile(r"^deb (?:\[[^\]]*\] )?[a-z+]+://\S+ \S+(?: \S+)+$")
+_USER = re.compile(r"^[a-z_][a-z0-9_-]{0,31}$")  # useradd's default NAME_REGEX, 32 characters
+_ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+_SITE = re.compile(r"^/\S*/python3\.[0-9]+/(?:dist|site)-packages$")
+
+
+@dataclass(frozen=True, slots=True)
+class Field:
+    """One key: its TOML type, what its value must satisfy (a test or None) and the words for it."""
+
+    kind: type
+    must: str
+    test: Callable[[Any], bool] | None = None
+    items: Callable[[str], bool] | None = None  # for lists of strings: each item's test
+    hint: str = ""
+
+
+def _absolute(value: str) -> bool:
+    return value.startswith("/") and ".." not in value.split("/")
+
+
+def _relative(value: str) -> bool:
+    return bool(value) and not value.startswith("/") and ".." not in Path(value).parts
+
+
+def _matches(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+    return lambda value: bool(pattern.match(value))
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[str], bool]:
+    return lambda value: value in choices
+
+
+def _id(value: int) -> bool:
+    return 1 <= value <= MAX_ID
+
+
+_TEXT = "a non-empty string"
+_ID = Field(
+    int,
+    f"a Linux id from 1 to {MAX_ID} (0 is root; {MAX_ID + 1} means no id)",
+    _id,
+    hint="use an unprivileged id; the image declares 10001",
+)
+
+SCHEMA: dict[str, dict[str, Field]] = {
+    "image": {
+        "repository": Field(str, "an OCI repository name (lowercase, [host/]path)", _matches(_REPOSITORY)),
+        "source": Field(str, "an http(s) URL", _matches(_URL)),
+    },
+    "debian": {
+        "suite": Field(str, "a Debian suite name such as 'trixie'", _matches(_SUITE)),
+        "architecture": Field(str, f"one of {', '.join(ARCHITECTURES)}", _one_of(ARCHITECTURES)),
+        "variant": Field(str, f"an mmdebstrap variant ({', '.join(VARIANTS)})", _one_of(VARIANTS)),
+        "packages": Field(list, "a non-empty list of Debian package names", bool, _matches(_DEB_PACKAGE)),
+        "mirrors": Field(list, "a non-empty list of 'deb URL SUITE COMPONENT...' lines", bool, _matches(_SOURCES_LINE)),
+    },
+    "python": {
+        "requirements": Field(str, "a path relative to image.toml's folder, without '..'", _relative),
+        "site_packages": Field(str, "an absolute path ending in pythonX.Y/dist-packages", _matches(_SITE)),
+    },
+    "user": {
+        "name": Field(str, "a user name (lowercase letters, digits, '_' and '-', at most 32)", _matches(_USER)),
+        "uid": _ID,
+        "gid": _ID,
+        "home": Field(str, "an absolute path without '..'", _absolute),
+    },
+    "runtime": {
+        "workdir": Field(str, "an absolute path without '..'", _absolute),
+        "entrypoint": Field(
+            list, "a non-empty list whose first item is an absolute path", lambda v: bool(v) and _absolute(v[0])
+        ),
+        "cmd": Field(list, "a list of strings"),
+        "env": Field(list, "a list of NAME=value strings", None, _matches(_ENV)),
+    },
+    "slim": {
+        "path_exclude": Field(list, "a list of absolute dpkg path patterns", None, _absolute),
+        "path_include": Field(list, "a list of absolute dpkg path patterns", None, _absolute),
+    },
 }
+#: Sections that may be left out (their keys are free-form).
+OPTIONAL = ("labels",)
+_SECTIONS = [*SCHEMA, *OPTIONAL]
+_FIX = "fix it in image.toml (see images/sandbox/image.toml for every key)"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -70,51 +182,88 @@ def _suggest(key: str, known: list[str]) -> str:
     return f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(sorted(known))}"
 
 
+def _kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "a boolean"
+    return {int: "an integer", float: "a float", str: "a string", list: "an array", dict: "a table"}.get(
+        type(value), type(value).__name__
+    )
+
+
+def _refuse(path: Path, key: str, must: str, value: object, hint: str = "") -> ConfigError:
+    shown = repr(value) if not isinstance(value, (list, dict)) else _kind(value)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return ConfigError(f"{path}: {key} must be {must}, not {shown}", hint=hint or _FIX)
+
+
+def _check_text(path: Path, key: str, value: str) -> None:
+    if not value.strip():
+        raise _refuse(path, key, _TEXT, value)
+    if _CONTROL.search(value):
+        raise _refuse(path, key, "text without control characters (a newline, tab or NUL)", value)
+
+
+def _check_field(path: Path, key: str, field: Field, value: object) -> None:
+    if not isinstance(value, field.kind) or isinstance(value, bool):
+        raise _refuse(path, key, field.must, value, field.hint)
+    if isinstance(value, str):
+        _check_text(path, key, value)
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            if not isinstance(item, str):
+                raise _refuse(path, f"{key}[{index}]", "a string", item)
+            _check_text(path, f"{key}[{index}]", item)
+            if field.items is not None and not field.items(item):
+                raise _refuse(path, f"{key}[{index}]", f"an item of {field.must}", item, field.hint)
+        twice = sorted({item for item in value if value.count(item) > 1})
+        if twice:
+            raise ConfigError(f"{path}: {key} lists {twice[0]!r} more than once", hint=_FIX)
+    if field.test is not None and not field.test(value):
+        raise _refuse(path, key, field.must, value, field.hint)
+
+
 def _check(data: dict[str, Any], path: Path) -> None:
+    """Refuse anything :data:`SCHEMA` does not allow, naming the first offending key."""
     for section, value in data.items():
-        if section not in _SCHEMA:
-            raise ConfigError(f"{path}: unknown section [{section}]", hint=_suggest(section, list(_SCHEMA)))
+        if section not in _SECTIONS:
+            raise ConfigError(f"{path}: unknown section [{section}]", hint=_suggest(section, _SECTIONS))
         if not isinstance(value, dict):
-            raise ConfigError(f"{path}: [{section}] must be a table")
-        fields = _SCHEMA[section]
-        for key, item in value.items():
-            if section == "labels":
+            raise ConfigError(f"{path}: [{section}] must be a table, not {_kind(value)}", hint=_FIX)
+        if section == "labels":
+            for key, item in value.items():
+                if not _LABEL.match(key) or _CONTROL.search(key):
+                    raise ConfigError(
+                        f"{path}: label {key!r} is not a label name (such as org.opencontainers.image.title)", hint=_FIX
+                    )
                 if not isinstance(item, str):
-                    raise ConfigError(f"{path}: label {key!r} must be a string")
-                continue
+                    raise _refuse(path, f"labels.{key!r}", "a string", item)
+                if _CONTROL.search(item):
+                    raise _refuse(path, f"labels.{key!r}", "text without control characters", item)
+            continue
+        fields = SCHEMA[section]
+        for key, item in value.items():
             if key not in fields:
                 raise ConfigError(f"{path}: unknown key {section}.{key}", hint=_suggest(key, list(fields)))
-            if not isinstance(item, fields[key]) or isinstance(item, bool):
-                raise ConfigError(f"{path}: {section}.{key} must be a {fields[key].__name__}")  # type: ignore[union-attr]
-            if isinstance(item, list) and not all(isinstance(x, str) for x in item):
-                raise ConfigError(f"{path}: {section}.{key} must be a list of strings")
+            _check_field(path, f"{section}.{key}", fields[key], item)
         for key in fields:
             if key not in value:
-                raise ConfigError(f"{path}: missing key {section}.{key}")
-    for section in _SCHEMA:
-        if section not in data and section != "labels":
-            raise ConfigError(f"{path}: missing section [{section}]")
+                raise ConfigError(
+                    f"{path}: missing key {section}.{key}", hint=f"add {section}.{key}: {fields[key].must}"
+                )
+    for section, fields in SCHEMA.items():
+        if section not in data:
+            raise ConfigError(f"{path}: missing section [{section}]", hint=f"add [{section}] with {', '.join(fields)}")
 
 
 def load_spec(path: Path) -> ImageSpec:
     """Read and check ``image.toml``; :class:`ConfigError` names the file and the key."""
+    text = read_input(path, what="the image spec")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path} is not valid TOML: {exc}") from None
+        raise ConfigError(f"{path} is not valid TOML: {exc}", hint=_FIX) from None
     _check(data, path)
-    for key in ("uid", "gid"):
-        value = data["user"][key]
-        if value == 0:
-            raise ConfigError(f"{path}: the image user must not be root (user.{key} 0)")
-        # A Linux id is 32 bits and 4294967295 means "no id": anything else fails deep in a build.
-        if not 0 < value < 2**32 - 1:
-            raise ConfigError(
-                f"{path}: user.{key} {value} is not a Linux id",
-                hint="use a number from 1 to 4294967294 (the image declares 10001)",
-            )
     directory = path.parent
     return ImageSpec(
         directory=directory,

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 
 import click
 
-from terminai_sandbox.cli import progress
+from terminai_sandbox.cli import params, progress
 from terminai_sandbox.cli.json_output import JSON_OPTION, emit
-from terminai_sandbox.errors import ConfigError, ContractError, EngineError, LockError, SandboxError
+from terminai_sandbox.errors import ContractError, EngineError, LockError, SandboxError
 
 if TYPE_CHECKING:
     from terminai_sandbox.engine import EngineRefused
@@ -32,16 +32,6 @@ def _writable(directory: Path) -> None:
         pass
 
 
-def _readable_spec(path: Path | None) -> None:
-    """A spec that is not UTF-8 text is named here (the TOML reader would not name it)."""
-    if path is None or not path.is_file():
-        return
-    try:
-        path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path} is not UTF-8 text (byte at offset {exc.start})", hint="save it as UTF-8") from None
-
-
 def _suite_refused(image: str, exc: EngineRefused) -> SandboxError:
     """The engine would not run the suite in ``image``: an image that cannot hold the
     contract (no python3) fails the contract; anything else is the engine's refusal."""
@@ -58,7 +48,7 @@ def _spec_option(func: click.decorators.FC) -> click.decorators.FC:
     return click.option(
         "--spec",
         "spec_path",
-        type=click.Path(path_type=Path),
+        type=params.InputPath(),
         default=None,
         help="image.toml to build (default: images/sandbox/image.toml)",
     )(func)
@@ -66,7 +56,7 @@ def _spec_option(func: click.decorators.FC) -> click.decorators.FC:
 
 @click.command("build")
 @_spec_option
-@click.option("--output", type=click.Path(path_type=Path), default=None, help="output directory (default dist/X.Y.Z)")
+@click.option("--output", type=params.OutputDir(), default=None, help="output directory (default dist/X.Y.Z)")
 @click.option("--no-cache", is_flag=True, help="rebuild every stage from scratch")
 @click.option("--no-load", is_flag=True, help="do not load the result into the engine")
 @click.option(
@@ -97,10 +87,8 @@ def build_cmd(
     """Build the sandbox image from pinned inputs into dist/X.Y.Z and load it."""
     from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
     from terminai_sandbox.assemble import BuildOptions, build_image, check_reproducible  # noqa: PLC0415
+    from terminai_sandbox.assemble.image import check_inputs  # noqa: PLC0415
 
-    _readable_spec(spec_path)
-    if not no_load:
-        engine_mod.connect()  # fail before minutes of building, not after them
     opts = BuildOptions(
         spec_path=spec_path,
         output_dir=output,
@@ -111,6 +99,10 @@ def build_cmd(
         tag=tag,
         revision=revision,
     )
+    # Fail before minutes of building, not after them: every input file, then the engine.
+    check_inputs(opts)
+    if not no_load:
+        engine_mod.connect()
     if reproducible:
         with progress.step("two independent builds"):
             result, second = check_reproducible(opts)
@@ -137,7 +129,6 @@ def lock_cmd(spec_path: Path | None, check: bool, as_json: bool) -> None:
     from terminai_sandbox.assemble import debian, repo_root  # noqa: PLC0415
     from terminai_sandbox.assemble.spec import load_spec  # noqa: PLC0415
 
-    _readable_spec(spec_path)
     spec = load_spec(spec_path or repo_root() / "images" / "sandbox" / "image.toml")
     if check:
         lock = debian.read_lock(spec.debian_lock)
@@ -171,11 +162,16 @@ def lock_cmd(spec_path: Path | None, check: bool, as_json: bool) -> None:
 
 
 @click.command("contracts")
-@click.argument("image")
-@click.option("--output", type=click.Path(path_type=Path), default=None, help="where to write contracts.junit.xml")
+@click.argument("image", type=params.Reference())
+@click.option(
+    "--output",
+    type=params.OutputDir(),
+    default=None,
+    help="directory to write contracts.junit.xml into (default: dist)",
+)
 @click.option(
     "--wheels",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=params.OutputDir(),
     default=None,
     help="directory of the suite's pinned test wheels (a release's contract-wheels/): those present are "
     "used without a package index, missing ones are fetched into it by hash",
@@ -212,22 +208,36 @@ def engine_group() -> None:
 @engine_group.command("status")
 @JSON_OPTION
 def engine_status(as_json: bool) -> None:
-    """Say which engine answers, or why none does (TERMINAI_SANDBOX is honoured as by 'run')."""
+    """Say which engine answers, or why none does (TERMINAI_SANDBOX and the settings file are honoured as by 'run')."""
     from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
+    from terminai_sandbox.common.runtime import parse_runtime  # noqa: PLC0415
     from terminai_sandbox.launch.config import ENGINES, parse_engine  # noqa: PLC0415
+    from terminai_sandbox.launch.settings import SettingsFile  # noqa: PLC0415
 
-    for variable in ("TERMINAI_SANDBOX", "GEMINI_SANDBOX"):
-        if variable in os.environ:
-            available = [name for name in ENGINES if shutil.which(name)]
-            chosen = parse_engine(os.environ[variable], variable, available=available)
-            if chosen is None:
-                emit(
-                    as_json,
-                    {"engine": None, "reason": f"{variable}={os.environ[variable]}"},
-                    f"no engine: {variable}={os.environ[variable]} turns the sandbox off",
-                )
-                return
-            break
+    # The settings file is read through the launcher's own loader and when 'run' reads it
+    # (for the engine unless the environment chooses, for the runtime unless
+    # TERMINAI_SANDBOX_RUNTIME does), so a broken one is refused here exactly as there.
+    settings = SettingsFile(os.environ)
+    if "TERMINAI_SANDBOX_RUNTIME" not in os.environ and (runtime := settings.runtime()) is not None:
+        parse_runtime(runtime, "settings tools.sandboxRuntime")
+    chosen = next(
+        (
+            (variable, os.environ[variable])
+            for variable in ("TERMINAI_SANDBOX", "GEMINI_SANDBOX")
+            if variable in os.environ
+        ),
+        None,
+    )
+    if chosen is None and (from_settings := settings.engine()) is not None:
+        chosen = ("settings", from_settings)
+    available = [name for name in ENGINES if shutil.which(name)]
+    if chosen is not None and parse_engine(chosen[1], chosen[0], available=available) is None:
+        emit(
+            as_json,
+            {"engine": None, "reason": f"{chosen[0]}={chosen[1]}"},
+            f"no engine: {chosen[0]}={chosen[1]} turns the sandbox off",
+        )
+        return
     found = engine_mod.connect()
     info = found.info
     emit(

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from terminai_sandbox import contract_diff
+from terminai_sandbox.cli import params
 
 
 @click.group("contract")
@@ -16,8 +17,8 @@ def contract() -> None:
 
 
 @contract.command("diff")
-@click.argument("old", type=click.Path(path_type=Path))
-@click.argument("new", type=click.Path(path_type=Path))
+@click.argument("old", type=params.InputPath())
+@click.argument("new", type=params.InputPath())
 @click.option("--json", "as_json", is_flag=True, help="print the classification as JSON")
 def diff_cmd(old: Path, new: Path, as_json: bool) -> None:
     """Classify changes from OLD to NEW as breaking or additive.

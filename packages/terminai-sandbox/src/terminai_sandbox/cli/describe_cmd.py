@@ -11,6 +11,7 @@ import click
 
 from terminai_sandbox import outputs, resources
 from terminai_sandbox._version import __version__
+from terminai_sandbox.cli import params
 from terminai_sandbox.cli.json_output import JSON_OPTION, emit
 from terminai_sandbox.errors import ArtifactError, ConfigError, SbomError
 
@@ -38,21 +39,21 @@ def _open(layout: Path) -> OciLayout:
 
 
 @click.command("sbom")
-@click.argument("layout", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.argument("layout", type=params.InputPath(want="dir", exists=True))
 @click.option(
-    "-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the SBOM (- for stdout)"
+    "-o", "--output", type=params.OutputPath(stdout=True), required=True, help="where to write the SBOM (- for stdout)"
 )
 @click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name in the SBOM")
 @click.option("--version", "image_version", default=__version__, show_default=True, help="image version in the SBOM")
 @click.option(
     "--source-date-epoch",
-    type=click.IntRange(0, 253402300799),
+    type=params.Integer(0, 253402300799),
     default=None,
     help="timestamp in seconds (default: the image's created time)",
 )
 @click.option(
     "--image-dir",
-    type=click.Path(path_type=Path, exists=True, file_okay=False),
+    type=params.InputPath(want="dir", exists=True),
     default=None,
     help="directory holding debian.lock and requirements.lock (default: the locks shipped with this version)",
 )
@@ -90,15 +91,19 @@ def sbom_cmd(
 
 
 @click.command("provenance")
-@click.argument("layout", type=click.Path(path_type=Path, exists=True, file_okay=False))
+@click.argument("layout", type=params.InputPath(want="dir", exists=True))
 @click.option(
-    "-o", "--output", type=click.Path(path_type=Path), required=True, help="where to write the predicate (- for stdout)"
+    "-o",
+    "--output",
+    type=params.OutputPath(stdout=True),
+    required=True,
+    help="where to write the predicate (- for stdout)",
 )
 @click.option("--repository", default="localhost/terminai/sandbox", show_default=True, help="image name")
 @click.option("--version", "image_version", default=__version__, show_default=True, help="image version")
 @click.option(
     "--image-dir",
-    type=click.Path(path_type=Path),
+    type=params.InputPath(want="dir"),
     default=Path("images/sandbox"),
     show_default=True,
     help="the checkout's image directory (image.toml and its locks) the image was built from",
@@ -106,7 +111,7 @@ def sbom_cmd(
 @click.option(
     "--sbom",
     "sbom_path",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    type=params.InputPath(exists=True),
     default=None,
     help="the image's SBOM, recorded (by digest) as a resolved dependency",
 )

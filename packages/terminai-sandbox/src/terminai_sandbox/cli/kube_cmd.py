@@ -6,15 +6,16 @@ from pathlib import Path
 
 import click
 
+from terminai_sandbox.cli import params
 from terminai_sandbox.cli.trust_options import trust_options
 
 # The verifier and the manifest builders load when the command runs ('--help' answers at once).
 
-_OUT = click.Path(path_type=Path, file_okay=False)
+_OUT = params.OutputDir()
 
 
 @click.command("kube")
-@click.argument("reference")
+@click.argument("reference", type=params.Reference())
 @click.argument("command", nargs=-1)
 @trust_options
 @click.option("--namespace", default="terminai-sandbox", show_default=True, help="namespace of the session objects")

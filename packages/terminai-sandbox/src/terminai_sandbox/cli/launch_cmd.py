@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 
+from terminai_sandbox.cli import params
 from terminai_sandbox.cli.json_output import JSON_OPTION, emit
 from terminai_sandbox.launch import audit, options, session
 from terminai_sandbox.launch.options import (
@@ -40,7 +41,7 @@ def _click_option(option: Option) -> Callable[[Any], Any]:
     if option.kind == "multiple":
         return click.option(option.flag, option.dest, multiple=True, help=option.help)
     if option.kind == "path":
-        return click.option(option.flag, option.dest, type=click.Path(path_type=Path), default=None, help=option.help)
+        return click.option(option.flag, option.dest, type=params.InputPath(), default=None, help=option.help)
     return click.option(
         option.flag, option.dest, default=option.default, show_default=option.default is not None, help=option.help
     )
@@ -142,7 +143,7 @@ def audit_group() -> None:
 @audit_group.command("verify")
 @click.option(
     "--ledger",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    type=params.InputPath(exists=True),
     default=None,
     help="ledger file (default: the one in the state dir; absent there means no launch yet)",
 )

@@ -16,7 +16,7 @@ import click
 
 from terminai_sandbox import provenance
 from terminai_sandbox._version import __version__
-from terminai_sandbox.cli import progress
+from terminai_sandbox.cli import params, progress
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.common.registry_auth import docker_config_credentials
 from terminai_sandbox.errors import ConfigError
@@ -28,14 +28,14 @@ from terminai_sandbox.signing.verify.trust import policy_from_options
 _INSECURE = click.option("--insecure-registry", is_flag=True, help="allow plain HTTP to a non-loopback registry")
 _DIST = click.option(
     "--dist",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=params.OutputDir(),
     default=Path("dist"),
     show_default=True,
     help="where the release directory X.Y.Z is written",
 )
 _IMAGE_DIR = click.option(
     "--image-dir",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    type=params.InputPath(want="dir", exists=True),
     default=Path("images/sandbox"),
     show_default=True,
     help="the image's spec and locks in this checkout (the SBOM and provenance record them)",
@@ -84,13 +84,11 @@ def _build_image(target: Path) -> Any:
 
 @click.group("release", invoke_without_command=True)
 @click.option("--push", "repository", default=None, help="REGISTRY/REPO to publish to (runs every step)")
-@click.option(
-    "--key", "key_path", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None, help="signing key"
-)
+@click.option("--key", "key_path", type=params.InputPath(exists=True), default=None, help="signing key")
 @_DIST
 @click.option(
     "--image-dir",
-    type=click.Path(path_type=Path, file_okay=False),
+    type=params.InputPath(want="dir"),
     default=Path("images/sandbox"),
     show_default=True,
     help="the image's spec and locks in this checkout (the SBOM and provenance record them)",
@@ -201,9 +199,7 @@ def push_step(dist: Path, insecure_registry: bool, as_json: bool) -> None:
 
 
 @release_cmd.command("sign")
-@click.option(
-    "--key", "key_path", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None, help="signing key"
-)
+@click.option("--key", "key_path", type=params.InputPath(exists=True), default=None, help="signing key")
 @click.option("--keyless", "keyless_", is_flag=True, help="CI only: sign with the ambient OIDC identity")
 @_DIST
 @_INSECURE
@@ -225,9 +221,7 @@ def sign_step(key_path: Path | None, keyless_: bool, dist: Path, insecure_regist
 
 
 @release_cmd.command("verify")
-@click.option(
-    "--key", "key_path", type=click.Path(path_type=Path, exists=True, dir_okay=False), default=None, help="public key"
-)
+@click.option("--key", "key_path", type=params.InputPath(exists=True), default=None, help="public key")
 @click.option("--certificate-identity", default=None, help="keyless: the signer's certificate identity")
 @click.option("--certificate-oidc-issuer", default=None, help="keyless: the identity's OIDC issuer")
 @_DIST

@@ -17,7 +17,7 @@ import click
 
 from terminai_sandbox import outputs
 from terminai_sandbox._version import __version__
-from terminai_sandbox.cli import progress
+from terminai_sandbox.cli import params, progress
 from terminai_sandbox.cli.json_output import JSON_OPTION, emit
 from terminai_sandbox.cli.trust_options import trust_options
 from terminai_sandbox.common.reference import ImageRef
@@ -84,11 +84,17 @@ def _client(ref: ImageRef, insecure: bool) -> RegistryClient:
 
 
 @click.command("keygen")
-@click.option("--output-prefix", default="cosign", show_default=True, help="writes PREFIX.key and PREFIX.pub")
+@click.option(
+    "--output-prefix",
+    type=params.OutputPrefix(),
+    default="cosign",
+    show_default=True,
+    help="writes PREFIX.key and PREFIX.pub",
+)
 @click.option(
     "--import",
     "import_path",
-    type=click.Path(path_type=Path, exists=True),
+    type=params.InputPath(exists=True),
     default=None,
     help="encrypt this PKCS#8 PEM private key instead of generating one",
 )
@@ -143,11 +149,11 @@ def keygen_cmd(output_prefix: str, import_path: Path | None, dev: bool, as_json:
 
 
 @click.command("push")
-@click.argument("layout", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.argument("reference")
+@click.argument("layout", type=params.InputPath(want="dir", exists=True))
+@click.argument("reference", type=params.Reference())
 @click.option(
     "--chunk-size",
-    type=click.IntRange(1024, 1 << 30),
+    type=params.Integer(1024, 1 << 30),
     default=None,
     help="upload blobs in chunks of this many bytes (1 KiB to 1 GiB; default: whole blobs)",
 )
@@ -186,11 +192,11 @@ def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_regi
 
 
 @click.command("sign")
-@click.argument("reference")
+@click.argument("reference", type=params.Reference())
 @click.option(
     "--key",
     "key_path",
-    type=click.Path(path_type=Path, exists=True),
+    type=params.InputPath(exists=True),
     default=None,
     help="cosign private key (password: COSIGN_PASSWORD or prompt)",
 )
@@ -255,7 +261,7 @@ def sign_cmd(
 
 
 @click.command("verify")
-@click.argument("reference")
+@click.argument("reference", type=params.Reference())
 @trust_options
 @click.option(
     "--attestation",
@@ -323,10 +329,10 @@ def verify_cmd(
 
 
 @click.command("attest")
-@click.argument("reference")
+@click.argument("reference", type=params.Reference())
 @click.option(
     "--predicate",
-    type=click.Path(path_type=Path, exists=True, dir_okay=False),
+    type=params.InputPath(exists=True),
     required=True,
     help="the predicate document (JSON) to attest",
 )
@@ -340,7 +346,7 @@ def verify_cmd(
 @click.option(
     "--key",
     "key_path",
-    type=click.Path(path_type=Path, exists=True),
+    type=params.InputPath(exists=True),
     default=None,
     help="cosign private key (password: COSIGN_PASSWORD or prompt)",
 )

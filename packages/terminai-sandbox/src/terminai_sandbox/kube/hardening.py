@@ -27,8 +27,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from terminai_sandbox.common.hardening import (
+    DROPPED_CAPABILITIES,
+    HARDENED_LIMITS,
+    HOME_IN_IMAGE,
+    HOME_SIZE,
+    IMAGE_UID,
+    SECURITY_OPTIONS,
+    TMP_SIZE,
+)
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launch.run import HARDENED_LIMITS, HOME_IN_IMAGE, HOME_SIZE, IMAGE_UID, TMP_SIZE
 
 WORKSPACE = "/workspace"  # the image's WorkingDir
 CONTAINER = "sandbox"
@@ -74,8 +82,8 @@ class SessionShape:
 
 def container_security_context() -> dict[str, Any]:
     return {
-        "allowPrivilegeEscalation": False,
-        "capabilities": {"drop": ["ALL"]},
+        "allowPrivilegeEscalation": "no-new-privileges" not in SECURITY_OPTIONS,
+        "capabilities": {"drop": list(DROPPED_CAPABILITIES)},
         "privileged": False,
         "readOnlyRootFilesystem": True,
         "runAsGroup": IMAGE_UID,

@@ -151,7 +151,9 @@ def parse_flags(
     grammar = flags.grammar_for(engine)
     parsed = flags.parse(words, grammar)
     flags.check(parsed, allowed=flags.allowed_names(allowed, grammar))
-    flags.check_env(parsed, allowed_env=allowed_env)
+    checked = flags.check_env(parsed, allowed_env=allowed_env, engine=grammar.engine)
+    if any(flag.name == "--env-file" for flag in parsed):
+        return tuple(flags.words(checked))  # the file's checked entries, never its path
     return tuple(words)
 
 

@@ -204,7 +204,9 @@ class DockerEngine:
     ) -> ImageFacts:
         found = _cli_build(
             [run_binary("docker", self.env)],
-            {**self.env, "DOCKER_HOST": self.api.info.host},
+            # the classic builder: the one the project-layer checks are proven against
+            # (tests/integration/launcher/test_dockerfile_oracle.py), whatever the caller's setting
+            {**self.env, "DOCKER_HOST": self.api.info.host, "DOCKER_BUILDKIT": "0"},
             context=context,
             dockerfile=dockerfile,
             build_args=build_args,

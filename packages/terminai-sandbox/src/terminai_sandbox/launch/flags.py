@@ -422,33 +422,53 @@ def check(flags: Iterable[Flag], *, allowed: set[str]) -> None:
 _ENV_BY_NAME = ("--env", "--env-merge", "--unsetenv")
 
 
-def check_env(flags: Iterable[Flag], *, allowed_env: frozenset[str]) -> None:
+def check_env(flags: Iterable[Flag], *, allowed_env: frozenset[str], engine: str = "docker") -> list[Flag]:
     """Refuse reserved names in ``--env``/``--env-file`` even when ``--unsafe-allow-flag`` let the flag in.
 
     The flag allowlist says which flags may appear; this says which names they may set, and
     only ``--unsafe-allow-env`` overrides it (:mod:`terminai_sandbox.launch.reserved_env`).
+    Returns the flags with each ``--env-file`` replaced by the ``--env`` entries read from it:
+    the engine gets what was checked, not a path it would read again (a file swapped between
+    the check and ``docker run`` would set what was never checked).
     """
+    out: list[Flag] = []
     for flag in flags:
         knob = f"SANDBOX_FLAGS {flag.written!r}"
         if flag.name in _ENV_BY_NAME:
             reserved_env.check((flag.value or "").partition("=")[0], knob=knob, allowed=allowed_env)
         elif flag.name == "--env-file":
-            for name in env_file_names(flag.value or "", knob=knob):
-                reserved_env.check(name, knob=f"{knob} (file {flag.value})", allowed=allowed_env)
+            for entry in env_file_entries(flag.value or "", knob=knob, engine=engine):
+                name = entry.partition("=")[0]
+                # podman keeps a BOM in the first name: refused as the name it hides
+                reserved_env.check(name.removeprefix("\ufeff"), knob=f"{knob} (file {flag.value})", allowed=allowed_env)
+                if "=" in entry or name in os.environ:  # a bare name the caller has not set: the file drops it
+                    out.append(Flag(name="--env", value=entry, written=f"--env={entry}"))
+            continue
         elif flag.name == "--env-host":
             # Copies every variable of the launcher's environment, reserved ones included.
             raise _refuse(
                 f"item {flag.written!r} copies the host's PATH, PYTHONPATH, LD_* … into the session",
                 hint="list the variables the session needs in SANDBOX_ENV instead",
             )
+        out.append(flag)
+    return out
 
 
-def env_file_names(path: str, *, knob: str) -> list[str]:
-    """The variable names an ``--env-file`` sets, read as the engine reads it (relative to our cwd).
+def words(flags: Iterable[Flag]) -> list[str]:
+    """The flags as words the engine reads exactly so (``--name=value``, ``--name``)."""
+    return [flag.name if flag.value is None else f"{flag.name}={flag.value}" for flag in flags]
 
-    docker's reader: an optional UTF-8 BOM, then per line leading whitespace dropped, blank
-    and ``#`` lines skipped, the name is what precedes the first ``=`` (or the whole line:
-    inherited). A file we cannot read is refused: the engine might read what we could not.
+
+def env_file_entries(path: str, *, knob: str, engine: str = "docker") -> list[str]:
+    """The ``NAME=VALUE`` (or ``NAME``: inherited) entries of an ``--env-file``, read as the
+    engine reads it (relative to our cwd).
+
+    The engines' reader: lines split at ``\n`` (a ``\r`` before it dropped), leading
+    whitespace dropped, blank and ``#`` lines skipped, the name is what precedes the first
+    ``=`` (or the whole line) and may hold no whitespace, the value is the rest as written;
+    docker drops a UTF-8 BOM first (podman keeps it, in the first name). A bare name is
+    the caller's variable of that name (left out when it has none). A file we cannot read
+    is refused: the engine might read what we could not.
     """
     try:
         # O_NONBLOCK: a FIFO named as the file must not hang the launch before fstat refuses it.
@@ -465,10 +485,18 @@ def env_file_names(path: str, *, knob: str) -> list[str]:
         raise _refuse(f"{knob}: cannot read {path}: {exc.strerror}", hint="name a readable env file") from None
     except UnicodeDecodeError:
         raise _refuse(f"{knob}: {path} is not UTF-8 text", hint="name a file of NAME=VALUE lines") from None
-    names = []
-    for line in text.removeprefix("\ufeff").splitlines():
-        stripped = line.lstrip()
+    entries = []
+    if engine == "docker":
+        text = text.removeprefix("\ufeff")
+    for line in text.split("\n"):
+        stripped = line.removesuffix("\r").lstrip()
         if not stripped or stripped.startswith("#"):
             continue
-        names.append(stripped.partition("=")[0].strip())
-    return names
+        name = stripped.partition("=")[0]
+        if not name or any(c.isspace() for c in name):
+            raise _refuse(
+                f"{knob}: {path} sets the variable {name!r}, which the engine refuses (a name holds no spaces)",
+                hint="write each line as NAME=VALUE",
+            )
+        entries.append(stripped)
+    return entries

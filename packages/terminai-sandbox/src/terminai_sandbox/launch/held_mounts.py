@@ -52,10 +52,12 @@ CUSTOMIZATION_MAX = 1 << 20  # the files the launcher reads from .terminai/
 # (VS Code's .vscode/tasks.json, the Dev Containers spec's initializeCommand, run on the host),
 # and the start-up files bash(1), dash(1) and zsh(1) read from a home directory (a workspace
 # that is one, or a dotfiles repository the user installs from).
-# Entries ending in "/" are folders and those ending in "+" files that, when missing, get an
-# empty placeholder the launcher creates (and removes afterwards), mounted read-only in their
-# place (an empty one means nothing to their readers). The rest are protected when present:
-# git refuses an empty commondir, and the shells read theirs only from a home directory.
+# Entries ending in "/" are folders and those ending in "+" files that, when missing, get a
+# placeholder the launcher creates (and removes afterwards), mounted read-only in their place:
+# empty (which means nothing to their readers), or the text of PLACEHOLDER_TEXT (git refuses
+# an empty commondir; "." names the repository's own folder, as a missing one does, so a
+# commondir the session writes cannot send the host's git to hooks and config elsewhere).
+# The rest are protected when present: the shells read theirs only from a home directory.
 READ_ONLY = (
     ".terminai/",
     ".git/hooks/",
@@ -63,7 +65,7 @@ READ_ONLY = (
     ".git/worktrees/",
     ".git/config+",
     ".git/config.worktree+",
-    ".git/commondir",
+    ".git/commondir+",
     ".envrc+",
     ".npmrc+",
     ".yarnrc+",
@@ -81,6 +83,9 @@ READ_ONLY = (
     ".zshrc",
     ".zlogin",
 )
+
+
+PLACEHOLDER_TEXT = {".git/commondir": b".\n"}
 
 
 @frozen_record
@@ -246,7 +251,11 @@ def overlays(cwd: str) -> list[Overlay]:
             if entry.endswith("/"):
                 os.mkdir(path, 0o755)
             else:
-                os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644))
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+                try:
+                    os.write(fd, PLACEHOLDER_TEXT.get(name, b""))
+                finally:
+                    os.close(fd)
             found.append(Overlay(path=path, created=True))
             continue
         if stat.S_ISLNK(info.st_mode):
@@ -269,8 +278,17 @@ def remove_placeholders(placed: list[Overlay]) -> None:
             with contextlib.suppress(OSError):  # no longer empty or already gone: never remove what is not ours
                 if os.path.isdir(overlay.path):
                     os.rmdir(overlay.path)
-                elif os.lstat(overlay.path).st_size == 0:
+                elif _is_placeholder(overlay.path):
                     os.unlink(overlay.path)
+
+
+def _is_placeholder(path: str) -> bool:
+    """Still exactly what the launcher wrote (a file someone filled since is kept)."""
+    text = next((t for rel, t in PLACEHOLDER_TEXT.items() if path.endswith("/" + rel)), b"")
+    if os.lstat(path).st_size != len(text):
+        return False
+    with open(path, "rb") as fh:
+        return fh.read(len(text) + 1) == text
 
 
 class Staging:

@@ -14,8 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from terminai_sandbox.common import argpaths
+from terminai_sandbox.common.hardening import HARDENED_LIMITS, Limits
 from terminai_sandbox.common.records import frozen_record
-from terminai_sandbox.launch.run import HARDENED_LIMITS, Limits
 from terminai_sandbox.launch.session import LaunchRequest
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -80,6 +81,9 @@ class HelpWanted(Exception):
 
 def request_from(params: dict[str, Any]) -> LaunchRequest:
     """The :class:`LaunchRequest` in parsed parameters (extra keys, such as the limits, are ignored)."""
+    for option in LAUNCH_OPTIONS:  # a FIFO, device or directory as a key: refused before any step runs
+        if option.kind == "path" and params[option.dest] is not None:
+            argpaths.check_input(str(params[option.dest]))
     return LaunchRequest(**{o.dest: params[o.dest] for o in LAUNCH_OPTIONS})
 
 
@@ -118,6 +122,7 @@ def parse(args: Sequence[str], table: Sequence[Option], *, command: bool) -> dic
     params = defaults(table)
     extra: list[str] = []
     wants_help = False
+    paths: dict[str, tuple[str, str]] = {}
     i = 0
     while i < len(args):
         arg = args[i]
@@ -160,10 +165,16 @@ def parse(args: Sequence[str], table: Sequence[Option], *, command: bool) -> dic
             raise CommandLineError(f"Option {flag!r} requires an argument.")
         if option.kind == "multiple":
             params[option.dest] = (*params[option.dest], value)
+        elif option.kind == "path":
+            paths[option.dest] = (flag, value)  # the last one wins, in the place of the first
+            params[option.dest] = Path(value)
         else:
-            params[option.dest] = Path(value) if option.kind == "path" else value
+            params[option.dest] = value
     if wants_help:
         raise HelpWanted
+    for flag, value in paths.values():  # after help, in the order given: as click converts values
+        if value in ("", "-"):  # an unset variable; no launch option reads stdin (worded as cli/params words it)
+            raise CommandLineError(f"Invalid value for {flag!r}: {argpaths.EMPTY if value == '' else argpaths.DASH}")
     if command:
         params["command"] = (*extra, *args[i:])
     elif extra:

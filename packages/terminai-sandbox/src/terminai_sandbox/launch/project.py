@@ -29,6 +29,7 @@ import re
 import stat
 from pathlib import Path
 
+from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.errors import EngineError, LaunchError
 from terminai_sandbox.launch import reserved_env
 from terminai_sandbox.launch.engines import ImageFacts
@@ -99,16 +100,45 @@ def _words(value: str) -> list[str]:
         return value.split()
 
 
-def check_dockerfile(text: str, dockerfile: Path, *, base_user: str) -> None:
-    """Refuse what a project layer may not do (see the module docstring)."""
+@frozen_record
+class DockerfileReading:
+    """What the checks read a Dockerfile to set: the environment names and label keys, in
+    order, and the last user (the builder must read the same: see the oracle test)."""
+
+    env: tuple[str, ...]
+    labels: tuple[str, ...]
+    user: str | None
+
+
+def check_dockerfile(text: str, dockerfile: Path, *, base_user: str) -> DockerfileReading:
+    """Refuse what a project layer may not do (see the module docstring); return what it sets."""
     import io  # noqa: PLC0415  (a project layer only)
 
     from dockerfile_parse import DockerfileParser  # noqa: PLC0415
 
+    for number, row in enumerate(text.split("\n"), start=1):  # not splitlines(): it splits on \v and \f
+        odd = next((c for c in row if c.isspace() and c not in " \t\r"), None)
+        if odd is not None:
+            # the builder splits words on every Unicode space, shlex on a few: one name each
+            raise _refuse(
+                dockerfile,
+                number,
+                f"the space character U+{ord(odd):04X} is refused",
+                "use plain spaces and tabs; builders split words on other spaces differently",
+            )
+    if text.rstrip().endswith("\\"):
+        raise _refuse(
+            dockerfile,
+            len(text.splitlines()),
+            "the file ends in a line continuation",
+            "remove the trailing backslash; the builder drops what it would continue",
+        )
     parser = DockerfileParser(fileobj=io.BytesIO(text.encode()))
     structure = parser.structure
     seen_from = False
     last_user: str | None = None
+    env: list[str] = []
+    labels: list[str] = []
     for item in structure:
         instruction, value, line = item["instruction"].upper(), item["value"], item["startline"] + 1
         if instruction == "COMMENT":
@@ -179,8 +209,18 @@ def check_dockerfile(text: str, dockerfile: Path, *, base_user: str) -> None:
                     raise _refuse(
                         dockerfile, line, f"{instruction} from {word} is refused", "copy files of the project"
                     )
+        if instruction in ("ENV", "LABEL", "USER") and "$" in (value if instruction == "USER" else _keys(words)):
+            # the builder substitutes variables there (`ENV ${N}PATH=...` sets PYTHONPATH
+            # when N=PYTHON): a name is checked only as written
+            raise _refuse(
+                dockerfile,
+                line,
+                f"a variable in the {'user' if instruction == 'USER' else 'name'} of {instruction} is refused",
+                "write the name out; variables are fine in ENV and LABEL values",
+            )
         if instruction == "ENV":
             names = [w.split("=", 1)[0] for w in words] if "=" in (words[0] if words else "") else words[:1]
+            env.extend(names)
             for name in names:
                 if reserved_env.reserved(name) is not None:
                     raise _refuse(
@@ -191,6 +231,7 @@ def check_dockerfile(text: str, dockerfile: Path, *, base_user: str) -> None:
                     )
         if instruction == "LABEL":
             for word in words:
+                labels.append(word.split("=", 1)[0])
                 if word.split("=", 1)[0].lower().startswith("dev.terminai."):
                     raise _refuse(
                         dockerfile,
@@ -210,6 +251,14 @@ def check_dockerfile(text: str, dockerfile: Path, *, base_user: str) -> None:
             f"{dockerfile}: the last USER is {last_user!r}, not the image's own user {base_user!r}",
             hint=f"end with 'USER {base_user}' after the steps that need root",
         )
+    return DockerfileReading(env=tuple(env), labels=tuple(labels), user=last_user)
+
+
+def _keys(words: list[str]) -> str:
+    """The names of ``NAME=value`` words (the first word alone in the legacy ``ENV NAME value``)."""
+    if words and "=" not in words[0]:
+        return words[0]
+    return " ".join(word.split("=", 1)[0] for word in words)
 
 
 def _config(document: Mapping[str, Any]) -> Mapping[str, Any]:

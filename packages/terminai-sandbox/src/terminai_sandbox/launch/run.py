@@ -15,10 +15,18 @@ never appear in the command line or the ledger.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Mapping, Sequence
 
-from terminai_sandbox.common.records import frozen_record
+from terminai_sandbox.common.hardening import (
+    DROPPED_CAPABILITIES,
+    HARDENED_LIMITS,
+    HOME_IN_IMAGE,
+    HOME_SIZE,
+    IMAGE_UID,
+    SECURITY_OPTIONS,
+    TMP_SIZE,
+    Limits,
+)
 from terminai_sandbox.common.runtime import engine_flags
 from terminai_sandbox.common.which import which
 from terminai_sandbox.errors import ConfigError, LaunchError
@@ -32,56 +40,6 @@ if TYPE_CHECKING:
     import signal as _signal  # the same functions and numbers; typeshed describes only `signal`
 else:
     import _signal
-
-HOME_IN_IMAGE = "/home/sandbox"
-IMAGE_UID = 10001
-# tmpfs sizes (engine units): ``terminai-sandbox kube`` gives its Pods the same ones.
-TMP_SIZE = "512m"
-HOME_SIZE = "256m"
-
-
-@frozen_record
-class Limits:
-    """Resource limits and network of a session (the defaults are the hardened ones).
-
-    Checked when made: a limit of 0 is no limit at all to the engines, and ``host``,
-    ``container:ID`` or ``ns:PATH`` would join a network namespace the session must not
-    share; ``SANDBOX_FLAGS`` refuses the same through its allowlist.
-    """
-
-    memory: str = "2g"
-    cpus: str = "2"
-    pids: int = 512
-    network: str = "none"
-
-    def __post_init__(self) -> None:
-        size = _SIZE.match(self.memory)
-        if size is None or float(size.group(1)) <= 0:
-            raise ConfigError(
-                f"--memory {self.memory!r} is not a positive size",
-                hint="for example 2g or 512m (0 would mean no limit at all)",
-            )
-        if _CPUS.match(self.cpus) is None or float(self.cpus) <= 0:
-            raise ConfigError(
-                f"--cpus {self.cpus!r} is not a positive number of CPUs",
-                hint="for example 2 or 0.5 (0 would mean no limit at all)",
-            )
-        if self.network.lower() == "host" or _NETWORK.match(self.network) is None:
-            raise ConfigError(
-                f"--network {self.network!r} would share a network namespace the session must not share",
-                hint="use none (the default), bridge, or the name of a network you created",
-            )
-
-
-# The common spellings of docker's sizes (go-units RAMInBytes reads each of them; a test holds
-# this against the docker CLI): a decimal, an optional space, k/m/g/t/p, an optional i and b.
-_SIZE = re.compile(r"^(\d+(?:\.\d*)?|\.\d+) ?[kmgtp]?i?b?$", re.IGNORECASE | re.ASCII)
-_CPUS = re.compile(r"^(?:\d+(?:\.\d*)?|\.\d+)$", re.ASCII)
-# A network's name (docker: [a-zA-Z0-9][a-zA-Z0-9_.-]*): never `host`, `container:ID`, `ns:PATH`.
-_NETWORK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
-
-
-HARDENED_LIMITS = Limits()
 
 
 def build_argv(
@@ -140,10 +98,8 @@ def build_argv(
         f"/tmp:rw,nosuid,nodev,size={TMP_SIZE}",
         "--tmpfs",
         specific.home_tmpfs,
-        "--cap-drop",
-        "ALL",
-        "--security-opt",
-        "no-new-privileges",
+        *[word for cap in DROPPED_CAPABILITIES for word in ("--cap-drop", cap)],
+        *[word for option in SECURITY_OPTIONS for word in ("--security-opt", option)],
         "--network",
         limits.network,
         "--pids-limit",

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from terminai_sandbox.common.hardening import Limits
 from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.common.runtime import runsc_binary
 from terminai_sandbox.common.trust_options import choose_trust, no_trust
@@ -23,7 +24,7 @@ from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
 from terminai_sandbox.launch.default_image import builtin_default
 from terminai_sandbox.launch.engines import run_binary
 from terminai_sandbox.launch.preflight import PreflightOptions, StepResult, VerifiedImage, configure, preflight
-from terminai_sandbox.launch.run import Limits, build_argv, execute, host_identity
+from terminai_sandbox.launch.run import build_argv, execute, host_identity
 from terminai_sandbox.launch.settings import SettingsFile
 from terminai_sandbox.launch.trust import TrustSource
 

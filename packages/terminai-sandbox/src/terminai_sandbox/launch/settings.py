@@ -14,6 +14,10 @@ silently means "use the default".
 runtime the same way (:meth:`SettingsFile.runtime`; validated by
 :func:`terminai_sandbox.common.runtime.parse_runtime`).
 
+Every command that honours the file (``run``, ``preflight``, ``engine status``) reads it
+through :class:`SettingsFile`, so a directory, FIFO or device there, or a file that is not
+JSON, is refused alike (exit 3, the path named, a hint).
+
 This runs on every launch: it imports only json and pathlib and reads the file only when
 called.
 """
@@ -23,6 +27,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from terminai_sandbox.common.files import read_regular
 from terminai_sandbox.errors import ConfigError
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -30,6 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
 ACCEPTED = 'true, false, "docker" or "podman"'
+#: TerminAI's settings files are a few KB; anything far larger is not one.
+MAX_SETTINGS = 4 << 20
 
 
 def settings_path(env: Mapping[str, str]) -> Path | None:
@@ -103,7 +110,8 @@ def _load(env: Mapping[str, str]) -> tuple[Path, dict[str, object]] | None:
     if path is None:
         return None
     try:
-        raw = path.read_bytes()
+        # Not read_bytes: a FIFO there would hang every command, /dev/zero would fill memory.
+        raw = read_regular(path, limit=MAX_SETTINGS)
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as exc:

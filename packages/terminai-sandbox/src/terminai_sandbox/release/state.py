@@ -18,6 +18,7 @@ from typing import Any
 
 from terminai_apts import durable
 
+from terminai_sandbox.common.files import read_regular
 from terminai_sandbox.errors import ReleaseError
 
 STATE_FILE = "release-state.json"
@@ -25,6 +26,40 @@ FORMAT = 1
 
 #: The steps in the order they run; each needs every step before it.
 STEPS = ("build", "contracts", "describe", "push", "sign", "verify", "tag", "manifest")
+
+
+# What each step's record must hold, checked when the state is loaded, so that a later step
+# (``manifest`` above all) never meets a record without the key it reads. ``str`` is a
+# non-empty string; a dict maps a key to what its value must be; ``dict`` is any object.
+_FILE = {"path": str, "sha256": str}
+RECORDS: dict[str, dict[str, Any]] = {
+    "build": {"manifest_digest": str, "config_digest": str},
+    "contracts": {"ok": bool, "version": str, "summary": str},
+    "describe": {"sbom": _FILE, "provenance": _FILE, "locks": dict},
+    "push": {"reference": str},
+    "sign": {},  # what the signer recorded: a key id or keyless, all of it copied into release.json
+    "verify": {"verified": dict},
+    "tag": {"tag": str},
+    "manifest": {"path": str, "sha256": str},
+}
+
+
+def _check_record(where: str, record: object, shape: dict[str, Any]) -> None:
+    """Raise ValueError naming ``where`` and the first key of ``record`` that ``shape`` refuses."""
+    if not isinstance(record, dict):
+        raise ValueError(f"{where} must be an object")
+    for key, want in shape.items():
+        if key not in record:
+            raise ValueError(f"{where} has no {key!r}")
+        value = record[key]
+        if isinstance(want, dict):
+            _check_record(f"{where}.{key}", value, want)
+        elif want is str and not (isinstance(value, str) and value):
+            raise ValueError(f"{where}.{key} must be a non-empty string")
+        elif want is bool and not isinstance(value, bool):
+            raise ValueError(f"{where}.{key} must be true or false")
+        elif want is dict and not isinstance(value, dict):
+            raise ValueError(f"{where}.{key} must be an object")
 
 
 def _command(step: str) -> str:
@@ -47,7 +82,7 @@ class ReleaseState:
     def load(cls, target: Path) -> ReleaseState:
         path = cls.path(target)
         try:
-            raw = json.loads(path.read_text(encoding="utf-8"))
+            raw = json.loads(read_regular(path).decode("utf-8"))  # a FIFO or device is refused, not waited on
         except FileNotFoundError:
             raise ReleaseError(
                 f"no release state in {target}", hint=f"start the release with '{_command('build')}'"
@@ -63,6 +98,8 @@ class ReleaseState:
             steps = raw["steps"]
             if not isinstance(steps, dict) or not all(isinstance(v, dict) and k in STEPS for k, v in steps.items()):
                 raise ValueError("'steps' must map step names to records")
+            for name, record in steps.items():
+                _check_record(f"the record of step '{name}'", record, RECORDS[name])
             state = cls(
                 version=_text(raw, "version"),
                 repository=_text(raw, "repository"),
@@ -71,6 +108,9 @@ class ReleaseState:
                 steps=steps,
             )
         except (KeyError, TypeError, ValueError) as exc:
+            # Exit 16 (release failed) like every other refusal of the state: it is the
+            # release's own record, written only by its steps, and a script branching on a
+            # release step's code must not see 3 for this one way its state is broken.
             raise ReleaseError(
                 f"the release state {path} is malformed: {exc}",
                 hint=f"remove it and start again with '{_command('build')}'",

@@ -83,7 +83,10 @@ def _layout(target: Path, state: ReleaseState) -> OciLayout:
     try:
         layout = OciLayout.open(target / "oci")
     except ArtifactError as exc:
-        raise ReleaseError(f"the release's image in {target / 'oci'} cannot be read: {exc.message}") from None
+        raise ReleaseError(
+            f"the release's image in {target / 'oci'} cannot be read: {exc.message}",
+            hint="run 'terminai-sandbox release build' again to place the image's layout there",
+        ) from None
     state.check_image(layout.manifest_digest)
     return layout
 

@@ -20,6 +20,20 @@ from terminai_apts.executor.host.zygote_client import ZygoteClient
 from terminai_apts.executor.policy import SandboxConfig
 
 _READY_LIMIT = 64 * 1024
+# Plain code crashes the interpreter by overflowing the C stack: CPython 3.11 to 3.13
+# recurse in C without a depth check through `next()` of nested map/filter/zip/itertools
+# objects and `hash()` of nested tuples (a 300,000-deep map chain, a 1,000,000-deep tuple).
+# The run cannot catch it (the signal ends it); the host names the likely cause.
+NATIVE_CRASH_PREFIX = "native stack overflow"
+NATIVE_CRASH = (
+    NATIVE_CRASH_PREFIX + ": the run crashed with signal {sig} ({name}), most likely from"
+    " nesting too deep (iterators wrapping iterators, such as map/filter/zip/itertools"
+    " thousands of levels deep, or a tuple nested in itself)"
+)
+NATIVE_CRASH_HINT = (
+    "flatten the nesting: build a list at each step (xs = list(map(f, xs))) instead of"
+    " wrapping the previous iterator, and keep nested data under a few thousand levels"
+)
 
 
 class RunChannel:
@@ -71,9 +85,10 @@ class RunChannel:
                         self.setup_failure = self._hold()
         return self.setup_failure
 
-    def cell(self, code: str, timeout: float, *, hold: bool = True) -> dict[str, Any]:
+    def cell(self, code: str, timeout: float, *, hold: bool = True, limit: float | None = None) -> dict[str, Any]:
         """Run one cell under ``timeout``; ``hold``: stop the run once it answered (the
-        default; a caller that ends the run right after has no need to)."""
+        default; a caller that ends the run right after has no need to). ``limit``: the
+        cell's whole limit, named in a timeout (``timeout`` is what the host left of it)."""
         if self.ended:
             return _failure("SessionClosed", "the run has ended", dead=True)
         if not self.awaiting_ready and select.select([self.res], [], [], 0)[0]:
@@ -82,6 +97,7 @@ class RunChannel:
                 return self._died()
             return self._failure("ProtocolError", "the run sent data nobody asked for")
         deadline = time.monotonic() + timeout
+        shown = timeout if limit is None else limit
         if self.paused:
             failure = self._signal(signal.SIGCONT, "continue")
             if failure is not None:
@@ -92,10 +108,10 @@ class RunChannel:
         self.seq = int.from_bytes(os.urandom(8), "big") >> 11
         self.pending += frames.encode(json.dumps({"code": code, "seq": self.seq}).encode())
         # Setup and code travel in one round trip: the ready frame is read after both.
-        failure = self._write_by(deadline, timeout) or self.ready(timeout)
+        failure = self._write_by(deadline, shown) or self.ready(deadline - time.monotonic())
         if failure is not None:
             return failure
-        reply = self._read(deadline, timeout, 6 * self.config.max_output_bytes + frames.FRAME_OVERHEAD)
+        reply = self._read(deadline, shown, 6 * self.config.max_output_bytes + frames.FRAME_OVERHEAD)
         if "frame" not in reply:
             return reply
         try:
@@ -194,6 +210,8 @@ class RunChannel:
             return _failure("MemoryError", "killed (memory limit)", memory=True, dead=True)
         if sig == signal.SIGSYS:
             return _failure("SandboxViolation", "refused by the seccomp filter", dead=True)
+        if sig in (signal.SIGSEGV, signal.SIGBUS):
+            return _failure("ChildCrashed", NATIVE_CRASH.format(sig=sig, name=signal.Signals(sig).name), dead=True)
         if sig:
             return _failure("ChildCrashed", f"the run ended by signal {sig}", dead=True)
         return _failure("ChildCrashed", "the run exited unexpectedly", dead=True)

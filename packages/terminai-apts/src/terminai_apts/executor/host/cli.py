@@ -3,22 +3,24 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
 from typing import Any
 
 from terminai_apts.errors import PathError, UsageError
+from terminai_apts.executor.frames import MAX_ERROR_CHARS
 from terminai_apts.executor.host.run import ExecutionResult, ExecutorSession, execute
 from terminai_apts.executor.policy import MAX_SOURCE_BYTES, MODES, ApiSpec, SandboxConfig, thermal_spec
-from terminai_apts.executor.python_layer.output import json_line
+from terminai_apts.executor.python_layer.output import fit_escaped, json_line, terminal_line
 
 
 def _limits(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=MODES, default="high", help="security mode")
-    parser.add_argument("--timeout", type=float, default=30.0, help="wall clock seconds")
+    parser.add_argument("--timeout", type=float, default=30.0, help="wall-clock seconds, validation included")
     parser.add_argument("--memory-mb", type=int, default=256, help="memory for user code")
-    parser.add_argument("--max-output", type=int, default=1_000_000, help="stdout bytes cap")
+    parser.add_argument("--max-output", type=int, default=1_000_000, help="output bytes printed, escapes too")
     parser.add_argument("--db", help="memory database injected read-only as `thermal`")
     parser.add_argument("--audit", help="append a hash-chained audit line to this file")
     parser.add_argument("--caller", default="cli", help="caller id for the audit log")
@@ -51,16 +53,34 @@ def _api(args: argparse.Namespace) -> ApiSpec | None:
 
 
 def _human(result: ExecutionResult, max_output: int) -> None:
-    sys.stdout.write(result.stdout)
+    # As UTF-8 bytes, whatever the locale: the run capped them, and an encoding of
+    # stdout's own could only grow them (or fail on them).
+    sys.stdout.flush()
+    sys.stdout.buffer.write(result.stdout.encode("utf-8", "backslashreplace"))
+    sys.stdout.buffer.flush()
     if result.output_truncated:  # said on stderr, so the output itself stays what the program printed
-        sys.stdout.flush()
         print(
             f"note: output truncated to the first {max_output} bytes (raise --max-output to see more)",
             file=sys.stderr,
         )
     if not result.success:
         where = f" (line {result.line})" if result.line else ""
-        print(f"error{where}: {result.error}", file=sys.stderr)
+        # The program chose the message: one line, its control characters escaped, capped.
+        print(f"error{where}: {terminal_line(result.error or '', MAX_ERROR_CHARS)}", file=sys.stderr)
+        if result.hint:
+            print(f"  hint: {result.hint}", file=sys.stderr)
+
+
+def _json(result: ExecutionResult, max_output: int) -> str:
+    """The result as the one line printed, its ``stdout`` within ``max_output`` bytes and
+    its ``error`` within ``MAX_ERROR_CHARS`` bytes as printed (escapes included)."""
+    stdout, cut = fit_escaped(result.stdout, max_output)
+    error, _ = fit_escaped(result.error, MAX_ERROR_CHARS) if result.error else (result.error, False)
+    if cut or error != result.error:
+        result = dataclasses.replace(
+            result, stdout=stdout, error=error, output_truncated=result.output_truncated or cut
+        )
+    return json_line(result.to_json())
 
 
 def _read_code() -> str:
@@ -102,14 +122,15 @@ def _read_line() -> str | None:
 def _exec(args: argparse.Namespace) -> int:
     result = execute(_read_code(), _config(args), _api(args))
     if args.json:
-        print(json_line(result.to_json()))
+        print(_json(result, args.max_output))
     else:
         _human(result, args.max_output)
     return 0 if result.success else 1
 
 
-def _usage_line(error: str) -> None:
-    print(json_line({"success": False, "error": error, "error_type": "UsageError"}), flush=True)
+def _usage_line(error: str, hint: str) -> None:
+    """The reply to a line that is not a cell; the session goes on."""
+    print(json_line({"success": False, "error": error, "error_type": "UsageError", "hint": hint}), flush=True)
 
 
 def _repl(args: argparse.Namespace) -> int:
@@ -123,16 +144,17 @@ def _repl(args: argparse.Namespace) -> int:
                 if not line.strip():
                     continue
                 if line == _OVERSIZED:
-                    _usage_line(f"a cell is at most {MAX_SOURCE_BYTES} bytes of code")
+                    _usage_line(f"a cell is at most {MAX_SOURCE_BYTES} bytes of code", "split it into several cells")
                     continue
                 try:
                     request: Any = json.loads(line)
                     code = str(request["code"])
-                except (ValueError, KeyError, TypeError):
-                    _usage_line('expected {"code": ...}')
+                except (ValueError, KeyError, TypeError, RecursionError, MemoryError):
+                    # nested too deep for the decoder, too, is a malformed line: the session goes on
+                    _usage_line('expected {"code": ...}', 'send one JSON object per line, such as {"code": "print(1)"}')
                     continue
                 result = session.run(code)
-                print(json_line(result.to_json()), flush=True)
+                print(_json(result, args.max_output), flush=True)
                 if session.closed:
                     return 1
         print("terminai-apts repl: end a cell with an empty line; Ctrl-D quits.", file=sys.stderr)

@@ -7,13 +7,14 @@ The host process never runs user code and never applies limits to itself.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from terminai_apts.errors import ExecutorError, UsageError
-from terminai_apts.executor.host.channel import RunChannel
+from terminai_apts.executor.host.channel import NATIVE_CRASH_HINT, NATIVE_CRASH_PREFIX, RunChannel
 from terminai_apts.executor.host.zygote_client import ZygoteClient, shared
 from terminai_apts.executor.policy import ApiSpec, SandboxConfig
 from terminai_apts.executor.python_layer.validate import Violation, validate_code
@@ -37,6 +38,15 @@ class ExecutionResult:
     session_ended: bool = False
     isolation: tuple[str, ...] = ()
 
+    @property
+    def hint(self) -> str | None:
+        """What to do about the failure when the host knows more than the error says (a
+        native crash): the `  hint:` line, and in JSON only when there is one. Derived,
+        not a field: the result's fields are the toolset's contract."""
+        if self.error_type == "ChildCrashed" and (self.error or "").startswith(NATIVE_CRASH_PREFIX):
+            return NATIVE_CRASH_HINT
+        return None
+
     def to_json(self) -> dict[str, object]:
         return {
             "success": self.success, "stdout": self.stdout, "error": self.error,
@@ -47,7 +57,7 @@ class ExecutionResult:
             "violations": [v.to_json() for v in self.violations],
             "refused_by": self.refused_by, "line": self.line,
             "isolation": list(self.isolation),
-        }  # fmt: skip
+        } | ({"hint": self.hint} if self.hint else {})  # fmt: skip
 
 
 def _check_api(api: ApiSpec | None) -> dict[str, object] | None:
@@ -94,6 +104,25 @@ def _refusal(code: str, config: SandboxConfig, started: float) -> ExecutionResul
     )
 
 
+def _left(timeout: float, started: float) -> float:
+    """What is left of a cell's ``timeout`` after the host's own work on it since
+    ``started`` (validation is the program's time too: a hostile program must not buy
+    host CPU outside its deadline)."""
+    return timeout - (time.perf_counter() - started)
+
+
+def _validation_timeout(timeout: float, started: float) -> ExecutionResult:
+    spent = time.perf_counter() - started
+    return ExecutionResult(
+        success=False,
+        error=f"wall-clock limit of {timeout:g}s exceeded (validating the program took {spent:.3g}s)",
+        error_type="TimeoutError",
+        timed_out=True,
+        refused_by="L6-limits",
+        duration_ms=spent * 1000,
+    )
+
+
 def _audit(code: str, config: SandboxConfig, result: ExecutionResult) -> None:
     if not config.audit_path:
         return
@@ -134,13 +163,21 @@ def _open_run(
 
 
 def _run_fresh(
-    code: str, config: SandboxConfig, api: dict[str, object] | None, zygote_factory: Callable[[], ZygoteClient]
+    code: str,
+    config: SandboxConfig,
+    api: dict[str, object] | None,
+    zygote_factory: Callable[[], ZygoteClient],
+    started: float | None = None,
 ) -> ExecutionResult:
-    """Run already-validated ``code`` in a fresh run, always killed and reaped after."""
-    started = time.perf_counter()
+    """Run already-validated ``code`` in a fresh run, always killed and reaped after,
+    within what is left of the timeout since ``started``."""
+    started = time.perf_counter() if started is None else started
+    left = _left(config.timeout_seconds, started)
+    if left <= 0:
+        return _validation_timeout(config.timeout_seconds, started)
     run = _open_run(zygote_factory, config, api)
     try:
-        reply = run.cell(code, config.timeout_seconds, hold=False)  # ended right below
+        reply = run.cell(code, left, hold=False, limit=config.timeout_seconds)  # ended right below
     finally:
         run.end()
     return _from_reply(reply, started, run.isolation)
@@ -150,7 +187,8 @@ def execute(code: str, config: SandboxConfig | None = None, api: ApiSpec | None 
     """Run ``code`` once in a fresh, hardened run; never raises for user-code failures."""
     config = config or SandboxConfig()
     api_json = _check_api(api)
-    result = _refusal(code, config, time.perf_counter()) or _run_fresh(code, config, api_json, shared)
+    started = time.perf_counter()
+    result = _refusal(code, config, started) or _run_fresh(code, config, api_json, shared, started)
     _audit(code, config, result)
     return result
 
@@ -201,12 +239,22 @@ class ExecutorSession:
             )
         self._last = now
         result = _refusal(code, self.config, started)
+        if result is None and _left(self.config.timeout_seconds, started) <= 0:
+            result = _validation_timeout(self.config.timeout_seconds, started)  # the run was not touched
         if result is None:
-            remaining = self.max_lifetime - (now - self._opened)
-            timeout = max(0.001, min(self.config.timeout_seconds, remaining))
-            result = _from_reply(self._run.cell(code, timeout), started, self._run.isolation)
+            remaining = self.max_lifetime - (time.monotonic() - self._opened)
+            timeout = max(0.001, min(_left(self.config.timeout_seconds, started), remaining))
+            reply = self._run.cell(
+                code, timeout, limit=min(self.config.timeout_seconds, timeout + (time.perf_counter() - started))
+            )
+            result = _from_reply(reply, started, self._run.isolation)
             if result.session_ended or result.memory_exceeded:
                 self.close()
+            if result.hint == NATIVE_CRASH_HINT:
+                # The crash is this cell's error; the session ends with it (a fresh run
+                # would also be a fresh CPU budget, bought by crashing): said so here.
+                note = "; the session has ended with it and its state is gone (start a new session)"
+                result = dataclasses.replace(result, error=f"{result.error}{note}")
         _audit(code, self.config, result)
         return result
 

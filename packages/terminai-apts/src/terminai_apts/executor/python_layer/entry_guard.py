@@ -36,6 +36,7 @@ by the program, so it can neither call nor shadow them.
 from __future__ import annotations
 
 import ast
+import itertools
 from typing import Any
 
 ENTER = "_enter_"
@@ -47,6 +48,7 @@ CAPTURE = "_capture_"
 HELD = "_held_"
 TYPE = "_type_"  # the real `type` (the program's `type` is a stand-in it may rebind)
 KINDS = "_kinds_"  # guards.ADMITTED_KINDS
+_HIDDEN = itertools.count()  # numbers of the hidden names `with` targets are first bound to
 # the checks, in the order the tests switch them off; then the names of the inline test
 ENTRY_GUARD_NAMES = (ENTER, ENTER_STAR, ENTER_KW, BIND, ENTERED, CAPTURE, HELD)
 ENTRY_NAMES = (*ENTRY_GUARD_NAMES, TYPE, KINDS)
@@ -245,7 +247,13 @@ class EntryGuardMixin(ast.NodeTransformer):
         for item in visited.items:  # one item, once split
             target = item.optional_vars
             if isinstance(target, ast.Name):  # a tuple target is unpacked through `_getiter_`
-                checks.extend(capture(target.id))
+                # `__enter__`'s value goes to a name the program cannot spell; the program's
+                # name is bound only to what the check answers (a check that fails in any
+                # way, a RecursionError near the stack's end included, leaves it unbound)
+                bound = f"_bound_{next(_HIDDEN)}"
+                item.optional_vars = ast.copy_location(_store(bound), target)
+                checks.append(ast.Assign(targets=[_store(target.id)], value=_call(CAPTURE, _load(bound))))
+                checks.append(ast.Expr(value=_call(HELD, _load(target.id))))
         for stmt in checks:
             ast.copy_location(stmt, visited)
             ast.fix_missing_locations(stmt)

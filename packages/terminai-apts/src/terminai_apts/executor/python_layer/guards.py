@@ -43,14 +43,17 @@ from terminai_apts.executor.python_layer.sandbox_builtins import (
     TypeStandIn,
     TypeView,
 )
+from terminai_apts.executor.python_layer.shims_classes import enum_members
 from terminai_apts.executor.python_layer.transform import SUPER_METHODS
 from terminai_apts.executor.python_layer.wrappers import (
     SANDBOX_MODULE,
     STAND_INS,
     ClassFactory,
+    ClassSyntax,
     SafeCallable,
     SandboxViolation,
     Sealed,
+    class_from_syntax,
     is_sandbox_function,
     refusal,
 )
@@ -210,6 +213,9 @@ def _checked_items(iterator: Iterator[Any]) -> Iterator[Any]:
 
 def guarded_iter(obj: Any) -> Iterator[Any]:
     """``_getiter_``: for loops, comprehensions and unpacking see only admitted items."""
+    members = enum_members(obj)
+    if members is not None:  # `for color in Color`: an enum class's members
+        return _checked_items(iter(members))
     iterator: Iterator[Any] = iter(obj)
     kind = type(obj)
     if kind in _PLAIN_ITEMS:
@@ -438,7 +444,7 @@ class _DefaultMetaclass(metaclass=Sealed):
 DEFAULT_METACLASS = _DefaultMetaclass()
 
 
-def guarded_build_class(func: Callable[[], None], name: str, *bases: Any, **keywords: Any) -> type:
+def guarded_build_class(func: Callable[[], None], name: str, *bases: Any, **keywords: Any) -> Any:
     """The ``class`` statement. RestrictedPython rewrites every class to
     ``class C(..., metaclass=__metaclass__)``; the metaclass must be ``type`` itself, no
     other keyword is accepted, and every base must be a real class whose metaclass is
@@ -448,6 +454,11 @@ def guarded_build_class(func: Callable[[], None], name: str, *bases: Any, **keyw
     metaclass = keywords.pop("metaclass", DEFAULT_METACLASS)
     if metaclass is not DEFAULT_METACLASS or keywords:
         raise SandboxViolation("class keywords (metaclass=...) are not allowed")
+    if len(bases) == 1 and type(bases[0]) is ClassSyntax:  # class Row(NamedTuple): ...
+        body: type = _REAL_BUILD_CLASS(func, name)
+        if type(body) is not type:
+            raise SandboxViolation("classes must use the default metaclass")
+        return class_from_syntax(bases[0], body)
     for base in bases:
         if isinstance(base, ClassFactory):
             raise SandboxViolation(f"{base!r} cannot be subclassed in the sandbox; wrap an instance instead")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import decimal
 import enum
 import importlib
 import json
@@ -41,7 +42,10 @@ class ModuleProxy(metaclass=Sealed):
     def __getattr__(self, item: str) -> Any:
         attrs: types.MappingProxyType[str, Any] = object.__getattribute__(self, "_attrs")
         if item in attrs:
-            return attrs[item]
+            value = attrs[item]
+            # decimal's DefaultContext, BasicContext, ExtendedContext: the module's shared
+            # templates (every Context() copies DefaultContext), so each read is a copy
+            return value.copy() if type(value) is decimal.Context else value
         name = object.__getattribute__(self, "_name")
         raise AttributeError(f"module '{name}' exposes only: {', '.join(sorted(attrs))}")
 

@@ -1,10 +1,11 @@
 """Layer 4: bounded capture of a cell's ``print`` output; the result frame that carries
 it; and the JSON the CLI prints of it.
 
-The cap is on the text (its UTF-8 bytes), never on its JSON form: escaping grows a
-``"`` to two bytes and a control character to six, which the host's frame limit
-(``6 × max_output`` plus room for the other fields) always has room for. Whenever text is
-cut, ``output_truncated`` says so.
+In the run the cap is on the text (its UTF-8 bytes): escaping grows a ``"`` to two
+bytes and a control character to six, which the host's frame limit (``6 × max_output``
+plus room for the other fields) always has room for. What the CLI prints is capped
+again after escaping (``fit_escaped``, ``terminal_line``): ``--max-output`` bounds the
+bytes a reader gets, escapes included. Whenever text is cut, ``output_truncated`` says so.
 """
 
 from __future__ import annotations
@@ -74,8 +75,10 @@ class _Printer(metaclass=Sealed):
     ) -> None:
         if file is not None:
             raise SandboxViolation("print(file=...) is not allowed")
+        sep = " " if sep is None else sep  # None means the default, as in CPython
+        end = "\n" if end is None else end
         if not isinstance(sep, str) or not isinstance(end, str):
-            raise TypeError("sep and end must be strings")
+            raise TypeError("sep and end must be None or a string")
         object.__getattribute__(self, "_buffer").write(sep.join(str(o) for o in objects) + end)
 
     def __call__(self) -> str:  # the `printed` name
@@ -137,3 +140,53 @@ def json_line(value: object) -> str:
     JSON strings, where ``\\uXXXX`` means the same character.)"""
     text = json.dumps(value, ensure_ascii=False)
     return _UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _escaped_size(text: str) -> int:
+    return len(json_line(text).encode("utf-8", "surrogatepass")) - 2  # without the quotes
+
+
+_FIT_CHUNK = 4096
+
+
+def fit_escaped(text: str, limit: int) -> tuple[str, bool]:
+    """The longest prefix of ``text`` whose form in ``json_line`` (escapes included, the
+    quotes not) is at most ``limit`` bytes, and whether it was cut. Each character is
+    escaped on its own, so sizes add up chunk by chunk: one pass to the chunk where the
+    limit falls, then a binary search inside it (linear in what is kept; a search over the
+    whole text took 2.4 s for a megabyte of bidi marks)."""
+    used = 0
+    for start in range(0, len(text), _FIT_CHUNK):
+        chunk = text[start : start + _FIT_CHUNK]
+        size = _escaped_size(chunk)
+        if used + size > limit:
+            low, high = 0, len(chunk) - 1  # the whole chunk does not fit
+            while low < high:
+                middle = (low + high + 1) // 2
+                if used + _escaped_size(chunk[:middle]) <= limit:
+                    low = middle
+                else:
+                    high = middle - 1
+            return text[: start + low], True
+        used += size
+    return text, False
+
+
+# C0 controls (newline and tab included: an error is one line), and what ``_UNSAFE`` holds.
+_TERMINAL_UNSAFE = re.compile("[\x00-\x1f" + _UNSAFE.pattern[1:])
+
+
+def terminal_line(text: str, limit: int) -> str:
+    """``text`` as one line a terminal shows as it is: every control, bidi or hiding
+    character written as its escape (``\\x1b``, ``\\u202e``), then cut to ``limit``
+    UTF-8 bytes (escapes included; ``…`` ends a cut line)."""
+
+    def escape(match: re.Match[str]) -> str:
+        code = ord(match.group())
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+    line = _TERMINAL_UNSAFE.sub(escape, text.encode("utf-8", "backslashreplace").decode("utf-8"))
+    data = line.encode("utf-8")
+    if len(data) <= limit:
+        return line
+    return data[: max(0, limit - 3)].decode("utf-8", "ignore") + "…"

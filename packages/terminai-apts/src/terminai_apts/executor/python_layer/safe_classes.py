@@ -18,6 +18,20 @@ EXTRA_BUILTINS: dict[str, Any] = {
     "bin": bin, "ascii": ascii, "bytearray": bytearray,
     "Exception": Exception, "StopIteration": StopIteration, "LookupError": LookupError,
     "RuntimeError": RuntimeError, "StopAsyncIteration": StopAsyncIteration,
+    # Plain values and classes CPython programs expect (`bytes(3)`, `format(x, ".2f")`,
+    # `return NotImplemented`, `except RecursionError`): none of them reaches anything.
+    "bytes": bytes, "format": format, "NotImplemented": NotImplemented,
+    "RecursionError": RecursionError, "ExceptionGroup": ExceptionGroup,
+    "BaseExceptionGroup": BaseExceptionGroup, "ModuleNotFoundError": ModuleNotFoundError,
+    "TimeoutError": TimeoutError, "ConnectionError": ConnectionError,
+    "BlockingIOError": BlockingIOError, "BrokenPipeError": BrokenPipeError,
+    "ChildProcessError": ChildProcessError, "ConnectionAbortedError": ConnectionAbortedError,
+    "ConnectionRefusedError": ConnectionRefusedError, "ConnectionResetError": ConnectionResetError,
+    "FileExistsError": FileExistsError, "FileNotFoundError": FileNotFoundError,
+    "InterruptedError": InterruptedError, "IsADirectoryError": IsADirectoryError,
+    "NotADirectoryError": NotADirectoryError, "PermissionError": PermissionError,
+    "ProcessLookupError": ProcessLookupError, "EncodingWarning": EncodingWarning,
+    "ResourceWarning": ResourceWarning,
 }  # fmt: skip
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from RestrictedPython.Guards import guarded_iter_unpack_sequence, guarded_unpack_sequence, safe_builtins
 
-from terminai_apts.executor.policy import FORBIDDEN_NAMES, Mode
+from terminai_apts.executor.policy import FORBIDDEN_NAMES, SHADOWABLE_NAMES, Mode
 from terminai_apts.executor.python_layer.guards import (
     ADMITTED_KINDS,
     DEFAULT_METACLASS,
@@ -42,7 +42,7 @@ from terminai_apts.executor.python_layer.sandbox_builtins import (
     StandIn,
     TypeStandIn,
 )
-from terminai_apts.executor.python_layer.wrappers import SANDBOX_MODULE
+from terminai_apts.executor.python_layer.wrappers import SANDBOX_MODULE, SandboxViolation
 
 # The sandbox's own versions of builtins whose real ones reach too far (see
 # ``executor.python_layer.sandbox_builtins``); installed in every mode.
@@ -69,18 +69,33 @@ _STRICT_BUILTINS = frozenset(
      "NotImplementedError", "OverflowError", "UnicodeError", "UnicodeDecodeError",
      "UnicodeEncodeError", "NameError", "RecursionError",
      # iteration over results (`next(iter(results), None)`)
-     "iter", "next"}
+     "iter", "next",
+     # what an operator method returns when it does not know the other operand
+     "NotImplemented"}
 )  # fmt: skip
+
+
+def _withheld(name: str, reason: str) -> StandIn:
+    """A builtin's name kept for the program to bind; called, it says why it is absent."""
+
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise SandboxViolation(f"{name}() is not available in the sandbox: {reason}")
+
+    return StandIn(refuse, name)
+
+
+_WITHHELD: dict[str, Any] = {name: _withheld(name, reason) for name, reason in SHADOWABLE_NAMES.items()}
 
 
 def build_builtins(mode: Mode, proxies: dict[str, ModuleProxy]) -> dict[str, Any]:
     builtins = dict(safe_builtins)
     builtins.update(EXTRA_BUILTINS)
     for name in list(builtins):
-        if name in FORBIDDEN_NAMES or name == "_getattr_":
+        if name in FORBIDDEN_NAMES or name in SHADOWABLE_NAMES or name == "_getattr_":
             del builtins[name]
     if mode == "strict":
         builtins = {k: v for k, v in builtins.items() if k in _STRICT_BUILTINS}
+    builtins.update(_WITHHELD)
     builtins.update(_SANDBOX_OWN)
     builtins["__build_class__"] = guarded_build_class
     builtins["__import__"] = make_import(mode, proxies)

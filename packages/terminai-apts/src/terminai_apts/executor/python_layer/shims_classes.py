@@ -36,14 +36,16 @@ def _is_member_value(name: str, value: object) -> bool:
 class Enum:
     """``class Color(Enum): RED = 1``: each public class attribute that is not a method
     becomes a member with ``name`` and ``value``; ``Color(1)`` looks a member up by value,
-    ``Color["RED"]`` by name. Iterating over the class needs a metaclass and is not
-    supported: list the members."""
+    ``Color["RED"]`` by name; ``for c in Color`` (and comprehensions) visit the members in
+    definition order, aliases once (the loop's iteration guard asks :func:`enum_members`).
+    ``list(Color)`` and ``len(Color)`` need a metaclass and are not supported."""
 
     __module__ = SANDBOX_MODULE
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         by_value: dict[object, object] = {}
+        members: list[object] = []
         last = 0
         for key, declared in list(cls.__dict__.items()):
             if not _is_member_value(key, declared):
@@ -61,8 +63,10 @@ class Enum:
                 object.__setattr__(member, "value", value)
                 with contextlib.suppress(TypeError):
                     by_value[value] = member
+                members.append(member)
             type.__setattr__(cls, key, member)
         type.__setattr__(cls, "_value2member_", by_value)
+        type.__setattr__(cls, "_members_", tuple(members))
 
     def __class_getitem__(cls, name: object) -> Any:
         """``Color["RED"]``: a member by name (only members: never another class attribute)."""
@@ -114,6 +118,14 @@ class IntEnum(int, Enum):
 
     def __eq__(self, other: object) -> bool:
         return int.__eq__(self, other)
+
+
+def enum_members(obj: object) -> tuple[object, ...] | None:
+    """The members of an enum class of the sandbox's, in definition order (None: not one)."""
+    if isinstance(obj, type) and issubclass(obj, Enum):
+        found = obj.__dict__.get("_members_")
+        return found if isinstance(found, tuple) else None
+    return None
 
 
 ENUM: dict[str, object] = {"Enum": Enum, "IntEnum": IntEnum, "auto": SafeCallable(auto, "enum.auto")}

@@ -46,6 +46,7 @@ from terminai_apts.executor.python_layer.shims_output import LOGGING, PPRINT, WA
 from terminai_apts.executor.python_layer.wrappers import (
     SANDBOX_MODULE,
     STAND_INS,
+    ClassSyntax,
     SafeCallable,
     SandboxViolation,
     Sealed,
@@ -326,13 +327,54 @@ def _typed_dict(typename: str, fields: object = None, /, *, total: bool = True, 
     return dict
 
 
+# What a class body holds besides its own fields and methods.
+_BODY_NAMES = frozenset({"__module__", "__qualname__", "__annotations__", "__dict__", "__weakref__", "__doc__"})
+# What CPython's NamedTuple class syntax refuses to let a body define.
+_NAMED_TUPLE_OWN = frozenset({"__new__", "__init__", "__slots__", "__getnewargs__"})
+
+
+def _named_tuple_class(body: type) -> type:
+    """``class Row(NamedTuple): x: int; y: str = ""`` (plus methods): the namedtuple class
+    CPython's ``typing`` makes, with the body's methods set on it."""
+    namespace = dict(body.__dict__)
+    fields = list(namespace.get("__annotations__", {}))
+    defaults = [name for name in fields if name in namespace]
+    for name in fields:
+        if name not in namespace and defaults and fields.index(defaults[0]) < fields.index(name):
+            given = [d for d in defaults if fields.index(d) < fields.index(name)]
+            plural = "s" if len(given) > 1 else ""
+            listed = ", ".join(given)
+            raise TypeError(f"Non-default namedtuple field {name} cannot follow default field{plural} {listed}")
+    cls = sandbox_namedtuple(body.__name__, fields, defaults=[namespace[name] for name in defaults] or None)
+    cls.__qualname__ = body.__qualname__
+    if namespace.get("__doc__") is not None:
+        cls.__doc__ = namespace["__doc__"]
+    for name, value in namespace.items():
+        if name in fields or name in _BODY_NAMES:
+            continue
+        if name in _NAMED_TUPLE_OWN:
+            raise AttributeError(f"Cannot overwrite NamedTuple attribute {name}")
+        setattr(cls, name, value)
+    return cls
+
+
+def _plain_dict(*args: Any, **kwargs: Any) -> dict[Any, Any]:
+    return dict(*args, **kwargs)
+
+
+def _typed_dict_class(body: type) -> ClassSyntax:
+    """``class Row(TypedDict): x: int``: as at run time in CPython, calling it makes a plain
+    dict; it can be a base of another such class."""
+    return ClassSyntax(_plain_dict, body.__name__, _typed_dict_class)
+
+
 TYPING: dict[str, object] = {name: TypingMarker(name) for name in _TYPING_NAMES}
 TYPING.update(
     TYPE_CHECKING=False,
     cast=SafeCallable(_cast, "typing.cast"),
     TypeVar=SafeCallable(_type_var, "typing.TypeVar"),
-    NamedTuple=SafeCallable(_named_tuple, "typing.NamedTuple"),
-    TypedDict=SafeCallable(_typed_dict, "typing.TypedDict"),
+    NamedTuple=ClassSyntax(_named_tuple, "typing.NamedTuple", _named_tuple_class),
+    TypedDict=ClassSyntax(_typed_dict, "typing.TypedDict", _typed_dict_class),
 )
 
 # -- io ---------------------------------------------------------------------------------

@@ -41,15 +41,30 @@ from terminai_apts.executor.python_layer.entry_guard import EntryGuardMixin, cap
 # `__class_getitem__`, `__reduce__`, `__del__`, `__format__` stay refused.
 # `__enter__`/`__exit__` are called by `with` (the traceback argument of `__exit__` is
 # replaced by None before its body runs), `__post_init__` by a dataclass's `__init__`.
+# The arithmetic operators (`a + b`, `-a`, `b + a` when `a` does not know `b`, `a += b`) are
+# called by C code only with the operands the expression holds, whose values the entry check
+# admits like any parameter's; what they return is the expression's value.
+_OPERATORS = (
+    "add", "sub", "mul", "matmul", "truediv", "floordiv", "mod", "pow", "lshift", "rshift", "and", "xor", "or",
+)  # fmt: skip
+ARITHMETIC_METHODS = frozenset(
+    {f"__{prefix}{op}__" for op in _OPERATORS for prefix in ("", "r", "i")}
+    | {"__divmod__", "__rdivmod__", "__neg__", "__pos__", "__abs__", "__invert__"}
+)
 SPECIAL_METHODS = frozenset(
     {"__init__", "__repr__", "__str__", "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__",
      "__len__", "__iter__", "__contains__", "__getitem__", "__bool__", "__next__", "__hash__",
      "__enter__", "__exit__", "__post_init__"}
-)  # fmt: skip
+) | ARITHMETIC_METHODS  # fmt: skip
 # Special methods readable through `super()` (and only there).
 SUPER_METHODS = SPECIAL_METHODS
 
 _COUNTER = itertools.count()
+
+
+def is_object_base(node: ast.expr) -> bool:
+    """The base ``object`` in a class statement: what every class has already."""
+    return isinstance(node, ast.Name) and node.id == "object"
 
 
 def is_super_call(node: ast.expr) -> bool:
@@ -110,16 +125,31 @@ def _captures(pattern: ast.pattern) -> list[str]:
     return names
 
 
-def _rebind(names: list[str]) -> list[ast.expr]:
-    """``(a := _capture_(a)) is a and … and _held_(a) and …``: True once every value is
-    admitted. The pattern bound the names before the guard runs (and a failed guard leaves
-    them bound), so every name is rebound to the check's answer before any refusal is
-    raised: one raised at the first name left the others bound and unchecked."""
+def _hide_captures(pattern: ast.pattern) -> dict[str, str]:
+    """Make the pattern bind each of :func:`_captures`' names to a hidden name (one the
+    program cannot spell) instead; the real name -> its hidden one."""
+    hidden = {name: f"_bound_{next(_COUNTER)}" for name in dict.fromkeys(_captures(pattern))}
+    if not hidden:
+        return hidden
+    for node in ast.walk(pattern):
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name in hidden:
+            node.name = hidden[node.name]
+        elif isinstance(node, ast.MatchMapping) and node.rest in hidden:
+            node.rest = hidden[node.rest]
+    return hidden
+
+
+def _rebind(hidden: dict[str, str]) -> list[ast.expr]:
+    """``(a := _capture_(_bound_1)) is a and … and _held_(a) and …``: True once every value
+    is admitted. The pattern bound only hidden names, so a check that fails in any way (a
+    refusal, or a ``RecursionError`` near the stack's end before the check could even run)
+    leaves the program's names unbound; every name is rebound to the check's answer before
+    any refusal is raised: one raised at the first name left the others unchecked."""
     rebinds: list[ast.expr] = []
-    for name in names:
-        named = ast.NamedExpr(target=_name(name, ast.Store()), value=captured(_name(name, ast.Load())))
+    for name, bound in hidden.items():
+        named = ast.NamedExpr(target=_name(name, ast.Store()), value=captured(_name(bound, ast.Load())))
         rebinds.append(ast.Compare(left=named, ops=[ast.Is()], comparators=[_name(name, ast.Load())]))
-    return rebinds + [held(_name(name, ast.Load())) for name in names]
+    return rebinds + [held(_name(name, ast.Load())) for name in hidden]
 
 
 def list_targets_as_tuples(tree: ast.AST) -> None:
@@ -175,7 +205,9 @@ class SandboxTransformer(EntryGuardMixin, CallGuardMixin, RestrictingNodeTransfo
 
     def visit_ClassDef(self, node: ast.ClassDef) -> Any:  # noqa: N802 - NodeTransformer naming
         """Class-body annotations of plain names are kept, as the text of the annotation
-        (never evaluated): ``dataclasses`` and ``NamedTuple`` read ``__annotations__``."""
+        (never evaluated): ``dataclasses`` and ``NamedTuple`` read ``__annotations__``.
+        A base ``object`` is dropped (the class has it anyway; the name is not offered)."""
+        node.bases = [base for base in node.bases if not is_object_base(base)]
         for stmt in node.body:
             if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.simple:
                 stmt.annotation = ast.copy_location(ast.Constant(ast.unparse(stmt.annotation)), stmt.annotation)
@@ -199,7 +231,7 @@ class SandboxTransformer(EntryGuardMixin, CallGuardMixin, RestrictingNodeTransfo
             case.pattern = self._pattern(case.pattern, checks)
             # what the pattern captured was taken apart in C (sequence items, mapping
             # values, `__match_args__` reads): each capture is admitted before the guard
-            checks[0:0] = _rebind(list(dict.fromkeys(_captures(case.pattern))))
+            checks[0:0] = _rebind(_hide_captures(case.pattern))
             if case.guard is not None:
                 checks.append(self.visit(case.guard))
             if checks:

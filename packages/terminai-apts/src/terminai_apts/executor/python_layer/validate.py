@@ -10,6 +10,9 @@ once.
 from __future__ import annotations
 
 import ast
+import io
+import sys
+import tokenize
 import warnings
 from dataclasses import dataclass
 
@@ -23,6 +26,7 @@ from terminai_apts.executor.policy import (
     MAX_AST_DEPTH,
     MAX_AST_NODES,
     MAX_BRACKET_DEPTH,
+    MAX_FSTRING_FIELDS,
     MAX_INDENT_LEVEL,
     MAX_SOURCE_BYTES,
     SAFE_SPECIAL_READS,
@@ -34,6 +38,7 @@ from terminai_apts.executor.python_layer.transform import (
     SPECIAL_METHODS,
     SUPER_METHODS,
     SandboxTransformer,
+    is_object_base,
     is_super_call,
 )
 
@@ -130,6 +135,54 @@ def _source_size(code: str) -> tuple[int, int | None]:
         return len(code.encode("utf-8", "surrogatepass")), exc.start
 
 
+def _fstring_token_fields(text: str) -> int:
+    """Replacement fields in one f-string token of Python 3.11 (``{{`` is a brace, not a field)."""
+    quote = min((i for i in (text.find("'"), text.find('"')) if i >= 0), default=0)
+    if "f" not in text[:quote].lower():
+        return 0
+    return text.count("{") - 2 * text.count("{{")
+
+
+def _fstring_fields(code: str) -> Violation | None:
+    """The first f-string with more than ``MAX_FSTRING_FIELDS`` replacement fields (or
+    the field past what the node limit allows in all), found from the tokens in one
+    linear pass before the parser sees the code: Python 3.11's parser costs fields ×
+    length per literal, and parses each field on its own. Only a program with more
+    braces than the limit is tokenized at all."""
+    if code.count("{") <= MAX_FSTRING_FIELDS:
+        return None
+    fields: list[int] = []  # per open f-string (3.12+: f-strings nest as tokens)
+    # Each field is two nodes at least (its value and the expression), each parsed on its
+    # own: more than the node limit allows is refused before any of them is parsed.
+    total, most = 0, MAX_AST_NODES // 2
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(code).readline):
+            count = 0  # the fields of the f-string this token is in (or is), so far
+            if token.type == tokenize.STRING and sys.version_info < (3, 12):
+                count = _fstring_token_fields(token.string)  # a whole f-string in one token
+                total += count
+            elif sys.version_info >= (3, 12) and token.type == tokenize.FSTRING_START:
+                fields.append(0)
+            elif sys.version_info >= (3, 12) and token.type == tokenize.FSTRING_END and fields:
+                fields.pop()
+            elif fields and token.type == tokenize.OP and token.string == "{":
+                fields[-1] += 1
+                count = fields[-1]
+                total += 1
+            if count > MAX_FSTRING_FIELDS:
+                message = (
+                    f"an f-string holds more than {MAX_FSTRING_FIELDS} replacement fields (limit"
+                    f" {MAX_FSTRING_FIELDS} per f-string); split it, or build the text with ''.join(...)"
+                )
+                return Violation(rule="L1-fstring-fields", message=message, line=token.start[0], col=token.start[1])
+            if total > most:
+                message = f"the f-strings hold more than {most} replacement fields in all (limit {MAX_AST_NODES} nodes)"
+                return Violation(rule="L1-ast-nodes", message=message, line=token.start[0], col=token.start[1])
+    except (tokenize.TokenError, SyntaxError, ValueError, RecursionError, MemoryError):
+        pass  # malformed: the parser reports it (what was read so far was counted)
+    return None
+
+
 def _size_checks(code: str) -> list[Violation]:
     # The size first and alone: nothing scans an oversized program.
     size, surrogate = _source_size(code)
@@ -147,6 +200,9 @@ def _size_checks(code: str) -> list[Violation]:
         out.append(Violation(rule="L1-nesting", message=f"brackets nested {brackets} deep (limit {MAX_BRACKET_DEPTH})"))
     if indent > MAX_INDENT_LEVEL * 4:
         out.append(Violation(rule="L1-nesting", message="indentation too deep"))
+    fstring = _fstring_fields(code)
+    if fstring is not None:
+        out.append(fstring)
     return out
 
 
@@ -182,6 +238,7 @@ class _Checker(ast.NodeVisitor):
         self.allowed = modules_for(mode)
         self.found: list[Violation] = []
         self.import_refused = False
+        self.annotation_depth = 0
         # proposal checks: local names bound to subprocess / importlib / pathlib things
         self.aliases: dict[str, str] = {}
 
@@ -199,7 +256,9 @@ class _Checker(ast.NodeVisitor):
 
     # -- names and attributes ---------------------------------------------------------
     def visit_Name(self, node: ast.Name) -> None:
-        if node.id in FORBIDDEN_NAMES:
+        if node.id == "object" and self.annotation_depth:
+            pass  # `def f(x: object)`: annotations are dropped, never evaluated
+        elif node.id in FORBIDDEN_NAMES:
             self.add(node, "L2-forbidden-name", f"name '{node.id}' is not allowed")
         elif node.id.startswith("_") and node.id != "_":  # `_` alone is the throwaway name
             self.add(node, "L2-underscore-name", f"names starting with '_' are not allowed: '{_short(node.id)}'")
@@ -224,7 +283,21 @@ class _Checker(ast.NodeVisitor):
     # still checked like any expression.
     def visit_arg(self, node: ast.arg) -> None:
         self._check_binding(node, node.arg)
-        self.generic_visit(node)
+        self._visit_annotation(node.annotation)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self.visit(node.target)
+        self._visit_annotation(node.annotation)
+        if node.value is not None:
+            self.visit(node.value)
+
+    def _visit_annotation(self, annotation: ast.expr | None) -> None:
+        if annotation is not None:
+            self.annotation_depth += 1
+            try:
+                self.visit(annotation)
+            finally:
+                self.annotation_depth -= 1
 
     def visit_keyword(self, node: ast.keyword) -> None:
         if node.arg and node.arg.startswith("_"):
@@ -235,13 +308,20 @@ class _Checker(ast.NodeVisitor):
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         if node.name not in _DUNDER_METHODS:
             self._check_binding(node, node.name)
-        self.generic_visit(node)
+        for child in (*node.decorator_list, node.args, *node.body):
+            self.visit(child)
+        self._visit_annotation(node.returns)
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         self._check_binding(node, node.name)
         if node.keywords:
             self.add(node, "L2-class-keywords", "class keywords (metaclass=...) are not allowed")
-        self.generic_visit(node)
+        # `class T(object)` is `class T`: layer 3 drops the base, so the name is never loaded.
+        for base in node.bases:
+            if not is_object_base(base):
+                self.visit(base)
+        for child in (*node.decorator_list, *node.keywords, *node.body):
+            self.visit(child)
 
     def visit_If(self, node: ast.If) -> None:
         """An if/elif chain, walked as a list (a 500-branch chain is not 500 nested calls)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import types
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 SANDBOX_MODULE = "sandbox"
@@ -91,6 +92,23 @@ class SafeCallable(metaclass=Sealed):
 
     def __repr__(self) -> str:
         return f"<function {object.__getattribute__(self, '_label')}>"
+
+
+class ClassSyntax(SafeCallable):
+    """A typing name a class statement may take as its only base (``class Row(NamedTuple):``):
+    called, it is the function form; as a base, :func:`class_from_syntax` makes the class
+    from the plain class the statement's body built."""
+
+    __slots__ = ("_build",)
+
+    def __init__(self, fn: Any, label: str, build: Callable[[type], Any]) -> None:
+        super().__init__(fn, label)
+        object.__setattr__(self, "_build", build)
+
+
+def class_from_syntax(base: ClassSyntax, body: type) -> Any:
+    """What ``class Name(base): ...`` makes of ``body`` (a plain class of the statement's body)."""
+    return object.__getattribute__(base, "_build")(body)
 
 
 class ClassFactory(metaclass=Sealed):
