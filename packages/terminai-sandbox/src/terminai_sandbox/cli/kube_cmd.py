@@ -52,6 +52,8 @@ def kube_cmd(
     NetworkPolicy, an agent-sandbox SandboxTemplate, and a Pod and a Job with the
     hardening of 'run'. COMMAND (after --) is the session's command (default: sleep
     infinity, for 'kubectl exec').
+
+    Each registry request must be whole within 60 s (TERMINAI_REGISTRY_TIMEOUT=SECONDS).
     """
     from terminai_sandbox.kube.hardening import SessionShape  # noqa: PLC0415
     from terminai_sandbox.kube.manifests import check_names, manifests  # noqa: PLC0415

@@ -139,6 +139,9 @@ def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_regi
     """Push an OCI image layout to REFERENCE (repo[:tag][@digest]) blob by blob; prints the manifest digest.
 
     A digest in REFERENCE must be the layout's: a mismatch is refused before anything is sent.
+
+    Each registry request must be whole within 60 s, retries included (a blob: 1 s more per
+    MiB); TERMINAI_REGISTRY_TIMEOUT=SECONDS sets it. See docs/DEADLINES.md.
     """
     from terminai_sandbox.artifacts.oci_layout import OciLayout  # noqa: PLC0415
 
@@ -241,6 +244,9 @@ def verify_cmd(
 
     With --offline DIR (a release directory such as dist/X.Y.Z) no registry is contacted;
     REFERENCE must then carry the digest (or DIR's image is used).
+
+    Each registry request must be whole within 60 s, retries included (a blob: 1 s more per
+    MiB); TERMINAI_REGISTRY_TIMEOUT=SECONDS sets it. See docs/DEADLINES.md.
     """
     from terminai_sandbox import provenance  # noqa: PLC0415
     from terminai_sandbox.artifacts.oci_layout import OciLayout  # noqa: PLC0415

@@ -222,6 +222,7 @@ def _preflight(
 
     def registry_client() -> RegistryClient:
         if not registry:
+            from terminai_sandbox.common.deadlines import registry_seconds  # noqa: PLC0415
             from terminai_sandbox.common.registry_auth import docker_config_credentials  # noqa: PLC0415
             from terminai_sandbox.registry import RegistryClient  # noqa: PLC0415
 
@@ -230,6 +231,7 @@ def _preflight(
                     ref.registry,
                     insecure=options.insecure_registry,
                     credentials=docker_config_credentials(ref.registry, options.env),
+                    timeout=registry_seconds(options.env),
                 )
             )
         return registry[0]
