@@ -152,6 +152,14 @@ REGISTRIES = {
             "no whole answer",
             True,
         ),
+        # No Content-Length: the body ends when the connection closes, so a socket shut down at
+        # the deadline would look like a whole (short) answer if the deadline were not checked.
+        Registry(
+            "trickled-body-until-close",
+            _fixed(always(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n", TRICKLE, b"{" + b" " * 400 + b"}")),
+            "no whole answer",
+            True,
+        ),
         Registry("silent", _fixed(always(STALL)), "no whole answer", True),
         Registry(
             "endless-body",
@@ -183,6 +191,7 @@ REGISTRIES = {
 READERS = [
     "trickled-head",
     "trickled-body",
+    "trickled-body-until-close",
     "silent",
     "endless-body",
     "html",
@@ -198,6 +207,7 @@ READERS = [
 ]
 PUSH = [
     "trickled-head",
+    "trickled-body-until-close",
     "silent",
     "redirect-loop",
     "http-500",

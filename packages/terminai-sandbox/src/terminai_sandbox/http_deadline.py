@@ -46,6 +46,10 @@ class _Watch:
         self.fired = False
         self._lock = threading.Lock()
         self._connections: list[HTTPConnection] = []
+        # The sockets themselves too: http.client lets go of a connection's socket (``sock``
+        # becomes None) when an answer ends at the connection's close, and the response then
+        # reads from the socket alone.
+        self._sockets: list[socket.socket] = []
         self._timer = threading.Timer(seconds, self._fire)
         self._timer.daemon = True  # a command that ends for another reason never waits on it
 
@@ -56,14 +60,21 @@ class _Watch:
         with self._lock:
             if connection not in self._connections:
                 self._connections.append(connection)
+            if connection.sock is not None and connection.sock not in self._sockets:
+                self._sockets.append(connection.sock)
             if self.fired:
-                _shut(connection)
+                self._shut_all()
 
     def _fire(self) -> None:
         with self._lock:
             self.fired = True
-            for connection in self._connections:
-                _shut(connection)
+            self._shut_all()
+
+    def _shut_all(self) -> None:
+        # A connection's socket now (one still connecting: the TLS handshake reads from the
+        # plain socket) and every socket seen on the request's connections.
+        for sock in [*(c.sock for c in self._connections), *self._sockets]:
+            _shut(sock)
 
     def __enter__(self) -> _Watch:
         _current.watch = self
@@ -74,11 +85,11 @@ class _Watch:
         self._timer.cancel()
         with self._lock:
             self._connections.clear()
+            self._sockets.clear()
         _current.watch = None
 
 
-def _shut(connection: HTTPConnection) -> None:
-    sock = connection.sock
+def _shut(sock: socket.socket | None) -> None:
     if sock is None:
         return
     # The plain socket's shutdown, also under TLS: an SSLSocket's own would start a TLS close

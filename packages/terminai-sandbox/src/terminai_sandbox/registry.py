@@ -299,7 +299,7 @@ class RegistryClient:
         response = self._send("GET", realm, {}, None, params=query, auth=auth)
         if response.status_code != 200:
             raise RegistryUnauthorized(
-                f"token service {_where(realm)} refused ({response.status_code})",
+                f"token service refused ({response.status_code}): {_where(realm)}",
                 hint=f"check your login for {self.registry}",
             )
         body = json_document(response.content, f"token service {_where(realm)}")
