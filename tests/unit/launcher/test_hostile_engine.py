@@ -94,7 +94,7 @@ INSPECT = f"/v1.41/images/{PINNED}/json"
 )
 def test_malformed_http_is_an_engine_error(engine: _HostileEngine, raw: bytes) -> None:
     engine.answers[INSPECT] = send(raw)
-    with pytest.raises(EngineError, match="stopped answering|not as the Docker API does") as caught:
+    with pytest.raises(EngineError, match=r"stopped answering|not as the Docker API does") as caught:
         _client(engine).inspect_image(PINNED)
     assert caught.value.hint
 
