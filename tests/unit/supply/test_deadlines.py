@@ -32,8 +32,12 @@ def _row(first_cell: str) -> list[str]:
 def test_the_registry_default_is_the_documented_one(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(deadlines.REGISTRY_VARIABLE, raising=False)
     assert RegistryClient("127.0.0.1:5000").timeout == deadlines.REGISTRY_SECONDS == 60
-    assert _row(f"`{deadlines.REGISTRY_VARIABLE}`")[2] == "60"
-    assert "60 s + 1 s per MiB of blob" in _row("`push`, `sign`, `attest`, `verify`, `kube`")[3]
+    assert deadlines.REGISTRY_INTERACTIVE_SECONDS == 30
+    assert _row(f"`{deadlines.REGISTRY_VARIABLE}`")[2] == "30 or 60 (above)"
+    assert _row("`push`, `sign`, `attest`")[3] == "60 s + 1 s per MiB of blob"
+    assert _row("`verify`, `kube`")[3] == "30 s + 1 s per MiB of blob"
+    assert _row("`preflight`, `run`")[3].startswith("30 s")
+    assert _row("`release`")[3] == "60 s + 1 s per MiB of blob"
     assert deadlines.SECONDS_PER_MIB == 1 and deadlines.REGISTRY_CONNECT_SECONDS == 10
     assert deadlines.MAX_DOCUMENT == 16 << 20 and deadlines.MAX_BLOB == 512 << 20
     assert "16 MiB" in DOC and "512 MiB" in DOC and "10 s of it" in DOC
@@ -60,11 +64,18 @@ def test_the_engine_defaults_are_the_documented_ones() -> None:
     assert "deadlines.engine_probe_seconds(env, 60)" in inspect.getsource(launch_engines.PodmanEngine.connect)
 
 
-def test_engine_status_uses_the_interactive_bound() -> None:
-    from terminai_sandbox.cli import build_cmd
+def test_the_commands_a_person_waits_on_use_the_lower_bounds() -> None:
+    from terminai_sandbox.cli import build_cmd, kube_cmd, supply_cmd
+    from terminai_sandbox.launch import preflight
 
-    source = inspect.getsource(build_cmd.engine_status.callback)  # type: ignore[arg-type]
-    assert "engine_mod.connect(probe=deadlines.ENGINE_PROBE_SECONDS)" in source
+    def source(command: object) -> str:
+        return inspect.getsource(command.callback)  # type: ignore[attr-defined]
+
+    assert "engine_mod.connect(probe=deadlines.ENGINE_PROBE_SECONDS)" in source(build_cmd.engine_status)
+    assert "_client(ref, insecure_registry, waiting=True)" in source(supply_cmd.verify_cmd)
+    assert "waiting=True" not in source(supply_cmd.push_cmd) + source(supply_cmd.sign_cmd)
+    assert "deadlines.REGISTRY_INTERACTIVE_SECONDS" in source(kube_cmd.kube_cmd)
+    assert "registry_seconds(options.env, REGISTRY_INTERACTIVE_SECONDS)" in inspect.getsource(preflight)
 
 
 @pytest.mark.parametrize(("raw", "seconds"), [("1", 1.0), ("0.25", 0.25), (" 30 ", 30.0), ("86400", 86400.0)])

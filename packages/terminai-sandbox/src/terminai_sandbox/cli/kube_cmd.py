@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -53,8 +54,9 @@ def kube_cmd(
     hardening of 'run'. COMMAND (after --) is the session's command (default: sleep
     infinity, for 'kubectl exec').
 
-    Each registry request must be whole within 60 s (TERMINAI_REGISTRY_TIMEOUT=SECONDS).
+    Each registry request must be whole within 30 s (TERMINAI_REGISTRY_TIMEOUT=SECONDS).
     """
+    from terminai_sandbox.common import deadlines  # noqa: PLC0415
     from terminai_sandbox.kube.hardening import SessionShape  # noqa: PLC0415
     from terminai_sandbox.kube.manifests import check_names, manifests  # noqa: PLC0415
     from terminai_sandbox.kube.render import to_json, to_yaml, write_dir  # noqa: PLC0415
@@ -69,7 +71,13 @@ def kube_cmd(
         key=key_path, identity=certificate_identity, issuer=certificate_oidc_issuer, policy_file=policy_path
     )
     source = verified_source(
-        reference, policy, offline_dir=offline_dir, trusted_root=trusted_root, insecure=insecure_registry
+        reference,
+        policy,
+        offline_dir=offline_dir,
+        trusted_root=trusted_root,
+        insecure=insecure_registry,
+        # a person waits for the objects: the lower registry deadline
+        registry_timeout=deadlines.registry_seconds(os.environ, deadlines.REGISTRY_INTERACTIVE_SECONDS),
     )
     objects = manifests(source, shape, namespace)
     if out_dir is not None:

@@ -93,7 +93,7 @@ def preflight_cmd(deep: bool, **params: Any) -> None:
     """Run preflight steps 0-6 and report each one.
 
     The engine must answer within 5 s (TERMINAI_ENGINE_TIMEOUT=SECONDS); registry requests
-    within 60 s each (TERMINAI_REGISTRY_TIMEOUT). See docs/DEADLINES.md.
+    within 30 s each (TERMINAI_REGISTRY_TIMEOUT). See docs/DEADLINES.md.
     """
     request = request_from(params)
     _, verified, _, results = session.prepare(request, env=os.environ, say=_say, deep=deep)

@@ -19,7 +19,12 @@ if TYPE_CHECKING:
 
 #: One registry request, retries included: connect, the answer's head and its whole body.
 REGISTRY_VARIABLE = "TERMINAI_REGISTRY_TIMEOUT"
+#: ... for the commands that write to a registry, mostly in CI: ``push``, ``sign``,
+#: ``attest``, ``release``.
 REGISTRY_SECONDS = 60.0
+#: ... where a person waits for a yes or no: ``verify``, ``kube``, ``preflight``, ``run``
+#: (they read manifests and signatures of KB; a blob still gets its per-MiB allowance).
+REGISTRY_INTERACTIVE_SECONDS = 30.0
 #: Of that, at most this long to open the connection (a registry that is up accepts at once).
 REGISTRY_CONNECT_SECONDS = 10.0
 #: A blob sent or fetched gets this much more per MiB it carries (a floor of 1 MiB/s).
@@ -66,9 +71,9 @@ def seconds_from(env: Mapping[str, str], variable: str, default: float) -> float
     return value
 
 
-def registry_seconds(env: Mapping[str, str]) -> float:
-    """The total deadline of one registry request (:data:`REGISTRY_VARIABLE`, else 60 s)."""
-    return seconds_from(env, REGISTRY_VARIABLE, REGISTRY_SECONDS)
+def registry_seconds(env: Mapping[str, str], default: float = REGISTRY_SECONDS) -> float:
+    """The total deadline of one registry request (:data:`REGISTRY_VARIABLE`, else ``default``)."""
+    return seconds_from(env, REGISTRY_VARIABLE, default)
 
 
 def engine_probe_seconds(env: Mapping[str, str], default: float = ENGINE_PROBE_SECONDS) -> float:

@@ -159,14 +159,15 @@ def api_request(
     ``body`` is bytes, or a file streamed from disk (an image archive to load, a build
     context). Raises OSError when the socket cannot be reached or stops answering (a
     ``TimeoutError`` after ``timeout`` seconds without a byte, or past the deadline) and
-    :class:`NotAnApiAnswer` (a ValueError) when the answer is not HTTP. HTTP/1.0 makes the server close the connection
-    after one response, so the body is everything up to EOF. ``on_line`` hears each line of
-    the body as it arrives (a progress stream); the whole body is still returned.
-    ``deadline`` bounds the whole exchange in seconds, connecting included (an answer
-    trickling in a byte at a time never idles for ``timeout``); without one it is
-    ``timeout``: no exchange is unbounded. An answer over :data:`MAX_ANSWER` bytes is
-    :class:`NotAnApiAnswer` too. A ``GET`` that :func:`~.engine_socket.ask_early` already sent (as ``early``,
-    else as ``path``) is not sent again: its answer is read.
+    :class:`NotAnApiAnswer` (a ValueError) when the answer is not HTTP. HTTP/1.0 makes the
+    server close the connection after one response, so the body is everything up to EOF.
+    ``on_line`` hears each line of the body as it arrives (a progress stream); the whole
+    body is still returned. ``deadline`` bounds the whole exchange in seconds, connecting
+    and sending included (an answer trickling in a byte at a time never idles for
+    ``timeout``); without one it is ``timeout``: no exchange is unbounded. An answer over
+    :data:`MAX_ANSWER` bytes is :class:`NotAnApiAnswer` too. A ``GET`` that
+    :func:`~.engine_socket.ask_early` already sent (as ``early``, else as ``path``) is not
+    sent again: its answer is read.
     """
     if deadline is None:
         deadline = timeout
@@ -188,6 +189,8 @@ def api_request(
         if isinstance(body, Path):
             with body.open("rb") as handle:
                 while block := handle.read(1 << 20):
+                    if time.monotonic() > give_up:  # an engine reading slowly holds no one past it
+                        raise TimeoutError(f"{host} did not take the whole request within {deadline:g} s")
                     sock.sendall(block)
         elif body:
             sock.sendall(body)
