@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from terminai_sandbox.secret import Secret
 from terminai_sandbox.signing.formats import keys
 
 from tests.fixtures.hostile import ENDLESS, STALL, TRICKLE, Answer, HostileServer, always, http, serving
@@ -31,6 +32,7 @@ REGISTRY_SECONDS = 1.5  # TERMINAI_REGISTRY_TIMEOUT in these tests
 ENGINE_SECONDS = 1.0  # TERMINAI_ENGINE_TIMEOUT in these tests
 SLACK = 6.0  # interpreter start-up and imports of the console script, on a busy 2-core machine
 MANIFEST = "application/vnd.oci.image.manifest.v1+json"
+PASSWORD = "deadlines"  # a throwaway key made for these tests
 
 
 @pytest.fixture(scope="module")
@@ -38,7 +40,9 @@ def place() -> Iterator[Path]:
     """A short directory (unix socket paths are limited to 108 bytes) with a key and a layout."""
     with tempfile.TemporaryDirectory(prefix="dl", dir="/tmp") as raw:
         root = Path(raw)
-        (root / "cosign.pub").write_bytes(keys.public_pem(keys.generate()))
+        key = keys.generate()
+        (root / "cosign.pub").write_bytes(keys.public_pem(key))
+        (root / "cosign.key").write_bytes(keys.encrypt_private(key, Secret(PASSWORD.encode())))
         write_layout(root / "layout", config=b'{"architecture":"amd64","os":"linux"}', layers=[b"layer" * 400])
         (root / "home").mkdir()
         yield root
@@ -222,12 +226,15 @@ ROWS = [
     *[("verify", name) for name in READERS],
     *[("kube", name) for name in ("trickled-head", "silent", "html", "junk-json", "token-html", "http-500")],
     *[("push", name) for name in PUSH],
+    *[("sign", name) for name in ("trickled-head", "silent", "html", "token-junk", "http-500")],
 ]
 
 
 def _args(command: str, place: Path, host: str) -> list[str]:
     if command == "push":
         return ["push", str(place / "layout"), f"{host}/x:1.0.0"]
+    if command == "sign":
+        return ["sign", f"{host}/x:1.0.0", "--key", str(place / "cosign.key")]
     return [command, f"{host}/x:1.0.0", "--key", str(place / "cosign.pub")]
 
 
@@ -244,7 +251,8 @@ def test_a_registry_that_breaks_the_protocol_gets_a_bounded_typed_error(
     with serving(answer) as server:
         holder.append(server)
         done, seconds = _run(
-            _args(command, place, server.host), _env(place, TERMINAI_REGISTRY_TIMEOUT=str(REGISTRY_SECONDS))
+            _args(command, place, server.host),
+            _env(place, TERMINAI_REGISTRY_TIMEOUT=str(REGISTRY_SECONDS), COSIGN_PASSWORD=PASSWORD),
         )
         assert server.requests, "the command never asked the registry"
     _one_error_with_hint(done, 9, row.words)
