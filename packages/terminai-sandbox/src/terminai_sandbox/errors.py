@@ -89,6 +89,7 @@ class EngineError(SandboxError):
     """No usable container engine: not installed, daemon down, socket not permitted."""
 
     exit_code = 4
+    default_hint = "check that the container engine is running and that DOCKER_HOST, if set, names its socket"
 
 
 class BuildError(SandboxError):
@@ -119,12 +120,15 @@ class RegistryError(SandboxError):
     """The registry refused, failed or could not be reached."""
 
     exit_code = 9
+    default_hint = "check the registry's address, that it is running, and your login (docker login REGISTRY)"
 
 
 # Kinds of registry failure, so callers branch on the type and never on the message text.
 # They share RegistryError's exit code: the remedy differs, the failure class does not.
 class RegistryNotFound(RegistryError):
     """The repository, tag, manifest or blob does not exist (HTTP 404)."""
+
+    default_hint = "check the repository and the tag or digest"
 
 
 class RegistryUnauthorized(RegistryError):
@@ -134,13 +138,20 @@ class RegistryUnauthorized(RegistryError):
 class RegistryUnreachable(RegistryError):
     """No answer: connection refused or dropped after retries, DNS, TLS, timeouts."""
 
+    default_hint = "check the address, that the registry is running, and the network"
+
 
 class RegistryCorrupted(RegistryError):
     """The bytes served (or read from a layout) do not hash to the digest asked for."""
 
+    default_hint = "the registry's storage or an answer on the way was altered; do not use this image"
+
 
 class RegistryBadResponse(RegistryError):
-    """The registry answered, but not as the distribution API says it should."""
+    """The registry answered, but not as the distribution API says it should: an HTML page,
+    junk or JSON of another shape, a missing header, a redirect loop, a body cut short, 5xx."""
+
+    default_hint = "check that the address names an OCI registry (not a web page or a proxy), and its health"
 
 
 class SigningError(SandboxError):
