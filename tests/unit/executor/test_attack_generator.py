@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 from terminai_apts.executor.python_layer import sandbox_globals
+from terminai_apts.executor.python_layer.transform import SandboxTransformer
 from terminai_apts.memory import store
 
 from tests.unit.executor import attack_generator, reachability
@@ -93,8 +94,9 @@ def test_generator_finds_the_sixth_round_s_routes_with_their_old_behaviour(
     back (and every other check on), the generator reaches a planted forbidden object."""
     if old.startswith("one-pass"):
         monkeypatch.setattr(attack_generator.guards, "_SCANNED", _OLD_SCANNED)
-    else:
+    else:  # names bound before their check, as they once were, and a check that raises
         monkeypatch.setattr(sandbox_globals, "guarded_capture", _raising_check)
+        monkeypatch.setattr(SandboxTransformer, "hide_bound_names", False)
     report = attack_generator.generate_and_run(SEED, 60, ("high", "strict"), stop_at_first=True, plant=True)
     assert report.findings, f"the generator found nothing with the {old} back"
     assert {f.variable for f in report.findings} == {"caught"}

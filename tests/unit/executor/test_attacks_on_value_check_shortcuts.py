@@ -205,10 +205,11 @@ def _raising_check(value: object, call: bool = False, /) -> object:
 
 
 @pytest.mark.parametrize("route", sorted(BOUND_FIRST_ROUTES))
-def test_a_name_bound_before_its_check_companion_kept_the_value(route: str) -> None:
-    """Not vacuous: with a check that raises at once, the refusal is caught and the name
-    still holds the planted object."""
+def test_a_name_bound_before_its_check_companion_kept_the_value(route: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Not vacuous: with a check that raises at once, and names bound before their check as
+    they once were, the refusal is caught and the name still holds the planted object."""
     code, message = BOUND_FIRST_ROUTES[route]
+    monkeypatch.setattr(SandboxTransformer, "hide_bound_names", False)
     for kind, leaked in FORBIDDEN.items():
         scope = _run("why = []\n" + code, leaked, "strict", _capture_=_raising_check)
         assert scope["why"] == [f"{_MESSAGES[message]} (it is a {kind})"]
@@ -217,7 +218,9 @@ def test_a_name_bound_before_its_check_companion_kept_the_value(route: str) -> N
 
 class _OneBodyForAllWithItems(SandboxTransformer):
     """The compile policy as it was for `with a as x, b as y`: every target checked at the
-    start of the one body, after every item was entered."""
+    start of the one body, after every item was entered (and bound to the program's names)."""
+
+    hide_bound_names = False
 
     def split_with(self, node: Any) -> Any:
         return node

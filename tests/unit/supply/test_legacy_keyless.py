@@ -64,7 +64,7 @@ class MemoryRegistry:
         body = self.manifests[reference]
         return body, OCI_MANIFEST, sha256_digest(body)
 
-    def get_blob(self, repo: str, digest: str) -> bytes:
+    def get_blob(self, repo: str, digest: str, *, size: int | None = None) -> bytes:
         return self.blobs[digest]
 
     def push_blob(self, repo: str, digest: str, data: bytes) -> bool:

@@ -30,6 +30,10 @@ class Answer:
         assert self.body is not None
         return self.body
 
+    @property
+    def content(self) -> bytes:
+        return json.dumps(self.body).encode()
+
 
 @dataclass
 class ReferrersRegistry:
@@ -51,7 +55,7 @@ class ReferrersRegistry:
             raise RegistryNotFound(f"{reference}: manifest unknown")
         return self.manifests[reference], OCI_MANIFEST, reference
 
-    def get_blob(self, repo: str, digest: str) -> bytes:
+    def get_blob(self, repo: str, digest: str, *, size: int | None = None) -> bytes:
         return self.blobs[digest]
 
     def refer(self, subject: str, bundle_json: str, *, artifact_type: str = bundle_format.BUNDLE_MEDIA) -> str:

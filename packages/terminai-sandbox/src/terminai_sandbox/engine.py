@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, Unpack
 
+from terminai_sandbox.common import deadlines
 from terminai_sandbox.common.dockerapi import LABEL, DockerApi, EngineInfo, EngineRefused, PullProgress
 
 if TYPE_CHECKING:  # defined for type checkers only: the launch kernel never imports typing
@@ -75,9 +76,18 @@ class Engine(Protocol):
     ) -> tuple[int, bytes, bytes]: ...
 
 
-def connect(env: Mapping[str, str] | None = None, *, timeout: float = 120) -> Engine:
-    """Connect to the first engine that answers; raise :class:`EngineError` saying why none did."""
-    return DockerApi.connect(os.environ if env is None else env, timeout=timeout)
+def connect(
+    env: Mapping[str, str] | None = None,
+    *,
+    timeout: float = deadlines.ENGINE_REQUEST_SECONDS,
+    probe: float = deadlines.ENGINE_BATCH_PROBE_SECONDS,
+) -> Engine:
+    """Connect to the first engine that answers; raise :class:`EngineError` saying why none did.
+
+    ``probe`` bounds reaching it (connect and first answer; ``TERMINAI_ENGINE_TIMEOUT``
+    overrides it), ``timeout`` each later request's whole answer: see ``docs/DEADLINES.md``.
+    """
+    return DockerApi.connect(os.environ if env is None else env, timeout=timeout, probe=probe)
 
 
 __all__ = ["LABEL", "Engine", "EngineInfo", "EngineRefused", "PullCallback", "PullProgress", "connect"]

@@ -92,10 +92,7 @@ class EngineError(SandboxError):
     """No usable container engine: not installed, daemon down, socket not permitted."""
 
     exit_code = 4
-    default_hint = (
-        "start a container engine (scripts/ensure-engine) or point TERMINAI_SANDBOX at one; "
-        "'terminai-sandbox engine status' shows what was found"
-    )
+    default_hint = "check that the container engine is running and that DOCKER_HOST, if set, names its socket"
 
 
 class BuildError(SandboxError):
@@ -133,7 +130,7 @@ class RegistryError(SandboxError):
     """The registry refused, failed or could not be reached."""
 
     exit_code = 9
-    default_hint = "check the registry address, your login (docker login) and the network, then retry"
+    default_hint = "check the registry's address, that it is running, and your login (docker login REGISTRY)"
 
 
 # Kinds of registry failure, so callers branch on the type and never on the message text.
@@ -141,7 +138,7 @@ class RegistryError(SandboxError):
 class RegistryNotFound(RegistryError):
     """The repository, tag, manifest or blob does not exist (HTTP 404)."""
 
-    default_hint = "check the repository, tag or digest (push it first if it is new)"
+    default_hint = "check the repository and the tag or digest"
 
 
 class RegistryUnauthorized(RegistryError):
@@ -153,19 +150,20 @@ class RegistryUnauthorized(RegistryError):
 class RegistryUnreachable(RegistryError):
     """No answer: connection refused or dropped after retries, DNS, TLS, timeouts."""
 
-    default_hint = "check the address and the network, then retry"
+    default_hint = "check the address, that the registry is running, and the network"
 
 
 class RegistryCorrupted(RegistryError):
     """The bytes served (or read from a layout) do not hash to the digest asked for."""
 
-    default_hint = "the bytes differ from their digest; retry, and report it to the registry's operator if it persists"
+    default_hint = "the registry's storage or an answer on the way was altered; do not use this image"
 
 
 class RegistryBadResponse(RegistryError):
-    """The registry answered, but not as the distribution API says it should."""
+    """The registry answered, but not as the distribution API says it should: an HTML page,
+    junk or JSON of another shape, a missing header, a redirect loop, a body cut short, 5xx."""
 
-    default_hint = "check that the address is an OCI distribution registry; retry later if it is"
+    default_hint = "check that the address names an OCI registry (not a web page or a proxy), and its health"
 
 
 class SigningError(SandboxError):

@@ -178,7 +178,11 @@ def lock_cmd(spec_path: Path | None, check: bool, as_json: bool) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
 def contracts_cmd(image: str, output: Path | None, wheels: Path | None, as_json: bool) -> None:
-    """Run the T-APTS contract suite inside IMAGE (non-root, read-only, --network none)."""
+    """Run the T-APTS contract suite inside IMAGE (non-root, read-only, --network none).
+
+    The engine must answer within 15 s (TERMINAI_ENGINE_TIMEOUT=SECONDS), each request after
+    that within 120 s; a pull's progress stream within an hour. See docs/DEADLINES.md.
+    """
     from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
     from terminai_sandbox.assemble import repo_root  # noqa: PLC0415
     from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
@@ -208,8 +212,13 @@ def engine_group() -> None:
 @engine_group.command("status")
 @JSON_OPTION
 def engine_status(as_json: bool) -> None:
-    """Say which engine answers, or why none does (TERMINAI_SANDBOX and the settings file are honoured as by 'run')."""
+    """Say which engine answers, or why none does (TERMINAI_SANDBOX and the settings file are honoured as by 'run').
+
+    An engine that does not answer within 5 s (TERMINAI_ENGINE_TIMEOUT=SECONDS) is reported
+    as not answering (exit 4).
+    """
     from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
+    from terminai_sandbox.common import deadlines  # noqa: PLC0415
     from terminai_sandbox.common.runtime import parse_runtime  # noqa: PLC0415
     from terminai_sandbox.launch.config import ENGINES, parse_engine  # noqa: PLC0415
     from terminai_sandbox.launch.settings import SettingsFile  # noqa: PLC0415
@@ -238,7 +247,7 @@ def engine_status(as_json: bool) -> None:
             f"no engine: {chosen[0]}={chosen[1]} turns the sandbox off",
         )
         return
-    found = engine_mod.connect()
+    found = engine_mod.connect(probe=deadlines.ENGINE_PROBE_SECONDS)
     info = found.info
     emit(
         as_json,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -53,7 +54,10 @@ def kube_cmd(
     NetworkPolicy, an agent-sandbox SandboxTemplate, and a Pod and a Job with the
     hardening of 'run'. COMMAND (after --) is the session's command (default: sleep
     infinity, for 'kubectl exec').
+
+    Each registry request must be whole within 30 s (TERMINAI_REGISTRY_TIMEOUT=SECONDS).
     """
+    from terminai_sandbox.common import deadlines  # noqa: PLC0415
     from terminai_sandbox.kube.hardening import SessionShape  # noqa: PLC0415
     from terminai_sandbox.kube.manifests import check_names, manifests  # noqa: PLC0415
     from terminai_sandbox.kube.render import to_json, to_yaml, write_dir  # noqa: PLC0415
@@ -68,7 +72,13 @@ def kube_cmd(
         key=key_path, identity=certificate_identity, issuer=certificate_oidc_issuer, policy_file=policy_path
     )
     source = verified_source(
-        reference, policy, offline_dir=offline_dir, trusted_root=trusted_root, insecure=insecure_registry
+        reference,
+        policy,
+        offline_dir=offline_dir,
+        trusted_root=trusted_root,
+        insecure=insecure_registry,
+        # a person waits for the objects: the lower registry deadline
+        registry_timeout=deadlines.registry_seconds(os.environ, deadlines.REGISTRY_INTERACTIVE_SECONDS),
     )
     objects = manifests(source, shape, namespace)
     if out_dir is not None:

@@ -92,7 +92,11 @@ def _options(table: Sequence[Option]) -> Callable[[click.decorators.FC], click.d
 @click.command("preflight", cls=_KernelParsed, table=PREFLIGHT_OPTIONS, takes_command=False)
 @_options(PREFLIGHT_OPTIONS)
 def preflight_cmd(deep: bool, **params: Any) -> None:
-    """Run preflight steps 0-6 and report each one."""
+    """Run preflight steps 0-6 and report each one.
+
+    The engine must answer within 5 s (TERMINAI_ENGINE_TIMEOUT=SECONDS); registry requests
+    within 30 s each (TERMINAI_REGISTRY_TIMEOUT). See docs/DEADLINES.md.
+    """
     request = request_from(params)
     _, verified, _, results = session.prepare(request, env=os.environ, say=_say, deep=deep)
     if request.as_json:

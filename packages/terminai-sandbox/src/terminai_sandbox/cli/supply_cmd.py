@@ -76,11 +76,19 @@ def _digest_of(ref: ImageRef, client: RegistryClient, reference: str) -> str:
     return client.resolve(ref.repository, ref.tag)
 
 
-def _client(ref: ImageRef, insecure: bool) -> RegistryClient:
+def _client(ref: ImageRef, insecure: bool, *, waiting: bool = False) -> RegistryClient:
+    """The registry client for ``ref``; ``waiting``: a person waits on it (the lower deadline)."""
+    from terminai_sandbox.common import deadlines  # noqa: PLC0415
     from terminai_sandbox.common.registry_auth import docker_config_credentials  # noqa: PLC0415
     from terminai_sandbox.registry import RegistryClient  # noqa: PLC0415
 
-    return RegistryClient(ref.registry, insecure=insecure, credentials=docker_config_credentials(ref.registry))
+    default = deadlines.REGISTRY_INTERACTIVE_SECONDS if waiting else deadlines.REGISTRY_SECONDS
+    return RegistryClient(
+        ref.registry,
+        insecure=insecure,
+        credentials=docker_config_credentials(ref.registry),
+        timeout=deadlines.registry_seconds(os.environ, default),
+    )
 
 
 @click.command("keygen")
@@ -163,6 +171,9 @@ def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_regi
     """Push an OCI image layout to REFERENCE (repo[:tag][@digest]) blob by blob; prints the manifest digest.
 
     A digest in REFERENCE must be the layout's: a mismatch is refused before anything is sent.
+
+    Each registry request must be whole within 60 s, retries included (a blob: 1 s more per
+    MiB); TERMINAI_REGISTRY_TIMEOUT=SECONDS sets it. See docs/DEADLINES.md.
     """
     from terminai_sandbox.artifacts.oci_layout import OciLayout  # noqa: PLC0415
 
@@ -287,6 +298,9 @@ def verify_cmd(
 
     With --offline DIR (a release directory such as dist/X.Y.Z) no registry is contacted;
     REFERENCE must then carry the digest (or DIR's image is used).
+
+    Each registry request must be whole within 30 s, retries included (a blob: 1 s more per
+    MiB); TERMINAI_REGISTRY_TIMEOUT=SECONDS sets it. See docs/DEADLINES.md.
     """
     from terminai_sandbox import provenance  # noqa: PLC0415
     from terminai_sandbox.artifacts.oci_layout import OciLayout  # noqa: PLC0415
@@ -302,7 +316,7 @@ def verify_cmd(
         if ref.digest is None:
             ref = ref.with_digest(OciLayout.open(offline_dir / "oci").manifest_digest)
     else:
-        client = _client(ref, insecure_registry)
+        client = _client(ref, insecure_registry, waiting=True)
         if ref.digest is None:
             if ref.tag is None:
                 raise ConfigError(

@@ -22,6 +22,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from terminai_sandbox.common import deadlines
 from terminai_sandbox.common.engine_socket import (
     candidate_hosts,
     distribution_path,
@@ -68,6 +69,10 @@ AUTH_REFUSALS = ("unauthorized", "denied", "no basic auth credentials", "authent
 # No answer the launcher asks for comes near this (inspect documents are KB, a pull's progress
 # stream a few MB); an engine or proxy sending more is broken, and reading on would only grow memory.
 MAX_ANSWER = 64 << 20
+
+
+class NotAnApiAnswer(ValueError):
+    """The engine's socket answered, but not with the Docker API's HTTP and JSON."""
 
 
 def diagnose(host: str, exc: Exception) -> EngineError:
@@ -153,47 +158,61 @@ def api_request(
 
     ``body`` is bytes, or a file streamed from disk (an image archive to load, a build
     context). Raises OSError when the socket cannot be reached or stops answering (a
-    ``TimeoutError`` after ``timeout`` seconds without a byte) and ValueError when the answer
-    is not HTTP. HTTP/1.0 makes the server close the connection after one response, so the
-    body is everything up to EOF. ``on_line`` hears each line of the body as it arrives (a
-    progress stream); the whole body is still returned. ``deadline`` bounds the whole
-    exchange in seconds (an answer trickling in a byte at a time never idles for ``timeout``);
-    an answer over :data:`MAX_ANSWER` bytes is a ValueError. A ``GET`` that :func:`~.engine_socket.ask_early`
-    already sent (as ``early``, else as ``path``) is not sent again: its answer is read.
+    ``TimeoutError`` after ``timeout`` seconds without a byte, or past the deadline) and
+    :class:`NotAnApiAnswer` (a ValueError) when the answer is not HTTP. HTTP/1.0 makes the
+    server close the connection after one response, so the body is everything up to EOF.
+    ``on_line`` hears each line of the body as it arrives (a progress stream); the whole
+    body is still returned. ``deadline`` bounds the whole exchange in seconds, connecting
+    and sending included (an answer trickling in a byte at a time never idles for
+    ``timeout``); without one it is ``timeout``: no exchange is unbounded. An answer over
+    :data:`MAX_ANSWER` bytes is :class:`NotAnApiAnswer` too. A ``GET`` that
+    :func:`~.engine_socket.ask_early` already sent (as ``early``, else as ``path``) is not
+    sent again: its answer is read.
     """
+    if deadline is None:
+        deadline = timeout
+    give_up = time.monotonic() + deadline
     extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
     if body is not None:
         size = body.stat().st_size if isinstance(body, Path) else len(body)
         extra += f"Content-Type: {content_type}\r\nContent-Length: {size}\r\n"
     sock = take_early(host, early or path) if method == "GET" and body is None and not extra else None
     if sock is None:
-        sock = _connect(host, timeout)
+        sock = _connect(host, min(timeout, deadline))
         sent = False
     else:
-        sock.settimeout(timeout)
         sent = True  # asked by ask_early: its answer is read below, as if asked now
+    sock.settimeout(max(0.001, min(timeout, give_up - time.monotonic())))
     try:
         if not sent:
             sock.sendall(request_head(method, path, extra))
         if isinstance(body, Path):
             with body.open("rb") as handle:
                 while block := handle.read(1 << 20):
+                    if time.monotonic() > give_up:  # an engine reading slowly holds no one past it
+                        raise TimeoutError(f"{host} did not take the whole request within {deadline:g} s")
                     sock.sendall(block)
         elif body:
             sock.sendall(body)
         chunks, received = [], 0
         lines = _LineFeed(on_line) if on_line is not None else None
-        give_up = None if deadline is None else time.monotonic() + deadline
-        while data := sock.recv(65536):
+        while True:
+            left = give_up - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"no whole answer from {host} within {deadline:g} s")
+            sock.settimeout(min(timeout, left))  # no read may outlast the deadline either
+            try:
+                data = sock.recv(65536)
+            except TimeoutError:
+                if left > timeout:  # idle for the request's timeout, well before its deadline
+                    raise TimeoutError(f"no answer from {host} for {timeout:g} s") from None
+                raise TimeoutError(f"no whole answer from {host} within {deadline:g} s") from None
+            if not data:
+                break
             chunks.append(data)
             received += len(data)
             if received > MAX_ANSWER:
-                raise ValueError(f"the answer from {host} is larger than {MAX_ANSWER >> 20} MiB")
-            if give_up is not None:
-                left = give_up - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"no whole answer from {host} within {deadline:g} s")
-                sock.settimeout(min(timeout, left))  # the next read may not outlast the deadline either
+                raise NotAnApiAnswer(f"the answer is larger than {MAX_ANSWER >> 20} MiB")
             if lines is not None:
                 lines.feed(data)
     finally:
@@ -202,10 +221,13 @@ def api_request(
     status_line, *header_lines = head.decode("latin-1").split("\r\n")
     parts = status_line.split()
     if not sep or len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
-        raise ValueError(f"not an HTTP answer from {host}: {status_line[:80]!r}")
+        raise NotAnApiAnswer(f"not an HTTP answer to {method} {path}: {status_line[:80]!r}")
     answered = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in header_lines)}
     if answered.get("transfer-encoding", "").lower() == "chunked":
-        answer = _dechunk(answer)
+        try:
+            answer = _dechunk(answer)
+        except ValueError:
+            raise NotAnApiAnswer(f"{method} {path}: the chunked answer is malformed") from None
         if on_line is not None:  # an HTTP/1.1 proxy re-chunked it: heard at the end, not live
             for line in answer.splitlines():
                 on_line(line)
@@ -247,7 +269,10 @@ class _LineFeed:
 def api_get(host: str, path: str, *, timeout: float = 30, headers: Mapping[str, str] | None = None) -> tuple[int, Any]:
     """Like :func:`api_request`, with the body decoded as JSON (None when empty)."""
     status, _, body = api_request(host, path, timeout=timeout, headers=headers)
-    return status, (json.loads(body) if body.strip() else None)
+    try:
+        return status, (json.loads(body) if body.strip() else None)
+    except ValueError:
+        raise NotAnApiAnswer(f"GET {path} answered {status} with a body that is not JSON: {body[:40]!r}") from None
 
 
 def _ping_version(host: str, timeout: float) -> dict[str, Any] | None:
@@ -357,21 +382,57 @@ class DockerApi:
     answering an :class:`~terminai_sandbox.errors.EngineError`.
     """
 
-    def __init__(self, info: EngineInfo, *, timeout: float = 120) -> None:
+    def __init__(self, info: EngineInfo, *, timeout: float = deadlines.ENGINE_REQUEST_SECONDS) -> None:
         self.info = info
         self.timeout = timeout
 
     @classmethod
-    def connect(cls, env: Mapping[str, str], *, timeout: float = 120) -> DockerApi:
-        """The first engine that answers; :class:`EngineError` says why none did."""
+    def connect(
+        cls,
+        env: Mapping[str, str],
+        *,
+        timeout: float = deadlines.ENGINE_REQUEST_SECONDS,
+        probe: float = deadlines.ENGINE_PROBE_SECONDS,
+    ) -> DockerApi:
+        """The first engine that answers; :class:`EngineError` says why none did.
+
+        Each candidate has ``probe`` seconds in all (``TERMINAI_ENGINE_TIMEOUT`` in ``env``
+        overrides it) to accept the connection and answer ``/_ping`` (and ``/version`` when
+        the ping does not say enough): an engine that is up answers in milliseconds, and a
+        socket that accepts and stays silent must not hold a person for the request
+        timeout. Every later request has ``timeout`` seconds for its whole answer.
+        """
+        limit = deadlines.engine_probe_seconds(env, probe)
         errors: list[EngineError] = []
         for host in candidate_hosts(env):
+            give_up = time.monotonic() + limit
             try:
-                version = _ping_version(host, min(timeout, 30))
+                version = _ping_version(host, limit)
                 if version is None:
-                    status, version = api_get(host, "/version", timeout=min(timeout, 30))
+                    status, version = api_get(host, "/version", timeout=max(0.001, give_up - time.monotonic()))
                     if status != 200 or not isinstance(version, dict):
-                        raise ValueError(f"GET /version answered {status}")
+                        raise NotAnApiAnswer(f"GET /version answered {status} without a version document")
+            except TimeoutError:
+                errors.append(
+                    EngineError(
+                        f"the container engine at {host} accepted the connection but did not answer within {limit:g} s",
+                        hint="check that the daemon is running and not stuck, and that DOCKER_HOST names an "
+                        f"engine's API socket ({deadlines.ENGINE_VARIABLE}=SECONDS allows more time)",
+                    )
+                )
+                if env.get("DOCKER_HOST"):
+                    break
+                continue
+            except NotAnApiAnswer as exc:
+                errors.append(
+                    EngineError(
+                        f"{host} answered, but not as a Docker or Podman API does: {exc}",
+                        hint="check that DOCKER_HOST names the engine's API socket (not a proxy or another service)",
+                    )
+                )
+                if env.get("DOCKER_HOST"):
+                    break
+                continue
             except (OSError, ValueError) as exc:
                 errors.append(diagnose(host, exc))
                 if env.get("DOCKER_HOST"):
@@ -397,9 +458,14 @@ class DockerApi:
         headers: Mapping[str, str] | None = None,
         timeout: float | None = None,
         waiting: bool = False,
+        streaming: bool = False,
         on_line: Callable[[bytes], None] | None = None,
     ) -> tuple[int, bytes]:
-        """One request: (status, body). With ``waiting``, running out of time is a :class:`TimeoutError`."""
+        """One request: (status, body). With ``waiting``, running out of time is a :class:`TimeoutError`.
+
+        The whole answer must arrive within ``timeout`` seconds; with ``streaming`` (a pull,
+        an image load) within :data:`~.deadlines.ENGINE_STREAM_SECONDS`, and no pause in it
+        may last ``timeout``."""
         limit = self.timeout if timeout is None else timeout
         try:
             status, _, answer = api_request(
@@ -411,18 +477,30 @@ class DockerApi:
                 timeout=limit,
                 headers=headers,
                 on_line=on_line,
-                # A GET reads a document: it has the whole timeout, not only between bytes.
-                deadline=limit if method == "GET" else None,
+                # A document must be whole within the timeout, not only between bytes; a
+                # pull's or load's progress stream lasts as long as the transfer does.
+                deadline=deadlines.ENGINE_STREAM_SECONDS if streaming else limit,
                 # The same request without the version prefix may have been sent early: an
                 # engine answers it at its own API version, the one connect() pinned.
                 early=path,
             )
-        except TimeoutError:
+        except TimeoutError as exc:
             if waiting:
                 raise
-            raise EngineError(f"the engine at {self.info.host} did not answer {method} {path} in time") from None
+            raise EngineError(
+                f"the engine at {self.info.host} did not answer {method} {path} in time ({exc})",
+                hint="check that the daemon is running and not overloaded, then run the command again",
+            ) from None
+        except NotAnApiAnswer as exc:
+            raise EngineError(
+                f"the engine at {self.info.host} answered, but not as the Docker API does: {exc}",
+                hint="check that DOCKER_HOST names the engine's API socket (not a proxy or another service)",
+            ) from None
         except (OSError, ValueError) as exc:
-            raise EngineError(f"the engine at {self.info.host} stopped answering: {exc}") from None
+            raise EngineError(
+                f"the engine at {self.info.host} stopped answering: {exc}",
+                hint="check that DOCKER_HOST names a Docker or Podman API socket and that the daemon is healthy",
+            ) from None
         return status, answer
 
     def _call(
@@ -504,6 +582,7 @@ class DockerApi:
             f"/images/create?fromImage={_quote(reference)}&tag={_quote(digest)}",
             body=b"",
             headers=_auth_header(auth),
+            streaming=True,
             on_line=None if on_progress is None else _pull_events(on_progress),
         )
         problem = _stream_error(raw) if status == 200 else _message(_loads(raw))
@@ -523,7 +602,9 @@ class DockerApi:
 
     def load_image(self, archive: Path) -> None:
         """``docker load`` a ``docker save`` archive (streamed from disk)."""
-        status, raw = self._raw("POST", "/images/load?quiet=1", body=archive, content_type="application/x-tar")
+        status, raw = self._raw(
+            "POST", "/images/load?quiet=1", body=archive, content_type="application/x-tar", streaming=True
+        )
         problem = _stream_error(raw) if status == 200 else _message(_loads(raw))
         if problem is not None:
             raise EngineRefused(

@@ -65,7 +65,7 @@ def request_head(method: str, path: str, extra: str = "") -> bytes:
 _EARLY: dict[tuple[str, str], _socket.socket] = {}
 
 
-def ask_early(host: str, paths: Sequence[str], *, timeout: float = 30) -> None:
+def ask_early(host: str, paths: Sequence[str], *, timeout: float = 5) -> None:
     """Send ``GET`` for each of ``paths`` to the unix socket ``host`` now, and read nothing yet.
 
     The engine answers while the launcher imports the rest of the kernel (~10 ms); the
@@ -74,6 +74,8 @@ def ask_early(host: str, paths: Sequence[str], *, timeout: float = 30) -> None:
     the answer is read, checked and used exactly as if it had been asked at that moment,
     and a request that cannot be sent is simply asked again then (and fails there, with
     its diagnosis). Only unix sockets: an engine on the network is asked when needed.
+    Connecting may take ``timeout`` seconds, the launch's bound for reaching the engine
+    (:data:`~.deadlines.ENGINE_PROBE_SECONDS`); the answer is read under the request's own deadline.
     """
     if not host.startswith("unix://"):
         return

@@ -52,15 +52,24 @@ def verified_source(
     offline_dir: Path | None = None,
     trusted_root: Path | None = None,
     insecure: bool = False,
+    registry_timeout: float | None = None,
 ) -> VerifiedSource:
-    """Resolve ``reference`` to a digest (a tag once, through the registry) and verify it."""
+    """Resolve ``reference`` to a digest (a tag once, through the registry) and verify it.
+
+    ``registry_timeout`` is each registry request's total deadline (None: the client's default).
+    """
     ref = ImageRef.parse(reference)
     client = None
     if offline_dir is not None:
         if ref.digest is None:
             ref = ref.with_digest(_offline_digest(offline_dir))
     else:
-        client = RegistryClient(ref.registry, insecure=insecure, credentials=docker_config_credentials(ref.registry))
+        client = RegistryClient(
+            ref.registry,
+            insecure=insecure,
+            credentials=docker_config_credentials(ref.registry),
+            timeout=registry_timeout,
+        )
         if ref.digest is None:
             if ref.tag is None:
                 raise ConfigError(

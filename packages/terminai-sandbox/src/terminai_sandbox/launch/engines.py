@@ -43,7 +43,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from terminai_sandbox.common import dockerapi
+from terminai_sandbox.common import deadlines, dockerapi
 from terminai_sandbox.common.records import field, frozen_record
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.common.runtime import DEFAULT as DEFAULT_RUNTIME
@@ -327,7 +327,10 @@ class PodmanEngine:
         except OSError as exc:
             raise EngineError(f"cannot start {self.binary}: {exc.strerror}", hint="install podman") from None
         except subprocess.TimeoutExpired:
-            raise EngineError(f"podman {args[0]} did not finish within {timeout:.0f} s") from None
+            raise EngineError(
+                f"podman {args[0]} did not finish within {timeout:g} s",
+                hint="run 'podman info' to see whether podman or its storage is stuck",
+            ) from None
 
     @classmethod
     def connect(cls, env: Mapping[str, str]) -> PodmanEngine:
@@ -335,7 +338,8 @@ class PodmanEngine:
         if binary is None:
             raise EngineError("podman is not installed", hint="install podman (Debian/Ubuntu: apt-get install podman)")
         probe = cls(binary, "?", rootless=os.geteuid() != 0, env=env)
-        result = probe._run("version", "--format", "json", timeout=60)
+        # The podman CLI sets up its storage on a cold start, which takes longer than a ping.
+        result = probe._run("version", "--format", "json", timeout=deadlines.engine_probe_seconds(env, 60))
         if result.returncode != 0:
             raise EngineError(
                 f"podman does not work: {_last_line(result.stderr)}",

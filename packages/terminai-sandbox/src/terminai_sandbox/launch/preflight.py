@@ -222,6 +222,10 @@ def _preflight(
 
     def registry_client() -> RegistryClient:
         if not registry:
+            from terminai_sandbox.common.deadlines import (  # noqa: PLC0415
+                REGISTRY_INTERACTIVE_SECONDS,
+                registry_seconds,
+            )
             from terminai_sandbox.common.registry_auth import docker_config_credentials  # noqa: PLC0415
             from terminai_sandbox.registry import RegistryClient  # noqa: PLC0415
 
@@ -230,6 +234,7 @@ def _preflight(
                     ref.registry,
                     insecure=options.insecure_registry,
                     credentials=docker_config_credentials(ref.registry, options.env),
+                    timeout=registry_seconds(options.env, REGISTRY_INTERACTIVE_SECONDS),
                 )
             )
         return registry[0]

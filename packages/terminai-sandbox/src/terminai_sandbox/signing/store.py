@@ -26,6 +26,7 @@ from typing import Any, Protocol
 from terminai_apts import durable
 
 from terminai_sandbox.artifacts.oci_layout import OciLayout
+from terminai_sandbox.common.deadlines import MAX_BLOB
 from terminai_sandbox.errors import (
     ArtifactCorrupted,
     ArtifactError,
@@ -35,7 +36,7 @@ from terminai_sandbox.errors import (
     VerificationError,
 )
 from terminai_sandbox.oci_media import OCI_INDEX, OCI_MANIFEST, sha256_digest
-from terminai_sandbox.registry import RegistryClient
+from terminai_sandbox.registry import RegistryClient, json_document
 from terminai_sandbox.signing.formats import bundle as bundle_format
 from terminai_sandbox.signing.formats import dsse, sig
 from terminai_sandbox.signing.formats import payload as payload_format
@@ -73,7 +74,7 @@ class RegistryStore:
         """Sigstore bundles attached to ``digest`` as OCI 1.1 referrers (API, then the fallback tag)."""
         response = self.client.request("GET", self.repo, f"referrers/{digest}", headers={"Accept": OCI_INDEX})
         if response.status_code == 200:
-            index = response.json()
+            index = json_document(response.content, f"{self.client.registry}/{self.repo}: referrers of {digest}")
         else:
             body = self._manifest_or_none(bundle_format.fallback_tag(digest))
             if body is None:
@@ -96,10 +97,22 @@ class RegistryStore:
         if body is None:
             return []
         return [
-            (layer, self.client.get_blob(self.repo, layer["digest"]))
-            for layer in json.loads(body).get("layers", [])
+            (layer, self.client.get_blob(self.repo, layer["digest"], size=_size(layer)))
+            for layer in self._layers(body, tag)
             if layer.get("mediaType") == media_type
         ]
+
+    def _layers(self, body: bytes, tag: str) -> list[dict[str, Any]]:
+        """The layer descriptors of the manifest at ``tag``; :class:`RegistryBadResponse` for another shape."""
+        layers = json.loads(body).get("layers", [])  # a JSON object: the client checked it
+        if not isinstance(layers, list) or not all(
+            isinstance(layer, dict) and isinstance(layer.get("digest"), str) for layer in layers
+        ):
+            raise RegistryBadResponse(
+                f"{self.client.registry}/{self.repo}:{tag}: the manifest's layers are not a list of descriptors",
+                hint="the tag does not hold a cosign manifest; check the registry or remove the tag",
+            )
+        return layers
 
     def _manifest_or_none(self, tag: str) -> bytes | None:
         try:
@@ -140,10 +153,10 @@ class RegistryStore:
         ``is_duplicate`` says it carries an equivalent claim.
         """
         body = self._manifest_or_none(tag)
-        layers: list[dict[str, Any]] = list(json.loads(body).get("layers", [])) if body is not None else []
+        layers: list[dict[str, Any]] = self._layers(body, tag) if body is not None else []
         for layer in layers:
             if layer.get("mediaType") == media_type and is_duplicate(
-                layer, self.client.get_blob(self.repo, layer["digest"])
+                layer, self.client.get_blob(self.repo, layer["digest"], size=_size(layer))
             ):
                 return False
         blob_digest = sha256_digest(blob)
@@ -182,6 +195,12 @@ class RegistryStore:
             if index is not None:
                 self.client.put_manifest(self.repo, tag, json.dumps(index, separators=(",", ":")).encode(), OCI_INDEX)
         return artifact
+
+
+def _size(descriptor: dict[str, Any]) -> int | None:
+    """A descriptor's ``size`` when it is one (it only lengthens the fetch's deadline)."""
+    size = descriptor.get("size")
+    return size if type(size) is int and 0 < size <= MAX_BLOB else None
 
 
 @dataclass(frozen=True, slots=True)

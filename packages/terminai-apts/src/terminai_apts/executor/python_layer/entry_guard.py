@@ -23,10 +23,15 @@ them where they enter instead, whoever the caller is:
   ``@next`` over ``@(lambda f: it)``: an item of a container, read in C) would otherwise
   be bound unchecked.
 
-In those three places the interpreter has bound the name before the check runs, so the
-check is two steps: ``name = _capture_(name)`` rebinds it to the admitted value or to an
-inert ``Refused`` marker, then ``_held_(name)`` raises the refusal. A check that raised at
-once left the name holding the value for a program that catches the refusal.
+In those three places the interpreter binds a name before any check can run. A ``with``
+target and a ``match`` capture are bound to a hidden name (``_bound_N``, which the program
+cannot spell) and then ``name = _capture_(_bound_N)`` binds the program's name to the
+admitted value or to an inert ``Refused`` marker, and ``_held_(name)`` raises the refusal:
+a check that fails in any way (a ``RecursionError`` near the stack's end, before the
+check could even start) leaves the program's name unbound. A decorated ``def``/``class``
+binds its own name, so there the check is ``name = _capture_(name)`` then ``_held_``. A
+check that raised at once left the name holding the value for a program that catches
+the refusal.
 
 The guards (``guards.guarded_enter`` …) apply the one value check, ``guards.admit``, and
 rebind each parameter to what it answers. Names starting with ``_`` cannot be spelled
@@ -149,6 +154,10 @@ class EntryGuardMixin(ast.NodeTransformer):
     """Mixed in before ``RestrictingNodeTransformer``: adds the entry checks after the
     policy has checked the function (so the generated names are never refused)."""
 
+    # A `with` target and a `match` capture are bound to a hidden name first (False: to
+    # the program's own name, then checked; kept for the tests that show why not).
+    hide_bound_names = True
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # statements the entry check must follow (the `__exit__` traceback blanking: the
@@ -246,7 +255,9 @@ class EntryGuardMixin(ast.NodeTransformer):
         checks: list[ast.stmt] = []
         for item in visited.items:  # one item, once split
             target = item.optional_vars
-            if isinstance(target, ast.Name):  # a tuple target is unpacked through `_getiter_`
+            if isinstance(target, ast.Name) and not self.hide_bound_names:
+                checks.extend(capture(target.id))
+            elif isinstance(target, ast.Name):  # a tuple target is unpacked through `_getiter_`
                 # `__enter__`'s value goes to a name the program cannot spell; the program's
                 # name is bound only to what the check answers (a check that fails in any
                 # way, a RecursionError near the stack's end included, leaves it unbound)

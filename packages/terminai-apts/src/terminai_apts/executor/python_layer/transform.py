@@ -125,11 +125,13 @@ def _captures(pattern: ast.pattern) -> list[str]:
     return names
 
 
-def _hide_captures(pattern: ast.pattern) -> dict[str, str]:
+def _hide_captures(pattern: ast.pattern, *, hide: bool = True) -> dict[str, str]:
     """Make the pattern bind each of :func:`_captures`' names to a hidden name (one the
-    program cannot spell) instead; the real name -> its hidden one."""
-    hidden = {name: f"_bound_{next(_COUNTER)}" for name in dict.fromkeys(_captures(pattern))}
-    if not hidden:
+    program cannot spell) instead; the real name -> its hidden one (``hide=False``: the
+    names themselves, as the policy once compiled them; the tests' old behaviour)."""
+    names = dict.fromkeys(_captures(pattern))
+    hidden = {name: f"_bound_{next(_COUNTER)}" if hide else name for name in names}
+    if not hide or not hidden:
         return hidden
     for node in ast.walk(pattern):
         if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name in hidden:
@@ -231,7 +233,7 @@ class SandboxTransformer(EntryGuardMixin, CallGuardMixin, RestrictingNodeTransfo
             case.pattern = self._pattern(case.pattern, checks)
             # what the pattern captured was taken apart in C (sequence items, mapping
             # values, `__match_args__` reads): each capture is admitted before the guard
-            checks[0:0] = _rebind(_hide_captures(case.pattern))
+            checks[0:0] = _rebind(_hide_captures(case.pattern, hide=self.hide_bound_names))
             if case.guard is not None:
                 checks.append(self.visit(case.guard))
             if checks:
