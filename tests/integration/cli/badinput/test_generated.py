@@ -38,10 +38,12 @@ Sampling (deterministic, so that the file stays near a minute on two cores):
   ``memory`` queries...) is one family; its classes are dealt to its commands in turn (class
   i to the i-th command of the sorted family, wrapping), so every class runs once per family;
   a parameter no other command shares is a family of one and gets every class;
-* the classes whose answer is the type's alone, whatever the parameter (:data:`TYPE_LEVEL`:
-  empty, ``-``, nan, inf, other digits, a fraction, an unknown choice; all exit 2), are
-  dealt the same way across the families of one role of one tool, sorted by label; the
-  classes whose answer depends on the parameter (its range, its file code) run per family.
+* the classes one check of the type answers alike, whatever the parameter
+  (:data:`TYPE_LEVEL`: empty, ``-``, nan, inf, other digits, a fraction, an unknown choice,
+  all exit 2; and a socket, a device or no permission, refused by the check that refuses a
+  FIFO), are dealt the same way across the families of one role of one tool, sorted by
+  label; the other classes (a FIFO, a dangling link, the wrong kind, the range) run per
+  family.
 """
 
 from __future__ import annotations
@@ -311,9 +313,11 @@ def _expected(param: Param, kind: str) -> int:
     return 2 if kind in MALFORMED else param.code
 
 
-# Classes whose outcome is the type's alone (exit 2 whatever the parameter): dealt across all
+# Classes whose outcome is the type's alone (exit 2 whatever the parameter), and the file
+# kinds one check of the type refuses alike (a socket or a device is "not a regular file",
+# as a FIFO is, which every family still gets; no permission is one stat): dealt across all
 # the parameters of one role of one tool rather than given to each family.
-TYPE_LEVEL = MALFORMED - {"negative", "huge"}
+TYPE_LEVEL = (MALFORMED - {"negative", "huge"}) | {"socket", "device", "unreadable"}
 
 
 def _rows() -> dict[str, tuple[Param, str]]:

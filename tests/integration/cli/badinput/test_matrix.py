@@ -1,7 +1,7 @@
 """Both command lines driven with bad and hostile inputs, as subprocesses of their console scripts.
 
 Every row is one command with one slot filled by one input class: a path that is missing,
-empty, binary, a directory, a FIFO, not UTF-8, corrupt JSON or a corrupt SQLite file; an
+empty, binary, a FIFO (fed by a writer), not UTF-8, corrupt JSON or a corrupt SQLite file; an
 output location that is missing its parent, a directory, read-only or full (a tiny tmpfs
 mounted in a private mount namespace, so nothing on the machine changes); a closed stdin;
 numbers that are nan, huge or negative; Ctrl-C or SIGTERM mid-way. The product of commands and
@@ -44,8 +44,10 @@ DIGEST = "sha256:" + "e" * 64
 PASSWORD = "bad-input-matrix"  # a throwaway key made for these tests
 TIME_BOUND = 20.0  # seconds; a row that takes longer hangs
 
-# Input classes a path slot is filled with (the files are made by _populate).
-INPUTS = ("missing", "empty", "binary", "directory", "fifo", "latin1", "corrupt.json", "corrupt.sqlite")
+# Input classes a path slot is filled with (the files are made by _populate). A directory
+# where a file is read, a socket, a device, a dangling link and no permission are each
+# argument type's, generated per argument in test_generated.py; these are the contents.
+INPUTS = ("missing", "empty", "binary", "fifo", "latin1", "corrupt.json", "corrupt.sqlite")
 # Output classes: where a command is told to write.
 OUTPUTS = ("no-parent", "directory", "read-only", "full")
 
