@@ -55,3 +55,16 @@ def assert_refused(proc: subprocess.CompletedProcess[str], code: int, *fragments
     for fragment in fragments:
         assert fragment in line, (fragment, line)
     return line
+
+
+# What a path is made into instead of the file a command reads.
+def make_directory(path: Path) -> None:
+    path.mkdir()
+
+
+def make_fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+def make_device(path: Path) -> None:
+    path.symlink_to("/dev/zero")

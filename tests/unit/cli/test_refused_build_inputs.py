@@ -27,7 +27,7 @@ import pytest
 from terminai_sandbox.assemble.spec import SCHEMA, load_spec
 from terminai_sandbox.errors import ConfigError
 
-from tests.unit.cli.refusals import REPO, SANDBOX, assert_refused, run
+from tests.unit.cli.refusals import REPO, SANDBOX, assert_refused, make_device, make_directory, make_fifo, run
 
 SPEC = REPO / "images" / "sandbox" / "image.toml"
 
@@ -247,18 +247,6 @@ def test_a_spec_that_is_not_a_file_is_refused_by_kind(checkout: Checkout) -> Non
 LOCKS = ("debian.lock", "requirements.lock", "requirements-build.lock", "layers.lock")
 
 
-def _directory(path: Path) -> None:
-    path.mkdir()
-
-
-def _fifo(path: Path) -> None:
-    os.mkfifo(path)
-
-
-def _device(path: Path) -> None:
-    path.symlink_to("/dev/zero")
-
-
 def _dangling(path: Path) -> None:
     path.symlink_to(path.parent / "gone")
 
@@ -279,9 +267,9 @@ def _latin1(path: Path) -> None:
 # A lock whose content is wrong is a lock mismatch (6, LockError); a file that is not a file,
 # or not text, is a refused input (3); layers.lock's content is a refused input too (3).
 KINDS: list[tuple[str, Callable[[Path], None], str, int, int]] = [
-    ("directory", _directory, "is a directory, not a file", 3, 3),
-    ("fifo", _fifo, "is a FIFO, not a file", 3, 3),
-    ("device", _device, "is a device, not a file", 3, 3),
+    ("directory", make_directory, "is a directory, not a file", 3, 3),
+    ("fifo", make_fifo, "is a FIFO, not a file", 3, 3),
+    ("device", make_device, "is a device, not a file", 3, 3),
     ("dangling link", _dangling, "is a symbolic link to a missing file", 3, 3),
     ("not UTF-8", _latin1, "is not UTF-8 text", 3, 3),
     ("empty", _empty, "", 6, 3),

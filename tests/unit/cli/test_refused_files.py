@@ -24,21 +24,9 @@ from terminai_sandbox._version import __version__
 from terminai_sandbox.errors import ReleaseError
 from terminai_sandbox.release.state import RECORDS, STATE_FILE, STEPS, ReleaseState
 
-from tests.unit.cli.refusals import APTS, SANDBOX, assert_refused, run
+from tests.unit.cli.refusals import APTS, SANDBOX, assert_refused, make_device, make_directory, make_fifo, run
 
 # -- settings ----------------------------------------------------------------------------------
-
-
-def _directory(path: Path) -> None:
-    path.mkdir()
-
-
-def _fifo(path: Path) -> None:
-    os.mkfifo(path)
-
-
-def _device(path: Path) -> None:
-    path.symlink_to("/dev/zero")
 
 
 def _text(body: bytes) -> Callable[[Path], None]:
@@ -49,9 +37,9 @@ def _text(body: bytes) -> Callable[[Path], None]:
 
 
 SETTINGS: list[tuple[str, Callable[[Path], None], str]] = [
-    ("directory", _directory, "cannot be read (Is a directory)"),
-    ("fifo", _fifo, "cannot be read (a FIFO, not a regular file)"),
-    ("device", _device, "cannot be read (a device, not a regular file)"),
+    ("directory", make_directory, "cannot be read (Is a directory)"),
+    ("fifo", make_fifo, "cannot be read (a FIFO, not a regular file)"),
+    ("device", make_device, "cannot be read (a device, not a regular file)"),
     ("garbage", _text(b"<html>not settings</html>"), "is not valid JSON"),
     ("not UTF-8", _text('{"tools": {"sandbox": "d\xf6cker"}}'.encode("latin-1")), "is not UTF-8 text"),
     ("an array", _text(b"[1, 2]"), "holds an array, not a JSON object"),

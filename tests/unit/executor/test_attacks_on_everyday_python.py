@@ -1499,32 +1499,42 @@ DECIMAL: list[Attack | Neutralised] = [
 ]
 
 
-@pytest.mark.parametrize("mode", ALL_MODES)
-def test_operators(mode: Mode) -> None:
-    """Operator methods a class body may define: every attack meets its refusal."""
-    run_attacks(OPERATORS, mode)
+# Each group of attacks, the modes it runs in, and (for the groups that import or use a
+# builtin strict mode does not offer) what strict mode answers instead.
+GROUPS: dict[str, tuple[list[Attack | Neutralised], tuple[Mode, ...], tuple[str, str] | None]] = {
+    "operator methods a class body may define": (OPERATORS, ALL_MODES, None),
+    "C and stdlib code calling operator methods": (STDLIB_OPERATORS, ALL_MODES, None),
+    "stdlib modules calling operator methods": (
+        STDLIB_OPERATORS_IMPORTING, IMPORT_MODES, ("L2-validate", "is not allowed in strict mode")
+    ),
+    "print's sep and end as str subclasses": (PRINT_SUBCLASSES, ALL_MODES, None),
+    "NamedTuple class syntax": (NAMED_TUPLES, IMPORT_MODES, ("L2-validate", "import of 'typing' is not allowed")),
+    "TypedDict class syntax": (TYPED_DICTS, IMPORT_MODES, ("L2-validate", "import of 'typing' is not allowed")),
+    "iterating an Enum class": (ENUMS, IMPORT_MODES, ("L2-validate", "import of 'enum' is not allowed")),
+    "bindable names, their stand-ins, class T(object)": (SHADOWABLE, ALL_MODES, None),
+    "the new builtins": (NEW_BUILTINS, ALL_MODES, None),
+    "the new builtins strict mode does not offer": (
+        NEW_BUILTINS_OUTSIDE_STRICT, IMPORT_MODES, ("NameError", "is not defined")
+    ),
+    "exception groups": (EXCEPTION_GROUPS, ALL_MODES, None),
+    "exception groups outside strict mode": (
+        EXCEPTION_GROUPS_OUTSIDE_STRICT, IMPORT_MODES, ("NameError", "is not defined")
+    ),
+    "decimal contexts": (DECIMAL, IMPORT_MODES, ("L2-validate", "import of 'decimal' is not allowed")),
+}  # fmt: skip
+CASES = [
+    (group, mode) for group, (_, modes, strict) in GROUPS.items() for mode in (*modes, *(["strict"] * bool(strict)))
+]
 
 
-@pytest.mark.parametrize("mode", ALL_MODES)
-def test_stdlib_operators(mode: Mode) -> None:
-    """C and stdlib code calling a program's operator methods: every attack meets its refusal."""
-    run_attacks(STDLIB_OPERATORS, mode)
-
-
-@pytest.mark.parametrize("mode", IMPORT_MODES)
-def test_stdlib_operators_importing(mode: Mode) -> None:
-    """C and stdlib code calling a program's operator methods: every attack meets its refusal."""
-    run_attacks(STDLIB_OPERATORS_IMPORTING, mode)
-
-
-def test_stdlib_operators_importing_in_strict_mode() -> None:
-    run_attacks(in_strict(STDLIB_OPERATORS_IMPORTING, "L2-validate", "is not allowed in strict mode"), "strict")
-
-
-@pytest.mark.parametrize("mode", ALL_MODES)
-def test_print_subclasses(mode: Mode) -> None:
-    """Print's sep and end as str subclasses: every attack meets its refusal."""
-    run_attacks(PRINT_SUBCLASSES, mode)
+@pytest.mark.parametrize(("group", "mode"), CASES, ids=[f"{g}-{m}" for g, m in CASES])
+def test_every_attack_meets_its_refusal(group: str, mode: Mode) -> None:
+    attacks, modes, strict = GROUPS[group]
+    if mode in modes:
+        run_attacks(attacks, mode)
+    else:  # strict mode refuses the import (or has no such builtin) before the attack runs
+        assert strict is not None
+        run_attacks(in_strict(attacks, *strict), "strict")
 
 
 @pytest.mark.parametrize("mode", ALL_MODES)
@@ -1541,84 +1551,6 @@ def test_str_subclasses_in_print_do_not_lift_the_output_cap(mode: Mode) -> None:
     assert result.success, result.error
     assert len(result.stdout.encode()) <= 4096
     assert result.output_truncated
-
-
-@pytest.mark.parametrize("mode", IMPORT_MODES)
-def test_named_tuples(mode: Mode) -> None:
-    """NamedTuple class syntax: every attack meets its refusal."""
-    run_attacks(NAMED_TUPLES, mode)
-
-
-def test_named_tuples_in_strict_mode() -> None:
-    run_attacks(in_strict(NAMED_TUPLES, "L2-validate", "import of 'typing' is not allowed in strict mode"), "strict")
-
-
-@pytest.mark.parametrize("mode", IMPORT_MODES)
-def test_typed_dicts(mode: Mode) -> None:
-    """TypedDict class syntax: every attack meets its refusal."""
-    run_attacks(TYPED_DICTS, mode)
-
-
-def test_typed_dicts_in_strict_mode() -> None:
-    run_attacks(in_strict(TYPED_DICTS, "L2-validate", "import of 'typing' is not allowed in strict mode"), "strict")
-
-
-@pytest.mark.parametrize("mode", IMPORT_MODES)
-def test_enums(mode: Mode) -> None:
-    """Iterating an Enum class: every attack meets its refusal."""
-    run_attacks(ENUMS, mode)
-
-
-def test_enums_in_strict_mode() -> None:
-    run_attacks(in_strict(ENUMS, "L2-validate", "import of 'enum' is not allowed in strict mode"), "strict")
-
-
-@pytest.mark.parametrize("mode", ALL_MODES)
-def test_shadowable(mode: Mode) -> None:
-    """The bindable names and their stand-ins, class T(object): every attack meets its refusal."""
-    run_attacks(SHADOWABLE, mode)
-
-
-@pytest.mark.parametrize("mode", ALL_MODES)
-def test_new_builtins(mode: Mode) -> None:
-    """The new builtins: id, bytes, format, NotImplemented, the OSError subclasses: every attack meets its refusal."""
-    run_attacks(NEW_BUILTINS, mode)
-
-
-@pytest.mark.parametrize("mode", IMPORT_MODES)
-def test_new_builtins_outside_strict(mode: Mode) -> None:
-    """The new builtins: id, bytes, format, NotImplemented, the OSError subclasses: every attack meets its refusal."""
-    run_attacks(NEW_BUILTINS_OUTSIDE_STRICT, mode)
-
-
-def test_new_builtins_outside_strict_in_strict_mode() -> None:
-    run_attacks(in_strict(NEW_BUILTINS_OUTSIDE_STRICT, "NameError", "is not defined"), "strict")
-
-
-@pytest.mark.parametrize("mode", ALL_MODES)
-def test_exception_groups(mode: Mode) -> None:
-    """Exception groups: every attack meets its refusal."""
-    run_attacks(EXCEPTION_GROUPS, mode)
-
-
-@pytest.mark.parametrize("mode", IMPORT_MODES)
-def test_exception_groups_outside_strict(mode: Mode) -> None:
-    """Exception groups: every attack meets its refusal."""
-    run_attacks(EXCEPTION_GROUPS_OUTSIDE_STRICT, mode)
-
-
-def test_exception_groups_outside_strict_in_strict_mode() -> None:
-    run_attacks(in_strict(EXCEPTION_GROUPS_OUTSIDE_STRICT, "NameError", "is not defined"), "strict")
-
-
-@pytest.mark.parametrize("mode", IMPORT_MODES)
-def test_decimal(mode: Mode) -> None:
-    """Decimal contexts: every attack meets its refusal."""
-    run_attacks(DECIMAL, mode)
-
-
-def test_decimal_in_strict_mode() -> None:
-    run_attacks(in_strict(DECIMAL, "L2-validate", "import of 'decimal' is not allowed in strict mode"), "strict")
 
 
 # -- rebinding the names the guards look for (super, and the bindable builtins) ---------
