@@ -88,3 +88,19 @@ def test_health_reports_an_unreadable_manifest(tmp_path: Path) -> None:
     bad.write_text("{not json")
     result = run("-m", "terminai_apts.health", "--manifest", str(bad))
     assert result.returncode == 2 and "manifest cannot be read" in result.stderr
+
+
+def test_a_bad_health_command_line_is_one_error_line_with_a_hint() -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "terminai_apts.health", "--bogus"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2 and done.stdout == ""
+    lines = done.stderr.splitlines()
+    assert lines == ["error: unrecognized arguments: --bogus", "  hint: see 'python -m terminai_apts.health --help'"]

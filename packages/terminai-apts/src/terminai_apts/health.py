@@ -22,7 +22,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = ["HealthReport", "check", "describe", "load_manifest", "main"]
 
@@ -166,8 +166,18 @@ def check(manifest: dict[str, Any] | None = None) -> HealthReport:
     )
 
 
+class _Parser(argparse.ArgumentParser):
+    """A bad command line is one ``error:`` line and a hint, exit 2 (this table's "cannot
+    read"), as every other failure; not argparse's usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {message}", file=sys.stderr)
+        print(f"  hint: see '{self.prog} --help'", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m terminai_apts.health", description=__doc__.split("\n\n")[0])
+    parser = _Parser(prog="python -m terminai_apts.health", description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", action="store_true", help="print the report as JSON on stdout")
     parser.add_argument("--manifest", type=Path, help="check against this manifest instead of the shipped one")
     args = parser.parse_args(argv)
