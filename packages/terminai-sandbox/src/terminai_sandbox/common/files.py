@@ -64,7 +64,8 @@ def read_regular(path: Path, *, limit: int = DEFAULT_LIMIT) -> bytes:
             chunks.append(block)
             size += len(block)
         if size > limit:
-            raise OSError(errno.EFBIG, f"larger than {limit >> 20} MiB, too large for this input", str(path))
+            shown = f"{limit >> 20} MiB" if limit >= 1 << 20 else f"{limit >> 10} KiB"
+            raise OSError(errno.EFBIG, f"larger than {shown}, too large for this input", str(path))
         return b"".join(chunks)
     finally:
         os.close(fd)

@@ -14,11 +14,9 @@ Standard library only: the launch kernel imports it on every session start.
 
 from __future__ import annotations
 
-import errno
-import os
-import stat
 from pathlib import Path
 
+from terminai_sandbox.common.files import read_regular
 from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.errors import ConfigError
 
@@ -48,21 +46,7 @@ def read_trust_file(path: Path) -> bytes:
     message applies: a FIFO would block the launch forever and ``/dev/zero`` would fill
     memory, where a plain ``read_bytes`` would try.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # O_NONBLOCK: opening a FIFO never waits
-    try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
-        if not stat.S_ISREG(mode):
-            raise OSError(errno.EINVAL, "not a regular file (a FIFO, device or socket)", str(path))
-        data = b""
-        while len(data) <= MAX_TRUST_FILE and (block := os.read(fd, MAX_TRUST_FILE + 1 - len(data))):
-            data += block
-        if len(data) > MAX_TRUST_FILE:
-            raise OSError(errno.EFBIG, f"larger than {MAX_TRUST_FILE >> 10} KiB: not a key or policy file", str(path))
-        return data
-    finally:
-        os.close(fd)
+    return read_regular(path, limit=MAX_TRUST_FILE)
 
 
 @frozen_record

@@ -27,10 +27,12 @@ claim the launcher's own ``dev.terminai.`` keys, a tmpfs has a size cap.
 
 from __future__ import annotations
 
+import errno
 import os
 import re
-import stat
+from pathlib import Path
 
+from terminai_sandbox.common.files import read_regular
 from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.errors import ConfigError
 from terminai_sandbox.launch import reserved_env, targets
@@ -471,17 +473,10 @@ def env_file_entries(path: str, *, knob: str, engine: str = "docker") -> list[st
     is refused: the engine might read what we could not.
     """
     try:
-        # O_NONBLOCK: a FIFO named as the file must not hang the launch before fstat refuses it.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-        try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise _refuse(f"{knob}: {path} is not a regular file", hint="name a file of NAME=VALUE lines")
-            with os.fdopen(os.dup(fd), "rb") as handle:
-                data = handle.read()
-        finally:
-            os.close(fd)
-        text = data.decode("utf-8")
+        text = read_regular(Path(path)).decode("utf-8")  # a FIFO is refused, never waited on
     except OSError as exc:
+        if exc.errno in (errno.EISDIR, errno.EINVAL):
+            raise _refuse(f"{knob}: {path} is not a regular file", hint="name a file of NAME=VALUE lines") from None
         raise _refuse(f"{knob}: cannot read {path}: {exc.strerror}", hint="name a readable env file") from None
     except UnicodeDecodeError:
         raise _refuse(f"{knob}: {path} is not UTF-8 text", hint="name a file of NAME=VALUE lines") from None

@@ -71,6 +71,8 @@ _PROTECTED_PREFIXES = (
 )
 _STARTUP_NAMES = ("sitecustomize.py", "usercustomize.py")
 _DIRECTIVE = re.compile(r"^\s*[A-Za-z][A-Za-z0-9_-]*\s*=")
+# Whitespace other than space, tab and the line ends (a no-break space, \v, \f...).
+_ODD_SPACE = re.compile(r"[^\S \t\r\n]")
 
 
 def project_dockerfile(project: Path) -> Path | None:
@@ -116,16 +118,15 @@ def check_dockerfile(text: str, dockerfile: Path, *, base_user: str) -> Dockerfi
 
     from dockerfile_parse import DockerfileParser  # noqa: PLC0415
 
-    for number, row in enumerate(text.split("\n"), start=1):  # not splitlines(): it splits on \v and \f
-        odd = next((c for c in row if c.isspace() and c not in " \t\r"), None)
-        if odd is not None:
-            # the builder splits words on every Unicode space, shlex on a few: one name each
-            raise _refuse(
-                dockerfile,
-                number,
-                f"the space character U+{ord(odd):04X} is refused",
-                "use plain spaces and tabs; builders split words on other spaces differently",
-            )
+    odd = _ODD_SPACE.search(text)
+    if odd is not None:
+        # the builder splits words on every Unicode space, shlex on a few: one name each
+        raise _refuse(
+            dockerfile,
+            text.count("\n", 0, odd.start()) + 1,
+            f"the space character U+{ord(odd.group()):04X} is refused",
+            "use plain spaces and tabs; builders split words on other spaces differently",
+        )
     if text.rstrip().endswith("\\"):
         raise _refuse(
             dockerfile,

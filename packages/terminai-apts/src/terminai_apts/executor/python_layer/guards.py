@@ -213,10 +213,13 @@ def _checked_items(iterator: Iterator[Any]) -> Iterator[Any]:
 
 def guarded_iter(obj: Any) -> Iterator[Any]:
     """``_getiter_``: for loops, comprehensions and unpacking see only admitted items."""
-    members = enum_members(obj)
-    if members is not None:  # `for color in Color`: an enum class's members
+    try:
+        iterator: Iterator[Any] = iter(obj)
+    except TypeError:
+        members = enum_members(obj)  # `for color in Color`: an enum class (iterable by a metaclass in CPython)
+        if members is None:
+            raise
         return _checked_items(iter(members))
-    iterator: Iterator[Any] = iter(obj)
     kind = type(obj)
     if kind in _PLAIN_ITEMS:
         return iterator

@@ -338,12 +338,13 @@ def _named_tuple_class(body: type) -> type:
     CPython's ``typing`` makes, with the body's methods set on it."""
     namespace = dict(body.__dict__)
     fields = list(namespace.get("__annotations__", {}))
-    defaults = [name for name in fields if name in namespace]
+    defaults: list[str] = []
     for name in fields:
-        if name not in namespace and defaults and fields.index(defaults[0]) < fields.index(name):
-            given = [d for d in defaults if fields.index(d) < fields.index(name)]
-            plural = "s" if len(given) > 1 else ""
-            listed = ", ".join(given)
+        if name in namespace:
+            defaults.append(name)
+        elif defaults:
+            plural = "s" if len(defaults) > 1 else ""
+            listed = ", ".join(defaults)
             raise TypeError(f"Non-default namedtuple field {name} cannot follow default field{plural} {listed}")
     cls = sandbox_namedtuple(body.__name__, fields, defaults=[namespace[name] for name in defaults] or None)
     cls.__qualname__ = body.__qualname__
