@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
-from terminai_apts.errors import AptsError, MemoryQueryError
+from terminai_apts.errors import AptsError, MemoryQueryError, ReadOnlyViolation
 from terminai_apts.memory import ThermalMemory, store
+from terminai_apts.memory.shard import Shard
 from terminai_apts.memory.tiers import LIVE_INDEX
 
 from tests.unit.memory.conftest import make_records
@@ -158,3 +160,19 @@ def test_the_valid_neighbours_still_work(memory: Any) -> None:
     assert memory.record(2**63 - 1) is None and memory.record(-1) is None and memory.record("5") is None
     with pytest.raises(LookupError):
         memory.require(2**63 - 1)
+
+
+@pytest.mark.parametrize(
+    "statement",
+    ["DELETE FROM memories", "INSERT INTO meta VALUES ('k', 'v')", "PRAGMA query_only=0", "ATTACH ':memory:' AS x"],
+)
+def test_a_statement_that_writes_is_a_read_only_violation(index: Path, statement: str) -> None:
+    """The shard's authorizer refuses it, and that refusal is the documented exit 25, not a crash."""
+    shard = Shard(index)
+    try:
+        with pytest.raises(ReadOnlyViolation, match="a statement that writes was refused") as caught:
+            shard.rows(statement)
+        assert caught.value.exit_code == 25 and caught.value.hint
+        assert shard.rows("SELECT count(*) FROM memories")[0][0] == 5  # still answering, nothing written
+    finally:
+        shard.close()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from terminai_apts.boundary import what_is
-from terminai_apts.errors import MemoryQueryError, MemoryStoreError
+from terminai_apts.errors import MemoryQueryError, MemoryStoreError, ReadOnlyViolation
 from terminai_apts.memory import pinned, planner
 from terminai_apts.memory import query as q
 from terminai_apts.memory.records import Memory, Provenance, split_tags
@@ -170,10 +170,18 @@ class Shard:
     def rows(self, sql: str, params: Sequence[object] = ()) -> list[Any]:
         try:
             return self._conn.execute(sql, tuple(params)).fetchall()
-        except sqlite3.OperationalError as exc:
-            if "interrupted" in str(exc):
+        except sqlite3.DatabaseError as exc:
+            text = str(exc)
+            if "not authorized" in text or "readonly" in text:
+                # The authorizer refuses every statement that is not a read.
+                raise ReadOnlyViolation(
+                    f"memory index {self.name or 'live'}: a statement that writes was refused"
+                ) from None
+            if not isinstance(exc, sqlite3.OperationalError):
+                raise  # the seed's own answers (a datatype mismatch) are mapped by the caller
+            if "interrupted" in text:
                 raise TimeUp from None
-            if "fts5" in str(exc) or "syntax error" in str(exc) or "no such column" in str(exc):
+            if "fts5" in text or "syntax error" in text or "no such column" in text:
                 raise MemoryQueryError(
                     f"bad full-text query: {exc}", hint="drop raw=True to have the text quoted"
                 ) from None
