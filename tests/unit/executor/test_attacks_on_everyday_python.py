@@ -1699,13 +1699,16 @@ deeper()
 CAPTURE_ROUTES: dict[str, str] = {
     "with target": "        with leak_cm as x:\n            pass",
     "match capture": "        match leak:\n            case [x]:\n                pass",
+    "decorated def": "        @leak_deco\n        def x():\n            pass",
+    "decorated class": "        @leak_deco\n        class x:\n            pass",
 }
 
 
 def _run_planted(code: str, leaked: object, mode: Mode) -> dict[str, Any]:
     """The program's scope after it ran (``leak``: a list holding ``leaked``; ``leak_cm``:
     a host context manager whose ``__enter__`` returns it)."""
-    scope = dict(reachability.sandbox_globals(mode, {"leak": [leaked], "leak_cm": _HostContext(leaked)}))
+    planted = {"leak": [leaked], "leak_cm": _HostContext(leaked), "leak_deco": lambda _defined: leaked}
+    scope = dict(reachability.sandbox_globals(mode, planted))
     exec(compile_restricted(code, filename="<sandbox>", mode="exec", policy=SandboxTransformer), scope)
     return scope
 
@@ -1727,7 +1730,9 @@ def test_escape_recursion_error_in_the_capture_check_keeps_the_raw_value(route: 
     and then ``x = _capture_(_bound_N)`` followed by ``del _bound_N`` in a ``finally``, so
     a failure of any kind in the check leaves ``x`` unbound (or as it was); failing that,
     have ``_capture_`` catch ``BaseException`` (not only ``SandboxViolation``), though that
-    alone cannot help when the call to ``_capture_`` itself cannot be made."""
+    alone cannot help when the call to ``_capture_`` itself cannot be made. A decorated
+    ``def``/``class`` (the interpreter binds the decorator's result to the name the program
+    spelled) had the same hole; there a failed check now deletes the name again."""
     leaked = FORBIDDEN[kind]
     scope = _run_planted(_DEEP.format(statement=CAPTURE_ROUTES[route]), leaked, mode)
     held = [x for x in scope["got"] if x is leaked]

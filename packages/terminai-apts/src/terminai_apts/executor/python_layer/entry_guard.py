@@ -29,9 +29,10 @@ cannot spell) and then ``name = _capture_(_bound_N)`` binds the program's name t
 admitted value or to an inert ``Refused`` marker, and ``_held_(name)`` raises the refusal:
 a check that fails in any way (a ``RecursionError`` near the stack's end, before the
 check could even start) leaves the program's name unbound. A decorated ``def``/``class``
-binds its own name, so there the check is ``name = _capture_(name)`` then ``_held_``. A
-check that raised at once left the name holding the value for a program that catches
-the refusal.
+binds its own name, so there the check is ``name = _capture_(name)`` then ``_held_``, and
+a check that fails in any way deletes the name again (a bare ``except`` whose body is
+``del name; raise``: bytecode only, nothing in it can fail). A check that raised at once
+left the name holding the value for a program that catches the refusal.
 
 The guards (``guards.guarded_enter`` …) apply the one value check, ``guards.admit``, and
 rebind each parameter to what it answers. Names starting with ``_`` cannot be spelled
@@ -65,6 +66,10 @@ def _load(name: str) -> ast.Name:
 
 def _store(name: str) -> ast.Name:
     return ast.Name(id=name, ctx=ast.Store())
+
+
+def _delete(name: str) -> ast.Name:
+    return ast.Name(id=name, ctx=ast.Del())
 
 
 def _call(func: str, *args: ast.expr) -> ast.Call:
@@ -154,8 +159,9 @@ class EntryGuardMixin(ast.NodeTransformer):
     """Mixed in before ``RestrictingNodeTransformer``: adds the entry checks after the
     policy has checked the function (so the generated names are never refused)."""
 
-    # A `with` target and a `match` capture are bound to a hidden name first (False: to
-    # the program's own name, then checked; kept for the tests that show why not).
+    # A `with` target and a `match` capture are bound to a hidden name first, and a failed
+    # check of a decorated definition unbinds its name (False: the program's own name is
+    # bound, then checked; kept for the tests that show why not).
     hide_bound_names = True
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -187,7 +193,16 @@ class EntryGuardMixin(ast.NodeTransformer):
         (:func:`capture`)."""
         if not node.decorator_list:
             return node
-        checks = capture(node.name, call=True)
+        rebind, hold = capture(node.name, call=True)
+        checks: list[ast.stmt] = [rebind, hold]
+        if self.hide_bound_names:
+            # The interpreter bound the decorator's result before any check: if the check's own
+            # call fails (a RecursionError at the stack's end), the name is unbound again. Only
+            # bytecode runs in the handler (no call, no name lookup), so it cannot fail itself.
+            unbind = ast.ExceptHandler(
+                type=None, name=None, body=[ast.Delete(targets=[_delete(node.name)]), ast.Raise(exc=None, cause=None)]
+            )
+            checks[0] = ast.Try(body=[rebind], handlers=[unbind], orelse=[], finalbody=[])
         for check in checks:
             ast.fix_missing_locations(ast.copy_location(check, node))
         return [node, *checks]
