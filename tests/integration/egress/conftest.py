@@ -82,6 +82,10 @@ class Lab:
             "curl", "-sS", "--max-time", "20", "--cacert", str(self.ca), "-x", f"http://127.0.0.1:{PROXY_PORT}", *argv
         )
 
+    def origin_log(self) -> str:
+        path = self.root / "origin.log"
+        return path.read_text() if path.exists() else ""
+
     def records(self) -> list[dict[str, object]]:
         return [json.loads(line) for line in self.ledger.read_text().splitlines() if line]
 
@@ -125,16 +129,20 @@ def _wait_line(process: subprocess.Popen[str], prefix: str) -> str:
     return line
 
 
-def start_proxy(lab: Lab, *extra: str) -> subprocess.Popen[str]:
+def start_proxy(
+    lab: Lab, *, policy: Path | None = None, socket: Path | None = None, port: int = PROXY_PORT
+) -> subprocess.Popen[str]:
+    """The proxy process in the lab's namespace, once it printed that it listens."""
+    socket = socket or lab.socket
     argv = [
         "ip", "netns", "exec", lab.netns, sys.executable, "-m", "terminai_sandbox.egress", "serve",
-        "--policy-json", str(lab.policy_json), "--socket", str(lab.socket), "--ledger", str(lab.ledger),
-        "--hosts-file", str(lab.hosts), "--tcp-port", str(PROXY_PORT), "--socket-mode", "666", *extra,
+        "--policy-json", str(policy or lab.policy_json), "--socket", str(socket), "--ledger", str(lab.ledger),
+        "--hosts-file", str(lab.hosts), "--tcp-port", str(port), "--socket-mode", "666",
     ]  # fmt: skip
     process = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    assert _wait_line(process, "listening ").strip() == f"listening {lab.socket}"
+    assert _wait_line(process, "listening ").strip() == f"listening {socket}"
     _wait_line(process, "listening tcp ")
     return process
 
@@ -162,6 +170,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
             "key": str(root / "server.key"),
             "redirect": "https://denied.test/after-redirect",
             "wheel": str(_wheel(root)),
+            "log": str(root / "origin.log"),
         }  # fmt: skip
         (root / "origin.json").write_text(json.dumps(config))
         lab.origin = subprocess.Popen(

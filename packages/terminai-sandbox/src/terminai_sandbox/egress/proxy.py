@@ -55,6 +55,7 @@ _REASONS = {
     411: "Length Required",
     414: "URI Too Long",
     429: "Too Many Requests",
+    500: "Internal Server Error",
     431: "Request Header Fields Too Large",
     502: "Bad Gateway",
     503: "Service Unavailable",
@@ -240,6 +241,12 @@ class EgressProxy:
             attempt.reason = attempt.reason if attempt.status else "the proxy stopped"
         except _Stop:
             pass
+        except Exception as exc:  # one connection's bug must not end the proxy; it is recorded
+            attempt.allowed, attempt.reason = False, f"internal error: {type(exc).__name__}: {exc}"
+            if attempt.status == 0:
+                attempt.status = 500
+                with contextlib.suppress(OSError):
+                    writer.write(_response(500, "internal error"))
         except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
             if attempt.allowed:
                 attempt.reason = f"{attempt.reason}; ended: {type(exc).__name__}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import os
 import signal
@@ -44,6 +45,27 @@ def load_policy(path: Path) -> NetworkPolicy:
     if policy.mode != "allow":
         raise ConfigError(f"{path}: the proxy serves mode 'allow', not {policy.mode!r}", hint="start it only for allow")
     return policy
+
+
+# Modules the proxy would otherwise import on first use, after it dropped to a uid that may
+# not read the Python installation (a virtual environment under /root, ~/.local): load
+# them while it still can. A connection that needed one would fail where it should refuse.
+_LATE_IMPORTS = (
+    "encodings.idna",
+    "encodings.punycode",
+    "stringprep",
+    "unicodedata",
+    "concurrent.futures.thread",
+    "logging",
+    "traceback",
+    "linecache",
+    "tokenize",
+)
+
+
+def _preload() -> None:
+    for name in _LATE_IMPORTS:
+        importlib.import_module(name)
 
 
 def serve(options: ServeOptions) -> int:
@@ -102,6 +124,7 @@ async def _serve(
         lines.append(f"listening tcp 127.0.0.1:{await proxy.listen_tcp(options.tcp_port)}")
     if os.geteuid() == 0 and user is not None:
         os.chown(socket_path, *user)  # the socket file is the dropped user's, like the process
+    _preload()
     confine(max_connections=policy.limits.max_connections, user=user)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
