@@ -80,7 +80,8 @@ def _corpus() -> list[tuple[str, bytes, int]]:
         ("bad length", b"GET http://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: -1\r\n\r\n", 400),
         (
             "two lengths",
-            b"GET http://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+            b"GET http://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n"
+            b"Content-Length: 1\r\nContent-Length: 2\r\n\r\n",
             400,
         ),
         (

@@ -241,15 +241,15 @@ class EgressProxy:
             attempt.reason = attempt.reason if attempt.status else "the proxy stopped"
         except _Stop:
             pass
+        except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
+            if attempt.allowed:
+                attempt.reason = f"{attempt.reason}; ended: {type(exc).__name__}"
         except Exception as exc:  # one connection's bug must not end the proxy; it is recorded
             attempt.allowed, attempt.reason = False, f"internal error: {type(exc).__name__}: {exc}"
             if attempt.status == 0:
                 attempt.status = 500
                 with contextlib.suppress(OSError):
                     writer.write(_response(500, "internal error"))
-        except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
-            if attempt.allowed:
-                attempt.reason = f"{attempt.reason}; ended: {type(exc).__name__}"
         finally:
             self.active -= 1
             for stream in (writer, upstream):

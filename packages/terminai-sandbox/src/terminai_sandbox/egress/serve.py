@@ -85,12 +85,19 @@ def serve(options: ServeOptions) -> int:
         raise ConfigError(f"--socket-mode {options.socket_mode:o} is not a permission", hint="e.g. --socket-mode 660")
     if options.tcp_port is not None and not 0 <= options.tcp_port <= 65535:
         raise ConfigError(f"--tcp-port {options.tcp_port} is outside 0-65535", hint="0 picks a free port")
+    try:
+        # Held open so the socket can be removed after the drop to an unprivileged uid, which
+        # may not traverse the path's ancestors (unlinkat needs write access to this directory only).
+        directory = os.open(socket_path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConfigError(f"--socket {socket_path}: {exc.strerror}", hint="create its directory first") from None
     writer = LedgerWriter(LedgerFile(Path(options.ledger)))
     try:
         asyncio.run(_serve(policy, resolver, writer, socket_path, options, user))
     finally:
         with contextlib.suppress(FileNotFoundError, PermissionError):
-            socket_path.unlink()
+            os.unlink(socket_path.name, dir_fd=directory)
+        os.close(directory)
         writer.close()
     if writer.failure is not None:
         raise AuditError(f"the proxy stopped: writing {options.ledger} failed: {writer.failure}")
