@@ -7,7 +7,11 @@ the proxy, and every attempt is looked up in the ledger.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pwd
+import re
 import socket
 import ssl
 import time
@@ -276,3 +280,25 @@ def _settled(lab: Lab) -> int:
         now = len(lab.records())
         count, still = now, (still + 1 if now == count else 0)
     return count
+
+
+def test_the_proxy_process_is_confined(lab: Lab) -> None:
+    assert lab.proxy is not None
+    proc = Path(f"/proc/{lab.proxy.pid}")
+    status = dict(line.split(":", 1) for line in (proc / "status").read_text().splitlines())
+    nobody = pwd.getpwnam("nobody")
+    assert status["Uid"].split() == [str(nobody.pw_uid)] * 4
+    assert status["Gid"].split() == [str(nobody.pw_gid)] * 4
+    assert status["Groups"].strip() == ""
+    assert status["NoNewPrivs"].strip() == "1"
+    assert int(status["CapEff"], 16) == 0 and int(status["CapPrm"], 16) == 0
+    limits = (proc / "limits").read_text()
+    assert re.search(r"Max core file size\s+0\s+0", limits), limits
+    files = []
+    for fd in (proc / "fd").iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            target = os.readlink(fd)
+            if target.startswith("/") and not target.startswith("/dev/"):
+                files.append(target)
+    # the ledger and the socket's directory; never the policy, the hosts file or anything inherited
+    assert sorted(files) == sorted([str(lab.ledger), str(lab.socket.parent)]), files

@@ -183,6 +183,7 @@ class EgressProxy:
         self.sni_check = sni_check
         self.active = 0
         self.bytes_used = 0
+        self.spent = False  # a relay hit the byte budget: nothing more goes out this session
         self._servers: list[asyncio.AbstractServer] = []
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -265,7 +266,7 @@ class EgressProxy:
         verdict = self.policy.decide(request.host, request.port)
         if not verdict.allowed:
             raise _Refused(403, verdict.reason)
-        if self.bytes_used >= self.policy.limits.max_bytes:
+        if self.spent or self.bytes_used >= self.policy.limits.max_bytes:
             raise _Refused(503, f"the session's {self.policy.limits.max_bytes} bytes of egress are spent")
         addresses = await self._addresses(request, verdict, attempt)
         upstream_reader, upstream = await self._connect(addresses, request.port, attempt)
@@ -382,6 +383,7 @@ class EgressProxy:
 
     def _spend(self, count: int, attempt: _Attempt, *, up: bool) -> None:
         if self.bytes_used + count > self.policy.limits.max_bytes:
+            self.spent = True
             attempt.reason = f"{attempt.reason}; stopped: the session's egress bytes are spent"
             raise _Stop
         self.bytes_used += count
