@@ -62,7 +62,7 @@ _REASONS = {
     504: "Gateway Timeout",
     505: "HTTP Version Not Supported",
 }
-_CHUNK = 65536
+_CHUNK = 262144
 
 
 @frozen_record
