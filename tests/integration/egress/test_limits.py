@@ -87,6 +87,12 @@ def test_slowloris_and_a_flood_stay_within_the_limits(lab: Lab) -> None:
         for start in range(0, FLOOD, 50):
             flood += await asyncio.gather(*(_status_of(path, good) for _ in range(min(50, FLOOD - start))))
         after = _rss_kib(proxy.pid)
+        # curl over TCP gets the 429 too (the proxy reads what it was sent before closing)
+        curl = await asyncio.to_thread(
+            lab.inside, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-x", "http://127.0.0.1:3129",
+            "http://allowed.test/",
+        )  # fmt: skip
+        assert curl.stdout == "429", curl
         started = time.monotonic()
         dripped = await asyncio.gather(*drips)
         cut_after = time.monotonic() - started

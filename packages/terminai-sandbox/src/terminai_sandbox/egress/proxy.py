@@ -63,6 +63,7 @@ _REASONS = {
     505: "HTTP Version Not Supported",
 }
 _CHUNK = 262144
+_LINGER_SECONDS = 0.5
 
 
 @frozen_record
@@ -235,9 +236,10 @@ class EgressProxy:
             upstream = await self._handle(reader, writer, attempt)
         except _Refused as refused:
             attempt.refuse(refused.status, refused.reason)
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, TimeoutError):
                 writer.write(_response(refused.status, refused.reason))
                 await asyncio.wait_for(writer.drain(), 5)
+                await self._linger(reader, writer)
         except asyncio.CancelledError:
             attempt.reason = attempt.reason if attempt.status else "the proxy stopped"
         except _Stop:
@@ -257,6 +259,25 @@ class EgressProxy:
                 if stream is not None:
                     stream.close()
             self.record(attempt.sealed())
+
+    async def _linger(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Half-close, then read what the client still sends, briefly and boundedly.
+
+        Closing a TCP socket with unread bytes sends a reset, and a reset can make the
+        client drop the answer it already received (a 429 sent before reading the request).
+        """
+        if writer.can_write_eof():
+            writer.write_eof()
+        deadline = time.monotonic() + _LINGER_SECONDS
+        budget = 2 * self.wire.max_head_bytes
+        while budget > 0 and (left := deadline - time.monotonic()) > 0:
+            try:
+                data = await asyncio.wait_for(reader.read(budget), left)
+            except (TimeoutError, asyncio.LimitOverrunError):
+                return
+            if not data:
+                return
+            budget -= len(data)
 
     async def _handle(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, attempt: _Attempt
@@ -377,21 +398,24 @@ class EgressProxy:
         return data
 
     async def _send(self, stream: asyncio.StreamWriter, data: bytes, attempt: _Attempt, *, up: bool) -> None:
-        self._spend(len(data), attempt, up=up)
-        stream.write(data)
-        await stream.drain()
-
-    def _spend(self, count: int, attempt: _Attempt, *, up: bool) -> None:
-        if self.bytes_used + count > self.policy.limits.max_bytes:
+        """Relay ``data``, or as much of it as the session's byte budget still allows, then stop."""
+        room = self.policy.limits.max_bytes - self.bytes_used
+        over = len(data) > room
+        if over:
             self.spent = True
-            attempt.reason = f"{attempt.reason}; stopped: the session's egress bytes are spent"
-            raise _Stop
-        self.bytes_used += count
+            data = data[: max(room, 0)]
+        self.bytes_used += len(data)
         attempt.last = time.monotonic()
         if up:
-            attempt.bytes_up += count
+            attempt.bytes_up += len(data)
         else:
-            attempt.bytes_down += count
+            attempt.bytes_down += len(data)
+        if data:
+            stream.write(data)
+            await stream.drain()
+        if over:
+            attempt.reason = f"{attempt.reason}; stopped: the session's egress bytes are spent"
+            raise _Stop
 
     async def _pipe(
         self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, attempt: _Attempt, *, up: bool, limit: int | None
