@@ -75,40 +75,45 @@ def test_slowloris_and_a_flood_stay_within_the_limits(lab: Lab) -> None:
     policy_path.write_text(json.dumps(policy.to_json()))
     socket_path = lab.root / "sock" / "flood.sock"
     proxy = start_proxy(lab, policy=policy_path, socket=socket_path, port=3129)
-    path = str(socket_path)
-    good = b"GET http://allowed.test/good HTTP/1.1\r\nHost: allowed.test\r\n\r\n"
+    try:
+        path = str(socket_path)
+        good = b"GET http://allowed.test/good HTTP/1.1\r\nHost: allowed.test\r\n\r\n"
 
-    async def scenario() -> tuple[list[int], list[int], int, int, float]:
-        stop = asyncio.Event()
-        drips = [asyncio.create_task(_drip(path, stop)) for _ in range(HOLD)]
-        await asyncio.sleep(1.0)  # all eight are inside their request heads
-        before = _rss_kib(proxy.pid)
-        flood: list[int] = []
-        for start in range(0, FLOOD, 50):
-            flood += await asyncio.gather(*(_status_of(path, good) for _ in range(min(50, FLOOD - start))))
-        after = _rss_kib(proxy.pid)
-        # curl over TCP gets the 429 too (the proxy reads what it was sent before closing)
-        curl = await asyncio.to_thread(
-            lab.inside, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-x", "http://127.0.0.1:3129",
-            "http://allowed.test/",
-        )  # fmt: skip
-        assert curl.stdout == "429", curl
-        started = time.monotonic()
-        dripped = await asyncio.gather(*drips)
-        cut_after = time.monotonic() - started
-        stop.set()
-        return flood, dripped, before, after, cut_after
+        async def scenario() -> tuple[list[int], list[int], int, int, float]:
+            stop = asyncio.Event()
+            drips = [asyncio.create_task(_drip(path, stop)) for _ in range(HOLD)]
+            await asyncio.sleep(1.0)  # all eight are inside their request heads
+            before = _rss_kib(proxy.pid)
+            flood: list[int] = []
+            for start in range(0, FLOOD, 50):
+                flood += await asyncio.gather(*(_status_of(path, good) for _ in range(min(50, FLOOD - start))))
+            after = _rss_kib(proxy.pid)
+            # curl over TCP gets the 429 too (the proxy reads what it was sent before closing)
+            curl = await asyncio.to_thread(
+                lab.inside, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "-x", "http://127.0.0.1:3129",
+                "http://allowed.test/",
+            )  # fmt: skip
+            assert curl.stdout == "429", curl
+            started = time.monotonic()
+            dripped = await asyncio.gather(*drips)
+            cut_after = time.monotonic() - started
+            stop.set()
+            return flood, dripped, before, after, cut_after
 
-    flood, dripped, before, after, _cut_after = asyncio.run(scenario())
-    assert flood == [429] * FLOOD
-    assert dripped == [408] * HOLD
-    assert after - before < 16 * 1024, f"the proxy grew {after - before} KiB under the flood"
-    assert asyncio.run(_status_of(path, good)) == 200
+        flood, dripped, before, after, _cut_after = asyncio.run(scenario())
+        assert flood == [429] * FLOOD
+        assert dripped == [408] * HOLD
+        assert after - before < 16 * 1024, f"the proxy grew {after - before} KiB under the flood"
+        assert asyncio.run(_status_of(path, good)) == 200
 
-    proxy.send_signal(signal.SIGTERM)
-    _, err = proxy.communicate(timeout=20)
-    assert proxy.returncode == 0, err
-    assert not socket_path.exists()
+        proxy.send_signal(signal.SIGTERM)
+        _, err = proxy.communicate(timeout=20)
+        assert proxy.returncode == 0, err
+        assert not socket_path.exists()
+    finally:
+        if proxy.poll() is None:  # a failed assertion above must not leave the proxy running
+            proxy.kill()
+            proxy.communicate()
     _settled(lab)
     records = lab.records()
     assert sum(1 for r in records if r["status"] == 429) >= FLOOD
