@@ -14,13 +14,14 @@ import pwd
 import re
 import socket
 import ssl
+import sys
 import time
 from pathlib import Path
 
 import pytest
 from terminai_sandbox.launch import audit
 
-from tests.integration.egress.conftest import ALLOWED, DENIED, METADATA, PRIVATE, PROXY_PORT, Lab
+from tests.integration.egress.conftest import ALLOWED, DENIED, METADATA, PRIVATE, PROXY_PORT, SIX, ULA, Lab
 
 
 def _ask(lab: Lab, raw: bytes, *, read_all: bool = True) -> bytes:
@@ -302,3 +303,21 @@ def test_the_proxy_process_is_confined(lab: Lab) -> None:
                 files.append(target)
     # the ledger and the socket's directory; never the policy, the hosts file or anything inherited
     assert sorted(files) == sorted([str(lab.ledger), str(lab.socket.parent)]), files
+
+
+def test_a_rebinding_resolver_gets_one_lookup_per_connection_and_the_private_answer_nowhere(lab: Lab) -> None:
+    done = lab.inside(sys.executable, str(Path(__file__).parent / "rebinding.py"), ALLOWED, PRIVATE, "6")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    # every other lookup answers the private address: those connections are refused, and no
+    # connection that passed the check on the public answer ever reached the private origin
+    assert result["lookups"] == 6
+    assert result["reached"] == [f"origin {ALLOWED}:80 /r", "HTTP/1.1 403"] * 3
+    assert f"{PRIVATE}:80 GET /r" not in lab.origin_log()
+
+
+def test_ipv6_a_global_address_is_reached_and_a_unique_local_one_refused(lab: Lab) -> None:
+    assert lab.curl("http://six.test/v6").stdout == f"origin {SIX}:80 /v6"
+    assert _last(lab, "six.test", 80)["address"] == SIX
+    record = _refused_by_proxy(lab, "http://ula.test/", [f"http://[{ULA}]/"])
+    assert record["addresses"] == [ULA] and "unique local" in str(record["reason"])
