@@ -321,3 +321,21 @@ def test_ipv6_a_global_address_is_reached_and_a_unique_local_one_refused(lab: La
     assert _last(lab, "six.test", 80)["address"] == SIX
     record = _refused_by_proxy(lab, "http://ula.test/", [f"http://[{ULA}]/"])
     assert record["addresses"] == [ULA] and "unique local" in str(record["reason"])
+
+
+def test_cut_tunnels_leave_no_descriptor_behind(lab: Lab) -> None:
+    assert lab.proxy is not None
+    fds = Path(f"/proc/{lab.proxy.pid}/fd")
+    _settled(lab)
+    before = len(list(fds.iterdir()))
+    context = ssl.create_default_context(cafile=str(lab.ca))
+    for _ in range(10):
+        with socket.socket(socket.AF_UNIX) as raw:
+            raw.settimeout(20)
+            raw.connect(str(lab.socket))
+            raw.sendall(b"CONNECT allowed.test:443 HTTP/1.1\r\n\r\n")
+            assert raw.recv(4096).startswith(b"HTTP/1.1 200")
+            with pytest.raises((ssl.SSLError, OSError)):
+                context.wrap_socket(raw, server_hostname="denied.test").recv(1)
+    _settled(lab)
+    assert len(list(fds.iterdir())) <= before

@@ -229,11 +229,10 @@ class EgressProxy:
         attempt = _Attempt()
         over = self.active >= self.policy.limits.max_connections
         self.active += 1
-        upstream: asyncio.StreamWriter | None = None
         try:
             if over:
                 raise _Refused(429, f"more than {self.policy.limits.max_connections} connections at once")
-            upstream = await self._handle(reader, writer, attempt)
+            await self._handle(reader, writer, attempt)
         except _Refused as refused:
             attempt.refuse(refused.status, refused.reason)
             with contextlib.suppress(OSError, TimeoutError):
@@ -255,9 +254,7 @@ class EgressProxy:
                     writer.write(_response(500, "internal error"))
         finally:
             self.active -= 1
-            for stream in (writer, upstream):
-                if stream is not None:
-                    stream.close()
+            writer.close()
             self.record(attempt.sealed())
 
     async def _linger(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
@@ -279,9 +276,7 @@ class EgressProxy:
                 return
             budget -= len(data)
 
-    async def _handle(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, attempt: _Attempt
-    ) -> asyncio.StreamWriter | None:
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, attempt: _Attempt) -> None:
         request = await self._read_request(reader, attempt)
         attempt.method, attempt.host, attempt.port = request.method, request.host, request.port
         verdict = self.policy.decide(request.host, request.port)
@@ -291,7 +286,21 @@ class EgressProxy:
             raise _Refused(503, f"the session's {self.policy.limits.max_bytes} bytes of egress are spent")
         addresses = await self._addresses(request, verdict, attempt)
         upstream_reader, upstream = await self._connect(addresses, request.port, attempt)
-        attempt.allowed, attempt.reason = True, verdict.reason
+        try:
+            attempt.allowed, attempt.reason = True, verdict.reason
+            await self._exchange(request, reader, writer, upstream_reader, upstream, attempt)
+        finally:
+            upstream.close()  # on every path: a refused ClientHello or a spent budget included
+
+    async def _exchange(
+        self,
+        request: Request,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        upstream_reader: asyncio.StreamReader,
+        upstream: asyncio.StreamWriter,
+        attempt: _Attempt,
+    ) -> None:
         if request.is_connect:
             writer.write(_response_established())
             await writer.drain()
@@ -303,7 +312,6 @@ class EgressProxy:
         else:
             await self._send(upstream, request.forward_head(), attempt, up=True)
             await self._relay(reader, writer, upstream_reader, upstream, attempt, body=request.content_length)
-        return upstream
 
     async def _read_request(self, reader: asyncio.StreamReader, attempt: _Attempt) -> Request:
         try:
