@@ -465,6 +465,22 @@ def test_a_second_request_on_a_kept_alive_connection_is_never_forwarded(lab: Lab
     assert record.bytes_up == len(lab.http.connections[0])
 
 
+def test_an_upgrade_cannot_turn_a_plain_request_into_a_raw_tunnel(lab: Lab) -> None:
+    # h2c smuggling: ask the origin to switch protocols, then speak HTTP/2 (or anything) to it
+    # past the proxy's checks; and credentials meant for the proxy must not reach the origin
+    port = lab.http.port
+    head = (
+        f"GET http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        "Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQAoAAAAAIAAAAA\r\nConnection: Upgrade, HTTP2-Settings, X-Secret\r\n"
+        "X-Secret: from-the-session\r\nProxy-Authorization: Basic c2Vzc2lvbjpzZWNyZXQ=\r\n\r\n"
+    )
+    preface = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\nGET http://denied.test/ HTTP/1.1\r\nHost: denied.test\r\n\r\n"
+    lab.ask((head + preface).encode())
+    (got,) = lab.http.connections
+    assert bytes(got) == f"GET / HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n".encode()
+    assert _only_record(lab).allowed
+
+
 def test_a_body_shorter_than_the_bytes_sent_carries_nothing_more(lab: Lab) -> None:
     port = lab.http.port
     head = f"POST http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Length: 4\r\n\r\n"
