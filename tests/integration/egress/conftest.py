@@ -7,6 +7,8 @@ The namespace has one interface, its loopback, carrying the addresses the tests 
   routed nowhere: the namespace has no other interface, so no packet leaves it. (Python's
   ``ipaddress`` and the proxy refuse 100.64.0.0/10, the documentation and benchmarking
   blocks, and every private block, so an address the proxy allows has to be a global one.)
+* 2a0f:ff00::1 (``six.test``), a global IPv6 address, and fd00:20::1 (``ula.test``), a
+  unique-local one, both on the same loopback.
 * 10.20.0.1 (``private.test``), 127.0.0.1 (``loopback.test``) and 169.254.169.254
   (``metadata.test``): servers that answer when asked directly, so a refusal is the
   proxy's doing, not an absent server's.
@@ -32,10 +34,11 @@ import pytest
 
 HERE = Path(__file__).parent
 ALLOWED, DENIED, PRIVATE, METADATA = "45.0.2.1", "45.0.2.2", "10.20.0.1", "169.254.169.254"
+SIX, ULA = "2a0f:ff00::1", "fd00:20::1"  # a global IPv6 address (2000::/3) and a unique-local one
 PROXY_PORT = 3128
 NAMES = ("allowed.test", "denied.test", "private.test", "loopback.test", "metadata.test", "rebind.test")
 POLICY = (
-    "allow:allowed.test,private.test,loopback.test,metadata.test,rebind.test,"
+    "allow:allowed.test,private.test,loopback.test,metadata.test,rebind.test,six.test,ula.test,"
     f"{ALLOWED}:8080,{ALLOWED}:443,*.wild.test,!deny.wild.test"
 )
 HOSTS = f"""# the proxy's test resolver
@@ -44,6 +47,8 @@ HOSTS = f"""# the proxy's test resolver
 {PRIVATE} private.test rebind.test
 127.0.0.1 loopback.test
 {METADATA} metadata.test
+{SIX} six.test
+{ULA} ula.test
 """
 
 
@@ -81,6 +86,10 @@ class Lab:
         return self.inside(
             "curl", "-sS", "--max-time", "20", "--cacert", str(self.ca), "-x", f"http://127.0.0.1:{PROXY_PORT}", *argv
         )
+
+    def origin_log(self) -> str:
+        path = self.root / "origin.log"
+        return path.read_text() if path.exists() else ""
 
     def records(self) -> list[dict[str, object]]:
         return [json.loads(line) for line in self.ledger.read_text().splitlines() if line]
@@ -125,16 +134,20 @@ def _wait_line(process: subprocess.Popen[str], prefix: str) -> str:
     return line
 
 
-def start_proxy(lab: Lab, *extra: str) -> subprocess.Popen[str]:
+def start_proxy(
+    lab: Lab, *, policy: Path | None = None, socket: Path | None = None, port: int = PROXY_PORT
+) -> subprocess.Popen[str]:
+    """The proxy process in the lab's namespace, once it printed that it listens."""
+    socket = socket or lab.socket
     argv = [
         "ip", "netns", "exec", lab.netns, sys.executable, "-m", "terminai_sandbox.egress", "serve",
-        "--policy-json", str(lab.policy_json), "--socket", str(lab.socket), "--ledger", str(lab.ledger),
-        "--hosts-file", str(lab.hosts), "--tcp-port", str(PROXY_PORT), "--socket-mode", "666", *extra,
+        "--policy-json", str(policy or lab.policy_json), "--socket", str(socket), "--ledger", str(lab.ledger),
+        "--hosts-file", str(lab.hosts), "--tcp-port", str(port), "--socket-mode", "666",
     ]  # fmt: skip
     process = subprocess.Popen(
         argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    assert _wait_line(process, "listening ").strip() == f"listening {lab.socket}"
+    assert _wait_line(process, "listening ").strip() == f"listening {socket}"
     _wait_line(process, "listening tcp ")
     return process
 
@@ -154,14 +167,17 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         lab.inside("ip", "link", "set", "lo", "up", check=True)
         for address in (ALLOWED, DENIED, PRIVATE, METADATA):
             lab.inside("ip", "addr", "add", f"{address}/32", "dev", "lo", check=True)
+        for address in (SIX, ULA):
+            lab.inside("ip", "-6", "addr", "add", f"{address}/128", "dev", "lo", "nodad", check=True)
         _certificates(root)
         config = {
             "listen": [[a, p, p in (443, 8443)] for a in (ALLOWED, DENIED, PRIVATE, "127.0.0.1", METADATA)
-                       for p in (80, 443, 8080, 8443)],
+                       for p in (80, 443, 8080, 8443)] + [[SIX, 80, False], [ULA, 80, False]],
             "cert": str(root / "server.pem"),
             "key": str(root / "server.key"),
             "redirect": "https://denied.test/after-redirect",
             "wheel": str(_wheel(root)),
+            "log": str(root / "origin.log"),
         }  # fmt: skip
         (root / "origin.json").write_text(json.dumps(config))
         lab.origin = subprocess.Popen(

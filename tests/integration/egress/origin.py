@@ -3,7 +3,9 @@
 ``python origin.py CONFIG.json`` listens on every ``[address, port, tls]`` of the config and
 answers each request with ``origin ADDRESS:PORT PATH`` (so a test sees which server it
 reached); ``/redirect`` answers 302 to the config's ``redirect`` URL, and ``/simple/...``
-and ``/files/...`` serve a PEP 503 index of the config's ``wheel``. Prints ``ready``.
+and ``/files/...`` serve a PEP 503 index of the config's ``wheel``. Every request that arrives
+is appended to the config's ``log``, so a test can prove what never reached an origin.
+Prints ``ready``.
 """
 
 from __future__ import annotations
@@ -31,8 +33,14 @@ def main() -> None:
 def _server(config: dict[str, object], address: str, port: int, tls: bool) -> socketserver.TCPServer:
     wheel = Path(str(config["wheel"])) if config.get("wheel") else None
 
+    log = Path(str(config["log"]))
+
     class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: a request the proxy forwarded second would be answered
+
         def do_GET(self) -> None:
+            with log.open("a") as out:
+                out.write(f"{address}:{port} {self.command} {self.path} host={self.headers.get('Host')}\n")
             if self.path == "/redirect":
                 self.send_response(302)
                 self.send_header("Location", str(config["redirect"]))

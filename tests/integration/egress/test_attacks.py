@@ -7,16 +7,21 @@ the proxy, and every attempt is looked up in the ledger.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import pwd
+import re
 import socket
-import time
 import ssl
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from terminai_sandbox.launch import audit
 
-from tests.integration.egress.conftest import ALLOWED, DENIED, METADATA, PRIVATE, PROXY_PORT, Lab
+from tests.integration.egress.conftest import ALLOWED, DENIED, METADATA, PRIVATE, PROXY_PORT, SIX, ULA, Lab
 
 
 def _ask(lab: Lab, raw: bytes, *, read_all: bool = True) -> bytes:
@@ -165,9 +170,11 @@ def test_a_redirect_to_a_denied_host_is_refused_at_the_second_connect(lab: Lab) 
     assert done.returncode != 0, done
     assert "403" in done.stderr, done.stderr
     _settled(lab)
-    first, second = lab.records()[-2:]
-    assert (first["host"], first["verdict"]) == ("allowed.test", "allowed")
-    assert (second["host"], second["verdict"], second["status"]) == ("denied.test", "refused", 403)
+    # the first tunnel ends (and is recorded) after the second CONNECT was refused
+    assert sorted((r["host"], r["verdict"], r["status"]) for r in lab.records()[-2:]) == [
+        ("allowed.test", "allowed", 200),
+        ("denied.test", "refused", 403),
+    ]
 
 
 def test_connect_to_another_port_of_an_allowed_host_is_refused(lab: Lab) -> None:
@@ -206,7 +213,8 @@ def test_a_client_hello_naming_another_host_is_cut_off(lab: Lab) -> None:
 def test_a_tunnel_that_does_not_speak_tls_on_443_is_cut_off(lab: Lab) -> None:
     answer = _ask(
         lab,
-        b"CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\nGET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n",
+        b"CONNECT allowed.test:443 HTTP/1.1\r\nHost: allowed.test:443\r\n\r\n"
+        b"GET / HTTP/1.1\r\nHost: allowed.test\r\n\r\n",
     )
     assert answer == b"HTTP/1.1 200 Connection Established\r\n\r\n"
     assert "not a TLS handshake" in str(_last(lab, "allowed.test", 443)["reason"])
@@ -273,3 +281,61 @@ def _settled(lab: Lab) -> int:
         now = len(lab.records())
         count, still = now, (still + 1 if now == count else 0)
     return count
+
+
+def test_the_proxy_process_is_confined(lab: Lab) -> None:
+    assert lab.proxy is not None
+    proc = Path(f"/proc/{lab.proxy.pid}")
+    status = dict(line.split(":", 1) for line in (proc / "status").read_text().splitlines())
+    nobody = pwd.getpwnam("nobody")
+    assert status["Uid"].split() == [str(nobody.pw_uid)] * 4
+    assert status["Gid"].split() == [str(nobody.pw_gid)] * 4
+    assert status["Groups"].strip() == ""
+    assert status["NoNewPrivs"].strip() == "1"
+    assert int(status["CapEff"], 16) == 0 and int(status["CapPrm"], 16) == 0
+    limits = (proc / "limits").read_text()
+    assert re.search(r"Max core file size\s+0\s+0", limits), limits
+    files = []
+    for fd in (proc / "fd").iterdir():
+        with contextlib.suppress(FileNotFoundError):
+            target = os.readlink(fd)
+            if target.startswith("/") and not target.startswith("/dev/"):
+                files.append(target)
+    # the ledger and the socket's directory; never the policy, the hosts file or anything inherited
+    assert sorted(files) == sorted([str(lab.ledger), str(lab.socket.parent)]), files
+
+
+def test_a_rebinding_resolver_gets_one_lookup_per_connection_and_the_private_answer_nowhere(lab: Lab) -> None:
+    done = lab.inside(sys.executable, str(Path(__file__).parent / "rebinding.py"), ALLOWED, PRIVATE, "6")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    # every other lookup answers the private address: those connections are refused, and no
+    # connection that passed the check on the public answer ever reached the private origin
+    assert result["lookups"] == 6
+    assert result["reached"] == [f"origin {ALLOWED}:80 /r", "HTTP/1.1 403"] * 3
+    assert f"{PRIVATE}:80 GET /r" not in lab.origin_log()
+
+
+def test_ipv6_a_global_address_is_reached_and_a_unique_local_one_refused(lab: Lab) -> None:
+    assert lab.curl("http://six.test/v6").stdout == f"origin {SIX}:80 /v6"
+    assert _last(lab, "six.test", 80)["address"] == SIX
+    record = _refused_by_proxy(lab, "http://ula.test/", [f"http://[{ULA}]/"])
+    assert record["addresses"] == [ULA] and "unique local" in str(record["reason"])
+
+
+def test_cut_tunnels_leave_no_descriptor_behind(lab: Lab) -> None:
+    assert lab.proxy is not None
+    fds = Path(f"/proc/{lab.proxy.pid}/fd")
+    _settled(lab)
+    before = len(list(fds.iterdir()))
+    context = ssl.create_default_context(cafile=str(lab.ca))
+    for _ in range(10):
+        with socket.socket(socket.AF_UNIX) as raw:
+            raw.settimeout(20)
+            raw.connect(str(lab.socket))
+            raw.sendall(b"CONNECT allowed.test:443 HTTP/1.1\r\n\r\n")
+            assert raw.recv(4096).startswith(b"HTTP/1.1 200")
+            with pytest.raises((ssl.SSLError, OSError)):
+                context.wrap_socket(raw, server_hostname="denied.test").recv(1)
+    _settled(lab)
+    assert len(list(fds.iterdir())) <= before
