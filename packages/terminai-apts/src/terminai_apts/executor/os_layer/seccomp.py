@@ -8,6 +8,11 @@ binding is unmaintained, so the few calls needed are made through ``ctypes`` her
 
 The zygote compiles each variant once (``compile_filter``) and every child loads the
 exported program with one ``prctl`` (``load_filter``): no per-run compilation.
+
+``compile_filter(..., arch="aarch64")`` builds the same policy for another architecture
+(libseccomp translates each rule by syscall name): under qemu-user a filter installed by
+an emulated process is not the kernel's to enforce, so the arm64 image's filter is proven
+by simulating this program instead (``tests/unit/executor/test_seccomp_aarch64.py``).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ def act_errno(code: int) -> int:
 
 
 _NR_SCMP_ERROR = -1
+_ARCH_NATIVE = 0  # SCMP_ARCH_NATIVE
 _SONAME = "libseccomp.so.2"  # Debian's libseccomp2
 _CMP_EQ = 4
 _CMP_MASKED_EQ = 7
@@ -176,6 +182,12 @@ def _library() -> ctypes.CDLL:
     lib.seccomp_release.argtypes = [ctypes.c_void_p]
     lib.seccomp_attr_set.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint32]
     lib.seccomp_syscall_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_syscall_resolve_name_arch.argtypes = [ctypes.c_uint32, ctypes.c_char_p]
+    lib.seccomp_arch_resolve_name.restype = ctypes.c_uint32
+    lib.seccomp_arch_resolve_name.argtypes = [ctypes.c_char_p]
+    lib.seccomp_arch_native.restype = ctypes.c_uint32
+    lib.seccomp_arch_add.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
+    lib.seccomp_arch_remove.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
     lib.seccomp_rule_add_exact_array.argtypes = [
         ctypes.c_void_p,
         ctypes.c_uint32,
@@ -187,23 +199,32 @@ def _library() -> ctypes.CDLL:
     return lib
 
 
-def compile_filter(policy: tuple[Rule, ...], *, default_action: int = act_errno(errno.EPERM)) -> bytes:
-    """The BPF program libseccomp generates for ``policy`` on this architecture."""
+def compile_filter(
+    policy: tuple[Rule, ...], *, default_action: int = act_errno(errno.EPERM), arch: str | None = None
+) -> bytes:
+    """The BPF program libseccomp generates for ``policy`` on this architecture, or on
+    ``arch`` (libseccomp's name, e.g. ``"aarch64"``) in place of it."""
     lib = _library()
     ctx = lib.seccomp_init(default_action)
     if not ctx:
         raise ExecutorError("libseccomp could not create a filter", hint="check the libseccomp2 installation")
     try:
+        token = _ARCH_NATIVE if arch is None else _use_arch(lib, ctx, arch)
+        if token == _ARCH_NATIVE:
+            arch = None
         # Foreign architectures (and x32) kill the process; the loader sets no_new_privs.
         _check(lib.seccomp_attr_set(ctx, _ATTR_ACT_BADARCH, ACT_KILL_PROCESS), "set the bad-arch action")
         _check(lib.seccomp_attr_set(ctx, _ATTR_CTL_NNP, 0), "leave no_new_privs to the caller")
         for rule in policy:
+            # Rules take the native number; libseccomp translates it by name to the
+            # filter's architecture, so only the target's number says if it exists there.
             nr = lib.seccomp_syscall_resolve_name(rule.name.encode())
-            if nr == _NR_SCMP_ERROR:
+            target_nr = nr if arch is None else lib.seccomp_syscall_resolve_name_arch(token, rule.name.encode())
+            if _NR_SCMP_ERROR in (nr, target_nr):
                 continue  # not a syscall on this architecture (e.g. `open` on aarch64)
             cmps = (_ArgCmp * max(1, len(rule.compare)))(*(_ArgCmp(*c) for c in rule.compare))
             rc = lib.seccomp_rule_add_exact_array(ctx, rule.action, nr, len(rule.compare), cmps)
-            if rc == -errno.EDOM and nr < 0:
+            if rc == -errno.EDOM and target_nr < 0:
                 continue  # a pseudo number with no native form on this architecture
             _check(rc, f"add the rule for {rule.name}")
         read_fd, write_fd = os.pipe()
@@ -221,6 +242,19 @@ def compile_filter(policy: tuple[Rule, ...], *, default_action: int = act_errno(
                 os.close(write_fd)
     finally:
         lib.seccomp_release(ctx)
+
+
+def _use_arch(lib: ctypes.CDLL, ctx: int, arch: str) -> int:
+    token: int = lib.seccomp_arch_resolve_name(arch.encode())
+    if token == 0:
+        raise ExecutorError(
+            f"libseccomp does not know the architecture {arch!r}", hint="use libseccomp's name (aarch64, x86_64, ...)"
+        )
+    if token == lib.seccomp_arch_native():
+        return _ARCH_NATIVE
+    _check(lib.seccomp_arch_add(ctx, token), f"add the architecture {arch}")
+    _check(lib.seccomp_arch_remove(ctx, _ARCH_NATIVE), "remove the native architecture")
+    return token
 
 
 def _check(rc: int, what: str) -> None:
