@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -65,22 +66,42 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def appends(root: Path, sizes: list[int], count: int) -> None:
+    """Append p50/p95 per chain size, each against a bare ``write`` + ``fsync`` of one line (the floor).
+
+    The two alternate, so both see the same disk and the same load: the ratio is what the
+    journal adds to the one durable write an append cannot do without.
+    """
     j = MemoryJournal(root)
-    print(f"{'chain entries':>14} {'p50 ms':>8} {'p95 ms':>8} {'x first p50':>12} {'old head read ms':>17}")
+    print(
+        f"{'chain entries':>14} {'p50 ms':>8} {'p95 ms':>8} {'x first p50':>12} {'old head read ms':>17}"
+        f" {'bare fsync p50':>15} {'x bare':>7}"
+    )
     first = 0.0
-    for size in sizes:
-        _grow(j, size)
-        start = time.perf_counter()
-        read_jsonl(root / DECISIONS, root)  # the whole-chain read each append used to do
-        old = (time.perf_counter() - start) * 1000
-        times = []
-        for i in range(count):
+    floor = os.open(root.parent / "bare-fsync.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        for size in sizes:
+            _grow(j, size)
             start = time.perf_counter()
-            j.write_decision(f"measured {size}-{i}", "r", "o", "agent", True)
-            times.append((time.perf_counter() - start) * 1000)
-        p50 = statistics.median(times)
-        first = first or p50
-        print(f"{size:>14,} {p50:>8.2f} {_pct(times, 0.95):>8.2f} {p50 / first:>12.2f} {old:>17.1f}")
+            read_jsonl(root / DECISIONS, root)  # the whole-chain read each append used to do
+            old = (time.perf_counter() - start) * 1000
+            times, bare = [], []
+            for i in range(count):
+                start = time.perf_counter()
+                j.write_decision(f"measured {size}-{i}", "r", "o", "agent", True)
+                times.append((time.perf_counter() - start) * 1000)
+                line = json.dumps({"decision": f"measured {size}-{i}", "n": i}).encode() + b"\n"
+                start = time.perf_counter()
+                os.write(floor, line)
+                os.fsync(floor)
+                bare.append((time.perf_counter() - start) * 1000)
+            p50, b50 = statistics.median(times), statistics.median(bare)
+            first = first or p50
+            print(
+                f"{size:>14,} {p50:>8.2f} {_pct(times, 0.95):>8.2f} {p50 / first:>12.2f} {old:>17.1f}"
+                f" {b50:>15.2f} {p50 / b50:>7.2f}"
+            )
+    finally:
+        os.close(floor)
 
 
 def _records(n: int) -> list[NewMemory]:

@@ -42,7 +42,7 @@ QUARANTINE = Path("quarantine.jsonl")
 HOT_DECISIONS = Path("hot/recent_decisions.jsonl")
 HOT_POSTURE = Path("hot/posture_log.jsonl")
 HOT_KEEP = {HOT_DECISIONS: 10, HOT_POSTURE: 20}
-MUTABLE = {".lock", "hot/session_context.md", "hot/active_goals.json", state.STATE}
+MUTABLE = {".lock", "hot/session_context.md", "hot/active_goals.json", state.STATE, state.PREVIOUS}
 _Q = r"cold/\d{4}-Q[1-4]"
 SEALED = re.compile(
     rf"quarantine\.jsonl|index\.sqlite|{_Q}/(shard\.sqlite|summary\.md)|warm/daily/\d{{4}}-\d\d-\d\d\.md"

@@ -36,6 +36,9 @@ from terminai_apts.memory import chainfile
 from terminai_apts.memory.journal_files import fingerprint
 
 STATE = ".state.json"
+# The record before the newest, present only while a writer swaps the two (or after it
+# was killed doing so): readers fall back on it, a true lower bound of every chain.
+PREVIOUS = ".state.prev.json"
 WITNESS_ENV = "TERMINAI_JOURNAL_WITNESS"
 # The chains by their warm or single file; a chain's cold archives are cold/*/<stem>.jsonl.
 CHAINS = {
@@ -47,12 +50,14 @@ CHAINS = {
 _COLD = {"decisions", "posture_history"}
 # Not bound to the chains: human-editable, the lock, this record, and writers' temporary files.
 # The compaction plan exists only while a compaction runs (verify reports it as pending).
-UNWATCHED = {".lock", STATE, "hot/session_context.md", "hot/active_goals.json", "compaction.wal"}
+UNWATCHED = {".lock", STATE, PREVIOUS, "hot/session_context.md", "hot/active_goals.json", "compaction.wal"}
 
 
 def load(root: Path) -> dict[str, Any] | None:
     """The state record, or None when there is none (or it is not one: anything malformed is dropped)."""
     data = _read_json(root / STATE)
+    if data is None:
+        data = _read_json(root / PREVIOUS)
     if not (isinstance(data, dict) and isinstance(data.get("files"), dict) and isinstance(data.get("chains"), dict)):
         return None
     files = {
@@ -153,7 +158,7 @@ def record(root: Path, changed: Mapping[Path, durable.Change], *, verified: dict
         for stem in CHAINS
     }
     data = {"files": files, "chains": chains}
-    _write(root / STATE, data)
+    _swap_in(root, data)
     witness = witness_path(root)
     if witness is not None:
         # Only forward: a state record edited to fewer entries never drags the witness back.
@@ -175,6 +180,23 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, sort_keys=True))
     os.replace(tmp, path)
+
+
+def _swap_in(root: Path, data: dict[str, Any]) -> None:
+    """Write the state record without renaming over the old one.
+
+    ext4 (``auto_da_alloc``) flushes a file renamed over an existing one before the
+    rename returns, which cost an append more than its own fsync; renaming onto a free
+    name does not. The old record is moved aside first, so a reader (or a writer killed
+    in between) always finds one: the newest, or the one before it.
+    """
+    tmp = root / f".{STATE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(data, sort_keys=True))
+    if (root / STATE).exists():
+        (root / PREVIOUS).unlink(missing_ok=True)  # one left by a writer killed mid-swap
+        os.rename(root / STATE, root / PREVIOUS)
+    os.rename(tmp, root / STATE)
+    (root / PREVIOUS).unlink(missing_ok=True)
 
 
 def _files(root: Path, stem: str) -> list[Path]:
