@@ -14,7 +14,7 @@ from typing import Any
 
 from terminai_apts.boundary import what_is
 from terminai_apts.errors import IntegrityError, JournalError, MemoryQueryError, MemoryStoreError, UsageError
-from terminai_apts.memory import keyed, render, store
+from terminai_apts.memory import checks, keyed, render, store
 from terminai_apts.memory.api import ThermalMemory, open_memory
 from terminai_apts.memory.journal import SCHEDULES, MemoryJournal
 from terminai_apts.memory.journal_files import entry_time
@@ -514,6 +514,9 @@ def _cmd_journal_context(args: argparse.Namespace) -> int:
 
 def _cmd_journal_read(args: argparse.Namespace) -> int:
     journal = MemoryJournal(journal_root(args.journal))
+    # The recent decisions and posture trend are the chains' tails: never shown from a
+    # journal verify refuses (a hand-edited buffer would otherwise be read as history).
+    checks.refuse_changed(journal.root)
     context = journal.read_session_context()
     goals = journal.read_active_goals()
     decisions = journal.recent_decisions(args.decisions)
