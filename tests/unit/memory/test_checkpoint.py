@@ -8,6 +8,7 @@ compare the journal with it, ``TERMINAI_JOURNAL_CHECKPOINT_KEY`` also checks its
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -170,6 +171,13 @@ def test_a_configured_checkpoint_that_is_missing_or_not_one_is_reported(
     out.write_text('{"kind": "something else"}')
     with pytest.raises(IntegrityError, match="not a journal checkpoint"):
         ThermalMemory(j.root)
+    out.unlink()
+    os.mkfifo(out)  # nobody writes it: a reader must not wait for one
+    with pytest.raises(IntegrityError, match="not a regular file"):
+        ThermalMemory(j.root)
+    out.unlink()
+    out.write_text("[" * 100_000)
+    assert [p.reason for p in j.verify()] == [f"not a journal checkpoint ({checkpoint.CHECKPOINT_ENV})"]
     monkeypatch.setenv(checkpoint.CHECKPOINT_ENV, "relative.json")
     with pytest.raises(UsageError, match=checkpoint.CHECKPOINT_ENV):
         j.verify()

@@ -7,6 +7,7 @@ counts where the journal's writer cannot roll them back.
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
@@ -125,14 +126,14 @@ def test_the_state_record_is_never_renamed_over_and_a_writer_killed_mid_swap_lea
 ) -> None:
     j = indexed_journal(tmp_path / "j")
     renames: list[tuple[str, str]] = []
-    real = state.os.rename
+    real = os.rename
 
-    def watch(src: object, dst: object) -> None:
+    def watch(src: str, dst: str) -> None:
         renames.append((Path(str(src)).name, Path(str(dst)).name))
         assert not Path(str(dst)).exists(), f"{dst} renamed over (ext4 flushes {src} first)"
-        real(src, dst)  # type: ignore[arg-type]
+        real(src, dst)
 
-    monkeypatch.setattr(state.os, "rename", watch)
+    monkeypatch.setattr(os, "rename", watch)
     j.write_decision("a newer decision", "why", "ok", "agent", True)
     assert (state.STATE, state.PREVIOUS) in renames
     assert not (j.root / state.PREVIOUS).exists()

@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -80,10 +81,16 @@ def read(path: Path, secret: bytes | None) -> tuple[dict[str, list[Any]], str | 
     With ``secret``, a checkpoint whose ``mac`` does not verify is refused.
     """
     try:
-        with open(path, "rb") as fh:
-            raw = fh.read(_LIMIT + 1)
+        # Non-blocking and regular files only: a FIFO put in its place must not hang every reader.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as exc:
         return {}, f"cannot read the checkpoint ({CHECKPOINT_ENV}): {exc.strerror or exc}"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return {}, f"not a journal checkpoint ({CHECKPOINT_ENV}): not a regular file"
+        raw = os.read(fd, _LIMIT + 1)
+    finally:
+        os.close(fd)
     record = ledger.parse(raw.strip()) if len(raw) <= _LIMIT else None
     recorded = record.get("chains") if record is not None else None
     if record is None or record.get("kind") != KIND or not isinstance(recorded, dict):

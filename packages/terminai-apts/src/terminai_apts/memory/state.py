@@ -13,11 +13,13 @@ refuses. ``verify`` compares every chain with the counts and heads recorded here
 chain put back to an earlier copy (a rollback of any subset of files that leaves this
 record) is reported. A rollback that restores this record too is caught only by a
 witness kept outside the journal (``TERMINAI_JOURNAL_WITNESS``, a directory the agent
-cannot write): writers copy the chain counts there, and ``verify`` and readers compare.
+cannot write): writers copy the chain counts there, and ``verify`` and readers compare;
+or by the operator's signed checkpoint (:mod:`~terminai_apts.memory.checkpoint`).
 
 The record is bookkeeping, not evidence of integrity: removing or editing it costs
 readers a full ``verify``, never a wrong answer. It is written without fsync (after a
-crash it may be older than the files, which only costs the same full check).
+crash it may be older than the files, which only costs the same full check) and never
+renamed over its predecessor (see :func:`_swap_in`).
 """
 
 from __future__ import annotations
