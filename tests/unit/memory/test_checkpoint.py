@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -181,3 +182,19 @@ def test_a_configured_checkpoint_that_is_missing_or_not_one_is_reported(
     monkeypatch.setenv(checkpoint.CHECKPOINT_ENV, "relative.json")
     with pytest.raises(UsageError, match=checkpoint.CHECKPOINT_ENV):
         j.verify()
+
+
+def test_a_sandboxed_run_refuses_a_journal_rolled_back_past_its_checkpoint(tmp_path: Path) -> None:
+    out = tmp_path / "cp.json"
+    root = _rolled_back_whole(tmp_path, out)
+    program = 'print(len(thermal.search("rollout")))'
+
+    def run(**env: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "terminai_apts.cli", "exec", "--json", "--db", str(root)]
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("TERMINAI_JOURNAL")}
+        return subprocess.run(command, input=program, capture_output=True, text=True, env={**clean, **env}, timeout=120)
+
+    plain = run()
+    assert plain.returncode == 0 and json.loads(plain.stdout)["stdout"] == "3\n"  # an earlier state of itself
+    checked = run(TERMINAI_JOURNAL_CHECKPOINT=str(out))
+    assert checked.returncode == 23 and "rolled back: the checkpoint" in checked.stderr
