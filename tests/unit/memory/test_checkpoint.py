@@ -192,7 +192,9 @@ def test_a_sandboxed_run_refuses_a_journal_rolled_back_past_its_checkpoint(tmp_p
     def run(**env: str) -> subprocess.CompletedProcess[str]:
         command = [sys.executable, "-m", "terminai_apts.cli", "exec", "--json", "--db", str(root)]
         clean = {k: v for k, v in os.environ.items() if not k.startswith("TERMINAI_JOURNAL")}
-        return subprocess.run(command, input=program, capture_output=True, text=True, env={**clean, **env}, timeout=120)
+        return subprocess.run(
+            command, input=program, capture_output=True, text=True, env={**clean, **env}, timeout=120, check=False
+        )
 
     plain = run()
     assert plain.returncode == 0 and json.loads(plain.stdout)["stdout"] == "3\n"  # an earlier state of itself
