@@ -24,9 +24,10 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from terminai_apts.memory import checks, seals, store
+from terminai_apts.memory import checkpoint, checks, seals, store
 from terminai_apts.memory.api import ThermalMemory
 from terminai_apts.memory.journal import CHAIN, DECISIONS, MemoryJournal
 from terminai_apts.memory.journal_files import read_jsonl
@@ -157,6 +158,8 @@ def opens(root: Path, shard_records: int, reps: int) -> None:
     print(f"{'first open in a process (hashes)':34} {cold:>8.1f} {'':>8}")
     print(f"{'later opens (digest cached)':34} {statistics.median(cached):>8.1f} {_pct(cached, 0.95):>8.1f}")
     print(f"{'check switched off':34} {statistics.median(unchecked):>8.1f} {_pct(unchecked, 0.95):>8.1f}")
+    signed = _with_checkpoint(j, open_once, reps)
+    print(f"{'with a checkpoint and its key':34} {statistics.median(signed):>8.1f} {_pct(signed, 0.95):>8.1f}")
     (root / DECISIONS).touch()  # changed outside the writers: every open verifies the journal whole
     changed = [open_once() for _ in range(3)]
     print(f"{'changed outside its writers':34} {statistics.median(changed):>8.1f} {max(changed):>8.1f}")
@@ -169,6 +172,21 @@ def opens(root: Path, shard_records: int, reps: int) -> None:
         f"memory verify (fresh process state): {verify:.2f} s for {entries:,} chain entries and every sealed file"
         f" ({len(report.problems)} problems, {len(report.pending)} pending)"
     )
+
+
+def _with_checkpoint(j: MemoryJournal, open_once: Callable[[], float], reps: int) -> list[float]:
+    """Cached opens with an operator checkpoint configured (read and its HMAC checked each open)."""
+    outside = j.root.parent / "checkpoint"
+    outside.mkdir(exist_ok=True)
+    key = bytes(range(32))
+    (outside / "key").write_bytes(key)
+    j.checkpoint(outside / "journal.json", key)
+    os.environ[checkpoint.CHECKPOINT_ENV] = str(outside / "journal.json")
+    os.environ[checkpoint.KEY_ENV] = str(outside / "key")
+    try:
+        return [open_once() for _ in range(reps)]
+    finally:
+        del os.environ[checkpoint.CHECKPOINT_ENV], os.environ[checkpoint.KEY_ENV]
 
 
 def main() -> None:

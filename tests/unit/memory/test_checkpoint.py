@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 from terminai_apts.cli import main
 from terminai_apts.errors import IntegrityError, UsageError
-from terminai_apts.memory import checkpoint
+from terminai_apts.memory import checkpoint, checks
 from terminai_apts.memory.api import ThermalMemory
+from terminai_apts.memory.chainfile import CHAIN
 from terminai_apts.memory.journal import MemoryJournal
 
 from tests.unit.memory.conftest import indexed_journal
@@ -200,3 +201,27 @@ def test_a_sandboxed_run_refuses_a_journal_rolled_back_past_its_checkpoint(tmp_p
     assert plain.returncode == 0 and json.loads(plain.stdout)["stdout"] == "3\n"  # an earlier state of itself
     checked = run(TERMINAI_JOURNAL_CHECKPOINT=str(out))
     assert checked.returncode == 23 and "rolled back: the checkpoint" in checked.stderr
+
+
+def test_after_verify_a_checkpointed_journal_opens_without_a_full_verify(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    j = indexed_journal(tmp_path / "j")
+    chain = j.root / "warm/decisions/decisions.jsonl"
+    last = json.loads(chain.read_text().splitlines()[-1])
+    body = {**{k: v for k, v in last.items() if k not in ("hash", "prev")}, "decision": "written by another tool"}
+    entry = CHAIN.seal(body, str(last["hash"]))
+    with chain.open("a") as fh:  # a well-chained entry added outside the journal's writers
+        fh.write(json.dumps(entry, sort_keys=True) + "\n")
+    hot = j.root / "hot/recent_decisions.jsonl"
+    hot.write_text(hot.read_text() + json.dumps(entry, sort_keys=True) + "\n")
+    assert j.inspect_and_record().problems == []  # what `memory verify` records
+    out = tmp_path / "cp.json"
+    j.checkpoint(out, KEY)
+    monkeypatch.setenv(checkpoint.CHECKPOINT_ENV, str(out))
+    calls: list[Path] = []
+    real = checks.inspect
+    monkeypatch.setattr(checks, "inspect", lambda root: calls.append(root) or real(root))
+    with ThermalMemory(j.root) as mem:
+        assert mem.count_results("rollout") == 3
+    assert calls == []  # the state record counts what verify counted: no more than the checkpoint saw

@@ -120,6 +120,7 @@ class MemoryJournal:
         self._crash_at = crash_at or (lambda _step: None)
         self._sealing = False
         self._verified: dict[str, list[int]] | None = None
+        self._verified_chains: dict[str, list[object]] | None = None
 
     # ------------------------------------------------------------ locking and appends
     @contextmanager
@@ -135,9 +136,9 @@ class MemoryJournal:
                 durable.untrack()
                 try:
                     # What this writer changed, as it left it (see memory.state): readers compare.
-                    state.record(self.root, changed, verified=self._verified)
+                    state.record(self.root, changed, verified=self._verified, chains=self._verified_chains)
                 finally:
-                    self._verified = None
+                    self._verified = self._verified_chains = None
                     fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
     def inspect_and_record(self) -> checks.Report:
@@ -151,6 +152,8 @@ class MemoryJournal:
         report = self.inspect()
         if not report.problems and not report.pending:
             self._verified = before
+            # The lengths verify counted: a checkpoint made from them is no more than readers expect.
+            self._verified_chains = {stem: [len(h), h[-1] if h else None] for stem, h in report.hashes.items()}
         return report
 
     def _anchor(self, rel: Path) -> str:

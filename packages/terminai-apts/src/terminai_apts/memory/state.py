@@ -128,16 +128,26 @@ def snapshot_of(root: Path, rel: str) -> list[int] | None:
     return fingerprint(root / rel)
 
 
-def record(root: Path, changed: Mapping[Path, durable.Change], *, verified: dict[str, list[int]] | None = None) -> None:
+def record(
+    root: Path,
+    changed: Mapping[Path, durable.Change],
+    *,
+    verified: dict[str, list[int]] | None = None,
+    chains: Mapping[str, list[object]] | None = None,
+) -> None:
     """Update the state after a writer's work (the caller still holds the lock).
 
     ``changed``: the files this writer changed (see :func:`durable.changing`). A file's new
     fingerprint is recorded only when it was as recorded before this writer changed it:
     a file someone else had changed stays unmatched, whatever this writer did to it.
     ``verified``: a snapshot taken before a ``verify`` that found nothing wrong; its
-    fingerprints replace the recorded ones.
+    fingerprints replace the recorded ones. ``chains``: the lengths and heads that verify
+    counted, which replace the recorded ones (entries added outside the writers, in a
+    journal that verifies, are then counted too).
     """
     old = load(root) or {"files": {}, "chains": {}}
+    if chains is not None:
+        old["chains"] = {**old["chains"], **_chains(dict(chains))}
     files: dict[str, list[int]] = dict(verified if verified is not None else old["files"])
     for path, change in changed.items():
         try:
@@ -152,20 +162,20 @@ def record(root: Path, changed: Mapping[Path, durable.Change], *, verified: dict
         else:
             files[rel] = found
     moved = {path.name for path in changed}
-    chains = {
+    counts = {
         # A chain none of whose files this writer changed is as recorded (kept: evidence if not).
         stem: _count(root, stem, old["chains"].get(stem), _times(changed, root / CHAINS[stem]))
         if f"{stem}.jsonl" in moved or stem not in old["chains"]
         else old["chains"][stem]
         for stem in CHAINS
     }
-    data = {"files": files, "chains": chains}
+    data = {"files": files, "chains": counts}
     _swap_in(root, data)
     witness = witness_path(root)
     if witness is not None:
         # Only forward: a state record edited to fewer entries never drags the witness back.
         seen = witnessed(root)
-        ahead = {stem: max(value, seen.get(stem, value), key=lambda v: v[0]) for stem, value in chains.items()}
+        ahead = {stem: max(value, seen.get(stem, value), key=lambda v: v[0]) for stem, value in counts.items()}
         _write(witness, {"journal": str(root.resolve()), "chains": ahead})
 
 
