@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
-from terminai_apts.memory import checks, seals, store
+from terminai_apts.memory import checkpoint, checks, seals, store
 from terminai_apts.memory.api import ThermalMemory
 from terminai_apts.memory.journal import CHAIN, DECISIONS, MemoryJournal
 from terminai_apts.memory.journal_files import read_jsonl
@@ -65,22 +67,42 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def appends(root: Path, sizes: list[int], count: int) -> None:
+    """Append p50/p95 per chain size, each against a bare ``write`` + ``fsync`` of one line (the floor).
+
+    The two alternate, so both see the same disk and the same load: the ratio is what the
+    journal adds to the one durable write an append cannot do without.
+    """
     j = MemoryJournal(root)
-    print(f"{'chain entries':>14} {'p50 ms':>8} {'p95 ms':>8} {'x first p50':>12} {'old head read ms':>17}")
+    print(
+        f"{'chain entries':>14} {'p50 ms':>8} {'p95 ms':>8} {'x first p50':>12} {'old head read ms':>17}"
+        f" {'bare fsync p50':>15} {'x bare':>7}"
+    )
     first = 0.0
-    for size in sizes:
-        _grow(j, size)
-        start = time.perf_counter()
-        read_jsonl(root / DECISIONS, root)  # the whole-chain read each append used to do
-        old = (time.perf_counter() - start) * 1000
-        times = []
-        for i in range(count):
+    floor = os.open(root.parent / "bare-fsync.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        for size in sizes:
+            _grow(j, size)
             start = time.perf_counter()
-            j.write_decision(f"measured {size}-{i}", "r", "o", "agent", True)
-            times.append((time.perf_counter() - start) * 1000)
-        p50 = statistics.median(times)
-        first = first or p50
-        print(f"{size:>14,} {p50:>8.2f} {_pct(times, 0.95):>8.2f} {p50 / first:>12.2f} {old:>17.1f}")
+            read_jsonl(root / DECISIONS, root)  # the whole-chain read each append used to do
+            old = (time.perf_counter() - start) * 1000
+            times, bare = [], []
+            for i in range(count):
+                start = time.perf_counter()
+                j.write_decision(f"measured {size}-{i}", "r", "o", "agent", True)
+                times.append((time.perf_counter() - start) * 1000)
+                line = json.dumps({"decision": f"measured {size}-{i}", "n": i}).encode() + b"\n"
+                start = time.perf_counter()
+                os.write(floor, line)
+                os.fsync(floor)
+                bare.append((time.perf_counter() - start) * 1000)
+            p50, b50 = statistics.median(times), statistics.median(bare)
+            first = first or p50
+            print(
+                f"{size:>14,} {p50:>8.2f} {_pct(times, 0.95):>8.2f} {p50 / first:>12.2f} {old:>17.1f}"
+                f" {b50:>15.2f} {p50 / b50:>7.2f}"
+            )
+    finally:
+        os.close(floor)
 
 
 def _records(n: int) -> list[NewMemory]:
@@ -136,6 +158,8 @@ def opens(root: Path, shard_records: int, reps: int) -> None:
     print(f"{'first open in a process (hashes)':34} {cold:>8.1f} {'':>8}")
     print(f"{'later opens (digest cached)':34} {statistics.median(cached):>8.1f} {_pct(cached, 0.95):>8.1f}")
     print(f"{'check switched off':34} {statistics.median(unchecked):>8.1f} {_pct(unchecked, 0.95):>8.1f}")
+    signed = _with_checkpoint(j, open_once, reps)
+    print(f"{'with a checkpoint and its key':34} {statistics.median(signed):>8.1f} {_pct(signed, 0.95):>8.1f}")
     (root / DECISIONS).touch()  # changed outside the writers: every open verifies the journal whole
     changed = [open_once() for _ in range(3)]
     print(f"{'changed outside its writers':34} {statistics.median(changed):>8.1f} {max(changed):>8.1f}")
@@ -148,6 +172,21 @@ def opens(root: Path, shard_records: int, reps: int) -> None:
         f"memory verify (fresh process state): {verify:.2f} s for {entries:,} chain entries and every sealed file"
         f" ({len(report.problems)} problems, {len(report.pending)} pending)"
     )
+
+
+def _with_checkpoint(j: MemoryJournal, open_once: Callable[[], float], reps: int) -> list[float]:
+    """Cached opens with an operator checkpoint configured (read and its HMAC checked each open)."""
+    outside = j.root.parent / "checkpoint"
+    outside.mkdir(exist_ok=True)
+    key = bytes(range(32))
+    (outside / "key").write_bytes(key)
+    j.checkpoint(outside / "journal.json", key)
+    os.environ[checkpoint.CHECKPOINT_ENV] = str(outside / "journal.json")
+    os.environ[checkpoint.KEY_ENV] = str(outside / "key")
+    try:
+        return [open_once() for _ in range(reps)]
+    finally:
+        del os.environ[checkpoint.CHECKPOINT_ENV], os.environ[checkpoint.KEY_ENV]
 
 
 def main() -> None:

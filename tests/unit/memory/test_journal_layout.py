@@ -344,6 +344,10 @@ def test_journal_commands(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
     assert code == 0 and "Distressed -> Congestion" in out
     code, out, _ = _run(capsys, "memory", "verify", root, "--json")
     assert code == 0 and json.loads(out)["ok"]
+    hot = tmp_path / "j/hot/recent_decisions.jsonl"
+    hot.write_text(hot.read_text().replace("Approved restart", "FORGED"))  # what `read` shows, not the chain
+    code, out, err = _run(capsys, "memory", "journal", "read", root)
+    assert code == 23 and "FORGED" not in out and "hot/recent_decisions.jsonl" in err
 
 
 NEW_STEPS = [

@@ -7,6 +7,7 @@ counts where the journal's writer cannot roll them back.
 
 from __future__ import annotations
 
+import os
 import shutil
 import threading
 import time
@@ -118,3 +119,31 @@ def test_a_file_changed_by_hand_is_not_blessed_by_the_next_write(tmp_path: Path)
     j.update_posture("cautious", "an ordinary write after the edit")
     with pytest.raises(IntegrityError, match=r"decisions\.jsonl:1: entry edited"):
         ThermalMemory(j.root)
+
+
+def test_the_state_record_is_never_renamed_over_and_a_writer_killed_mid_swap_leaves_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    j = indexed_journal(tmp_path / "j")
+    renames: list[tuple[str, str]] = []
+    real = os.rename
+
+    def watch(src: str, dst: str) -> None:
+        renames.append((Path(str(src)).name, Path(str(dst)).name))
+        assert not Path(str(dst)).exists(), f"{dst} renamed over (ext4 flushes {src} first)"
+        real(src, dst)
+
+    monkeypatch.setattr(os, "rename", watch)
+    j.write_decision("a newer decision", "why", "ok", "agent", True)
+    assert (state.STATE, state.PREVIOUS) in renames
+    assert not (j.root / state.PREVIOUS).exists()
+    saw = (state.load(j.root) or {})["chains"]["decisions"]
+    # A writer killed between its two renames: only the record before the newest is there.
+    (j.root / state.STATE).rename(j.root / state.PREVIOUS)
+    assert (state.load(j.root) or {})["chains"]["decisions"] == saw
+    assert j.verify() == []  # a mutable file, not an unexpected one
+    old = (j.root / "warm/decisions/decisions.jsonl").read_bytes()
+    j.write_decision("newest", "why", "ok", "agent", True)
+    (j.root / "warm/decisions/decisions.jsonl").write_bytes(old)
+    (j.root / state.STATE).rename(j.root / state.PREVIOUS)
+    assert any("rolled back" in p.reason for p in j.verify())  # the fallback is evidence too

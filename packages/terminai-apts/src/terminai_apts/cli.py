@@ -67,7 +67,7 @@ _DEFAULT_FLOAT = (0.0, 1e9)
 _DEFAULT_INT = (0, 2**62)
 
 _MEMORY_QUERIES = ("search", "grep", "find", "filter", "count", "get", "summarize")
-_JOURNAL_WRITES = ("decide", "posture", "append", "goals", "context", "read")
+_JOURNAL_WRITES = ("decide", "posture", "append", "goals", "context", "checkpoint", "read")
 _EVOLVE = ("propose", "approve", "reject", "status", "history", "rollback", "verify")
 # The path arguments by command and destination, as argument types (terminai_apts.params):
 # each is refused for what it is (empty, a FIFO, a directory where a file is read, ...)
@@ -94,6 +94,8 @@ _PATHS: dict[tuple[str, str], Callable[[], params.Typed]] = {
         for cmd in ("verify", "compact", *(f"journal {w}" for w in _JOURNAL_WRITES))
     },
     **{(f"memory journal {cmd}", "set"): lambda: params.InputPath("--set", stdin=True) for cmd in ("goals", "context")},
+    ("memory journal checkpoint", "key"): lambda: params.InputPath("--key"),
+    ("memory journal checkpoint", "out"): lambda: params.OutputPath("--out"),
     **{(f"evolve {cmd}", "store"): lambda: params.InputPath("--store", want="dir") for cmd in _EVOLVE},
     **{(f"evolve {cmd}", "hmac_key_file"): lambda: params.InputPath("--hmac-key-file") for cmd in _EVOLVE},
     ("evolve propose", "code"): lambda: params.InputPath("CODE", stdin=True),

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from terminai_apts import ledger
 from terminai_apts.errors import IntegrityError
-from terminai_apts.memory import cold, keyed, seals, state
+from terminai_apts.memory import checkpoint, cold, keyed, seals, state
 from terminai_apts.memory.chainfile import CHAIN, GENESIS
 from terminai_apts.memory.journal_files import DECISIONS, POSTURE, entry_quarter, entry_time, numbered_lines
 
@@ -42,7 +42,7 @@ QUARANTINE = Path("quarantine.jsonl")
 HOT_DECISIONS = Path("hot/recent_decisions.jsonl")
 HOT_POSTURE = Path("hot/posture_log.jsonl")
 HOT_KEEP = {HOT_DECISIONS: 10, HOT_POSTURE: 20}
-MUTABLE = {".lock", "hot/session_context.md", "hot/active_goals.json", state.STATE}
+MUTABLE = {".lock", "hot/session_context.md", "hot/active_goals.json", state.STATE, state.PREVIOUS}
 _Q = r"cold/\d{4}-Q[1-4]"
 SEALED = re.compile(
     rf"quarantine\.jsonl|index\.sqlite|{_Q}/(shard\.sqlite|summary\.md)|warm/daily/\d{{4}}-\d\d-\d\d\.md"
@@ -73,6 +73,8 @@ class Report:
     problems: list[ChainProblem] = field(default_factory=list)
     pending: list[ChainProblem] = field(default_factory=list)
     compaction: bool = False  # a compaction plan waits to be finished
+    # Every intact chain's entry hashes in order (cold archives first): what a checkpoint records.
+    hashes: dict[str, list[str]] = field(default_factory=dict)
 
     def add(self, file: str, line: int, reason: str, *, pending: bool = False) -> None:
         (self.pending if pending else self.problems).append(ChainProblem(file=file, line=line, reason=reason))
@@ -109,23 +111,31 @@ def inspect(root: Path) -> Report:
 
 
 def _rollback(root: Path, chains: dict[str, list[dict[str, object]] | None], report: Report) -> None:
-    """Each chain must hold the entries its writers recorded (the state record, the outside witness)."""
-    witness = state.witness_path(root)
+    """Each chain must hold the entries its writers recorded (the state record, the outside
+    witness) and the operator's checkpoint saw."""
+    report.hashes = {
+        stem: [str(r.get("hash")) for r in records] for stem, records in chains.items() if records is not None
+    }
     sources = [(f"the state record {state.STATE}", (state.load(root) or {}).get("chains", {}))]
+    witness = state.witness_path(root)
     if witness is not None:
         sources.append((f"the witness {witness}", state.witnessed(root)))
+    signed = checkpoint.configured()
+    if signed is not None:
+        seen, refused = checkpoint.read(signed, checkpoint.configured_key())
+        if refused:
+            report.add(str(signed), 0, refused)
+        sources.append((f"the checkpoint {signed}", seen))
     for source, recorded in sources:
-        for stem, records in chains.items():
+        for stem, hashes in report.hashes.items():
             seen = recorded.get(stem)
-            if records is None or not (isinstance(seen, list) and len(seen) == 2 and isinstance(seen[0], int)):
-                continue  # a broken chain is reported already; nothing recorded: nothing to compare
-            count, head = seen
-            if count and (len(records) < count or str(records[count - 1].get("hash")) != head):
+            if checkpoint.behind(hashes, seen):
+                count, head = seen
                 report.add(
                     str(state.CHAINS[stem]),
                     0,
                     f"rolled back: {source} saw {count} entries ending at {str(head)[:12]}…,"
-                    f" the chain holds {len(records)}: restore the newer files from backup",
+                    f" the chain holds {len(hashes)}: restore the newer files from backup",
                 )
 
 
@@ -153,12 +163,20 @@ def _as_left(root: Path) -> bool:
     recorded = state.load(root)
     if recorded is None or state.snapshot(root) != recorded["files"]:
         return False
-    for stem, seen in state.witnessed(root).items():
-        mine = recorded["chains"].get(stem)
-        if not (isinstance(seen, list) and isinstance(mine, list) and len(seen) == len(mine) == 2):
-            return False
-        if seen[0] > mine[0] or (seen[0] == mine[0] and seen[1] != mine[1]):
-            return False  # the witness saw more than this journal holds: look closely
+    outside = [state.witnessed(root)]
+    signed = checkpoint.configured()
+    if signed is not None:
+        seen, refused = checkpoint.read(signed, checkpoint.configured_key())
+        if refused:
+            return False  # verify reports it
+        outside.append(seen)
+    for chains in outside:
+        for stem, seen in chains.items():
+            mine = recorded["chains"].get(stem)
+            if not (isinstance(seen, list) and isinstance(mine, list) and len(seen) == len(mine) == 2):
+                return False
+            if seen[0] > mine[0] or (seen[0] == mine[0] and seen[1] != mine[1]):
+                return False  # a record kept outside saw more than this journal holds: look closely
     return True
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from terminai_apts.boundary import what_is
 from terminai_apts.errors import IntegrityError, JournalError, MemoryQueryError, MemoryStoreError, UsageError
-from terminai_apts.memory import render, store
+from terminai_apts.memory import checks, keyed, render, store
 from terminai_apts.memory.api import ThermalMemory, open_memory
 from terminai_apts.memory.journal import SCHEDULES, MemoryJournal
 from terminai_apts.memory.journal_files import entry_time
@@ -514,6 +514,9 @@ def _cmd_journal_context(args: argparse.Namespace) -> int:
 
 def _cmd_journal_read(args: argparse.Namespace) -> int:
     journal = MemoryJournal(journal_root(args.journal))
+    # The recent decisions and posture trend are the chains' tails: never shown from a
+    # journal verify refuses (a hand-edited buffer would otherwise be read as history).
+    checks.refuse_changed(journal.root)
     context = journal.read_session_context()
     goals = journal.read_active_goals()
     decisions = journal.recent_decisions(args.decisions)
@@ -528,8 +531,18 @@ def _cmd_journal_read(args: argparse.Namespace) -> int:
     return _emit(args, found, "\n".join(lines))
 
 
+def _cmd_journal_checkpoint(args: argparse.Namespace) -> int:
+    journal = MemoryJournal(journal_root(args.journal))
+    made = journal.checkpoint(Path(args.out), keyed.read_key(os.path.abspath(args.key), "--key"))
+    lines = [f"checkpoint {args.out} ({made['iso']}):"]
+    lines += [
+        f"  {stem}: {count} entries, last {str(head)[:12]}" for stem, (count, head) in sorted(made["chains"].items())
+    ]
+    return _emit(args, made, "\n".join(lines))
+
+
 def _register_journal(sub: argparse._SubParsersAction[Any]) -> None:
-    """``memory journal {append,decide,posture,goals,context,read} ROOT``: the journal's writers and readers."""
+    """``memory journal {append,decide,posture,goals,context,checkpoint,read} ROOT``: writers and readers."""
     journal = sub.add_parser("journal", help="write and read a journal's entries, goals and session context")
     actions = journal.add_subparsers(dest="journal_command", metavar="ACTION", required=True)
 
@@ -567,6 +580,11 @@ def _register_journal(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--completed-today", type=int, help="goals completed today (with --set)")
     p = action("context", _cmd_journal_context, "print the session context, or replace it with --set", writes=True)
     p.add_argument("--set", metavar="FILE", help="replace the session context from a file ('-': stdin)")
+    p = action(
+        "checkpoint", _cmd_journal_checkpoint, "verify, then sign the chains' lengths (rollback evidence)", writes=False
+    )
+    p.add_argument("--key", required=True, metavar="FILE", help="the operator's key file (16+ random bytes)")
+    p.add_argument("--out", required=True, metavar="FILE", help="where the checkpoint goes: outside the journal")
     p = action("read", _cmd_journal_read, "session context, goals, recent decisions and posture trend", writes=False)
     p.add_argument("--decisions", type=int, default=10, help="how many recent decisions (at most 10)")
     p.add_argument("--posture", type=int, default=5, help="how many posture transitions (at most 20)")

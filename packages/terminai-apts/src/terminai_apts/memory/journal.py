@@ -33,7 +33,7 @@ from typing import Any
 
 from terminai_apts import durable
 from terminai_apts.errors import IntegrityError, JournalError, UsageError
-from terminai_apts.memory import chainfile, checks, compaction, seals, state, store
+from terminai_apts.memory import chainfile, checkpoint, checks, compaction, seals, state, store
 from terminai_apts.memory import cold as cold_tier
 from terminai_apts.memory.checks import HOT_DECISIONS, HOT_POSTURE, QUARANTINE, ChainProblem
 from terminai_apts.memory.compaction import SCHEDULES
@@ -120,6 +120,7 @@ class MemoryJournal:
         self._crash_at = crash_at or (lambda _step: None)
         self._sealing = False
         self._verified: dict[str, list[int]] | None = None
+        self._verified_chains: dict[str, list[object]] | None = None
 
     # ------------------------------------------------------------ locking and appends
     @contextmanager
@@ -135,9 +136,9 @@ class MemoryJournal:
                 durable.untrack()
                 try:
                     # What this writer changed, as it left it (see memory.state): readers compare.
-                    state.record(self.root, changed, verified=self._verified)
+                    state.record(self.root, changed, verified=self._verified, chains=self._verified_chains)
                 finally:
-                    self._verified = None
+                    self._verified = self._verified_chains = None
                     fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
 
     def inspect_and_record(self) -> checks.Report:
@@ -151,6 +152,8 @@ class MemoryJournal:
         report = self.inspect()
         if not report.problems and not report.pending:
             self._verified = before
+            # The lengths verify counted: a checkpoint made from them is no more than readers expect.
+            self._verified_chains = {stem: [len(h), h[-1] if h else None] for stem, h in report.hashes.items()}
         return report
 
     def _anchor(self, rel: Path) -> str:
@@ -491,6 +494,39 @@ class MemoryJournal:
                 f"journal chain broken at {p.file}:{p.line}: {p.reason}",
                 hint="restore the file from backup; the index must not be trusted",
             )
+
+    def checkpoint(self, out: Path, secret: bytes) -> dict[str, Any]:
+        """Verify the journal and write a checkpoint of its chains to ``out`` (see :mod:`checkpoint`).
+
+        Refused when the journal does not verify, has an operation to finish, or holds less
+        than (or other entries than) a checkpoint already at ``out`` saw: a checkpoint never
+        blesses a changed or rolled-back journal.
+        """
+        if out.resolve().is_relative_to(self.root.resolve()):
+            raise UsageError(
+                f"the checkpoint {out} would be inside the journal it vouches for",
+                hint="write it where the journal's writers cannot (a rollback of the journal would take it along)",
+            )
+        with self.lock():
+            report = self._verify_clean()
+            if report.problems or report.pending:
+                first = (report.problems or report.pending)[0]
+                raise IntegrityError(
+                    f"refusing to checkpoint a journal that does not verify: {first.file}:{first.line}: {first.reason}",
+                    hint=f"run `terminai-apts memory verify {self.root}` and restore or repair what it names",
+                )
+            if out.exists():
+                seen, refused = checkpoint.read(out, secret)
+                if refused:
+                    raise IntegrityError(f"{out}: {refused}", hint="move it aside, or write the checkpoint elsewhere")
+                lost = [stem for stem, hashes in report.hashes.items() if checkpoint.behind(hashes, seen.get(stem))]
+                if lost:
+                    raise IntegrityError(
+                        f"the journal holds less than the checkpoint {out} saw ({', '.join(lost)}): rolled back",
+                        hint="restore the newer journal from backup; never checkpoint over a newer checkpoint",
+                    )
+            chains = {stem: [len(h), h[-1] if h else None] for stem, h in report.hashes.items()}
+            return checkpoint.write(out, chains, secret)
 
     def quarantine(self) -> int:
         """Move corrupt lines out of the chained files into the ``quarantine.jsonl`` chain; returns how many."""

@@ -26,19 +26,22 @@ MIN_KEY = 16
 def key() -> bytes | None:
     """The journal key (None when ``TERMINAI_JOURNAL_KEY_FILE`` is unset)."""
     name = os.environ.get(KEY_ENV, "")
-    if not name:
-        return None
+    return read_key(name, KEY_ENV) if name else None
+
+
+def read_key(name: str, setting: str) -> bytes:
+    """The key in the file ``name`` (given by ``setting``): absolute, readable, at least 16 bytes."""
     path = Path(name)
-    hint = f"point {KEY_ENV} at a file of at least {MIN_KEY} random bytes (e.g. `head -c 32 /dev/urandom`), or unset it"
+    hint = f"point {setting} at a file of at least {MIN_KEY} random bytes (e.g. `head -c 32 /dev/urandom`), or unset it"
     if not path.is_absolute():
-        raise UsageError(f"{KEY_ENV}={name!r} is not an absolute path", hint=hint)
+        raise UsageError(f"{setting}={name!r} is not an absolute path", hint=hint)
     try:
         data = path.read_bytes().strip()
     except OSError as exc:
-        raise UsageError(f"cannot read the journal key {path} ({KEY_ENV}): {exc.strerror or exc}", hint=hint) from None
+        raise UsageError(f"cannot read the key {path} ({setting}): {exc.strerror or exc}", hint=hint) from None
     if len(data) < MIN_KEY:
         raise UsageError(
-            f"the journal key {path} ({KEY_ENV}) holds {len(data)} bytes; at least {MIN_KEY} are needed", hint=hint
+            f"the key {path} ({setting}) holds {len(data)} bytes; at least {MIN_KEY} are needed", hint=hint
         )
     return data
 

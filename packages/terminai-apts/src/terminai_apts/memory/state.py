@@ -13,11 +13,13 @@ refuses. ``verify`` compares every chain with the counts and heads recorded here
 chain put back to an earlier copy (a rollback of any subset of files that leaves this
 record) is reported. A rollback that restores this record too is caught only by a
 witness kept outside the journal (``TERMINAI_JOURNAL_WITNESS``, a directory the agent
-cannot write): writers copy the chain counts there, and ``verify`` and readers compare.
+cannot write): writers copy the chain counts there, and ``verify`` and readers compare;
+or by the operator's signed checkpoint (:mod:`~terminai_apts.memory.checkpoint`).
 
 The record is bookkeeping, not evidence of integrity: removing or editing it costs
 readers a full ``verify``, never a wrong answer. It is written without fsync (after a
-crash it may be older than the files, which only costs the same full check).
+crash it may be older than the files, which only costs the same full check) and never
+renamed over its predecessor (see :func:`_swap_in`).
 """
 
 from __future__ import annotations
@@ -36,6 +38,9 @@ from terminai_apts.memory import chainfile
 from terminai_apts.memory.journal_files import fingerprint
 
 STATE = ".state.json"
+# The record before the newest, present only while a writer swaps the two (or after it
+# was killed doing so): readers fall back on it, a true lower bound of every chain.
+PREVIOUS = ".state.prev.json"
 WITNESS_ENV = "TERMINAI_JOURNAL_WITNESS"
 # The chains by their warm or single file; a chain's cold archives are cold/*/<stem>.jsonl.
 CHAINS = {
@@ -47,12 +52,14 @@ CHAINS = {
 _COLD = {"decisions", "posture_history"}
 # Not bound to the chains: human-editable, the lock, this record, and writers' temporary files.
 # The compaction plan exists only while a compaction runs (verify reports it as pending).
-UNWATCHED = {".lock", STATE, "hot/session_context.md", "hot/active_goals.json", "compaction.wal"}
+UNWATCHED = {".lock", STATE, PREVIOUS, "hot/session_context.md", "hot/active_goals.json", "compaction.wal"}
 
 
 def load(root: Path) -> dict[str, Any] | None:
     """The state record, or None when there is none (or it is not one: anything malformed is dropped)."""
     data = _read_json(root / STATE)
+    if data is None:
+        data = _read_json(root / PREVIOUS)
     if not (isinstance(data, dict) and isinstance(data.get("files"), dict) and isinstance(data.get("chains"), dict)):
         return None
     files = {
@@ -121,16 +128,26 @@ def snapshot_of(root: Path, rel: str) -> list[int] | None:
     return fingerprint(root / rel)
 
 
-def record(root: Path, changed: Mapping[Path, durable.Change], *, verified: dict[str, list[int]] | None = None) -> None:
+def record(
+    root: Path,
+    changed: Mapping[Path, durable.Change],
+    *,
+    verified: dict[str, list[int]] | None = None,
+    chains: Mapping[str, list[object]] | None = None,
+) -> None:
     """Update the state after a writer's work (the caller still holds the lock).
 
     ``changed``: the files this writer changed (see :func:`durable.changing`). A file's new
     fingerprint is recorded only when it was as recorded before this writer changed it:
     a file someone else had changed stays unmatched, whatever this writer did to it.
     ``verified``: a snapshot taken before a ``verify`` that found nothing wrong; its
-    fingerprints replace the recorded ones.
+    fingerprints replace the recorded ones. ``chains``: the lengths and heads that verify
+    counted, which replace the recorded ones (entries added outside the writers, in a
+    journal that verifies, are then counted too).
     """
     old = load(root) or {"files": {}, "chains": {}}
+    if chains is not None:
+        old["chains"] = {**old["chains"], **_chains(dict(chains))}
     files: dict[str, list[int]] = dict(verified if verified is not None else old["files"])
     for path, change in changed.items():
         try:
@@ -145,20 +162,20 @@ def record(root: Path, changed: Mapping[Path, durable.Change], *, verified: dict
         else:
             files[rel] = found
     moved = {path.name for path in changed}
-    chains = {
+    counts = {
         # A chain none of whose files this writer changed is as recorded (kept: evidence if not).
         stem: _count(root, stem, old["chains"].get(stem), _times(changed, root / CHAINS[stem]))
         if f"{stem}.jsonl" in moved or stem not in old["chains"]
         else old["chains"][stem]
         for stem in CHAINS
     }
-    data = {"files": files, "chains": chains}
-    _write(root / STATE, data)
+    data = {"files": files, "chains": counts}
+    _swap_in(root, data)
     witness = witness_path(root)
     if witness is not None:
         # Only forward: a state record edited to fewer entries never drags the witness back.
         seen = witnessed(root)
-        ahead = {stem: max(value, seen.get(stem, value), key=lambda v: v[0]) for stem, value in chains.items()}
+        ahead = {stem: max(value, seen.get(stem, value), key=lambda v: v[0]) for stem, value in counts.items()}
         _write(witness, {"journal": str(root.resolve()), "chains": ahead})
 
 
@@ -175,6 +192,23 @@ def _write(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data, sort_keys=True))
     os.replace(tmp, path)
+
+
+def _swap_in(root: Path, data: dict[str, Any]) -> None:
+    """Write the state record without renaming over the old one.
+
+    ext4 (``auto_da_alloc``) flushes a file renamed over an existing one before the
+    rename returns, which cost an append more than its own fsync; renaming onto a free
+    name does not. The old record is moved aside first, so a reader (or a writer killed
+    in between) always finds one: the newest, or the one before it.
+    """
+    tmp = root / f".{STATE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(data, sort_keys=True))
+    if (root / STATE).exists():
+        (root / PREVIOUS).unlink(missing_ok=True)  # one left by a writer killed mid-swap
+        os.rename(root / STATE, root / PREVIOUS)
+    os.rename(tmp, root / STATE)
+    (root / PREVIOUS).unlink(missing_ok=True)
 
 
 def _files(root: Path, stem: str) -> list[Path]:
