@@ -189,6 +189,10 @@ def preflight(
         steps.flush()
 
 
+def _of(digest: str, pinned: str | None) -> str:
+    return "" if digest == pinned else f"; runs its manifest {digest} for this platform"
+
+
 def _preflight(
     config: LaunchConfig, options: PreflightOptions, steps: _Steps
 ) -> tuple[VerifiedImage, list[StepResult]]:
@@ -253,33 +257,80 @@ def _preflight(
 
     pinned: ImageRef = steps.run(2, "resolve digest", step2)
 
-    def step3() -> tuple[tuple[str, ...], str]:
+    host: list[str] = []
+
+    def host_platform() -> str:
+        """The engine's ``os/arch`` in OCI's spelling, asked once and only for an index."""
+        if not host:
+            from terminai_sandbox.signing.verify.platforms import Platform  # noqa: PLC0415
+
+            host.append(str(Platform.of(*engine.platform())))
+        return host[0]
+
+    def cached(digest: str, fingerprint: str) -> str | None:
+        """The manifest to run when this digest passed under this policy before."""
+        if trust.cache_hit(options.cache_path, digest, fingerprint):
+            return digest
+        children = trust.cached_platforms(options.cache_path, digest, fingerprint)
+        return children.get(host_platform()) if children else None
+
+    def step3() -> tuple[tuple[tuple[str, ...], str], str]:
+        assert pinned.digest is not None
         if options.unsafe_skip_verify:
-            return (), "SKIPPED (--unsafe-skip-verify): this session runs an unverified image"
+            return ((), pinned.digest), "SKIPPED (--unsafe-skip-verify): this session runs an unverified image"
         if options.trust is None:
             raise VerificationError("no verification policy", hint="pass --key, --policy, or a keyless identity")
-        assert pinned.digest is not None
         remembered = trust.known_fingerprint(options.cache_path, options.trust)
-        if remembered is not None and trust.cache_hit(options.cache_path, pinned.digest, remembered):
-            return ("cache",), f"verified earlier for this digest and policy ({remembered[:19]})"
+        hit = None if remembered is None else cached(pinned.digest, remembered)
+        if remembered is not None and hit is not None:
+            return (
+                ("cache",),
+                hit,
+            ), f"verified earlier for this digest and policy ({remembered[:19]}){_of(hit, pinned.digest)}"
         policy = options.trust.load()
         fingerprint = policy.fingerprint()
-        if trust.cache_hit(options.cache_path, pinned.digest, fingerprint):
-            trust.cache_store(options.cache_path, pinned.digest, fingerprint, options.trust)
-            return ("cache",), f"verified earlier for this digest and policy ({fingerprint[:19]})"
+        hit = cached(pinned.digest, fingerprint)
+        if hit is not None:
+            if hit == pinned.digest:
+                trust.cache_store(options.cache_path, pinned.digest, fingerprint, options.trust)
+            else:
+                platform = (host_platform(), hit)
+                trust.cache_store(options.cache_path, pinned.digest, fingerprint, options.trust, platform=platform)
+            return (
+                ("cache",),
+                hit,
+            ), f"verified earlier for this digest and policy ({fingerprint[:19]}){_of(hit, pinned.digest)}"
         from terminai_sandbox.signing.verify.image import verify_image  # noqa: PLC0415  (HTTP and crypto stacks)
+        from terminai_sandbox.signing.verify.platforms import Platform  # noqa: PLC0415
 
         try:
-            result = verify_image(pinned, policy, client=registry_client())
+            result = verify_image(
+                pinned, policy, client=registry_client(), platform=lambda: Platform.parse(host_platform())
+            )
         except VerificationError as exc:
             if policy.mode == "warn":
-                return (), f"WARNING (policy mode warn): {exc.message}"
+                return ((), pinned.digest), f"WARNING (policy mode warn): {exc.message}"
             raise
-        trust.cache_store(options.cache_path, pinned.digest, fingerprint, options.trust)
         keys = tuple(s.key_id for s in result.signatures)
-        return keys, f"signed by {', '.join(keys)}"
+        if not result.platforms:
+            trust.cache_store(options.cache_path, pinned.digest, fingerprint, options.trust)
+            return (keys, pinned.digest), f"signed by {', '.join(keys)}"
+        chosen = result.platforms[0]
+        trust.cache_store(
+            options.cache_path, pinned.digest, fingerprint, options.trust, platform=(chosen.platform, chosen.digest)
+        )
+        own = tuple(s.key_id for s in chosen.signatures)
+        return (keys + own, chosen.digest), (
+            f"index signed by {', '.join(keys)}; its {chosen.platform} manifest {chosen.digest} "
+            f"signed by {', '.join(own)}"
+        )
 
-    verified_by = steps.run(3, "signature", step3)
+    verified_by, run_digest = steps.run(3, "signature", step3)
+    if run_digest != pinned.digest:
+        steps.note("platform-of-index", index=pinned.pinned, platform=host_platform(), manifest=run_digest)
+        # From here on the session is the platform manifest, pulled and run by its own digest:
+        # the engine never chooses a platform from the index itself.
+        pinned = pinned.with_digest(run_digest)
 
     def step4() -> tuple[ImageFacts, str]:
         present = engine.inspect(pinned.pinned)
