@@ -128,7 +128,7 @@ def _require_platform(store: RegistryStore, ref: ImageRef, child: PlatformManife
     try:
         document = json.loads(body)
         config = document["config"]
-        blob = json.loads(store.client.get_blob(store.repo, config["digest"], size=config.get("size")))
+        blob = json.loads(store.blob(config["digest"], config.get("size")))
         found = Platform.of(blob["os"], blob["architecture"], blob.get("variant"))
     except RegistryCorrupted as exc:
         raise VerificationError(f"step 1i: the config of {ref.pinned} is corrupted: {exc.message}") from None
