@@ -8,9 +8,13 @@
 3. signature verified against the policy (a cache keyed by digest + policy fingerprint
    holds passes only, so it can never turn a failure into a pass; see
    :mod:`terminai_sandbox.launch.trust`). The signature names the digest, and the
-   registry client reads only signature artefacts: the engine has fetched nothing yet;
+   registry client reads only signature artefacts: the engine has fetched nothing yet.
+   A multi-platform index: the engine's platform is asked (only then), and the index and
+   the manifest it lists for that platform must both verify; from here on that manifest's
+   digest is the image;
 4. image present by digest, else pulled by the verified digest (``repo@sha256:…``): no
-   byte of an image is fetched by the engine before its signature check passed;
+   byte of an image is fetched by the engine before its signature check passed, and the
+   engine never chooses a platform from an index itself;
 5. contract compatibility from the image's labels (no container needed);
 6. health: the entrypoint's own check runs at the session's start; ``deep`` also runs the
    contract suite now;
