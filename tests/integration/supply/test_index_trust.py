@@ -5,7 +5,7 @@ image under an arm64 config is a fair stand-in for the trust logic). ``terminai-
 sign`` and ``attest`` sign the index and each platform manifest and attest each platform's
 SBOM and provenance; Debian's cosign 2.x and 3.x verify all of it, our ``verify`` accepts
 it, and skopeo (containers/image, not our code) reads back, and copies with ``--all``,
-exactly the bytes that were pushed.
+exactly the bytes ``terminai-sandbox push`` sent from a multi-platform OCI layout.
 
 Then the attacks of the index rule (docs/SECURITY.md), each refused with exit 11 and its
 own message: a forged index adding an unsigned platform (with and without the genuine
@@ -32,9 +32,10 @@ from terminai_sandbox.oci_media import OCI_INDEX
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox_dev.localregistry import loopback_registry
 
+from tests.fixtures.oci import write_index_layout
 from tests.fixtures.registry import RegistryServer
 from tests.integration.supply.cosign_tools import cosign
-from tests.integration.supply.tiny_index import descriptor, plat, push_index, push_platform
+from tests.integration.supply.tiny_index import config, descriptor, plat, push_index, push_platform
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -188,9 +189,21 @@ def test_cosign_verifies_the_index_both_platforms_and_their_attestations(world: 
         assert tool.verify(world.ref(repo, digest), "stranger.pub", world.work).returncode != 0
 
 
-def test_skopeo_reads_and_copies_every_byte(world: World, second_registry: RegistryServer) -> None:
-    index, children = world.release("multi/bytes")
-    pushed = {d: world.client.get_manifest("multi/bytes", d)[0] for d in (index, *children.values())}
+def test_push_keeps_every_byte_and_skopeo_copies_all_of_it(world: World, second_registry: RegistryServer) -> None:
+    layout = world.work / "multi-layout"
+    index, children = write_index_layout(
+        layout,
+        {
+            "linux/amd64": (config("linux", "amd64"), [b"amd64 layer"]),
+            "linux/arm64": (config("linux", "arm64"), [b"arm64 layer", b"shared layer"]),
+        },
+    )
+    code, output = world.ours("push", str(layout), f"{world.host}/multi/bytes:1.0", "--json")
+    assert code == 0, output
+    assert json.loads(output)["digest"] == index
+    on_disk = {
+        d: (layout / "blobs" / "sha256" / d.removeprefix("sha256:")).read_bytes() for d in (index, *children.values())
+    }
 
     def raw(host: str, digest: str) -> bytes:
         done = subprocess.run(
@@ -202,8 +215,27 @@ def test_skopeo_reads_and_copies_every_byte(world: World, second_registry: Regis
         assert done.returncode == 0, done.stderr
         return done.stdout
 
-    for digest, body in pushed.items():
+    for digest, body in on_disk.items():
         assert raw(world.host, digest) == body
+    tagged = subprocess.run(
+        ["skopeo", "inspect", "--raw", "--tls-verify=false", f"docker://{world.host}/multi/bytes:1.0"],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert tagged.stdout == on_disk[index]
+    # A digest in the destination that is not the index's: refused before anything is sent.
+    code, output = world.ours("push", str(layout), f"{world.host}/multi/other@{children['linux/amd64']}")
+    assert code != 0 and "nothing was pushed" in output
+    assert world.client.request("GET", "multi/other", "tags/list").status_code == 404
+
+    # The signed release, copied whole by containers/image, keeps every byte.
+    for platform, digest in children.items():
+        world.sign(world.ref("multi/bytes", digest))
+        world.attest(world.ref("multi/bytes", digest), platform.split("/")[1])
+    world.sign(world.ref("multi/bytes", index))
+    code, output = world.ours("verify", world.ref("multi/bytes", index), "--key", "ours.pub")
+    assert code == 0, output
     copied = subprocess.run(
         [
             "skopeo",
@@ -223,13 +255,13 @@ def test_skopeo_reads_and_copies_every_byte(world: World, second_registry: Regis
         check=False,
     )
     _ok(copied)
-    for digest, body in pushed.items():
+    for digest, body in on_disk.items():
         assert raw(second_registry.host, digest) == body
+    there = RegistryClient(second_registry.host)
     for digest in children.values():  # configs and layers too
-        manifest = json.loads(pushed[digest])
+        manifest = json.loads(on_disk[digest])
         for blob in (manifest["config"], *manifest["layers"]):
-            there = RegistryClient(second_registry.host).get_blob("multi/bytes", blob["digest"])
-            assert there == world.client.get_blob("multi/bytes", blob["digest"])
+            assert there.get_blob("multi/bytes", blob["digest"]) == world.client.get_blob("multi/bytes", blob["digest"])
 
 
 def test_a_forged_index_adding_an_unsigned_platform_is_refused(world: World) -> None:

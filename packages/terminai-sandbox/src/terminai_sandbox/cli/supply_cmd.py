@@ -172,25 +172,32 @@ def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_regi
     """Push an OCI image layout to REFERENCE (repo[:tag][@digest]) blob by blob; prints the manifest digest.
 
     A digest in REFERENCE must be the layout's: a mismatch is refused before anything is sent.
+    A multi-platform layout (index.json naming an image index) pushes every platform image,
+    then the index's exact bytes; the digest printed is the index's.
 
     Each registry request must be whole within 60 s, retries included (a blob: 1 s more per
     MiB); TERMINAI_REGISTRY_TIMEOUT=SECONDS sets it. See docs/DEADLINES.md.
     """
-    from terminai_sandbox.artifacts.oci_layout import OciLayout  # noqa: PLC0415
+    from terminai_sandbox.artifacts.oci_layout import IndexLayout, OciLayout, is_index_layout  # noqa: PLC0415
 
     ref = ImageRef.parse(reference)
-    opened = OciLayout.open(layout)
-    total = sum(item.size for item in (opened.config, *opened.layers))
-    progress.line(f"pushing {1 + len(opened.layers)} blobs, {progress.size(total)}, to {ref.name}")
+    opened: OciLayout | IndexLayout
+    if is_index_layout(layout):
+        opened = IndexLayout.open(layout)
+        images = opened.images
+    else:
+        opened = OciLayout.open(layout)
+        images = (opened,)
+    items = [item for image in images for item in (image.config, *image.layers)]
+    platforms = f" for {len(images)} platforms" if isinstance(opened, IndexLayout) else ""
+    progress.line(f"pushing {len(items)} blobs{platforms}, {progress.size(sum(i.size for i in items))}, to {ref.name}")
+    client = _client(ref, insecure_registry)
+    options: dict[str, Any] = {"tag": ref.tag, "chunk_size": chunk_size, "digest": ref.digest}
     with progress.step(f"push to {ref.name}"):
-        result = _client(ref, insecure_registry).push_layout(
-            opened,
-            ref.repository,
-            tag=ref.tag,
-            chunk_size=chunk_size,
-            digest=ref.digest,
-            on_progress=progress.blob_reporter(),
-        )
+        if isinstance(opened, IndexLayout):
+            result = client.push_index_layout(opened, ref.repository, on_progress=progress.blob_reporter(), **options)
+        else:
+            result = client.push_layout(opened, ref.repository, on_progress=progress.blob_reporter(), **options)
     emit(
         as_json,
         {
