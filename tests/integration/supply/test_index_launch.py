@@ -34,11 +34,14 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 CLI = str(Path(sys.executable).with_name("terminai-sandbox"))
 
 
-def _arm64_twin(client: RegistryClient, repo: str, amd64: str) -> str:
-    """The amd64 image's layers under an arm64 config; the new manifest's digest."""
+def _twin(client: RegistryClient, repo: str, amd64: str, arch: str = "arm64", created: str | None = None) -> str:
+    """The amd64 image's layers under a config for ``arch`` (and another ``created``: another
+    manifest of the same platform); the new manifest's digest."""
     manifest = json.loads(client.get_manifest(repo, amd64)[0])
     config = json.loads(client.get_blob(repo, manifest["config"]["digest"]))
-    config["architecture"] = "arm64"
+    config["architecture"] = arch
+    if created is not None:
+        config["created"] = created
     config_bytes = json.dumps(config, sort_keys=True).encode()
     client.push_blob(repo, sha256_digest(config_bytes), config_bytes)
     manifest["config"] = {**manifest["config"], "digest": sha256_digest(config_bytes), "size": len(config_bytes)}
@@ -65,7 +68,7 @@ def test_run_picks_the_engines_platform_and_runs_it_by_digest(
     client = RegistryClient(registry.host)
     repo = "launch/multi"
     amd64 = client.push_layout(built_image.oci_layout, repo).digest
-    arm64 = _arm64_twin(client, repo, amd64)
+    arm64 = _twin(client, repo, amd64)
     entries = [
         descriptor(client, repo, amd64, plat("linux/amd64")),
         descriptor(client, repo, arm64, plat("linux/arm64")),
@@ -95,3 +98,21 @@ def test_run_picks_the_engines_platform_and_runs_it_by_digest(
     assert refused.returncode == VerificationError.exit_code, refused.stdout + refused.stderr
     assert "preflight step 3 (signature) refused" in refused.stderr
     assert "has no manifest for linux/amd64 (it has: linux/arm64)" in refused.stderr
+
+    # A forged index adding an unsigned platform, under the release's tag: refused before any pull.
+    extra = _twin(client, repo, amd64, "riscv64")
+    forged = push_index(client, repo, [*entries, descriptor(client, repo, extra, plat("linux/riscv64"))], tag="0.1.0")
+    refused = _cli("run", "--image", f"{registry.host}/{repo}:0.1.0", "--key", "ours.pub", "--", "true", cwd=tmp_path)
+    assert refused.returncode == VerificationError.exit_code, refused.stdout + refused.stderr
+    assert forged in refused.stderr
+    assert "preflight step 3 (signature) refused" in refused.stderr
+
+    # A signed index whose amd64 manifest is not signed: this host's platform is refused.
+    unsigned = _twin(client, repo, amd64, "amd64", created="2000-01-01T00:00:00Z")
+    half = push_index(client, repo, [descriptor(client, repo, unsigned, plat("linux/amd64")), entries[1]], tag="half")
+    signed = _cli("sign", f"{registry.host}/{repo}@{half}", "--key", "ours.key", cwd=tmp_path)
+    assert signed.returncode == 0, signed.stdout + signed.stderr
+    refused = _cli("run", "--image", f"{registry.host}/{repo}:half", "--key", "ours.pub", "--", "true", cwd=tmp_path)
+    assert refused.returncode == VerificationError.exit_code, refused.stdout + refused.stderr
+    assert unsigned in refused.stderr
+    assert docker.from_env().images.list(name=f"{registry.host}/{repo}") == [held]  # nothing else was pulled
