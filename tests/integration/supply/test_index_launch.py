@@ -22,7 +22,7 @@ from pathlib import Path
 import docker
 import pytest
 from terminai_sandbox.assemble import BuildResult
-from terminai_sandbox.errors import VerificationError
+from terminai_sandbox.errors import LaunchError, VerificationError
 from terminai_sandbox.oci_media import OCI_MANIFEST, sha256_digest
 from terminai_sandbox.registry import RegistryClient
 
@@ -116,3 +116,18 @@ def test_run_picks_the_engines_platform_and_runs_it_by_digest(
     assert refused.returncode == VerificationError.exit_code, refused.stdout + refused.stderr
     assert unsigned in refused.stderr
     assert docker.from_env().images.list(name=f"{registry.host}/{repo}") == [held]  # nothing else was pulled
+
+    # The tag moved from the index to its signed arm64 manifest alone: signed, but not this
+    # host's platform; the engine would run it under emulation. Refused after the pull.
+    body, media, _ = client.get_manifest(repo, arm64)
+    client.put_manifest(repo, "0.1.0", body, media)
+    refused = _cli("run", "--image", f"{registry.host}/{repo}:0.1.0", "--key", "ours.pub", "--", "true", cwd=tmp_path)
+    assert refused.returncode == LaunchError.exit_code, refused.stdout + refused.stderr
+    assert "preflight step 4 (image by digest) refused" in refused.stderr
+    assert "is a linux/arm64 image, but the engine runs linux/amd64" in refused.stderr
+    # And back to the index: the amd64 manifest again, by its digest.
+    body, media, _ = client.get_manifest(repo, index)
+    client.put_manifest(repo, "0.1.0", body, media)
+    done = _cli("run", "--image", f"{registry.host}/{repo}:0.1.0", "--key", "ours.pub", "--", "true", cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"runs its manifest {amd64} for this platform" in done.stdout + done.stderr

@@ -110,6 +110,8 @@ class ImageFacts:
 
     id: str
     labels: Mapping[str, str] = field(default_factory=dict)
+    os: str | None = None  # the image config's platform, as the engine's inspect reports it
+    architecture: str | None = None
 
 
 def connect(name: str, env: Mapping[str, str]) -> LaunchEngine:
@@ -140,7 +142,13 @@ def _facts(document: Mapping[str, Any]) -> ImageFacts:
     image_id = document.get("Id")
     if not isinstance(image_id, str) or not image_id or not isinstance(config, dict) or not isinstance(labels, dict):
         raise EngineError(f"the engine's image inspect answer is not an image document: {str(document)[:80]!r}")
-    return ImageFacts(id=image_id, labels={str(k): str(v) for k, v in labels.items()})
+    os_name, architecture = document.get("Os"), document.get("Architecture")
+    return ImageFacts(
+        id=image_id,
+        labels={str(k): str(v) for k, v in labels.items()},
+        os=os_name if isinstance(os_name, str) and os_name else None,
+        architecture=architecture if isinstance(architecture, str) and architecture else None,
+    )
 
 
 class DockerEngine:

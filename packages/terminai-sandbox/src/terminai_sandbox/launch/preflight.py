@@ -34,6 +34,7 @@ reference needs neither.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -60,6 +61,8 @@ if TYPE_CHECKING:
     from terminai_sandbox.registry import RegistryClient
 
 _TOKEN = object()
+# The kernel's machine names of the platforms a release is built for, in OCI's spelling.
+_OCI_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
 
 @frozen_record
@@ -193,8 +196,9 @@ def preflight(
         steps.flush()
 
 
-def _of(digest: str, pinned: str | None) -> str:
-    return "" if digest == pinned else f"; runs its manifest {digest} for this platform"
+def _earlier(fingerprint: str, run: str, pinned: str) -> str:
+    platform = "" if run == pinned else f"; runs its manifest {run} for this platform"
+    return f"verified earlier for this digest and policy ({fingerprint[:19]}){platform}"
 
 
 def _preflight(
@@ -287,10 +291,7 @@ def _preflight(
         remembered = trust.known_fingerprint(options.cache_path, options.trust)
         hit = None if remembered is None else cached(pinned.digest, remembered)
         if remembered is not None and hit is not None:
-            return (
-                ("cache",),
-                hit,
-            ), f"verified earlier for this digest and policy ({remembered[:19]}){_of(hit, pinned.digest)}"
+            return (("cache",), hit), _earlier(remembered, hit, pinned.digest)
         policy = options.trust.load()
         fingerprint = policy.fingerprint()
         hit = cached(pinned.digest, fingerprint)
@@ -300,10 +301,7 @@ def _preflight(
             else:
                 platform = (host_platform(), hit)
                 trust.cache_store(options.cache_path, pinned.digest, fingerprint, options.trust, platform=platform)
-            return (
-                ("cache",),
-                hit,
-            ), f"verified earlier for this digest and policy ({fingerprint[:19]}){_of(hit, pinned.digest)}"
+            return (("cache",), hit), _earlier(fingerprint, hit, pinned.digest)
         from terminai_sandbox.signing.verify.image import verify_image  # noqa: PLC0415  (HTTP and crypto stacks)
         from terminai_sandbox.signing.verify.platforms import Platform  # noqa: PLC0415
 
@@ -336,11 +334,30 @@ def _preflight(
         # the engine never chooses a platform from the index itself.
         pinned = pinned.with_digest(run_digest)
 
+    def runs_here(facts: ImageFacts) -> None:
+        """Refuse an image of another platform than the engine's: the engine would run it
+        under emulation (qemu-user through binfmt), where the sandbox's guarantees are not
+        the ones proven. A tag moved from an index to one signed platform manifest lands here."""
+        if facts.architecture is None or _OCI_ARCH.get(os.uname().machine) == facts.architecture:
+            return  # the common case answers without asking the engine
+        image_platform = f"{facts.os or 'linux'}/{facts.architecture}"
+        from terminai_sandbox.signing.verify.platforms import Platform  # noqa: PLC0415
+
+        if Platform.parse(image_platform) != Platform.parse(host_platform()):
+            raise LaunchError(
+                f"{pinned.pinned} is a {image_platform} image, but the engine runs {host_platform()} "
+                "(it would run under emulation)",
+                hint=f"use the release's multi-platform index, or an image built for {host_platform()}",
+            )
+
     def step4() -> tuple[ImageFacts, str]:
         present = engine.inspect(pinned.pinned)
         if present is not None:
+            runs_here(present)
             return present, "present"
-        return engine.pull(pinned, insecure=options.insecure_registry), "pulled by the verified digest"
+        pulled = engine.pull(pinned, insecure=options.insecure_registry)
+        runs_here(pulled)
+        return pulled, "pulled by the verified digest"
 
     image: ImageFacts = steps.run(4, "image by digest", step4)
 

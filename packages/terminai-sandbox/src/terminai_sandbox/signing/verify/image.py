@@ -53,21 +53,21 @@ def verify_image(
             hint="pass --key cosign.pub or a --policy file",
         )
     source: SignatureSource
-    manifest: tuple[bytes, str] | None = None
+    index: tuple[ImageIndex, RegistryStore] | None = None
     if offline_dir is not None:
         source = OfflineStore(offline_dir)
     elif client is not None:
-        store = RegistryStore(client, ref.repository)
-        manifest = _require_image(store, ref)
-        source = store
+        source = store = RegistryStore(client, ref.repository)
+        body, media_type = _require_image(store, ref)
+        if is_index(media_type, body):
+            index = parse_index(body, ref.digest), store
     else:
         raise VerificationError("nothing to verify against: give a registry client or an offline directory")
     wanted = [*([attestation] if attestation is not None else []), *attestations]
     steps: list[Policy] = [SignedBy(policy, trusted_root)]
     steps += [Attested(policy, kind, trusted_root) for kind in dict.fromkeys(wanted)]
-    if manifest is not None and is_index(manifest[1], manifest[0]):
-        assert isinstance(source, RegistryStore)
-        return _verify_index(ref, parse_index(manifest[0], ref.digest), policy, source, steps, platform, trusted_root)
+    if index is not None:
+        return _verify_index(ref, *index, policy, steps, platform, trusted_root)
     evidence = _checked(ref, lambda: AllOf(steps).verify(ref, ref.digest or "", source))
     return VerificationResult(
         digest=ref.digest,
@@ -90,8 +90,8 @@ def _checked(ref: ImageRef, verify: Callable[[], Evidence]) -> Evidence:
 def _verify_index(
     ref: ImageRef,
     index: ImageIndex,
-    policy: VerificationPolicy,
     store: RegistryStore,
+    policy: VerificationPolicy,
     steps: list[Policy],
     platform: Platform | Callable[[], Platform] | None,
     trusted_root: Path | None,
