@@ -338,8 +338,11 @@ def _preflight(
         """Refuse an image of another platform than the engine's: the engine would run it
         under emulation (qemu-user through binfmt), where the sandbox's guarantees are not
         the ones proven. A tag moved from an index to one signed platform manifest lands here."""
-        if facts.architecture is None or _OCI_ARCH.get(os.uname().machine) == facts.architecture:
-            return  # the common case answers without asking the engine
+        if facts.architecture is None:
+            return
+        local = engine.host is None or engine.host.startswith("unix://")
+        if local and _OCI_ARCH.get(os.uname().machine) == facts.architecture:
+            return  # a local engine runs on this kernel: answered without asking the engine
         image_platform = f"{facts.os or 'linux'}/{facts.architecture}"
         from terminai_sandbox.signing.verify.platforms import Platform  # noqa: PLC0415
 
