@@ -1,5 +1,7 @@
 """docs/VERIFYING.md section 9 runs literally, with Debian's cosign 2.x and 3.x and skopeo.
 
+(Up to its SBOM part, which needs a built image: ``test_sbom_platforms.py`` covers it.)
+
 The section's fenced ``sh`` blocks are one script (later blocks read the digests the first
 one resolves); bash runs them as written, with only the placeholders replaced: ``IMAGE``
 by a two-platform release on a loopback registry, ``MIRROR`` by another repository there,
@@ -37,7 +39,8 @@ CLI = Path(sys.executable).parent / "terminai-sandbox"
 
 def _script() -> str:
     text = DOC.read_text()
-    section = text[text.index("## 9. A multi-platform release") :]
+    # Up to the SBOM part, which needs a built image (test_sbom_platforms.py runs it).
+    section = text[text.index("## 9. A multi-platform release") : text.index("Each platform's SBOM is read")]
     return "\n".join(re.findall(r"^```sh\n(.*?)^```$", section, flags=re.MULTILINE | re.DOTALL))
 
 
