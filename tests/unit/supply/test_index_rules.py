@@ -88,6 +88,11 @@ def test_a_missing_platform_is_refused_naming_what_the_index_has() -> None:
         ((entry(A, linux("amd64"), "application/vnd.oci.image.layer.v1.tar"),), "not an image manifest"),
         ((entry(A, linux("unknown")) | {"digest": "md5:abc"},), "no sha256 digest"),
         ((), "lists no manifests"),
+        ((entry(A, linux("amd64")), entry(B, {"os": "unknown", "architecture": "unknown"})), "unknown/unknown"),
+        (
+            (entry(A, linux("amd64")), entry(B, linux("arm64")) | {"annotations": {"vnd.docker.reference.type": "x"}}),
+            "BuildKit attestation manifest",
+        ),
     ],
 )
 def test_each_rule_refuses_alone(entries: tuple[dict[str, Any], ...], message: str) -> None:

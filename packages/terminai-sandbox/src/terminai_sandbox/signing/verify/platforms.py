@@ -38,6 +38,7 @@ INDEX_TYPES = (OCI_INDEX, DOCKER_LIST)
 MANIFEST_TYPES = (OCI_MANIFEST, DOCKER_MANIFEST)
 _VARIANTS = {"arm64": ("v8",), "arm": ("v6", "v7", "v8")}
 _PLATFORM_KEYS = {"os", "architecture", "variant"}
+_ATTESTATION_ANNOTATION = "vnd.docker.reference.type"
 # What the engines report (Go's GOARCH, or uname -m on some podman builds) -> OCI's names.
 _ENGINE_ARCH = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64", "armv7l": "arm"}
 
@@ -156,6 +157,12 @@ def _child(entry: Any, index: str, n: int) -> PlatformManifest:
         raise VerificationError(f"{where} ({child}) is a {media_type!r}, not an image manifest")
     if not isinstance(child, str) or not child.startswith("sha256:") or not isinstance(size, int):
         raise VerificationError(f"{where} has no sha256 digest and size")
+    annotations = entry.get("annotations")
+    if isinstance(annotations, dict) and _ATTESTATION_ANNOTATION in annotations:
+        raise VerificationError(
+            f"{where} ({child}) is a BuildKit attestation manifest, not a platform",
+            hint="our releases attach attestations as cosign artifacts; this index was not made by our release",
+        )
     platform = _platform(entry.get("platform"), where)
     return PlatformManifest(platform=platform, digest=child, media_type=media_type, size=size)
 
@@ -173,6 +180,8 @@ def _platform(value: Any, where: str) -> Platform:
     os_name, architecture, variant = value.get("os"), value.get("architecture"), value.get("variant")
     if not isinstance(os_name, str) or not isinstance(architecture, str) or not os_name or not architecture:
         raise VerificationError(f"{where} has no os and architecture")
+    if "unknown" in (os_name, architecture):
+        raise VerificationError(f"{where} is for platform {os_name}/{architecture}: not a platform anything runs")
     if variant is not None and (not isinstance(variant, str) or variant not in _VARIANTS.get(architecture, ())):
         allowed = " or ".join(_VARIANTS.get(architecture, ())) or "none"
         raise VerificationError(
