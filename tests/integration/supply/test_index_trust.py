@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from terminai_sandbox.cli import main
 from terminai_sandbox.errors import VerificationError
@@ -171,6 +172,32 @@ def test_the_signed_index_and_each_platform_verify(world: World) -> None:
     # Another key trusts nothing here.
     code, output = world.ours("verify", world.ref("multi/sandbox", index), "--key", "stranger.pub")
     assert code == VerificationError.exit_code, output
+
+
+def test_kube_renders_the_verified_index_for_mixed_pools(world: World) -> None:
+    index, children = world.release("multi/kube")
+    code, output = world.ours("kube", f"{world.host}/multi/kube:1.0", "--key", "ours.pub")
+    assert code == 0, output
+    pods = [doc for doc in yaml.safe_load_all(output) if doc and doc["kind"] == "Pod"]
+    (pod,) = pods
+    assert pod["spec"]["containers"][0]["image"] == f"{world.host}/multi/kube@{index}"
+    (term,) = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"
+    ]
+    assert {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64", "arm64"]} in term["matchExpressions"]
+    assert not any(d in output for d in children.values())
+    # An index with an unsigned platform renders nothing.
+    extra = push_platform(world.client, "multi/kube", world.work, "linux/riscv64", content=b"unsigned")
+    genuine = json.loads(world.client.get_manifest("multi/kube", index)[0])
+    half = push_index(
+        world.client,
+        "multi/kube",
+        [*genuine["manifests"], descriptor(world.client, "multi/kube", extra, plat("linux/riscv64"))],
+    )
+    world.sign(world.ref("multi/kube", half))
+    code, output = world.ours("kube", world.ref("multi/kube", half), "--key", "ours.pub")
+    assert code == VerificationError.exit_code, output
+    assert extra in output and "kind: Pod" not in output
 
 
 @pytest.mark.parametrize("major", [2, 3])
