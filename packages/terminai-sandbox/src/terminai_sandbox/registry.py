@@ -37,7 +37,7 @@ from urllib.parse import urlsplit
 
 import requests
 
-from terminai_sandbox.artifacts.oci_layout import OciLayout
+from terminai_sandbox.artifacts.oci_layout import IndexLayout, OciLayout
 from terminai_sandbox.common import deadlines
 from terminai_sandbox.common.reference import is_digest
 from terminai_sandbox.common.registry_auth import Credentials, is_loopback
@@ -538,6 +538,36 @@ class RegistryClient:
         if tag:
             self.put_manifest(repo, tag, manifest, media_type)
         return PushResult(digest=pushed, blobs_sent=sent, blobs_skipped=skipped)
+
+    def push_index_layout(
+        self,
+        layout: IndexLayout,
+        repo: str,
+        *,
+        tag: str | None = None,
+        chunk_size: int | None = None,
+        digest: str | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> PushResult:
+        """Push a multi-platform layout: every platform image by digest, then the index's exact bytes.
+
+        The index goes last, so a registry never holds an index naming a manifest it lacks,
+        and its bytes are the layout's as stored: the digest pushed is the digest built.
+        """
+        if digest is not None and digest != layout.index_digest:
+            raise ConfigError(
+                f"the destination names {digest}, but the layout's image index is {layout.index_digest}; "
+                "nothing was pushed",
+                hint=f"push to {self.registry}/{repo}@{layout.index_digest}, or name a tag or only the repository",
+            )
+        sent = skipped = 0
+        for image in layout.images:
+            pushed = self.push_layout(image, repo, chunk_size=chunk_size, on_progress=on_progress)
+            sent, skipped = sent + pushed.blobs_sent, skipped + pushed.blobs_skipped
+        index = self.put_manifest(repo, layout.index_digest, layout.index_bytes, layout.index.media_type)
+        if tag:
+            self.put_manifest(repo, tag, layout.index_bytes, layout.index.media_type)
+        return PushResult(digest=index, blobs_sent=sent, blobs_skipped=skipped)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,6 +9,12 @@ exist. Every blob read through :meth:`OciLayout.read_blob` is checked against it
 :meth:`OciLayout.verify` streams the layers through sha256 too. A malformed layout is an
 :class:`~terminai_sandbox.errors.ArtifactError` naming what is wrong; bytes that do not
 match their digest are :class:`~terminai_sandbox.errors.ArtifactCorrupted`.
+
+A multi-platform build writes the other shape the spec allows: ``index.json`` naming one
+image index (``application/vnd.oci.image.index.v1+json``) whose entries are the platform
+manifests. :meth:`IndexLayout.open` reads it: the index's bytes as stored (their digest is
+the release's), and each platform as an :class:`OciLayout` over the same blobs. A nested
+index is refused here too.
 """
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from terminai_sandbox.errors import ArtifactCorrupted, ArtifactError
-from terminai_sandbox.oci_media import DOCKER_MANIFEST, OCI_MANIFEST, sha256_digest
+from terminai_sandbox.oci_media import DOCKER_MANIFEST, OCI_INDEX, OCI_MANIFEST, sha256_digest
 
 LAYOUT_VERSION = "1.0.0"
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
@@ -80,6 +86,11 @@ class OciLayout:
                 hint=_HINT,
             )
         descriptor = Descriptor.parse(manifests[0], where=f"{root}/index.json manifests[0]")
+        return cls.image_at(root, descriptor)
+
+    @classmethod
+    def image_at(cls, root: Path, descriptor: Descriptor) -> OciLayout:
+        """The image whose manifest ``descriptor`` names, in the layout at ``root`` (a platform of an index too)."""
         if descriptor.media_type not in _MANIFEST_TYPES:
             raise ArtifactError(
                 f"{root}: index.json names a {descriptor.media_type}, not an image manifest", hint=_HINT
@@ -146,6 +157,58 @@ class OciLayout:
                     digest.update(chunk)
             if f"sha256:{digest.hexdigest()}" != layer.digest:
                 raise ArtifactCorrupted(f"{self.root}: layer blob {layer.digest} is corrupted (hashes differently)")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IndexLayout:
+    """A layout whose ``index.json`` names one image index over platform manifests."""
+
+    root: Path
+    index: Descriptor
+    index_bytes: bytes
+    images: tuple[OciLayout, ...]
+
+    @classmethod
+    def open(cls, root: Path) -> IndexLayout:
+        marker = _read_json(root, "oci-layout")
+        if not isinstance(marker, Mapping) or marker.get("imageLayoutVersion") != LAYOUT_VERSION:
+            raise ArtifactError(f"{root} is not an OCI image layout (oci-layout)", hint=_HINT)
+        top = _read_json(root, "index.json")
+        manifests = top.get("manifests") if isinstance(top, Mapping) else None
+        if not isinstance(manifests, list) or len(manifests) != 1:
+            raise ArtifactError(f"{root}: index.json must name exactly one image index", hint=_HINT)
+        descriptor = Descriptor.parse(manifests[0], where=f"{root}/index.json manifests[0]")
+        if descriptor.media_type != OCI_INDEX:
+            raise ArtifactError(f"{root}: index.json names a {descriptor.media_type}, not an image index", hint=_HINT)
+        data = _blob(root, descriptor.digest, what="the image index")
+        if len(data) != descriptor.size:
+            raise ArtifactCorrupted(f"{root}: the image index is {len(data)} bytes, index.json says {descriptor.size}")
+        entries = _json_object(data, f"{root}: the image index {descriptor.digest}").get("manifests")
+        if not isinstance(entries, list) or not entries:
+            raise ArtifactError(f"{root}: the image index lists no manifests", hint=_HINT)
+        images = []
+        for n, entry in enumerate(entries):
+            child = Descriptor.parse(entry, where=f"{root}: the image index's manifests[{n}]")
+            if child.media_type == OCI_INDEX:
+                raise ArtifactError(f"{root}: the image index's manifests[{n}] is itself an index (nested)", hint=_HINT)
+            images.append(OciLayout.image_at(root, child))
+        return cls(root=root, index=descriptor, index_bytes=data, images=tuple(images))
+
+    @property
+    def index_digest(self) -> str:
+        return self.index.digest
+
+
+def is_index_layout(root: Path) -> bool:
+    """True when ``index.json`` at ``root`` names an image index (checked again by :meth:`IndexLayout.open`)."""
+    top = _read_json(root, "index.json")
+    manifests = top.get("manifests") if isinstance(top, Mapping) else None
+    return (
+        isinstance(manifests, list)
+        and len(manifests) == 1
+        and isinstance(manifests[0], Mapping)
+        and manifests[0].get("mediaType") == OCI_INDEX
+    )
 
 
 def _read_json(root: Path, name: str) -> object:

@@ -16,7 +16,7 @@ from terminai_sandbox.cli.json_output import JSON_OPTION, emit
 from terminai_sandbox.errors import ArtifactError, ConfigError, SbomError
 
 if TYPE_CHECKING:
-    from terminai_sandbox.artifacts.oci_layout import OciLayout
+    from terminai_sandbox.artifacts.oci_layout import IndexLayout, OciLayout
 
 # The SBOM stack (CycloneDX and its JSON-schema validator) and the build planner take
 # seconds to import; they load when a command runs, so that '--help' answers at once.
@@ -28,14 +28,33 @@ def _one_document(output: Path, as_json: bool) -> None:
         raise click.UsageError("--json and -o - both print to stdout; write the document to a file with -o FILE")
 
 
-def _open(layout: Path) -> OciLayout:
-    from terminai_sandbox.artifacts.oci_layout import OciLayout  # noqa: PLC0415
+def _open(layout: Path, platform: str | None = None) -> OciLayout:
+    from terminai_sandbox.artifacts.oci_layout import IndexLayout, OciLayout, is_index_layout  # noqa: PLC0415
 
     # An image these commands cannot read is an SBOM failure (exit 12), whatever is wrong with it.
     try:
-        return OciLayout.open(layout)
+        if platform is None or not is_index_layout(layout):
+            if platform is not None:
+                raise SbomError(f"{layout} holds one image, not a multi-platform index", hint="drop --platform")
+            return OciLayout.open(layout)
+        return _platform_image(IndexLayout.open(layout), platform)
     except ArtifactError as exc:
         raise SbomError(exc.message, hint=exc.hint) from None
+
+
+def _platform_image(layout: IndexLayout, platform: str) -> OciLayout:
+    """The image the index lists for ``platform``, told by its own config (what the SBOM describes)."""
+    have = []
+    for image in layout.images:
+        config = image.image_config()
+        name = f"{config.get('os')}/{config.get('architecture')}"
+        if name == platform:
+            return image
+        have.append(name)
+    raise SbomError(
+        f"{layout.root} has no image for {platform} (it has: {', '.join(have)})",
+        hint=f"pass --platform as one of {', '.join(have)}",
+    )
 
 
 @click.command("sbom")
@@ -57,6 +76,13 @@ def _open(layout: Path) -> OciLayout:
     default=None,
     help="directory holding debian.lock and requirements.lock (default: the locks shipped with this version)",
 )
+@click.option(
+    "--platform",
+    "platform",
+    default=None,
+    metavar="OS/ARCH",
+    help="for a multi-platform layout: the platform whose image (and package databases) to describe",
+)
 @JSON_OPTION
 def sbom_cmd(
     layout: Path,
@@ -65,16 +91,21 @@ def sbom_cmd(
     image_version: str,
     source_date_epoch: int | None,
     image_dir: Path | None,
+    platform: str | None,
     as_json: bool,
 ) -> None:
-    """Write the CycloneDX 1.6 SBOM of the image in OCI layout LAYOUT (validated, deterministic)."""
+    """Write the CycloneDX 1.6 SBOM of the image in OCI layout LAYOUT (validated, deterministic).
+
+    For a multi-platform layout, --platform names the image: each platform has its own SBOM,
+    read from that platform's own package databases, attested on its own manifest digest.
+    """
     from terminai_sandbox import sbom  # noqa: PLC0415
     from terminai_sandbox.artifacts.image_locks import ImageLocks  # noqa: PLC0415
 
     _one_document(output, as_json)
     text = sbom.generate(
         sbom.SbomOptions(
-            layout=_open(layout),
+            layout=_open(layout, platform),
             repository=repository,
             version=image_version,
             source_date_epoch=source_date_epoch,

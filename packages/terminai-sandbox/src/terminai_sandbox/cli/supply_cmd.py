@@ -11,7 +11,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric import ec
 
     from terminai_sandbox.registry import RegistryClient
+    from terminai_sandbox.signing.verify.result import VerifiedSignature
 
 # The signing, registry and provenance stacks load inside the commands that use them, so
 # that '--help' answers at once.
@@ -171,25 +172,32 @@ def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_regi
     """Push an OCI image layout to REFERENCE (repo[:tag][@digest]) blob by blob; prints the manifest digest.
 
     A digest in REFERENCE must be the layout's: a mismatch is refused before anything is sent.
+    A multi-platform layout (index.json naming an image index) pushes every platform image,
+    then the index's exact bytes; the digest printed is the index's.
 
     Each registry request must be whole within 60 s, retries included (a blob: 1 s more per
     MiB); TERMINAI_REGISTRY_TIMEOUT=SECONDS sets it. See docs/DEADLINES.md.
     """
-    from terminai_sandbox.artifacts.oci_layout import OciLayout  # noqa: PLC0415
+    from terminai_sandbox.artifacts.oci_layout import IndexLayout, OciLayout, is_index_layout  # noqa: PLC0415
 
     ref = ImageRef.parse(reference)
-    opened = OciLayout.open(layout)
-    total = sum(item.size for item in (opened.config, *opened.layers))
-    progress.line(f"pushing {1 + len(opened.layers)} blobs, {progress.size(total)}, to {ref.name}")
+    opened: OciLayout | IndexLayout
+    if is_index_layout(layout):
+        opened = IndexLayout.open(layout)
+        images = opened.images
+    else:
+        opened = OciLayout.open(layout)
+        images = (opened,)
+    items = [item for image in images for item in (image.config, *image.layers)]
+    platforms = f" for {len(images)} platforms" if isinstance(opened, IndexLayout) else ""
+    progress.line(f"pushing {len(items)} blobs{platforms}, {progress.size(sum(i.size for i in items))}, to {ref.name}")
+    client = _client(ref, insecure_registry)
+    options: dict[str, Any] = {"tag": ref.tag, "chunk_size": chunk_size, "digest": ref.digest}
     with progress.step(f"push to {ref.name}"):
-        result = _client(ref, insecure_registry).push_layout(
-            opened,
-            ref.repository,
-            tag=ref.tag,
-            chunk_size=chunk_size,
-            digest=ref.digest,
-            on_progress=progress.blob_reporter(),
-        )
+        if isinstance(opened, IndexLayout):
+            result = client.push_index_layout(opened, ref.repository, on_progress=progress.blob_reporter(), **options)
+        else:
+            result = client.push_layout(opened, ref.repository, on_progress=progress.blob_reporter(), **options)
     emit(
         as_json,
         {
@@ -280,6 +288,13 @@ def sign_cmd(
     multiple=True,
     help="also require a verified attestation of this type (cyclonedx, slsaprovenance1); repeatable",
 )
+@click.option(
+    "--platform",
+    "platform_name",
+    default=None,
+    metavar="OS/ARCH",
+    help="for a multi-platform index: verify only this platform's manifest (default: every platform it lists)",
+)
 @click.option("--json", "as_json", is_flag=True, help="print the result (or the error) as JSON")
 @_INSECURE
 def verify_cmd(
@@ -291,10 +306,15 @@ def verify_cmd(
     attestations: tuple[str, ...],
     offline_dir: Path | None,
     trusted_root: Path | None,
+    platform_name: str | None,
     as_json: bool,
     insecure_registry: bool,
 ) -> None:
     """Verify REFERENCE's signatures (the tag is resolved once; verification is by digest).
+
+    A multi-platform index passes only when the index is signed and every platform
+    manifest verified (each one it lists, or the one --platform names) is listed in it
+    once, is the platform it claims, and is signed (and attested) itself.
 
     With --offline DIR (a release directory such as dist/X.Y.Z) no registry is contacted;
     REFERENCE must then carry the digest (or DIR's image is used).
@@ -302,9 +322,9 @@ def verify_cmd(
     Each registry request must be whole within 30 s, retries included (a blob: 1 s more per
     MiB); TERMINAI_REGISTRY_TIMEOUT=SECONDS sets it. See docs/DEADLINES.md.
     """
-    from terminai_sandbox import provenance  # noqa: PLC0415
     from terminai_sandbox.artifacts.oci_layout import OciLayout  # noqa: PLC0415
     from terminai_sandbox.signing.verify.image import verify_image  # noqa: PLC0415
+    from terminai_sandbox.signing.verify.platforms import Platform  # noqa: PLC0415
     from terminai_sandbox.signing.verify.trust import policy_from_options  # noqa: PLC0415
 
     policy = policy_from_options(
@@ -325,15 +345,30 @@ def verify_cmd(
                 )
             ref = ref.with_digest(client.resolve(ref.repository, ref.tag))
     result = verify_image(
-        ref, policy, client=client, offline_dir=offline_dir, attestations=attestations, trusted_root=trusted_root
+        ref,
+        policy,
+        client=client,
+        offline_dir=offline_dir,
+        attestations=attestations,
+        trusted_root=trusted_root,
+        platform=None if platform_name is None else Platform.parse(platform_name),
     )
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
         return
-    for sig in result.signatures:
+    what = "index " if result.platforms else ""
+    _echo_verified(f"{what}{result.repository}@{result.digest}", result.signatures, result.claims)
+    for child in result.platforms:
+        _echo_verified(f"{child.platform} {result.repository}@{child.digest}", child.signatures, child.claims)
+
+
+def _echo_verified(subject: str, signatures: tuple[VerifiedSignature, ...], claims: tuple[dict[str, Any], ...]) -> None:
+    from terminai_sandbox import provenance  # noqa: PLC0415
+
+    for sig in signatures:
         who = sig.certificate_identity and f"{sig.certificate_identity} ({sig.certificate_issuer})"
-        click.echo(f"verified {result.repository}@{result.digest} signed by {who or sig.key_id} ({sig.key_source})")
-    for claim in result.claims:
+        click.echo(f"verified {subject} signed by {who or sig.key_id} ({sig.key_source})")
+    for claim in claims:
         click.echo(f"verified attestation {claim['predicateType']}")
         if claim["predicateType"] == provenance.PREDICATE_TYPE:
             facts = provenance.summary(claim["predicate"])

@@ -542,6 +542,21 @@ class DockerApi:
             raise EngineError(f"the engine at {self.info.host} answered GET /info with {status}")
         return sorted(body.get("Runtimes") or {})
 
+    def platform(self) -> tuple[str, str]:
+        """(os, architecture) of the engine's host, as ``GET /version`` reports them (``Os``, ``Arch``).
+
+        The engine's, not this process's: over ``DOCKER_HOST=ssh://…`` the two may differ,
+        and the image must suit the machine that runs it.
+        """
+        status, body = self._get("/version")
+        os_name, arch = (body.get("Os"), body.get("Arch")) if isinstance(body, dict) else (None, None)
+        if status != 200 or not isinstance(os_name, str) or not isinstance(arch, str) or not os_name or not arch:
+            raise EngineError(
+                f"the engine at {self.info.host} did not report its platform (GET /version: {status})",
+                hint="check that the engine is docker 20.10 or later, or podman's Docker API service",
+            )
+        return os_name, arch
+
     def inspect_image(self, reference: str) -> dict[str, Any] | None:
         """The engine's ``image inspect`` document for ``reference``, or None when it has no such image."""
         status, body = self._get(image_path(reference))

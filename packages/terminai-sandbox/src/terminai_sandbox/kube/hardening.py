@@ -78,6 +78,8 @@ class SessionShape:
     memory: str = HARDENED_LIMITS.memory
     cpus: str = HARDENED_LIMITS.cpus
     workspace_size: str = "4g"
+    # A multi-platform image: the architectures its verified index lists (empty: one image).
+    architectures: tuple[str, ...] = ()
 
 
 def container_security_context() -> dict[str, Any]:
@@ -141,4 +143,26 @@ def pod_spec(image: str, digest: str, shape: SessionShape, *, restart: str) -> d
     }
     if shape.runtime_class:
         spec["runtimeClassName"] = shape.runtime_class
+    if shape.architectures:
+        spec["affinity"] = platform_affinity(shape.architectures)
     return spec
+
+
+def platform_affinity(architectures: tuple[str, ...]) -> dict[str, Any]:
+    """Schedule only onto Linux nodes of an architecture the verified index lists.
+
+    The pod names the index digest, and the kubelet (containerd, CRI-O) pulls the manifest
+    for its own node's platform from it; every platform was verified before anything was
+    rendered, so whichever it picks is signed. On a node of an architecture the index lacks
+    the pull would fail late (ImagePullBackOff); the affinity makes that a scheduling
+    decision instead, and leaves mixed pools free to place the pod on any node it can run on.
+    """
+    terms = [
+        {"key": "kubernetes.io/os", "operator": "In", "values": ["linux"]},
+        {"key": "kubernetes.io/arch", "operator": "In", "values": sorted(set(architectures))},
+    ]
+    return {
+        "nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchExpressions": terms}]}
+        }
+    }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from terminai_sandbox.kube.admission import cluster_image_policy, kyverno_cluster_policy
@@ -29,6 +30,9 @@ def manifests(source: VerifiedSource, shape: SessionShape, namespace: str) -> li
     digest = source.ref.digest
     assert digest is not None  # a VerifiedSource is pinned
     image = source.image
+    linux = [p.platform.split("/") for p in source.result.platforms if p.platform.startswith("linux/")]
+    if source.result.platforms:
+        shape = replace(shape, architectures=tuple(sorted({parts[1] for parts in linux})))
     objects: list[dict[str, Any]] = []
     if shape.runtime_class:
         objects.append(runtime_class(shape.runtime_class))

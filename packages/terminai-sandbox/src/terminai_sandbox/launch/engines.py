@@ -97,6 +97,8 @@ if TYPE_CHECKING:
 
         def runtime_problem(self, runtime: str) -> EngineError | None: ...
 
+        def platform(self) -> tuple[str, str]: ...
+
 
 NOFILE_CAP = 65536
 NPROC_CAP = 4096
@@ -108,6 +110,8 @@ class ImageFacts:
 
     id: str
     labels: Mapping[str, str] = field(default_factory=dict)
+    os: str | None = None  # the image config's platform, as the engine's inspect reports it
+    architecture: str | None = None
 
 
 def connect(name: str, env: Mapping[str, str]) -> LaunchEngine:
@@ -138,7 +142,13 @@ def _facts(document: Mapping[str, Any]) -> ImageFacts:
     image_id = document.get("Id")
     if not isinstance(image_id, str) or not image_id or not isinstance(config, dict) or not isinstance(labels, dict):
         raise EngineError(f"the engine's image inspect answer is not an image document: {str(document)[:80]!r}")
-    return ImageFacts(id=image_id, labels={str(k): str(v) for k, v in labels.items()})
+    os_name, architecture = document.get("Os"), document.get("Architecture")
+    return ImageFacts(
+        id=image_id,
+        labels={str(k): str(v) for k, v in labels.items()},
+        os=os_name if isinstance(os_name, str) and os_name else None,
+        architecture=architecture if isinstance(architecture, str) and architecture else None,
+    )
 
 
 class DockerEngine:
@@ -238,6 +248,10 @@ class DockerEngine:
         if runtime == DEFAULT_RUNTIME:
             return None  # dockerd always has its default runtime; no need to ask
         return missing_on_docker(runtime, self.api.runtimes())
+
+    def platform(self) -> tuple[str, str]:
+        """(os, architecture) the engine reports; asked only when the image is a multi-platform index."""
+        return self.api.platform()
 
 
 def _cli_build(
@@ -433,6 +447,23 @@ class PodmanEngine:
 
     def runtime_problem(self, runtime: str) -> EngineError | None:
         return missing_on_podman(runtime, runsc_binary(self.env))
+
+    def platform(self) -> tuple[str, str]:
+        """(os, architecture) of the machine podman runs containers on (``Server.OsArch``
+        for a remote podman, else ``Client.OsArch``)."""
+        result = self._run("version", "--format", "json", timeout=60)
+        try:
+            document = json.loads(result.stdout)
+            side = document.get("Server") or document["Client"]
+            os_name, _, arch = str(side["OsArch"]).partition("/")
+        except (ValueError, KeyError, TypeError, AttributeError):
+            os_name = arch = ""
+        if result.returncode != 0 or not os_name or not arch:
+            raise EngineError(
+                f"podman did not report its platform: {_last_line(result.stderr)}",
+                hint="run 'podman version' to see what is wrong",
+            )
+        return os_name, arch
 
 
 def cgroups_v2(root: Path = Path("/sys/fs/cgroup")) -> bool:

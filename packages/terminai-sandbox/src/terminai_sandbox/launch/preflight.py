@@ -8,9 +8,13 @@
 3. signature verified against the policy (a cache keyed by digest + policy fingerprint
    holds passes only, so it can never turn a failure into a pass; see
    :mod:`terminai_sandbox.launch.trust`). The signature names the digest, and the
-   registry client reads only signature artefacts: the engine has fetched nothing yet;
+   registry client reads only signature artefacts: the engine has fetched nothing yet.
+   A multi-platform index: the engine's platform is asked (only then), and the index and
+   the manifest it lists for that platform must both verify; from here on that manifest's
+   digest is the image;
 4. image present by digest, else pulled by the verified digest (``repo@sha256:…``): no
-   byte of an image is fetched by the engine before its signature check passed;
+   byte of an image is fetched by the engine before its signature check passed, and the
+   engine never chooses a platform from an index itself;
 5. contract compatibility from the image's labels (no container needed);
 6. health: the entrypoint's own check runs at the session's start; ``deep`` also runs the
    contract suite now;
@@ -30,6 +34,7 @@ reference needs neither.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -56,6 +61,8 @@ if TYPE_CHECKING:
     from terminai_sandbox.registry import RegistryClient
 
 _TOKEN = object()
+# The kernel's machine names of the platforms a release is built for, in OCI's spelling.
+_OCI_ARCH = {"x86_64": "amd64", "aarch64": "arm64"}
 
 
 @frozen_record
@@ -189,6 +196,11 @@ def preflight(
         steps.flush()
 
 
+def _earlier(fingerprint: str, run: str, pinned: str) -> str:
+    platform = "" if run == pinned else f"; runs its manifest {run} for this platform"
+    return f"verified earlier for this digest and policy ({fingerprint[:19]}){platform}"
+
+
 def _preflight(
     config: LaunchConfig, options: PreflightOptions, steps: _Steps
 ) -> tuple[VerifiedImage, list[StepResult]]:
@@ -253,39 +265,102 @@ def _preflight(
 
     pinned: ImageRef = steps.run(2, "resolve digest", step2)
 
-    def step3() -> tuple[tuple[str, ...], str]:
+    host: list[str] = []
+
+    def host_platform() -> str:
+        """The engine's ``os/arch`` in OCI's spelling, asked once and only for an index."""
+        if not host:
+            from terminai_sandbox.signing.verify.platforms import Platform  # noqa: PLC0415
+
+            host.append(str(Platform.of(*engine.platform())))
+        return host[0]
+
+    def cached(digest: str, fingerprint: str) -> str | None:
+        """The manifest to run when this digest passed under this policy before."""
+        if trust.cache_hit(options.cache_path, digest, fingerprint):
+            return digest
+        children = trust.cached_platforms(options.cache_path, digest, fingerprint)
+        return children.get(host_platform()) if children else None
+
+    def step3() -> tuple[tuple[tuple[str, ...], str], str]:
+        assert pinned.digest is not None
         if options.unsafe_skip_verify:
-            return (), "SKIPPED (--unsafe-skip-verify): this session runs an unverified image"
+            return ((), pinned.digest), "SKIPPED (--unsafe-skip-verify): this session runs an unverified image"
         if options.trust is None:
             raise VerificationError("no verification policy", hint="pass --key, --policy, or a keyless identity")
-        assert pinned.digest is not None
         remembered = trust.known_fingerprint(options.cache_path, options.trust)
-        if remembered is not None and trust.cache_hit(options.cache_path, pinned.digest, remembered):
-            return ("cache",), f"verified earlier for this digest and policy ({remembered[:19]})"
+        hit = None if remembered is None else cached(pinned.digest, remembered)
+        if remembered is not None and hit is not None:
+            return (("cache",), hit), _earlier(remembered, hit, pinned.digest)
         policy = options.trust.load()
         fingerprint = policy.fingerprint()
-        if trust.cache_hit(options.cache_path, pinned.digest, fingerprint):
-            trust.cache_store(options.cache_path, pinned.digest, fingerprint, options.trust)
-            return ("cache",), f"verified earlier for this digest and policy ({fingerprint[:19]})"
+        hit = cached(pinned.digest, fingerprint)
+        if hit is not None:
+            if hit == pinned.digest:
+                trust.cache_store(options.cache_path, pinned.digest, fingerprint, options.trust)
+            else:
+                platform = (host_platform(), hit)
+                trust.cache_store(options.cache_path, pinned.digest, fingerprint, options.trust, platform=platform)
+            return (("cache",), hit), _earlier(fingerprint, hit, pinned.digest)
         from terminai_sandbox.signing.verify.image import verify_image  # noqa: PLC0415  (HTTP and crypto stacks)
+        from terminai_sandbox.signing.verify.platforms import Platform  # noqa: PLC0415
 
         try:
-            result = verify_image(pinned, policy, client=registry_client())
+            result = verify_image(
+                pinned, policy, client=registry_client(), platform=lambda: Platform.parse(host_platform())
+            )
         except VerificationError as exc:
             if policy.mode == "warn":
-                return (), f"WARNING (policy mode warn): {exc.message}"
+                return ((), pinned.digest), f"WARNING (policy mode warn): {exc.message}"
             raise
-        trust.cache_store(options.cache_path, pinned.digest, fingerprint, options.trust)
         keys = tuple(s.key_id for s in result.signatures)
-        return keys, f"signed by {', '.join(keys)}"
+        if not result.platforms:
+            trust.cache_store(options.cache_path, pinned.digest, fingerprint, options.trust)
+            return (keys, pinned.digest), f"signed by {', '.join(keys)}"
+        chosen = result.platforms[0]
+        trust.cache_store(
+            options.cache_path, pinned.digest, fingerprint, options.trust, platform=(chosen.platform, chosen.digest)
+        )
+        own = tuple(s.key_id for s in chosen.signatures)
+        return (keys + own, chosen.digest), (
+            f"index signed by {', '.join(keys)}; its {chosen.platform} manifest {chosen.digest} "
+            f"signed by {', '.join(own)}"
+        )
 
-    verified_by = steps.run(3, "signature", step3)
+    verified_by, run_digest = steps.run(3, "signature", step3)
+    if run_digest != pinned.digest:
+        steps.note("platform-of-index", index=pinned.pinned, platform=host_platform(), manifest=run_digest)
+        # From here on the session is the platform manifest, pulled and run by its own digest:
+        # the engine never chooses a platform from the index itself.
+        pinned = pinned.with_digest(run_digest)
+
+    def runs_here(facts: ImageFacts) -> None:
+        """Refuse an image of another platform than the engine's: the engine would run it
+        under emulation (qemu-user through binfmt), where the sandbox's guarantees are not
+        the ones proven. A tag moved from an index to one signed platform manifest lands here."""
+        if facts.architecture is None:
+            return
+        local = engine.host is None or engine.host.startswith("unix://")
+        if local and _OCI_ARCH.get(os.uname().machine) == facts.architecture:
+            return  # a local engine runs on this kernel: answered without asking the engine
+        image_platform = f"{facts.os or 'linux'}/{facts.architecture}"
+        from terminai_sandbox.signing.verify.platforms import Platform  # noqa: PLC0415
+
+        if Platform.parse(image_platform) != Platform.parse(host_platform()):
+            raise LaunchError(
+                f"{pinned.pinned} is a {image_platform} image, but the engine runs {host_platform()} "
+                "(it would run under emulation)",
+                hint=f"use the release's multi-platform index, or an image built for {host_platform()}",
+            )
 
     def step4() -> tuple[ImageFacts, str]:
         present = engine.inspect(pinned.pinned)
         if present is not None:
+            runs_here(present)
             return present, "present"
-        return engine.pull(pinned, insecure=options.insecure_registry), "pulled by the verified digest"
+        pulled = engine.pull(pinned, insecure=options.insecure_registry)
+        runs_here(pulled)
+        return pulled, "pulled by the verified digest"
 
     image: ImageFacts = steps.run(4, "image by digest", step4)
 

@@ -11,7 +11,10 @@ The cache is one JSON file in the launcher's state directory:
 * ``"<digest>|<policy fingerprint>": true``: written only after signature verification
   passed for that digest under that policy; failures are never written;
 * ``"source:<source_key>": "<policy fingerprint>"``: the fingerprint these exact inputs
-  loaded as.
+  loaded as;
+* ``"<index digest>|<policy fingerprint>|<os/arch>": "<manifest digest>"``: a multi-platform
+  index passed under that policy, and so did the manifest it lists for that platform (the
+  one to run). Written only after both passed, like the first kind.
 
 A hit needs both. Identical inputs load as the identical policy, so the second entry can
 only save the loading, never change what is trusted; inputs that changed, or a file that
@@ -132,8 +135,26 @@ def cache_hit(path: Path | None, digest: str, fingerprint: str) -> bool:
     return _entries(path).get(f"{digest}|{fingerprint}") is True
 
 
-def cache_store(path: Path | None, digest: str, fingerprint: str, source: TrustSource | None = None) -> None:
-    """Record a pass (call only after verification succeeded)."""
+def cached_platforms(path: Path | None, digest: str, fingerprint: str) -> dict[str, str]:
+    """For an index that passed under this policy: platform -> the verified manifest listed for it."""
+    prefix = f"{digest}|{fingerprint}|"
+    return {
+        key[len(prefix) :]: value
+        for key, value in _entries(path).items()
+        if key.startswith(prefix) and isinstance(value, str) and value.startswith("sha256:")
+    }
+
+
+def cache_store(
+    path: Path | None,
+    digest: str,
+    fingerprint: str,
+    source: TrustSource | None = None,
+    *,
+    platform: tuple[str, str] | None = None,
+) -> None:
+    """Record a pass (call only after verification succeeded); ``platform`` is (os/arch, manifest
+    digest) when ``digest`` is an index and that platform's manifest passed too."""
     if path is None:
         return
     from terminai_apts import durable  # noqa: PLC0415  (a first verification only, not every start)
@@ -146,7 +167,10 @@ def cache_store(path: Path | None, digest: str, fingerprint: str, source: TrustS
     try:
         fcntl.flock(lock, fcntl.LOCK_EX)
         entries = _entries(path)
-        entries[f"{digest}|{fingerprint}"] = True
+        if platform is None:
+            entries[f"{digest}|{fingerprint}"] = True
+        else:
+            entries[f"{digest}|{fingerprint}|{platform[0]}"] = platform[1]
         if source is not None and source.source_key is not None:
             entries[f"source:{source.source_key}"] = fingerprint
         durable.write(path, json.dumps(entries, sort_keys=True).encode(), mode=0o600)

@@ -137,6 +137,10 @@ class RegistryStore:
             ) from None
         return body, media_type
 
+    def blob(self, digest: str, size: int | None = None) -> bytes:
+        """An image's blob (a platform manifest's config), checked against its digest."""
+        return self.client.get_blob(self.repo, digest, size=size)
+
     # -- writing -------------------------------------------------------------------
     def append_layer(
         self,

@@ -3,6 +3,9 @@
 Numbered steps (tests name the step they break):
 
 1. The reference must be pinned to a digest (the caller resolved the tag exactly once).
+1i. When the digest names an image index: it keeps the index rules (:mod:`.platforms`),
+   is signed itself (2-5 on the index digest), and each platform manifest verified is
+   listed in it, is the platform its config says, and passes 2-6 on its own digest.
 2. Fetch the signatures stored for that digest (``.sig`` tag); none → refuse.
 3. For each: the payload blob's bytes must hash to its descriptor digest (the registry
    client checks), and the DER signature must verify over the payload with a trusted key.
@@ -21,7 +24,8 @@ Signatures come from the registry (``client``) or, air-gapped, from a release di
 
 At least one signature must pass every step. The most specific failure is reported.
 
-Where each step lives: 1 in :mod:`.image` (the entry point, :func:`.image.verify_image`),
+Where each step lives: 1 in :mod:`.image` (the entry point, :func:`.image.verify_image`; 1i
+with :mod:`.platforms`),
 2-5 in :mod:`.by_identity` (keyless, with :mod:`.sigstore_bundle`, :mod:`.legacy` and
 :mod:`.certs`) and :mod:`.by_key`, 6 in :mod:`.attestations`. :mod:`.policy` composes them
 (``AllOf``); :mod:`.trust` reads the user's trust file.
