@@ -61,9 +61,9 @@ def test_key_file_swapped_after_hashing_loads_the_hashed_key(tmp_path: Path) -> 
     assert loaded.fingerprint() != VerificationPolicy.single_key(path).fingerprint()
 
 
-def test_an_unreadable_file_still_fails_as_it_did(tmp_path: Path) -> None:
-    # No bytes were hashed (no cache key): loading reads the path and reports why it cannot.
-    source = trust.policy_file(tmp_path / "missing.json")
-    assert source.source_key is None
+def test_an_unreadable_file_is_refused_when_its_source_is_made(tmp_path: Path) -> None:
+    # No bytes to hash or parse: refused at once (before preflight), worded as loading words it.
     with pytest.raises(ConfigError, match=r"cannot read policy '.*missing\.json'"):
-        source.load()
+        trust.policy_file(tmp_path / "missing.json")
+    with pytest.raises(ConfigError, match=r"cannot read public key '.*missing\.pub'"):
+        trust.key_file(tmp_path / "missing.pub")

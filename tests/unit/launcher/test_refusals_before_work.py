@@ -1,9 +1,9 @@
 """A configuration refusal costs no engine and no registry request.
 
-A launch from a working directory it refuses (every session mounts it read-write) is
-refused before preflight: an engine socket and a registry that record every request they
-get show that neither was asked. The same launch from a project folder asks both, so the
-recorders do hear a launch.
+A launch from a working directory it refuses (every session mounts it read-write), or
+with a key file it cannot read, is refused before preflight: an engine socket and a
+registry that record every request they get show that neither was asked. The same launch
+from a project folder asks both, so the recorders do hear a launch.
 """
 
 from __future__ import annotations
@@ -54,9 +54,10 @@ def registry() -> Iterator[_RecordingRegistry]:
     server.server_close()
 
 
-def _launch(tmp_path: Path, registry: _RecordingRegistry, engine: Path) -> None:
+def _launch(tmp_path: Path, registry: _RecordingRegistry, engine: Path, *, key: bool = True) -> None:
     pub = tmp_path / "cosign.pub"
-    pub.write_bytes(keys.public_pem(keys.generate()))
+    if key:
+        pub.write_bytes(keys.public_pem(keys.generate()))
     # Pinned by digest: step 3 asks the registry itself for the signatures.
     digest = "sha256:" + "a" * 64
     request = LaunchRequest(image=f"127.0.0.1:{registry.server_address[1]}/demo/x@{digest}", key_path=pub)
@@ -86,6 +87,22 @@ def test_a_refused_working_directory_asks_neither_the_engine_nor_the_registry(
     assert engine.requests == []
     assert registry.paths == []
     assert not (tmp_path / "state" / "terminai-sandbox" / "verified.json").exists()
+
+
+def test_a_key_file_that_cannot_be_read_asks_neither_the_engine_nor_the_registry(
+    tmp_path: Path, registry: _RecordingRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    engine = _FakeEngine(tmp_path / "engine.sock", {"/_ping": PING})
+    try:
+        monkeypatch.chdir(project)
+        with pytest.raises(ConfigError, match=r"^cannot read public key '.*cosign\.pub': No such file or directory$"):
+            _launch(tmp_path, registry, tmp_path / "engine.sock", key=False)
+    finally:
+        engine.server.close()
+    assert engine.requests == []
+    assert registry.paths == []
 
 
 def test_the_recorders_hear_a_launch_from_a_project_folder(
