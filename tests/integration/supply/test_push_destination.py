@@ -14,7 +14,7 @@ from terminai_sandbox.errors import ConfigError
 from terminai_sandbox.registry import RegistryClient
 
 from tests.fixtures.oci import write_layout
-from tests.fixtures.registry import RegistryServer
+from tests.fixtures.registry import RegistryServer, has_manifest
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -46,9 +46,9 @@ def test_a_digest_destination_that_is_not_the_layouts_is_refused_before_anything
         assert f"the destination names {ZEROS}, but the layout's manifest is {layout.manifest_digest}" in refused.stderr
         assert "nothing was pushed" in refused.stderr and "Traceback" not in refused.stderr
     # Nothing reached the registry: no manifest by either digest or the tag, not even the config blob.
-    assert not client.manifest_exists("demo/x", layout.manifest_digest)
-    assert not client.manifest_exists("demo/x", ZEROS)
-    assert not client.manifest_exists("demo/x", "1.0.0")
+    assert not has_manifest(registry.host, "demo/x", layout.manifest_digest)
+    assert not has_manifest(registry.host, "demo/x", ZEROS)
+    assert not has_manifest(registry.host, "demo/x", "1.0.0")
     assert not client.has_blob("demo/x", layout.config.digest)
     # The library refuses the same way.
     with pytest.raises(ConfigError, match="nothing was pushed"):
@@ -66,5 +66,5 @@ def test_a_digest_destination_that_is_not_the_layouts_is_refused_before_anything
         pushed = _push(layout.root, destination)
         assert pushed.returncode == 0, pushed.stderr
         assert f"{registry.host}/demo/x@{layout.manifest_digest}" in pushed.stdout
-    assert client.manifest_exists("demo/x", layout.manifest_digest)
+    assert has_manifest(registry.host, "demo/x", layout.manifest_digest)
     assert client.resolve("demo/x", "1.0.0") == layout.manifest_digest

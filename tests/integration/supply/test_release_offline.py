@@ -25,7 +25,7 @@ from terminai_sandbox.signing.formats import dsse, keys
 from terminai_sandbox.signing.verify.image import verify_image
 from terminai_sandbox.signing.verify.trust import VerificationPolicy
 
-from tests.fixtures.registry import RegistryServer
+from tests.fixtures.registry import RegistryServer, has_manifest
 
 ROOT = Path(__file__).resolve().parents[3]
 REPO = "terminai/release-test"
@@ -66,8 +66,8 @@ def test_failing_contracts_stop_the_release_before_anything_is_pushed(
             client=client,
             suite=_suite_with_a_failing_contract(tmp_path),
         )
-    assert not client.manifest_exists(REPO, "9.9.9")
-    assert not client.manifest_exists(REPO, built_image.manifest_digest)
+    assert not has_manifest(registry.host, REPO, "9.9.9")
+    assert not has_manifest(registry.host, REPO, built_image.manifest_digest)
     state = ReleaseState.load(tmp_path / "9.9.9")
     assert state.passed("build") is not None and state.passed("contracts") is None
     assert not (tmp_path / "9.9.9" / "release.json").exists()
@@ -173,11 +173,11 @@ def test_the_steps_one_by_one_as_the_workflow_runs_them(
     assert early.exit_code == 16 and "step 'verify' has not passed" in early.output
     step("contracts")
     step("describe", "--image-dir", str(ROOT / "images" / "sandbox"))
-    assert not RegistryClient(registry.host).manifest_exists(REPO, built_image.manifest_digest)
+    assert not has_manifest(registry.host, REPO, built_image.manifest_digest)
     step("push")
     step("sign", "--key", str(tmp_path / "k.key"))
     step("verify", "--key", str(tmp_path / "k.pub"))
-    assert not RegistryClient(registry.host).manifest_exists(REPO, __version__)
+    assert not has_manifest(registry.host, REPO, __version__)
     step("tag")
     printed = json.loads(step("manifest"))
     assert json.loads((target / "release.json").read_text()) == printed

@@ -60,7 +60,7 @@ def test_the_scan_finds_the_classes_of_both_hierarchies() -> None:
     names = {c.__name__ for c in _error_classes()}
     # A scan that found nothing would pass every check below.
     assert {"RegistryBadResponse", "AuditError", "MemoryQueryError", "JournalError", "Terminated"} <= names
-    assert len(names) >= 40
+    assert len(names) >= 39
 
 
 @pytest.mark.parametrize("cls", _error_classes(), ids=lambda c: f"{c.__module__}.{c.__qualname__}")

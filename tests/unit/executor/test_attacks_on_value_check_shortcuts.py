@@ -248,7 +248,7 @@ def test_the_refused_marker_is_inert() -> None:
     assert type(marker) is guards.Refused
     assert guards.admit(marker, "value") is marker  # nothing behind it: a name and a message
     assert reachability.classify(marker) is None
-    with pytest.raises(SandboxViolation):
+    with pytest.raises(SandboxViolation, match=r"^cannot modify objects of type 'Refused'$"):
         guards.guarded_write(marker)
     with pytest.raises(SandboxViolation, match="not allowed"):
         guards.guarded_getattr(marker, "_reason")

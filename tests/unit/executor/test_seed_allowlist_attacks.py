@@ -23,7 +23,7 @@ from terminai_apts.executor.policy import Mode
 from terminai_apts.executor.python_layer import module_proxies, output, transform
 from terminai_apts.executor.python_layer import sandbox_globals as globals_
 from terminai_apts.executor.python_layer.transform import SandboxTransformer
-from terminai_apts.executor.python_layer.wrappers import SafeCallable
+from terminai_apts.executor.python_layer.wrappers import SafeCallable, SandboxViolation
 
 from tests.unit.executor import reachability
 from tests.unit.executor.attack_generator import ENTRY_CHECKS_OFF
@@ -558,7 +558,8 @@ def test_operator_companion_real_getters_read_past_the_guard(name: str, attack: 
     import operator
 
     glb, _ = _globals()
-    with pytest.raises(Exception, match="not allowed"):
+    refused = {"attrgetter": "__base__", "methodcaller": "__reduce_ex__"}[name]
+    with pytest.raises(SandboxViolation, match=rf"^attribute '{refused}' is not allowed$"):  # the L4 guard
         _run(attack, glb)
     # the real getter, with nothing but itself between the program and the object
     scope = {"__builtins__": {"__import__": lambda *a, **k: _proxy_with("operator", name, getattr(operator, name))}}
@@ -583,7 +584,7 @@ def test_bytesio_companion_real_getbuffer_is_a_memoryview() -> None:
 
     assert isinstance(io.BytesIO(b"x").getbuffer(), memoryview)
     glb, _ = _globals()
-    with pytest.raises(Exception, match="getbuffer"):
+    with pytest.raises(SandboxViolation, match=r"^BytesIO\.getbuffer is not allowed; use getvalue\(\)$"):
         _run("import io\nresult = io.BytesIO(b'x').getbuffer()", glb)
 
 
@@ -725,7 +726,7 @@ def test_match_value_patterns_read_through_the_guard() -> None:
     """``case obj.attr:`` reads the attribute in C and hands it to the subject's
     ``__eq__``: the rewrite reads it through the attribute guard instead."""
     glb, _ = _globals()
-    with pytest.raises(Exception, match="not allowed"):
+    with pytest.raises(SandboxViolation, match=r"^attribute 'from_float' is not allowed \(it is a method bound"):
         _run(_VALUE_PATTERN, glb)
 
 
@@ -751,8 +752,8 @@ def test_match_class_pattern_keywords_read_through_the_guard() -> None:
     glb, _ = _globals()
     try:
         got = _run(_CLASS_PATTERN, glb)["got"]
-    except Exception as exc:
-        assert "not allowed" in str(exc)
+    except SandboxViolation as exc:  # the L4 attribute guard, never an incidental error
+        assert " is not allowed" in str(exc) and str(exc).startswith("attribute '")
     else:
         assert got and all(reachability.classify(v) is None for v in got), got
 
@@ -818,8 +819,8 @@ def test_dataclass_generated_methods_never_cross_raw() -> None:
     )
     try:
         got = _run(code, glb)["got"]
-    except Exception as exc:
-        assert "not allowed" in str(exc)
+    except SandboxViolation as exc:  # the L4 attribute guard, never an incidental error
+        assert " is not allowed" in str(exc) and str(exc).startswith("attribute '")
     else:
         assert reachability.classify(got[0]) is None and not isinstance(got[0], types.FunctionType)
 

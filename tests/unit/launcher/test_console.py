@@ -11,7 +11,9 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import click
 import pytest
@@ -28,7 +30,7 @@ from terminai_sandbox.launch.options import (
     CommandLineError,
     HelpWanted,
     limits_from,
-    parse_preflight,
+    parse,
     parse_run,
     request_from,
 )
@@ -137,15 +139,20 @@ def test_a_help_flag_among_the_options_asks_for_help(args: list[str]) -> None:
         _oracle(command=True).make_context("run", list(args))
 
 
+def _parse_preflight(args: Sequence[str]) -> dict[str, Any]:
+    """``preflight``'s parameters as its click command has the kernel parse them."""
+    return parse(args, PREFLIGHT_OPTIONS, command=False)
+
+
 @pytest.mark.parametrize("args", PREFLIGHT_ACCEPTED, ids=" ".join)
 def test_preflight_parses_as_click_parses_it(args: list[str]) -> None:
-    assert parse_preflight(args) == _oracle(command=False).make_context("preflight", list(args)).params
+    assert _parse_preflight(args) == _oracle(command=False).make_context("preflight", list(args)).params
 
 
 @pytest.mark.parametrize("args", PREFLIGHT_MISTAKES, ids=" ".join)
 def test_preflight_mistakes_are_worded_as_click_words_them(args: list[str]) -> None:
     with pytest.raises(CommandLineError) as kernel:
-        parse_preflight(args)
+        _parse_preflight(args)
     with pytest.raises(click.UsageError) as oracle:
         _oracle(command=False).make_context("preflight", list(args))
     assert str(kernel.value) == oracle.value.format_message()
@@ -153,7 +160,7 @@ def test_preflight_mistakes_are_worded_as_click_words_them(args: list[str]) -> N
 
 @pytest.mark.parametrize(("command", "parser", "args"), [
     (run_cmd, parse_run, ["--image", PINNED, "--memory=1g", "--", "true"]),
-    (preflight_cmd, parse_preflight, ["--deep", "--key", "k.pub"]),
+    (preflight_cmd, _parse_preflight, ["--deep", "--key", "k.pub"]),
 ])  # fmt: skip
 def test_the_click_commands_hand_their_arguments_to_the_kernel_parser(
     monkeypatch: pytest.MonkeyPatch, command: click.Command, parser: object, args: list[str]

@@ -44,12 +44,11 @@ def deadline() -> Iterator[None]:
 
 
 def _refusals(path: Path, option: str, env: dict[str, str]) -> tuple[str, str]:
-    """The message a launch gives (when its policy loads at step 3) and the one ``verify``/``kube`` give."""
+    """The message a launch gives (refused as its trust source is made, before preflight) and the
+    one ``verify``/``kube`` give."""
     request = LaunchRequest(**{option: path})  # type: ignore[arg-type]
-    source = trust_source(request, env)
-    assert source is not None
     with pytest.raises(ConfigError) as launched:
-        source.load()
+        trust_source(request, env)
     names = {"key_path": "key", "policy_path": "policy_file"}
     with pytest.raises(ConfigError) as verified:
         policy_from_options(**{"key": None, "identity": None, "issuer": None, "policy_file": None, names[option]: path})

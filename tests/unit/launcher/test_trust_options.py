@@ -128,3 +128,37 @@ def test_every_command_gives_the_same_error_for_the_same_bad_options(
     assert seen["run"][1][:1] == [f"error: {message}"], seen
     assert all(result == seen["run"] for result in seen.values()), seen
     assert seen["run"][0] == 3
+
+
+def test_every_command_that_takes_the_trust_options_declares_them_from_the_one_table() -> None:
+    # The help click prints is generated from each command's declared parameters: the same
+    # flag, parameter name and help text everywhere means one declaration, not copies that agree.
+    import click
+    from terminai_sandbox.cli import main
+    from terminai_sandbox.launch.options import PREFLIGHT_OPTIONS, RUN_OPTIONS, TRUST_OPTIONS
+
+    assert [o.flag for o in TRUST_OPTIONS] == [
+        "--key",
+        "--certificate-identity",
+        "--certificate-oidc-issuer",
+        "--policy",
+    ]
+    assert all(o in RUN_OPTIONS and o in PREFLIGHT_OPTIONS for o in TRUST_OPTIONS)
+    assert isinstance(main, click.Group)
+    ctx = click.Context(main)
+
+    def command(name: str) -> click.Command:
+        found = main.get_command(ctx, name)  # the group loads its command modules lazily
+        assert found is not None, name
+        return found
+
+    release = command("release")
+    assert isinstance(release, click.Group)
+    commands = {name: command(name) for name in ("verify", "kube", "run", "preflight")}
+    commands["release verify"] = release.commands["verify"]
+    for name, command in commands.items():
+        declared = {p.opts[0]: p for p in command.params if isinstance(p, click.Option)}
+        for option in TRUST_OPTIONS:
+            param = declared.get(option.flag)
+            assert param is not None, f"{name} lacks {option.flag}"
+            assert (param.name, param.help) == (option.dest, option.help), name

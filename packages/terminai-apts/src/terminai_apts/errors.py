@@ -5,7 +5,7 @@ stable exit code. Library code raises; only ``terminai_apts.cli`` and the ``pyth
 entry points print errors (to stderr) and turn them into exit codes.
 
 The codes are disjoint from ``terminai-sandbox``'s (docs/EXIT_CODES.md): 0, 1, 2, 3 and 130
-mean the same in both tools; the toolset's own failure families are 20-28. Never renumber
+mean the same in both tools; the toolset's own failure families are 20-27 (28 is retired). Never renumber
 one, only add.
 """
 
@@ -126,15 +126,6 @@ class EvolutionError(AptsError):
 
     exit_code = 27
     default_hint = "see the proposal's state with 'terminai-apts evolve status'"
-
-
-class ContractViolation(AptsError):
-    """The installed toolset does not satisfy its contract manifest."""
-
-    exit_code = 28
-    default_hint = (
-        "reinstall the toolset the image was built with; 'python -m terminai_apts.health' names what is missing"
-    )
 
 
 class Interrupted(AptsError):

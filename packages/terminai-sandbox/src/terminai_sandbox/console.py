@@ -58,14 +58,14 @@ def main() -> None:
         if exc.code == 1 and type(sys.stdout).__name__.endswith("PacifyFlushWrapper"):
             # click's own answer to a closed stdout outside a command (the --help text): exit 1
             # with nothing said. Ours is the documented 141 (docs/EXIT_CODES.md).
-            from terminai_sandbox.cli import BROKEN_PIPE  # noqa: PLC0415
+            from terminai_sandbox.common.boundary import BROKEN_PIPE  # noqa: PLC0415
 
             sys.exit(BROKEN_PIPE)
         raise
     except click_usage_errors() as exc:  # a bad command line: the same one error line and a hint (exit 2)
         sys.exit(usage_error(exc))
     except (Exception, KeyboardInterrupt) as exc:  # a failure outside any command (loading one, Ctrl-C early)
-        from terminai_sandbox.cli import fail  # noqa: PLC0415
+        from terminai_sandbox.common.boundary import fail  # noqa: PLC0415
 
         try:  # noqa: SIM105  (contextlib is not loaded on a session start)
             sys.stdout.flush()
@@ -75,7 +75,7 @@ def main() -> None:
     try:
         sys.stdout.flush()  # what is still buffered meets a closed reader here, not at exit
     except BrokenPipeError:
-        from terminai_sandbox.cli import closed_stdout  # noqa: PLC0415
+        from terminai_sandbox.common.boundary import closed_stdout  # noqa: PLC0415
 
         sys.exit(closed_stdout())
     except (OSError, ValueError):
@@ -91,9 +91,10 @@ def click_usage_errors() -> tuple[type[BaseException], ...]:
 
 def usage_error(exc: BaseException) -> int:
     """Print click's usage error as ``error:`` and a hint naming the command's help; its exit code."""
-    import contextlib  # noqa: PLC0415  (not on a session start)
-
     import click  # noqa: PLC0415
+
+    from terminai_sandbox.common.boundary import json_asked, report  # noqa: PLC0415
+    from terminai_sandbox.errors import SandboxError  # noqa: PLC0415
 
     assert isinstance(exc, click.ClickException)
     ctx = getattr(exc, "ctx", None)
@@ -111,15 +112,6 @@ def usage_error(exc: BaseException) -> int:
         # A path that is missing, or a directory where a file is expected (or the reverse), is a
         # refused file (exit 3, docs/EXIT_CODES.md), whichever layer noticed it first.
         code, hint = 3, "check the path: it must exist and be of the kind the option names (file or directory)"
-    argv = sys.argv[1:]
-    options = argv[: argv.index("--") if "--" in argv else len(argv)]
-    if "--json" in options and "kube" not in options[:1]:  # kube's stdout is for kubectl: never an error
-        import json  # noqa: PLC0415
-
-        body = {"ok": False, "error": {"message": exc.format_message(), "hint": hint, "exit_code": code}}
-        with contextlib.suppress(OSError, ValueError):
-            click.echo(json.dumps(body, ensure_ascii=True))
-    with contextlib.suppress(OSError, ValueError):
-        click.echo(f"error: {exc.format_message()}", err=True)
-        click.echo(f"  hint: {hint}", err=True)
-    return code
+    err = SandboxError(exc.format_message(), hint=hint)
+    err.exit_code = code
+    return report(err, as_json=json_asked(sys.argv[1:]))

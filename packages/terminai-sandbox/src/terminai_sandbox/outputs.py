@@ -1,10 +1,12 @@
 """Writing a command's output file: whole or not at all, ``-`` for stdout.
 
-Every file a command writes (SBOM, provenance, keys, Kubernetes objects, release files)
-goes through :func:`write`: the bytes go to a hidden temporary sibling that is renamed
-over the target (``terminai_apts.durable``), so a full disk, a read-only directory or
-Ctrl-C leaves the old file or none, never a truncated one. Text is encoded strictly:
-a lone surrogate (from non-UTF-8 input) is refused rather than written.
+A file the user names on a command line (an SBOM, a provenance predicate, keys) goes
+through :func:`write`: the bytes go to a hidden temporary sibling that is renamed over the
+target by ``terminai_apts.durable``, the package's one atomic writer, so a full disk, a
+read-only directory or Ctrl-C leaves the old file or none, never a truncated one. Files
+the tool places itself (the release directory, the verify cache, ``kube``'s folder) call
+``durable.write`` directly: they have no ``-`` and no user-chosen name to check. Text is
+encoded strictly: a lone surrogate (from non-UTF-8 input) is refused rather than written.
 """
 
 from __future__ import annotations

@@ -480,10 +480,6 @@ class RegistryClient:
             media = document.get("mediaType") if isinstance(document.get("mediaType"), str) else media
         return body, media, digest
 
-    def manifest_exists(self, repo: str, reference: str) -> bool:
-        response = self.request("HEAD", repo, f"manifests/{reference}", headers={"Accept": MANIFEST_ACCEPT})
-        return response.status_code == 200
-
     def resolve(self, repo: str, tag: str) -> str:
         """The digest a tag points at now (read once; use the digest afterwards)."""
         return self.get_manifest(repo, tag)[2]

@@ -179,8 +179,63 @@ class SandboxConfig:
             "unprivileged_uid": self.unprivileged_uid,
             "unprivileged_gid": self.unprivileged_gid,
             "scratch": self.scratch,
-            "scratch_file_bytes": self.scratch_file_mb * 1024 * 1024,
+            "scratch_file_bytes": self.scratch_file_mb * MIB,
         }
+
+    @classmethod
+    def from_json(cls, data: object) -> SandboxConfig:
+        """The configuration :meth:`to_json` wrote, as the run's child reads it.
+
+        Strict, since the object crosses a process boundary: a key missing or unknown, or a
+        value of the wrong type (``True`` is not a number here), is a :class:`UsageError`
+        rather than a limit silently left at its default. Fields that stay on the host
+        (the audit log, the caller, ``extra``) take their defaults; ``cpu_seconds`` is the
+        effective budget, so ``to_json`` of the result writes the same object again.
+        """
+        if not isinstance(data, dict):
+            raise UsageError("a run's configuration must be a JSON object", hint=_WIRE_HINT)
+        given, wanted = set(data), set(_WIRE_TYPES)
+        if given != wanted:
+            missing, unknown = sorted(wanted - given), sorted(given - wanted)
+            raise UsageError(
+                f"a run's configuration has missing keys {missing} and unknown keys {unknown}", hint=_WIRE_HINT
+            )
+        for key, kinds in _WIRE_TYPES.items():
+            value = data[key]
+            if isinstance(value, bool) is not (kinds == (bool,)) or not isinstance(value, kinds):
+                raise UsageError(f"a run's configuration: {key} is {value!r}, not {kinds[0].__name__}", hint=_WIRE_HINT)
+        file_mb, rest = divmod(data["scratch_file_bytes"], MIB)
+        if rest:
+            raise UsageError("a run's configuration: scratch_file_bytes is not a whole MiB", hint=_WIRE_HINT)
+        return cls(
+            max_memory_mb=data["max_memory_mb"],
+            timeout_seconds=float(data["timeout_seconds"]),
+            cpu_seconds=data["cpu_seconds"],
+            max_output_bytes=data["max_output_bytes"],
+            security_mode=data["security_mode"],
+            max_open_files=data["max_open_files"],
+            unprivileged_uid=data["unprivileged_uid"],
+            unprivileged_gid=data["unprivileged_gid"],
+            scratch=data["scratch"],
+            scratch_file_mb=file_mb,
+        )
+
+
+MIB = 1024 * 1024
+# The keys of SandboxConfig.to_json and the JSON types their values may have.
+_WIRE_TYPES: dict[str, tuple[type, ...]] = {
+    "max_memory_mb": (int,),
+    "timeout_seconds": (int, float),
+    "cpu_seconds": (int,),
+    "max_output_bytes": (int,),
+    "security_mode": (str,),
+    "max_open_files": (int,),
+    "unprivileged_uid": (int,),
+    "unprivileged_gid": (int,),
+    "scratch": (bool,),
+    "scratch_file_bytes": (int,),
+}
+_WIRE_HINT = "the host and the run's child must come from the same toolset; reinstall it"
 
 
 # Names sandboxed code may never mention (layer 2) and never receives (layer 4).

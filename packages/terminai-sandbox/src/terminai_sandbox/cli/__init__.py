@@ -1,4 +1,5 @@
-"""``terminai-sandbox``: the click group and the single place errors become exit codes.
+"""``terminai-sandbox``: the click group; a command's failure goes to the tool's one error
+boundary (:func:`terminai_sandbox.common.boundary.fail`), which turns it into its exit code.
 
 Each sub-module under :mod:`terminai_sandbox.cli` defines the commands of one part
 (build, supply chain, launcher, ...). Commands parse, call one library function and print;
@@ -7,17 +8,15 @@ they never decide exit codes themselves.
 
 from __future__ import annotations
 
-import contextlib
 import importlib
 import json
-import os
 import sys
 from typing import Any
 
 import click
 
 from terminai_sandbox._version import __version__
-from terminai_sandbox.errors import SandboxError, as_sandbox_error
+from terminai_sandbox.common.boundary import fail
 
 # Modules that attach commands to ``main``; each exposes ``register(group)``. They are
 # imported only when one of their commands runs (the SBOM stack alone takes ~1 s to
@@ -105,58 +104,9 @@ class _Group(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise  # click's own: --help, usage errors (exit 2)
-        except (Exception, KeyboardInterrupt) as exc:  # the one place failures of a command become a message
+        except (Exception, KeyboardInterrupt) as exc:  # a command's failure: to the tool's one boundary
             parsed_json = ctx.obj.get("as_json") if isinstance(ctx.obj, dict) else None
             sys.exit(fail(exc, debug=bool(ctx.obj and ctx.obj.get("debug")), as_json=parsed_json))
-
-
-def fail(exc: BaseException, *, debug: bool, as_json: bool | None = None) -> int:
-    """Report ``exc`` as one error line and its hint; the exit code to end with.
-
-    Temporary files not yet renamed into place are removed first (a failed or interrupted
-    write leaves nothing behind). Under ``--json`` the error is also one JSON object on
-    stdout, so a script parsing stdout sees why there is no result.
-    """
-    from terminai_apts import durable  # noqa: PLC0415
-
-    if isinstance(exc, BrokenPipeError):
-        return closed_stdout()
-    target = durable.pending_target()
-    if isinstance(exc, OSError) and target is not None:
-        durable.name_in(exc, target)  # a full device while writing it: name the file, not "a file"
-    durable.discard_pending()
-    err = as_sandbox_error(exc)
-    if debug and not isinstance(exc, (SandboxError, KeyboardInterrupt)):
-        import traceback  # noqa: PLC0415  (only when asked for)
-
-        traceback.print_exception(exc, file=sys.stderr)
-    if as_json is None:  # a command that parsed its options says; else the command line's words
-        argv = sys.argv[1:]
-        options = argv[: argv.index("--") if "--" in argv else len(argv)]
-        # kube's stdout is objects for 'kubectl apply -f -': an error never goes there.
-        as_json = "--json" in options and "kube" not in options[:1]
-    if as_json:
-        body = {"ok": False, "error": {"message": err.message, "hint": err.hint, "exit_code": err.exit_code}}
-        with contextlib.suppress(OSError, ValueError):
-            click.echo(json.dumps(body, ensure_ascii=True))
-    with contextlib.suppress(OSError, ValueError):
-        click.echo(err.render(), err=True)
-    return err.exit_code
-
-
-BROKEN_PIPE = 141  # 128 + SIGPIPE, as a shell reports a writer whose reader went away
-
-
-def closed_stdout() -> int:
-    """The reader of stdout went away (``... | head``): nothing more can be said there, and the
-    interpreter's last flush must not fail again, so stdout becomes /dev/null; exit 141."""
-    from terminai_apts import durable  # noqa: PLC0415
-
-    durable.discard_pending()
-    with contextlib.suppress(OSError, ValueError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    return BROKEN_PIPE
 
 
 @click.group(cls=_Group, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import click
 
 from terminai_sandbox.cli import params
 from terminai_sandbox.cli.json_output import JSON_OPTION, emit
+from terminai_sandbox.cli.option_table import table_options
 from terminai_sandbox.launch import audit, options, session
 from terminai_sandbox.launch.options import (
     PREFLIGHT_OPTIONS,
@@ -33,18 +34,6 @@ from terminai_sandbox.launch.options import (
 
 def _say(line: str) -> None:
     click.echo(line, err=True)
-
-
-def _click_option(option: Option) -> Callable[[Any], Any]:
-    if option.kind == "flag":
-        return click.option(option.flag, option.dest, is_flag=True, help=option.help)
-    if option.kind == "multiple":
-        return click.option(option.flag, option.dest, multiple=True, help=option.help)
-    if option.kind == "path":
-        return click.option(option.flag, option.dest, type=params.InputPath(), default=None, help=option.help)
-    return click.option(
-        option.flag, option.dest, default=option.default, show_default=option.default is not None, help=option.help
-    )
 
 
 class _KernelParsed(click.Command):
@@ -80,17 +69,8 @@ class _KernelParsed(click.Command):
         return []
 
 
-def _options(table: Sequence[Option]) -> Callable[[click.decorators.FC], click.decorators.FC]:
-    def apply(func: click.decorators.FC) -> click.decorators.FC:
-        for option in reversed(table):
-            func = _click_option(option)(func)
-        return func
-
-    return apply
-
-
 @click.command("preflight", cls=_KernelParsed, table=PREFLIGHT_OPTIONS, takes_command=False)
-@_options(PREFLIGHT_OPTIONS)
+@table_options(PREFLIGHT_OPTIONS)
 def preflight_cmd(deep: bool, **params: Any) -> None:
     """Run preflight steps 0-6 and report each one.
 
@@ -132,7 +112,7 @@ def preflight_cmd(deep: bool, **params: Any) -> None:
     takes_command=True,
     context_settings={"allow_interspersed_args": False},
 )
-@_options(RUN_OPTIONS)
+@table_options(RUN_OPTIONS)
 @click.argument("command", nargs=-1, type=click.UNPROCESSED)
 def run_cmd(command: tuple[str, ...], **params: Any) -> None:
     """Preflight, then COMMAND in a hardened container of the verified image (by digest)."""

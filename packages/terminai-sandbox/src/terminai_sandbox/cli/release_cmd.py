@@ -17,9 +17,11 @@ import click
 from terminai_sandbox import provenance
 from terminai_sandbox._version import __version__
 from terminai_sandbox.cli import params, progress
+from terminai_sandbox.cli.option_table import table_options
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.common.registry_auth import docker_config_credentials
 from terminai_sandbox.errors import ConfigError
+from terminai_sandbox.launch.options import TRUST_OPTIONS
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.release import state as release_state
 from terminai_sandbox.signing.formats import keys
@@ -221,9 +223,7 @@ def sign_step(key_path: Path | None, keyless_: bool, dist: Path, insecure_regist
 
 
 @release_cmd.command("verify")
-@click.option("--key", "key_path", type=params.InputPath(exists=True), default=None, help="public key")
-@click.option("--certificate-identity", default=None, help="keyless: the signer's certificate identity")
-@click.option("--certificate-oidc-issuer", default=None, help="keyless: the identity's OIDC issuer")
+@table_options(TRUST_OPTIONS, must_exist=True)
 @_DIST
 @_INSECURE
 @_JSON
@@ -231,6 +231,7 @@ def verify_step(
     key_path: Path | None,
     certificate_identity: str | None,
     certificate_oidc_issuer: str | None,
+    policy_path: Path | None,
     dist: Path,
     insecure_registry: bool,
     as_json: bool,
@@ -239,7 +240,7 @@ def verify_step(
     from terminai_sandbox.release import steps  # noqa: PLC0415
 
     policy = policy_from_options(
-        key=key_path, identity=certificate_identity, issuer=certificate_oidc_issuer, policy_file=None
+        key=key_path, identity=certificate_identity, issuer=certificate_oidc_issuer, policy_file=policy_path
     )
     target = _target(dist)
     steps.verify(target, _client_for(target, insecure_registry), policy)

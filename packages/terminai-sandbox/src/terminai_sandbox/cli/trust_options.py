@@ -1,6 +1,8 @@
 """The options that say whom to trust, shared by ``verify`` and ``kube``: one spelling, one
 policy (``signing.verify.trust.policy_from_options``), so admission on a cluster trusts
-exactly what ``verify`` trusts."""
+exactly what ``verify`` trusts. The four trust options are generated from the launch
+kernel's table (:data:`terminai_sandbox.launch.options.TRUST_OPTIONS`), as ``run``'s are;
+``--offline`` and ``--trusted-root`` belong to verification from a registry or a release."""
 
 from __future__ import annotations
 
@@ -10,14 +12,13 @@ from typing import TypeVar
 import click
 
 from terminai_sandbox.cli import params
+from terminai_sandbox.cli.option_table import click_option
+from terminai_sandbox.launch.options import TRUST_OPTIONS
 
 F = TypeVar("F", bound=Callable[..., object])
 
 _OPTIONS = (
-    click.option("--key", "key_path", type=params.InputPath(), default=None, help="trusted cosign public key"),
-    click.option("--certificate-identity", default=None, help="keyless: the signer's certificate identity"),
-    click.option("--certificate-oidc-issuer", default=None, help="keyless: the identity's OIDC issuer"),
-    click.option("--policy", "policy_path", type=params.InputPath(), default=None, help="policy file"),
+    *(click_option(option) for option in TRUST_OPTIONS),
     click.option(
         "--offline",
         "offline_dir",

@@ -35,22 +35,40 @@ class Option:
     default: str | None = None
 
 
-LAUNCH_OPTIONS = tuple(
+# Whom to trust: the one declaration of these options. ``run`` and ``preflight`` parse them
+# here; ``verify``, ``kube`` and ``release verify`` get click options generated from this
+# table (terminai_sandbox.cli.trust_options); every command reads them with
+# terminai_sandbox.common.trust_options.choose_trust.
+TRUST_OPTIONS = tuple(
     Option(flag=flag, dest=dest, kind=kind, help=text)
     for flag, dest, kind, text in (
-        ("--image", "image", "text", "image reference (env TERMINAI_SANDBOX_IMAGE wins)"),
-        ("--engine", "engine", "text", "docker or podman (env TERMINAI_SANDBOX wins)"),
-        ("--runtime", "runtime", "text", "runc, or runsc/gvisor (TERMINAI_SANDBOX_RUNTIME, if set, must agree)"),
-        ("--key", "key_path", "path", "trusted cosign.pub"),
-        ("--certificate-identity", "certificate_identity", "text", "keyless: expected certificate identity"),
-        ("--certificate-oidc-issuer", "certificate_oidc_issuer", "text", "keyless: expected OIDC issuer"),
+        ("--key", "key_path", "path", "trusted cosign public key (cosign.pub)"),
+        ("--certificate-identity", "certificate_identity", "text", "keyless: the signer's certificate identity"),
+        ("--certificate-oidc-issuer", "certificate_oidc_issuer", "text", "keyless: the identity's OIDC issuer"),
         ("--policy", "policy_path", "path", "verification policy file"),
-        ("--unsafe-skip-verify", "unsafe_skip_verify", "flag", "run without verifying (warned and audited)"),
-        ("--unsafe-allow-flag", "unsafe_allow_flag", "multiple", "allow a SANDBOX_FLAGS flag off the allowlist"),
-        ("--unsafe-allow-env", "unsafe_allow_env", "multiple", "allow a reserved variable (PYTHONPATH, LD_*, …)"),
-        ("--allow-floating-tag", "allow_floating_tag", "flag", "accept tags such as 'latest' (resolved once)"),
-        ("--insecure-registry", "insecure_registry", "flag", "plain HTTP to a non-loopback registry"),
-        ("--json", "as_json", "flag", "report preflight steps as JSON"),
+    )
+)
+
+LAUNCH_OPTIONS = (
+    tuple(
+        Option(flag=flag, dest=dest, kind=kind, help=text)
+        for flag, dest, kind, text in (
+            ("--image", "image", "text", "image reference (env TERMINAI_SANDBOX_IMAGE wins)"),
+            ("--engine", "engine", "text", "docker or podman (env TERMINAI_SANDBOX wins)"),
+            ("--runtime", "runtime", "text", "runc, or runsc/gvisor (TERMINAI_SANDBOX_RUNTIME, if set, must agree)"),
+        )
+    )
+    + TRUST_OPTIONS
+    + tuple(
+        Option(flag=flag, dest=dest, kind=kind, help=text)
+        for flag, dest, kind, text in (
+            ("--unsafe-skip-verify", "unsafe_skip_verify", "flag", "run without verifying (warned and audited)"),
+            ("--unsafe-allow-flag", "unsafe_allow_flag", "multiple", "allow a SANDBOX_FLAGS flag off the allowlist"),
+            ("--unsafe-allow-env", "unsafe_allow_env", "multiple", "allow a reserved variable (PYTHONPATH, LD_*, …)"),
+            ("--allow-floating-tag", "allow_floating_tag", "flag", "accept tags such as 'latest' (resolved once)"),
+            ("--insecure-registry", "insecure_registry", "flag", "plain HTTP to a non-loopback registry"),
+            ("--json", "as_json", "flag", "report preflight steps as JSON"),
+        )
     )
 )
 
@@ -186,8 +204,3 @@ def parse(args: Sequence[str], table: Sequence[Option], *, command: bool) -> dic
 def parse_run(args: Sequence[str]) -> dict[str, Any]:
     """``run``'s parameters (see :func:`parse`)."""
     return parse(args, RUN_OPTIONS, command=True)
-
-
-def parse_preflight(args: Sequence[str]) -> dict[str, Any]:
-    """``preflight``'s parameters (see :func:`parse`)."""
-    return parse(args, PREFLIGHT_OPTIONS, command=False)

@@ -65,13 +65,7 @@ def build_argv(
     (default: the configured mounts as written, for a command line that is only shown)."""
     if not isinstance(image, VerifiedImage):
         raise TypeError("build_argv needs a VerifiedImage from preflight()")
-    # The working directory is mounted read-write: it passes the checks SANDBOX_MOUNTS does.
-    problem = workdir_problem(cwd, env if env is not None else {})
-    if problem is not None:
-        raise ConfigError(
-            f"the working directory {cwd} is refused: it {problem} (every session mounts it read-write)",
-            hint="start the session from the project folder it should work in",
-        )
+    refuse_workdir(cwd, env if env is not None else {})
     name = name or f"terminai-{os.urandom(6).hex()}"
     specific = session_flags(
         engine,
@@ -143,6 +137,21 @@ def build_argv(
     argv.append(image.run_ref)
     argv += list(command)
     return argv
+
+
+def refuse_workdir(cwd: str, env: Mapping[str, str]) -> None:
+    """Raise :class:`ConfigError` if the working directory may not be the session's.
+
+    It is mounted read-write, so it passes the checks ``SANDBOX_MOUNTS`` does. A launch
+    calls this before preflight (a refused folder costs no engine or registry request);
+    :func:`build_argv` calls it again for callers that build a command line directly.
+    """
+    problem = workdir_problem(cwd, env)
+    if problem is not None:
+        raise ConfigError(
+            f"the working directory {cwd} is refused: it {problem} (every session mounts it read-write)",
+            hint="start the session from the project folder it should work in",
+        )
 
 
 def bind_spec(source: str, target: str, *, read_only: bool) -> str:

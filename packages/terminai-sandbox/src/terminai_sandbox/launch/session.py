@@ -24,7 +24,7 @@ from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
 from terminai_sandbox.launch.default_image import builtin_default
 from terminai_sandbox.launch.engines import run_binary
 from terminai_sandbox.launch.preflight import PreflightOptions, StepResult, VerifiedImage, configure, preflight
-from terminai_sandbox.launch.run import build_argv, execute, host_identity
+from terminai_sandbox.launch.run import build_argv, execute, host_identity, refuse_workdir
 from terminai_sandbox.launch.settings import SettingsFile
 from terminai_sandbox.launch.trust import TrustSource
 
@@ -143,6 +143,7 @@ def run(
 ) -> int:
     """Preflight, then COMMAND (default ``bash``) in a hardened session; the session's exit code."""
     cwd = os.getcwd()
+    refuse_workdir(cwd, env)  # a configuration refusal: before any engine or registry request
     # Preflight's records wait for the run record: one lock and one fsync before the engine
     # starts. Whatever ends the launch before that (a refusal, an interrupt) writes them.
     ledger = audit.Ledger(audit.default_path(env), hold=True)

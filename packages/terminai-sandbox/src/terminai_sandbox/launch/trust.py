@@ -5,6 +5,9 @@ A :class:`TrustSource` is the policy before it is loaded. Loading imports crypto
 ``source_key`` is a sha256 over the exact inputs (the key file's bytes, the keyless
 identity, a policy file whose keys are all inline), or None when the inputs cannot be
 hashed that simply (a policy file naming key files by path): then the policy always loads.
+A file is read once: ``load`` parses the very bytes the key was made of. A file that
+cannot be read at all is refused when its source is made, before preflight asks the
+engine or a registry anything (parsing waits for step 3: it needs cryptography).
 
 The cache is one JSON file in the launcher's state directory:
 
@@ -67,12 +70,17 @@ def _read(path: Path) -> bytes | None:
 
 
 def key_file(path: Path) -> TrustSource:
-    def load() -> VerificationPolicy:
-        from terminai_sandbox.signing.verify.trust import VerificationPolicy  # noqa: PLC0415  (imports cryptography)
-
-        return VerificationPolicy.single_key(path)
-
     data = _read(path)
+
+    def load() -> VerificationPolicy:
+        from terminai_sandbox.signing.verify import trust  # noqa: PLC0415  (imports cryptography)
+
+        if data is None:  # unreadable: the full path reads it again and reports why
+            return trust.VerificationPolicy.single_key(path)
+        return trust.VerificationPolicy(keys=(trust.key_from_bytes(path, data),))
+
+    if data is None:
+        load()  # a configuration refusal, worded as loading words it: before any engine or registry request
     return TrustSource(describe=f"key {path}", source_key=None if data is None else _key("key", data), load=load)
 
 
@@ -87,12 +95,17 @@ def keyless_identity(identity: str, issuer: str) -> TrustSource:
 
 
 def policy_file(path: Path) -> TrustSource:
-    def load() -> VerificationPolicy:
-        from terminai_sandbox.signing.verify.trust import load_policy  # noqa: PLC0415
-
-        return load_policy(path)
-
     data = _read(path)
+
+    def load() -> VerificationPolicy:
+        from terminai_sandbox.signing.verify import trust  # noqa: PLC0415
+
+        # The bytes the cache key was made of, not a second read: a file swapped in between
+        # cannot be loaded under the first file's key.
+        return trust.load_policy(path) if data is None else trust.parse_policy(path, data)
+
+    if data is None:
+        load()  # as for a key file: refused before preflight
     contained = data is not None and _self_contained(path, data)
     key = _key("policy", path.suffix.encode(), data) if data and contained else None
     return TrustSource(describe=f"policy {path}", source_key=key, load=load)

@@ -49,6 +49,7 @@ import RestrictedPython
 
 import terminai_apts
 from terminai_apts.executor.os_layer import landlock, limits, namespaces, rootfs, seccomp
+from terminai_apts.executor.policy import MIB, SandboxConfig
 
 STEPS: tuple[str, ...] = (
     "namespaces", "minimal-root", "descriptors", "environment", "dumpable", "privileges",
@@ -275,7 +276,7 @@ def harden(
     isolation: Isolation,
     *,
     ruleset: landlock.Ruleset | None,
-    config: dict[str, object],
+    config: SandboxConfig,
     api_paths: tuple[str, ...],
     scratch: str | None,
     parent: int | None = None,
@@ -287,16 +288,16 @@ def harden(
     if scratch:
         os.chdir(scratch)
     if "privileges" not in skip:
-        limits.drop_privileges(int(str(config["unprivileged_uid"])), int(str(config["unprivileged_gid"])))
+        limits.drop_privileges(config.unprivileged_uid, config.unprivileged_gid)
         namespaces.drop_capabilities()
     if "parent-death" not in skip:
         limits.die_with_parent(parent)
     if "rlimits" not in skip:
         limits.set_rlimits(
-            memory_mb=int(str(config["max_memory_mb"])),
-            cpu_seconds=int(str(config["cpu_seconds"])),
-            max_open_files=int(str(config["max_open_files"])),
-            file_bytes=int(str(config["scratch_file_bytes"])) if scratch else 0,
+            memory_mb=config.max_memory_mb,
+            cpu_seconds=config.effective_cpu_seconds,
+            max_open_files=config.max_open_files,
+            file_bytes=config.scratch_file_mb * MIB if scratch else 0,
         )
     if ruleset is not None:
         ruleset.allow(api_paths)

@@ -215,10 +215,11 @@ def _warm_up(proxies: dict[Mode, dict[str, module_proxies.ModuleProxy]]) -> None
     # The caller's path reads its setup and writes the ready frame as JSON, then takes
     # the steps ``harden`` takes: their code and data are touched now, read only.
     json.loads(json.dumps({"isolation": ["seccomp"], "notes": [], "config": {"max_output_bytes": 1}}))
+    SandboxConfig.from_json(SandboxConfig().to_json())
     isolation.warm_harden()
 
 
-def _make_scratch(base: str, config: dict[str, Any], report: isolation.Isolation, root: rootfs.RunRoot | None) -> str:
+def _make_scratch(base: str, config: SandboxConfig, report: isolation.Isolation, root: rootfs.RunRoot | None) -> str:
     """The run's private working directory. In the run's namespaces it is a tmpfs of its
     own, capped (bytes and inodes) at the run's memory budget, since tmpfs pages are
     memory (inside the run's own root when it has one); without them its total rests on
@@ -226,8 +227,8 @@ def _make_scratch(base: str, config: dict[str, Any], report: isolation.Isolation
     path = os.path.join(base, "scratch")
     uid, gid = os.getuid(), os.getgid()
     if uid == 0:
-        uid, gid = int(config["unprivileged_uid"]), int(config["unprivileged_gid"])
-    size = int(config["max_memory_mb"]) * 1024 * 1024
+        uid, gid = config.unprivileged_uid, config.unprivileged_gid
+    size = config.max_memory_mb * 1024 * 1024
     inodes = max(64, size // 4096)
     if root is not None:
         root.scratch(path, size_bytes=size, inodes=inodes, uid=uid, gid=gid)
@@ -276,8 +277,8 @@ def _sandboxed(
         if frame is None:
             os._exit(0)
         setup = json.loads(frame)
-        config: dict[str, Any] = setup["config"]
-        scratch = _make_scratch(base, config, report, root) if config.get("scratch") else None
+        config = SandboxConfig.from_json(setup["config"])
+        scratch = _make_scratch(base, config, report, root) if config.scratch else None
         if sealed and setup.get("api"):
             # Its root holds no host path to bind the API's files from: never run half set up.
             raise OSError("a run sealed ahead of its caller cannot take an injected API")
@@ -306,8 +307,8 @@ def _sandboxed(
         # Sent before any user code runs, so the host may trust this one frame.
         ready = {"isolation": report.layers(), "notes": report.notes}
         frames.write_frame(res_fd, json.dumps(ready).encode())
-        mode: Mode = config["security_mode"]
-        max_output = int(config["max_output_bytes"])
+        mode = config.security_mode
+        max_output = config.max_output_bytes
         if mode == AHEAD_MODE and not injected:
             buffer, glb = ahead_buffer, ahead  # the newest buffer: the one output goes to
             buffer.limit = max_output

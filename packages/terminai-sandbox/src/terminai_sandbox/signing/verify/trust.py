@@ -130,6 +130,11 @@ def _read_key(path: Path) -> TrustedKey:
         pem = read_trust_file(path)
     except OSError as exc:
         raise ConfigError(f"cannot read public key {str(path)!r}: {exc.strerror}") from None
+    return key_from_bytes(path, pem)
+
+
+def key_from_bytes(path: Path, pem: bytes) -> TrustedKey:
+    """The trusted key in ``pem``, read from ``path`` by the caller (who may have hashed those bytes)."""
     try:
         load_public(pem)
     except VerificationError as exc:  # a bad key file is a refused input (3), not a failed verification
@@ -139,12 +144,24 @@ def _read_key(path: Path) -> TrustedKey:
 
 def load_policy(path: Path) -> VerificationPolicy:
     """Read a policy file; every malformed item is a :class:`ConfigError` naming it."""
-    kind = "TOML" if path.suffix == ".toml" else "JSON"
     try:
-        text = read_trust_file(path).decode()
-        data = tomllib.loads(text) if kind == "TOML" else json.loads(text)
+        raw = read_trust_file(path)
     except OSError as exc:
         raise ConfigError(f"cannot read policy {str(path)!r}: {exc.strerror}") from None
+    return parse_policy(path, raw)
+
+
+def parse_policy(path: Path, raw: bytes) -> VerificationPolicy:
+    """The policy in ``raw``, the bytes the caller read from ``path`` (named in errors; key
+    files it lists by path are found beside it).
+
+    A launch hashes the bytes for its cache key and parses the same bytes here, so the key
+    and the policy cannot come from two reads of a file that changed in between.
+    """
+    kind = "TOML" if path.suffix == ".toml" else "JSON"
+    try:
+        text = raw.decode()
+        data = tomllib.loads(text) if kind == "TOML" else json.loads(text)
     except ValueError as exc:  # tomllib.TOMLDecodeError and json.JSONDecodeError are ValueErrors
         raise ConfigError(f"policy {str(path)!r} is not valid {kind}: {exc}") from None
     if not isinstance(data, dict):
