@@ -204,7 +204,7 @@ def _preflight(
         return (
             config.image,
             f"engine {config.engine} ({config.engine_from}), runtime {config.runtime} ({config.runtime_from}), "
-            f"image {config.image} ({config.image_from})",
+            f"image {config.image} ({config.image_from}), network {config.network.describe()}",
         )
 
     ref: ImageRef = steps.run(0, "configuration", step0)

@@ -1,0 +1,144 @@
+"""A helper process a session needs on the host: started before it, ready within a bound, always stopped.
+
+The egress proxy (``python -m terminai_sandbox.egress serve``) and the legacy proxy
+command's relay (``python -m terminai_apts.egress_bridge``) both print ``listening ADDRESS``
+on stdout when they accept connections and exit on SIGTERM. :class:`HelperProcess` starts
+one in a session of its own, with a scrubbed environment, a private umask, no core dumps
+and a bounded number of open files; it waits for that line (:data:`READY_SECONDS` at most)
+and stops it with SIGTERM, then SIGKILL after :data:`STOP_SECONDS`. Its stderr goes to a
+private file whose last lines become the error when it fails to start.
+
+Only sessions with a network policy load this module (``subprocess`` is off the kernel's
+path for the others).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from terminai_sandbox.errors import EgressError
+
+READY_SECONDS = 10.0
+STOP_SECONDS = 5.0
+#: Open files a helper may hold: its connections are bounded by its own limits well below this.
+NOFILE = 4096
+#: What a helper inherits of the launcher's environment: enough to find its interpreter's
+#: libraries and a locale, nothing that names the user's credentials.
+KEPT_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+
+
+def _harden() -> None:
+    """Runs in the child before exec: no core dumps (they would hold the traffic), bounded files."""
+    import resource  # noqa: PLC0415  (in the child only)
+
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    bound = NOFILE if hard == resource.RLIM_INFINITY else min(NOFILE, hard)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, bound) if soft != resource.RLIM_INFINITY else bound, bound))
+
+
+class HelperProcess:
+    """One started helper; :meth:`stop` is idempotent and safe on every path."""
+
+    def __init__(self, what: str, process: subprocess.Popen[bytes], log: Path) -> None:
+        self.what = what
+        self.process = process
+        self.log = log
+        self.address = ""
+
+    @classmethod
+    def start(
+        cls,
+        what: str,
+        argv: Sequence[str],
+        *,
+        log: Path,
+        env: Mapping[str, str],
+        ready_seconds: float = READY_SECONDS,
+    ) -> HelperProcess:
+        """Start ``argv`` and wait until it says it listens; :class:`EgressError` when it does not."""
+        kept = {name: env[name] for name in KEPT_ENV if name in env}
+        with open(log, "wb") as errors:
+            try:
+                process = subprocess.Popen(  # noqa: S603  (argv built by the launcher, no shell)
+                    list(argv),
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=errors,
+                    env=kept,
+                    close_fds=True,
+                    start_new_session=True,  # the terminal's Ctrl-C is the launcher's to forward
+                    umask=0o077,
+                    preexec_fn=_harden,  # noqa: PLW1509  (no threads run in the launcher yet)
+                )
+            except OSError as exc:
+                raise EgressError(f"cannot start the {what}: {exc.strerror or exc}") from None
+        helper = cls(what, process, log)
+        try:
+            helper.address = helper._wait_ready(ready_seconds)
+        except BaseException:
+            helper.stop()
+            raise
+        return helper
+
+    def _wait_ready(self, seconds: float) -> str:
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        deadline = time.monotonic() + seconds
+        buffer = b""
+        while b"\n" not in buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise EgressError(
+                    f"the {self.what} did not start listening within {seconds:g} s{self._said()}",
+                    hint="see the message above; the session did not start",
+                )
+            readable, _, _ = select.select([fd], [], [], left)
+            if not readable:
+                continue
+            chunk = os.read(fd, 4096)
+            if not chunk:
+                self.process.wait(timeout=STOP_SECONDS)
+                raise EgressError(
+                    f"the {self.what} exited (code {self.process.returncode}) before it listened{self._said()}",
+                )
+            buffer += chunk
+            if len(buffer) > 4096:
+                break
+        line = buffer.split(b"\n", 1)[0].decode("utf-8", "replace")
+        if not line.startswith("listening "):
+            raise EgressError(f"the {self.what} said {line[:200]!r} instead of 'listening ADDRESS'{self._said()}")
+        return line.removeprefix("listening ").strip()
+
+    def _said(self) -> str:
+        try:
+            tail = self.log.read_bytes()[-2000:].decode("utf-8", "replace").strip().splitlines()[-3:]
+        except OSError:
+            return ""
+        return (": " + " | ".join(tail)) if tail else ""
+
+    def stop(self) -> int | None:
+        """SIGTERM, then SIGKILL after :data:`STOP_SECONDS`; the exit code (None if it was already gone)."""
+        process = self.process
+        if process.poll() is None:
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+            try:
+                process.wait(timeout=STOP_SECONDS)
+            except subprocess.TimeoutExpired:
+                try:
+                    os.killpg(process.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                process.wait()
+        if process.stdout is not None:
+            process.stdout.close()
+        return process.returncode
