@@ -23,17 +23,15 @@ Layout on the host (``mkdtemp``: mode 0700, so no other host user reaches the so
             proxy.sock              0666  (connect needs write permission on the socket)
 
 :meth:`Egress.close` stops the helper (SIGTERM, then SIGKILL), removes the proxy
-container and the directory: nothing is left behind, on every path.
+container and the directory: nothing is left behind, on every path. (``shutil``,
+``tempfile``, ``socket`` and ``subprocess`` load inside the functions: the kernel's seal imports every
+module of it, and only a session with a policy needs them.)
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import socket
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -76,6 +74,9 @@ class Egress:
         return {"socket_dir": str(self.socket_dir), "served_by": served}
 
     def close(self) -> None:
+        import shutil  # noqa: PLC0415  (only with a network policy)
+        import subprocess  # noqa: PLC0415
+
         if self.closed:
             return
         self.closed = True
@@ -100,6 +101,9 @@ class Egress:
 
 
 def _make_root() -> Egress:
+    import shutil  # noqa: PLC0415  (only with a network policy)
+    import tempfile  # noqa: PLC0415
+
     egress = Egress(Path(tempfile.mkdtemp(prefix="terminai-egress-")))
     if len(os.fsencode(egress.socket)) > SUN_PATH:
         shutil.rmtree(egress.root, ignore_errors=True)
@@ -216,6 +220,8 @@ def proxy_command_argv(binary: str, name: str, image_ref: str, command: Sequence
 
 
 def _port_open(port: int) -> bool:
+    import socket  # noqa: PLC0415  (only with a network policy)
+
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.settimeout(0.25)
         return probe.connect_ex(("127.0.0.1", port)) == 0
@@ -224,6 +230,8 @@ def _port_open(port: int) -> bool:
 def _start_proxy_command(
     egress: Egress, command: Sequence[str], binary: str, image_ref: str, *, env: Mapping[str, str]
 ) -> None:
+    import subprocess  # noqa: PLC0415  (only with a network policy)
+
     assert egress.container is not None
     name = egress.container[1]
     if _port_open(LEGACY_PORT):

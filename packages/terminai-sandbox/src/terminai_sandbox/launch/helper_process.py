@@ -8,21 +8,23 @@ and a bounded number of open files; it waits for that line (:data:`READY_SECONDS
 and stops it with SIGTERM, then SIGKILL after :data:`STOP_SECONDS`. Its stderr goes to a
 private file whose last lines become the error when it fails to start.
 
-Only sessions with a network policy load this module (``subprocess`` is off the kernel's
-path for the others).
+Every kernel module is imported by the seal test, so ``subprocess`` and ``signal`` load
+inside the functions: only a session with a network policy pays for them.
 """
 
 from __future__ import annotations
 
 import os
 import select
-import signal
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from terminai_sandbox.errors import EgressError
+
+TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
+if TYPE_CHECKING:
+    import subprocess
 
 READY_SECONDS = 10.0
 STOP_SECONDS = 5.0
@@ -63,6 +65,8 @@ class HelperProcess:
         ready_seconds: float = READY_SECONDS,
     ) -> HelperProcess:
         """Start ``argv`` and wait until it says it listens; :class:`EgressError` when it does not."""
+        import subprocess  # noqa: PLC0415  (only with a network policy)
+
         kept = {name: env[name] for name in KEPT_ENV if name in env}
         with open(log, "wb") as errors:
             try:
@@ -125,6 +129,9 @@ class HelperProcess:
 
     def stop(self) -> int | None:
         """SIGTERM, then SIGKILL after :data:`STOP_SECONDS`; the exit code (None if it was already gone)."""
+        import signal  # noqa: PLC0415  (only with a network policy)
+        import subprocess  # noqa: PLC0415
+
         process = self.process
         if process.poll() is None:
             try:
