@@ -14,7 +14,7 @@ would be one more thing to pin, scan and keep in the SBOM for a loop of ``recv``
 
 ``python -m terminai_apts.egress_bridge --listen tcp:127.0.0.1:3128 --connect unix:PATH
 [--background] [--max-connections N]``: prints ``listening ADDRESS`` on stdout once bound
-(then, with ``--background``, leaves a detached child serving and exits 0); stops on SIGTERM.
+(the port the kernel chose for ``:0``; then, with ``--background``, leaves a detached child serving and exits 0); stops on SIGTERM.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def parse_address(text: str) -> tuple[int, object]:
         return socket.AF_UNIX, rest
     if kind == "tcp":
         host, _, port = rest.rpartition(":")
-        if host and port.isascii() and port.isdigit() and 0 < int(port) < 65536:
+        if host and port.isascii() and port.isdigit() and int(port) < 65536:
             return socket.AF_INET, (host, int(port))
     raise AddressError(f"{text!r} is not tcp:HOST:PORT or unix:/PATH")
 
@@ -125,8 +125,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:
         sys.stderr.write(f"egress bridge: cannot listen on {args.listen}: {exc.strerror or exc}\n")
         return 1
+    bound = server.getsockname()
+    shown = f"tcp:{bound[0]}:{bound[1]}" if listen_family == socket.AF_INET else args.listen
     if args.background and os.fork() != 0:
-        sys.stdout.write(f"listening {args.listen}\n")
+        sys.stdout.write(f"listening {shown}\n")
         sys.stdout.flush()
         return 0
     signal.signal(signal.SIGTERM, _stop)
@@ -136,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for fd in (0, 1, 2):
             os.dup2(devnull, fd)
     else:
-        sys.stdout.write(f"listening {args.listen}\n")
+        sys.stdout.write(f"listening {shown}\n")
         sys.stdout.flush()
     try:
         serve(server, family, address, max_connections=args.max_connections)
