@@ -131,16 +131,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(f"listening {shown}\n")
         sys.stdout.flush()
         return 0
+    # Before the line that says we listen: a SIGTERM right after it must still remove the socket.
     signal.signal(signal.SIGTERM, _stop)
-    if args.background:
-        os.setsid()
-        devnull = os.open(os.devnull, os.O_RDWR)
-        for fd in (0, 1, 2):
-            os.dup2(devnull, fd)
-    else:
-        sys.stdout.write(f"listening {shown}\n")
-        sys.stdout.flush()
     try:
+        if args.background:
+            os.setsid()
+            devnull = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(devnull, fd)
+        else:
+            sys.stdout.write(f"listening {shown}\n")
+            sys.stdout.flush()
         serve(server, family, address, max_connections=args.max_connections)
     finally:
         server.close()
