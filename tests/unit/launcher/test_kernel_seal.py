@@ -37,6 +37,9 @@ MAY_IMPORT = frozenset(
         "terminai_sandbox.artifacts",
         "terminai_sandbox.artifacts.contract",
         "terminai_sandbox.resources",
+        # the network policy, parsed on every start (standard library only, like the kernel)
+        "terminai_sandbox.egress",
+        "terminai_sandbox.egress.policy",
     }
 )
 # Standard-library and third-party modules whose import a session start must not pay for.
