@@ -81,8 +81,10 @@ def test_a_helper_that_never_listens_is_stopped_at_the_bound(tmp_path: Path) -> 
 def test_a_helper_that_ignores_sigterm_is_killed(tmp_path: Path) -> None:
     helper = HelperProcess.start(
         "egress proxy",
-        _py("import signal,time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('listening x', flush=True)\n"
-            "time.sleep(60)"),
+        _py(
+            "import signal,time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nprint('listening x', flush=True)\n"
+            "time.sleep(60)"
+        ),
         log=tmp_path / "log",
         env={},
     )
@@ -97,4 +99,6 @@ def test_a_helper_that_ignores_sigterm_is_killed(tmp_path: Path) -> None:
 
 def test_a_helper_that_says_something_else_is_refused(tmp_path: Path) -> None:
     with pytest.raises(EgressError, match="instead of 'listening ADDRESS'"):
-        HelperProcess.start("egress proxy", _py("print('hello', flush=True);import time;time.sleep(60)"), log=tmp_path / "l", env={})
+        HelperProcess.start(
+            "egress proxy", _py("print('hello', flush=True);import time;time.sleep(60)"), log=tmp_path / "l", env={}
+        )

@@ -199,8 +199,7 @@ class EgressError(LaunchError):
 
     exit_code = 18
     default_hint = (
-        "see the proxy's message above; the session did not start. "
-        "SANDBOX_NETWORK=off runs it without network"
+        "see the proxy's message above; the session did not start. SANDBOX_NETWORK=off runs it without network"
     )
 
 

@@ -139,7 +139,9 @@ def start(
     try:
         if choice.mode == "allow":
             policy_file = egress.root / "policy.json"
-            policy_file.write_text(policy.to_json(), encoding="utf-8")
+            import json  # noqa: PLC0415  (only with a network policy)
+
+            policy_file.write_text(json.dumps(policy.to_json()), encoding="utf-8")
             argv = [
                 sys.executable,
                 "-I",
@@ -152,6 +154,10 @@ def start(
                 str(egress.socket),
                 "--ledger",
                 str(ledger),
+                # The session's user is whatever uid the engine gives it; the 0700 directory
+                # above the socket keeps every other host user out.
+                "--socket-mode",
+                "666",
             ]
             hosts = test_hosts_file(env, cwd=cwd)
             if hosts is not None:

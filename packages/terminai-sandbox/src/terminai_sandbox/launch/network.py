@@ -65,9 +65,7 @@ class NetworkChoice:
         """What the audit ledger and ``--json`` keep of it."""
         if self.policy is None:
             return {"mode": "off", "source": self.source}
-        import json  # noqa: PLC0415  (only with a policy)
-
-        return {"mode": self.mode, "source": self.source, "policy": json.loads(self.policy.to_json())}
+        return {"mode": self.mode, "source": self.source, "policy": self.policy.to_json()}
 
 
 OFF = NetworkChoice(mode="off", source="the default")

@@ -103,7 +103,6 @@ class SettingsFile:
             )
         return value
 
-
     def network(self) -> object:
         """The top-level ``network`` value (a policy string or the dict form), or ``None``.
 
