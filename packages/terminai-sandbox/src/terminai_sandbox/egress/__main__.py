@@ -1,0 +1,64 @@
+"""``python -m terminai_sandbox.egress serve``: the proxy as a host process the launcher starts.
+
+Prints ``listening PATH`` on stdout once it accepts connections; stops on SIGTERM or
+SIGINT, removing its socket, writing the last records, and exiting 0. A bad input is one
+``error:`` line and a ``hint:`` line on stderr, exit 2 (command line) or 3 (a refused file).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from terminai_sandbox.egress.serve import ServeOptions, serve
+from terminai_sandbox.errors import ConfigError, SandboxError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]  # exits, as argparse's does
+        sys.stderr.write(f"error: {message}\n  hint: see 'python -m terminai_sandbox.egress serve --help'\n")
+        raise SystemExit(2)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m terminai_sandbox.egress", description="The allowlisting egress proxy.")
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    run = commands.add_parser("serve", help="serve one session's policy")
+    run.add_argument("--policy-json", required=True, help="the policy, as NetworkPolicy.to_json() wrote it")
+    run.add_argument("--socket", required=True, help="the Unix socket path to listen on (must not exist)")
+    run.add_argument("--ledger", required=True, help="the audit ledger to append one record per connection to")
+    run.add_argument("--socket-mode", default="600", help="octal permission bits of the socket (default 600)")
+    run.add_argument("--user", default=None, help="when started as root, serve as this user (default nobody)")
+    run.add_argument("--hosts-file", default=None, help="resolve names from this file only (tests)")
+    run.add_argument("--tcp-port", type=int, default=None, help="also listen on this loopback port (tests)")
+    run.add_argument("--no-sni-check", action="store_true", help="do not check the ClientHello on port 443")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        try:
+            mode = int(args.socket_mode, 8)
+        except ValueError:
+            raise ConfigError(
+                f"--socket-mode {args.socket_mode!r} is not octal", hint="e.g. --socket-mode 660"
+            ) from None
+        options = ServeOptions(
+            policy_json=args.policy_json,
+            socket=args.socket,
+            ledger=args.ledger,
+            socket_mode=mode,
+            user=args.user,
+            hosts_file=args.hosts_file,
+            tcp_port=args.tcp_port,
+            sni_check=not args.no_sni_check,
+        )
+        return serve(options)
+    except SandboxError as exc:
+        sys.stderr.write(exc.render() + "\n")
+        return exc.exit_code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

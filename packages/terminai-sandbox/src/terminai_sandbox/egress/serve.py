@@ -1,0 +1,112 @@
+"""The proxy process: read its inputs, bind, confine itself, serve until told to stop."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+from terminai_sandbox.common.files import read_input
+from terminai_sandbox.common.records import frozen_record
+from terminai_sandbox.egress.harden import close_inherited_descriptors, confine, resolve_user
+from terminai_sandbox.egress.ledger import LedgerFile, LedgerWriter
+from terminai_sandbox.egress.policy import NetworkPolicy
+from terminai_sandbox.egress.proxy import EgressProxy, EgressRecord
+from terminai_sandbox.egress.resolve import HostsFileResolver, SystemResolver, read_hosts_file
+from terminai_sandbox.errors import AuditError, ConfigError
+
+
+@frozen_record
+class ServeOptions:
+    """What ``serve`` was asked for, as the command line gave it."""
+
+    policy_json: str
+    socket: str
+    ledger: str
+    socket_mode: int = 0o600
+    user: str | None = None
+    hosts_file: str | None = None
+    tcp_port: int | None = None
+    sni_check: bool = True
+
+
+def load_policy(path: Path) -> NetworkPolicy:
+    text = read_input(path, what="the policy JSON")
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ConfigError(f"{path}: not JSON ({exc})", hint="write it with NetworkPolicy.to_json()") from None
+    policy = NetworkPolicy.from_json(value, source=str(path))
+    if policy.mode != "allow":
+        raise ConfigError(f"{path}: the proxy serves mode 'allow', not {policy.mode!r}", hint="start it only for allow")
+    return policy
+
+
+def serve(options: ServeOptions) -> int:
+    """Run the proxy until SIGTERM or SIGINT; 0 on a clean stop."""
+    close_inherited_descriptors()
+    policy = load_policy(Path(options.policy_json))
+    resolver: SystemResolver | HostsFileResolver = (
+        read_hosts_file(Path(options.hosts_file)) if options.hosts_file else SystemResolver()
+    )
+    user = resolve_user(options.user) if options.user else None
+    socket_path = Path(options.socket)
+    if os.path.lexists(socket_path):
+        raise ConfigError(
+            f"--socket {socket_path} exists", hint="pass a path that does not exist yet (the proxy creates it)"
+        )
+    if not 0 <= options.socket_mode <= 0o777:
+        raise ConfigError(f"--socket-mode {options.socket_mode:o} is not a permission", hint="e.g. --socket-mode 660")
+    if options.tcp_port is not None and not 0 <= options.tcp_port <= 65535:
+        raise ConfigError(f"--tcp-port {options.tcp_port} is outside 0-65535", hint="0 picks a free port")
+    writer = LedgerWriter(LedgerFile(Path(options.ledger)))
+    try:
+        asyncio.run(_serve(policy, resolver, writer, socket_path, options, user))
+    finally:
+        with contextlib.suppress(FileNotFoundError, PermissionError):
+            socket_path.unlink()
+        writer.close()
+    if writer.failure is not None:
+        raise AuditError(f"the proxy stopped: writing {options.ledger} failed: {writer.failure}")
+    return 0
+
+
+async def _serve(
+    policy: NetworkPolicy,
+    resolver: SystemResolver | HostsFileResolver,
+    writer: LedgerWriter,
+    socket_path: Path,
+    options: ServeOptions,
+    user: tuple[int, int] | None,
+) -> None:
+    stop = asyncio.Event()
+
+    def record(entry: EgressRecord) -> None:
+        writer.put(entry.to_json())
+        if writer.failure is not None:
+            stop.set()  # fail closed: a connection the ledger cannot hold is not served
+
+    proxy = EgressProxy(policy, record=record, resolver=resolver, sni_check=options.sni_check)
+    try:
+        await proxy.listen_unix(socket_path, mode=options.socket_mode)
+    except OSError as exc:
+        raise ConfigError(
+            f"--socket {socket_path}: {exc.strerror}", hint="pass a path in a directory you may write"
+        ) from None
+    lines = [f"listening {socket_path}"]
+    if options.tcp_port is not None:
+        lines.append(f"listening tcp 127.0.0.1:{await proxy.listen_tcp(options.tcp_port)}")
+    if os.geteuid() == 0 and user is not None:
+        os.chown(socket_path, *user)  # the socket file is the dropped user's, like the process
+    confine(max_connections=policy.limits.max_connections, user=user)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    sys.stdout.write("\n".join(lines) + "\n")
+    sys.stdout.flush()
+    await stop.wait()
+    await proxy.close()
