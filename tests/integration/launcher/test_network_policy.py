@@ -1,0 +1,306 @@
+"""Network policies end to end: the real launcher, engine, image, proxy and a test origin.
+
+The origin servers live in a network namespace this test creates, on addresses given to
+that namespace's loopback only (``11.0.0.7`` for ``allowed.test``, ``11.0.0.8`` for
+``denied.test``, names the proxy learns from the operator's test hosts file): no packet of
+this test leaves the machine, and none goes through the host's own routes. The launcher
+(and with it the proxy it starts) runs inside that namespace; dockerd creates the session
+with ``--network none`` as always, so the session can reach nothing but the bridge.
+
+Clients the project did not write do the reaching: CPython's ``urllib`` and pip (the
+wheel CPython bundles, run from a read-only mount as ``python3 pip.whl/pip``). The image
+carries no curl; curl is used on the host against the same proxy socket.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import ensurepip
+import pytest
+from terminai_sandbox.assemble import BuildResult
+
+from tests.integration.launcher.test_launch import Site, site  # noqa: F401  (the fixture)
+
+ALLOWED, DENIED = "11.0.0.7", "11.0.0.8"
+WHEEL = "demo_pkg-1.0-py3-none-any.whl"
+
+ORIGIN = textwrap.dedent(
+    """
+    import http.server, socketserver, sys, threading
+    wheel = open(sys.argv[1], "rb").read()
+    name = sys.argv[2]
+    def handler_for(address):
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):
+                if self.path.startswith("/simple/"):
+                    body = f'<html><body><a href="/files/{name}">{name}</a></body></html>'.encode()
+                elif self.path == "/files/" + name:
+                    body = wheel
+                else:
+                    body = f"origin {address} {self.path}".encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+            def log_message(self, *args):
+                pass
+        return Handler
+    class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+        daemon_threads = True
+        allow_reuse_address = True
+    for address in sys.argv[3:]:
+        server = Server((address, 80), handler_for(address))
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+    print("ready", flush=True)
+    sys.stdin.read()
+    """
+)
+
+PROBE = textwrap.dedent(
+    """
+    import json, os, socket, urllib.error, urllib.request
+    out = {}
+    def attempt(name, call):
+        try:
+            out[name] = ["ok", call()]
+        except urllib.error.HTTPError as exc:
+            out[name] = ["http", exc.code]
+        except Exception as exc:
+            out[name] = ["error", type(exc).__name__, str(exc)[:200]]
+    attempt("allowed", lambda: urllib.request.urlopen("http://allowed.test/hello", timeout=20).read().decode())
+    attempt("denied", lambda: urllib.request.urlopen("http://denied.test/", timeout=20).read().decode())
+    attempt("dns", lambda: socket.getaddrinfo("allowed.test", 80))
+    attempt("raw", lambda: socket.create_connection(("%(allowed)s", 80), timeout=5).close())
+    attempt("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW).close())
+    attempt("interfaces", lambda: sorted(name for _, name in socket.if_nameindex()))
+    out["env"] = {k: v for k, v in os.environ.items() if k.lower().endswith("_proxy")}
+    print(json.dumps(out))
+    """
+    % {"allowed": ALLOWED}
+)
+
+
+def _wheel(path: Path) -> None:
+    """A minimal valid wheel for pip to download (and read the metadata of)."""
+    files = {
+        "demo_pkg/__init__.py": b"",
+        "demo_pkg-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0\n",
+        "demo_pkg-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = ""
+    for name, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record += f"{name},sha256={digest},{len(data)}\n"
+    record += "demo_pkg-1.0.dist-info/RECORD,,\n"
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+        archive.writestr("demo_pkg-1.0.dist-info/RECORD", record)
+    path.write_bytes(buffer.getvalue())
+
+
+def _ip(*args: str) -> None:
+    subprocess.run(["ip", *args], check=True, capture_output=True, timeout=30)
+
+
+@pytest.fixture(scope="module")
+def origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The namespace's name and the operator's hosts file; the origins listen inside it."""
+    if os.geteuid() != 0:
+        pytest.fail("these tests create a network namespace: run them as root (as `make test` does on CI)")
+    work = tmp_path_factory.mktemp("origin")
+    name = f"egress-launch-{os.getpid()}"
+    _ip("netns", "add", name)
+    try:
+        _ip("-n", name, "link", "set", "lo", "up")
+        for address in (ALLOWED, DENIED):  # on the namespace's own loopback: nowhere else has them
+            _ip("-n", name, "addr", "add", f"{address}/32", "dev", "lo")
+        _wheel(work / WHEEL)
+        (work / "origin.py").write_text(ORIGIN)
+        server = subprocess.Popen(
+            ["ip", "netns", "exec", name, sys.executable, str(work / "origin.py"), str(work / WHEEL), WHEEL, ALLOWED,
+             DENIED],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        hosts = work / "hosts"
+        hosts.write_text(f"{ALLOWED} allowed.test\n{DENIED} denied.test\n")
+        try:
+            yield name, hosts
+        finally:
+            assert server.stdin is not None
+            server.stdin.close()
+            server.wait(timeout=30)
+    finally:
+        subprocess.run(["ip", "netns", "delete", name], check=False, capture_output=True, timeout=30)
+
+
+def _pinned(site: Site, built_image: BuildResult) -> str:
+    """The signed image by digest, verified once from the host (the trust cache holds the pass),
+    so that launches inside the namespace, where the registry is out of reach, need no registry."""
+    digest = site.push(built_image.oci_layout.root, "0.1.0")
+    first = site.launch("0.1.0", "true")
+    assert first.returncode == 0, first.stderr
+    return f"{site.ref('0.1.0')}@{digest}"
+
+
+def _in_namespace(site: Site, namespace: str, image: str, command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    full = {"PATH": os.environ["PATH"], "HOME": str(site.home), "TERMINAI_SANDBOX": "docker", **env}
+    from tests.integration.launcher.test_launch import CLI
+
+    return subprocess.run(
+        ["ip", "netns", "exec", namespace, str(CLI), "run", "--image", image, "--key", str(site.pub), "--", *command],
+        capture_output=True, text=True, env=full, cwd=site.tmp, timeout=300, check=False,
+    )
+
+
+def _ledger(site: Site) -> list[dict[str, object]]:
+    path = site.home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _pip_wheel() -> Path:
+    bundled = sorted((Path(ensurepip.__file__).parent / "_bundled").glob("pip-*.whl"))
+    assert bundled, "this interpreter bundles no pip wheel"
+    return bundled[-1]
+
+
+def test_an_allow_policy_reaches_the_allowed_host_and_nothing_else(
+    site: Site, built_image: BuildResult, origin: tuple[str, Path], tmp_path: Path
+) -> None:
+    namespace, hosts = origin
+    image = _pinned(site, built_image)
+    env = {"SANDBOX_NETWORK": "allow:allowed.test", "TERMINAI_EGRESS_TEST_HOSTS_FILE": str(hosts)}
+    done = _in_namespace(site, namespace, image, ["python3", "-c", PROBE], env)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["allowed"] == ["ok", f"origin {ALLOWED} /hello"]
+    assert seen["denied"][0] == "http" and seen["denied"][1] == 403  # the proxy's refusal, not the origin
+    assert seen["dns"][0] == "error"  # no resolver inside: the proxy resolves
+    assert seen["raw"][0] == "error"  # no route: the namespace holds only loopback
+    assert seen["packet"][0] == "error" and "PermissionError" in seen["packet"][1]
+    assert seen["interfaces"] == ["ok", ["lo"]]
+    assert seen["env"]["HTTPS_PROXY"] == seen["env"]["http_proxy"] == "http://127.0.0.1:3128"
+    # The ledger: the policy at preflight and in the run record, and each connection the proxy judged.
+    records = _ledger(site)
+    run = [r for r in records if r.get("event") == "run"][-1]
+    assert run["network"]["mode"] == "allow" and run["network"]["source"] == "SANDBOX_NETWORK"
+    assert not Path(run["network"]["socket_dir"]).exists()  # removed with the session
+    step0 = [r for r in records if r.get("event") == "preflight-step" and r.get("step") == 0][-1]
+    assert "network allow:allowed.test" in json.dumps(step0)
+    text = json.dumps(records[records.index(run) - 10 :])
+    assert "allowed.test" in text and "denied.test" in text
+
+
+def test_pip_download_reaches_the_allowed_index_through_the_proxy(
+    site: Site, built_image: BuildResult, origin: tuple[str, Path], tmp_path: Path
+) -> None:
+    namespace, hosts = origin
+    image = _pinned(site, built_image)
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    wheel = tools / "pip.whl"
+    wheel.write_bytes(_pip_wheel().read_bytes())
+    env = {
+        "SANDBOX_NETWORK": "allow:allowed.test",
+        "TERMINAI_EGRESS_TEST_HOSTS_FILE": str(hosts),
+        "SANDBOX_MOUNTS": f"{tools}:/data/tools:ro",
+    }
+    command = ["python3", "/data/tools/pip.whl/pip", "download", "--no-cache-dir", "--disable-pip-version-check",
+               "--index-url", "http://allowed.test/simple/", "-d", "/tmp/dl", "demo-pkg"]
+    done = _in_namespace(site, namespace, image, command, env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"Saved /tmp/dl/{WHEEL}" in done.stdout
+    refused = _in_namespace(
+        site, namespace, image, [*command[:6], "http://denied.test/simple/", *command[7:]], env
+    )
+    assert refused.returncode != 0 and "demo-pkg" in (refused.stdout + refused.stderr)
+
+
+def test_off_keeps_the_session_without_any_network(
+    site: Site, built_image: BuildResult, origin: tuple[str, Path]
+) -> None:
+    namespace, hosts = origin
+    image = _pinned(site, built_image)
+    done = _in_namespace(site, namespace, image, ["python3", "-c", PROBE], {"TERMINAI_EGRESS_TEST_HOSTS_FILE": str(hosts)})
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["allowed"][0] == "error" and seen["raw"][0] == "error" and seen["dns"][0] == "error"
+    assert seen["env"] == {} and seen["interfaces"] == ["ok", ["lo"]]
+    run = [r for r in _ledger(site) if r.get("event") == "run"][-1]
+    assert run["network"] == {"mode": "off", "source": "the default"}
+    assert not any("/run/terminai/egress" in word for word in run["argv"])
+
+
+def test_the_executor_refuses_a_python_escape_even_with_a_policy(
+    site: Site, built_image: BuildResult, origin: tuple[str, Path]
+) -> None:
+    namespace, hosts = origin
+    image = _pinned(site, built_image)
+    payload = (
+        "().__class__.__base__.__subclasses__()\n"
+        "import socket\nsocket.create_connection(('127.0.0.1', 3128)).sendall(b'GET http://allowed.test/ HTTP/1.0\\r\\n\\r\\n')"
+    )
+    env = {"SANDBOX_NETWORK": "allow:allowed.test", "TERMINAI_EGRESS_TEST_HOSTS_FILE": str(hosts)}
+    done = _in_namespace(
+        site, namespace, image, ["sh", "-c", f"printf '%s' {payload!r} | terminai-apts exec --json"], env
+    )
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["success"] is False and done.returncode == 1, done.stdout + done.stderr
+    assert "allowed.test" not in json.dumps(_ledger(site)[-3:])  # no connection reached the proxy
+
+
+def test_the_legacy_proxy_command_serves_the_session_and_is_removed_after(
+    site: Site, built_image: BuildResult
+) -> None:
+    image = _pinned(site, built_image)
+    probe = (
+        "import urllib.request, urllib.error\n"
+        "try:\n    urllib.request.urlopen('http://anything.test/legacy', timeout=20)\n"
+        "except urllib.error.HTTPError as exc:\n    print(exc.code, exc.headers.get('Server'))\n"
+    )
+    done = site.cli(
+        "run", "--image", image, "--key", str(site.pub), "--", "python3", "-c", probe,
+        env={"TERMINAI_SANDBOX_PROXY_COMMAND": "python3 -m http.server --bind 127.0.0.1 8877"},
+    )
+    assert done.returncode == 0, done.stderr
+    # http.server in the proxy command's container answered the session's proxy request.
+    assert done.stdout.strip().startswith("404 SimpleHTTP"), done.stdout
+    run = [r for r in _ledger(site) if r.get("event") == "run"][-1]
+    assert run["network"]["mode"] == "proxy-command"
+    container = str(run["network"]["served_by"]).split()[-1]
+    inspect = subprocess.run(["docker", "inspect", container], capture_output=True, text=True, check=False)
+    assert inspect.returncode != 0  # removed
+    assert not Path(run["network"]["socket_dir"]).exists()
+
+
+def test_a_failing_proxy_command_fails_the_launch_with_its_message(site: Site, built_image: BuildResult) -> None:
+    image = _pinned(site, built_image)
+    done = site.cli(
+        "run", "--image", image, "--key", str(site.pub), "--", "true",
+        env={"TERMINAI_SANDBOX_PROXY_COMMAND": "python3 -c \"import sys; sys.exit('no upstream configured')\""},
+    )
+    assert done.returncode == 18, done.stderr
+    assert "no upstream configured" in done.stderr and "hint:" in done.stderr
+    names = subprocess.run(
+        ["docker", "ps", "-a", "--filter", "label=dev.terminai.role=proxy-command", "--format", "{{.Names}}"],
+        capture_output=True, text=True, check=True,
+    ).stdout.split()
+    assert not [n for n in names if n.startswith("terminai-")] or all(
+        n not in done.stderr for n in names
+    )
+
