@@ -15,6 +15,7 @@ carries no curl; curl is used on the host against the same proxy socket.
 from __future__ import annotations
 
 import base64
+import ensurepip
 import hashlib
 import io
 import json
@@ -26,12 +27,12 @@ import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import ensurepip
 import pytest
 from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.egress.ledger import EVENT
 
-from tests.integration.launcher.test_launch import Site, site  # noqa: F401  (the fixture)
+from tests.fixtures.registry import RegistryServer
+from tests.integration.launcher.test_launch import CLI, Site
 
 ALLOWED, DENIED = "11.0.0.7", "11.0.0.8"
 WHEEL = "demo_pkg-1.0-py3-none-any.whl"
@@ -71,9 +72,9 @@ ORIGIN = textwrap.dedent(
 )
 
 PROBE = textwrap.dedent(
-    """
+    f"""
     import json, os, socket, urllib.error, urllib.request
-    out = {}
+    out = {{}}
     def attempt(name, call):
         try:
             out[name] = ["ok", call()]
@@ -84,13 +85,12 @@ PROBE = textwrap.dedent(
     attempt("allowed", lambda: urllib.request.urlopen("http://allowed.test/hello", timeout=20).read().decode())
     attempt("denied", lambda: urllib.request.urlopen("http://denied.test/", timeout=20).read().decode())
     attempt("dns", lambda: socket.getaddrinfo("allowed.test", 80))
-    attempt("raw", lambda: socket.create_connection(("%(allowed)s", 80), timeout=5).close())
+    attempt("raw", lambda: socket.create_connection(("{ALLOWED}", 80), timeout=5).close())
     attempt("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW).close())
     attempt("interfaces", lambda: sorted(name for _, name in socket.if_nameindex()))
-    out["env"] = {k: v for k, v in os.environ.items() if k.lower().endswith("_proxy")}
+    out["env"] = {{k: v for k, v in os.environ.items() if k.lower().endswith("_proxy")}}
     print(json.dumps(out))
     """
-    % {"allowed": ALLOWED}
 )
 
 
@@ -99,7 +99,9 @@ def _wheel(path: Path) -> None:
     files = {
         "demo_pkg/__init__.py": b"",
         "demo_pkg-1.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: demo-pkg\nVersion: 1.0\n",
-        "demo_pkg-1.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        "demo_pkg-1.0.dist-info/WHEEL": (
+            b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
     }
     record = ""
     for name, data in files.items():
@@ -133,8 +135,18 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         _wheel(work / WHEEL)
         (work / "origin.py").write_text(ORIGIN)
         server = subprocess.Popen(
-            ["ip", "netns", "exec", name, sys.executable, str(work / "origin.py"), str(work / WHEEL), WHEEL, ALLOWED,
-             DENIED],
+            [
+                "ip",
+                "netns",
+                "exec",
+                name,
+                sys.executable,
+                str(work / "origin.py"),
+                str(work / WHEEL),
+                WHEEL,
+                ALLOWED,
+                DENIED,
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -161,21 +173,43 @@ def _pinned(site: Site, built_image: BuildResult) -> str:
     return f"{site.ref('0.1.0')}@{digest}"
 
 
-def _in_namespace(site: Site, namespace: str, image: str, command: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def _in_namespace(
+    site: Site, namespace: str, image: str, command: list[str], env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
     full = {"PATH": os.environ["PATH"], "HOME": str(site.home), "TERMINAI_SANDBOX": "docker", **env}
-    from tests.integration.launcher.test_launch import CLI
-
     return subprocess.run(
         # nsenter, not `ip netns exec`: that one also gives the launcher a mount namespace of its
         # own, where the mounts it stages as root are invisible to dockerd.
-        ["nsenter", f"--net=/run/netns/{namespace}", str(CLI), "run", "--image", image, "--key", str(site.pub), "--", *command],
-        capture_output=True, text=True, env=full, cwd=site.tmp, timeout=300, check=False,
+        [
+            "nsenter",
+            f"--net=/run/netns/{namespace}",
+            str(CLI),
+            "run",
+            "--image",
+            image,
+            "--key",
+            str(site.pub),
+            "--",
+            *command,
+        ],
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd=site.tmp,
+        timeout=300,
+        check=False,
     )
 
 
 def _ledger(site: Site) -> list[dict[str, object]]:
     path = site.home / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture
+def site(registry: RegistryServer, tmp_path: Path, built_image: BuildResult) -> Site:
+    os.chmod(tmp_path, 0o755)
+    return Site(registry, tmp_path)
 
 
 def _pip_wheel() -> Path:
@@ -208,7 +242,9 @@ def test_an_allow_policy_reaches_the_allowed_host_and_nothing_else(
     step0 = [r for r in records if r.get("event") == "preflight-step" and r.get("step") == 0][-1]
     assert "network allow:allowed.test" in json.dumps(step0)
     judged = [r for r in records if r.get("event") == EGRESS_EVENT]
-    assert {(r["host"], r["verdict"]) for r in judged} >= {("allowed.test", "allowed"), ("denied.test", "refused")}, judged
+    assert {(r["host"], r["verdict"]) for r in judged} >= {("allowed.test", "allowed"), ("denied.test", "refused")}, (
+        judged
+    )
 
 
 def test_pip_download_reaches_the_allowed_index_through_the_proxy(
@@ -227,10 +263,25 @@ def test_pip_download_reaches_the_allowed_index_through_the_proxy(
         "TERMINAI_EGRESS_TEST_HOSTS_FILE": str(hosts),
         "SANDBOX_MOUNTS": f"{tools}:/data/tools:ro",
     }
+
     def pip_download(index: str) -> subprocess.CompletedProcess[str]:
         host = index.split("/")[2]  # plain HTTP: the origins of this test have no certificates
-        command = ["python3", "/data/tools/pip.whl/pip", "download", "--no-cache-dir", "--disable-pip-version-check",
-                   "--retries", "0", "--index-url", index, "--trusted-host", host, "-d", "/tmp/dl", "demo-pkg"]
+        command = [
+            "python3",
+            "/data/tools/pip.whl/pip",
+            "download",
+            "--no-cache-dir",
+            "--disable-pip-version-check",
+            "--retries",
+            "0",
+            "--index-url",
+            index,
+            "--trusted-host",
+            host,
+            "-d",
+            "/tmp/dl",
+            "demo-pkg",
+        ]
         return _in_namespace(site, namespace, image, command, env)
 
     done = pip_download("http://allowed.test/simple/")
@@ -247,7 +298,9 @@ def test_off_keeps_the_session_without_any_network(
 ) -> None:
     namespace, hosts = origin
     image = _pinned(site, built_image)
-    done = _in_namespace(site, namespace, image, ["python3", "-c", PROBE], {"TERMINAI_EGRESS_TEST_HOSTS_FILE": str(hosts)})
+    done = _in_namespace(
+        site, namespace, image, ["python3", "-c", PROBE], {"TERMINAI_EGRESS_TEST_HOSTS_FILE": str(hosts)}
+    )
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["allowed"][0] == "error" and seen["raw"][0] == "error" and seen["dns"][0] == "error"
@@ -264,7 +317,8 @@ def test_the_executor_refuses_a_python_escape_even_with_a_policy(
     image = _pinned(site, built_image)
     payload = (
         "().__class__.__base__.__subclasses__()\n"
-        "import socket\nsocket.create_connection(('127.0.0.1', 3128)).sendall(b'GET http://allowed.test/ HTTP/1.0\\r\\n\\r\\n')"
+        "import socket\n"
+        "socket.create_connection(('127.0.0.1', 3128)).sendall(b'GET http://allowed.test/ HTTP/1.0\\r\\n\\r\\n')"
     )
     env = {"SANDBOX_NETWORK": "allow:allowed.test", "TERMINAI_EGRESS_TEST_HOSTS_FILE": str(hosts)}
     done = _in_namespace(
@@ -275,9 +329,7 @@ def test_the_executor_refuses_a_python_escape_even_with_a_policy(
     assert not [r for r in _ledger(site) if r.get("event") == EGRESS_EVENT]  # no connection reached the proxy
 
 
-def test_the_legacy_proxy_command_serves_the_session_and_is_removed_after(
-    site: Site, built_image: BuildResult
-) -> None:
+def test_the_legacy_proxy_command_serves_the_session_and_is_removed_after(site: Site, built_image: BuildResult) -> None:
     image = _pinned(site, built_image)
     probe = (
         "import urllib.request, urllib.error\n"
@@ -285,7 +337,15 @@ def test_the_legacy_proxy_command_serves_the_session_and_is_removed_after(
         "except urllib.error.HTTPError as exc:\n    print(exc.code, exc.headers.get('Server'))\n"
     )
     done = site.cli(
-        "run", "--image", image, "--key", str(site.pub), "--", "python3", "-c", probe,
+        "run",
+        "--image",
+        image,
+        "--key",
+        str(site.pub),
+        "--",
+        "python3",
+        "-c",
+        probe,
         env={"TERMINAI_SANDBOX_PROXY_COMMAND": "python3 -m http.server --bind 127.0.0.1 8877"},
     )
     assert done.returncode == 0, done.stderr
@@ -302,16 +362,21 @@ def test_the_legacy_proxy_command_serves_the_session_and_is_removed_after(
 def test_a_failing_proxy_command_fails_the_launch_with_its_message(site: Site, built_image: BuildResult) -> None:
     image = _pinned(site, built_image)
     done = site.cli(
-        "run", "--image", image, "--key", str(site.pub), "--", "true",
+        "run",
+        "--image",
+        image,
+        "--key",
+        str(site.pub),
+        "--",
+        "true",
         env={"TERMINAI_SANDBOX_PROXY_COMMAND": "python3 -c \"import sys; sys.exit('no upstream configured')\""},
     )
     assert done.returncode == 18, done.stderr
     assert "no upstream configured" in done.stderr and "hint:" in done.stderr
     names = subprocess.run(
         ["docker", "ps", "-a", "--filter", "label=dev.terminai.role=proxy-command", "--format", "{{.Names}}"],
-        capture_output=True, text=True, check=True,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.split()
-    assert not [n for n in names if n.startswith("terminai-")] or all(
-        n not in done.stderr for n in names
-    )
-
+    assert not [n for n in names if n.startswith("terminai-")] or all(n not in done.stderr for n in names)

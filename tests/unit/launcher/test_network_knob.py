@@ -7,6 +7,7 @@ variables.
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
@@ -261,7 +262,7 @@ def test_the_test_hosts_file_is_refused_inside_the_project_folder(tmp_path: Path
 def test_the_proxy_commands_container_is_hardened_and_runs_the_verified_digest() -> None:
     argv = proxy_command_argv("docker", "terminai-x-proxy", PINNED, ["python3", "-m", "http.server", "8877"])
     assert argv[-5:] == [PINNED, "python3", "-m", "http.server", "8877"]
-    pairs = list(zip(argv, argv[1:], strict=False))
+    pairs = list(itertools.pairwise(argv))
     for pair in [
         ("--cap-drop", "ALL"),
         ("--security-opt", "no-new-privileges"),

@@ -14,18 +14,22 @@ would be one more thing to pin, scan and keep in the SBOM for a loop of ``recv``
 
 ``python -m terminai_apts.egress_bridge --listen tcp:127.0.0.1:3128 --connect unix:PATH
 [--background] [--max-connections N]``: prints ``listening ADDRESS`` on stdout once bound
-(the port the kernel chose for ``:0``; then, with ``--background``, leaves a detached child serving and exits 0); stops on SIGTERM.
+(with the port the kernel chose for ``:0``; with ``--background``, a detached child then
+serves and the command exits 0); stops on SIGTERM.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import socket
 import sys
 import threading
 from collections.abc import Sequence
+
+Address = str | tuple[str, int]
 
 CHUNK = 64 * 1024
 #: Connections open at once; more wait in the listen backlog (the proxy has its own limits).
@@ -37,7 +41,7 @@ class AddressError(ValueError):
     """An address that is neither ``tcp:HOST:PORT`` nor ``unix:PATH``."""
 
 
-def parse_address(text: str) -> tuple[int, object]:
+def parse_address(text: str) -> tuple[int, Address]:
     """``(family, address)`` for ``tcp:HOST:PORT`` (IPv4 literal) or ``unix:/ABSOLUTE/PATH``."""
     kind, _, rest = text.partition(":")
     if kind == "unix" and rest.startswith("/"):
@@ -49,7 +53,7 @@ def parse_address(text: str) -> tuple[int, object]:
     raise AddressError(f"{text!r} is not tcp:HOST:PORT or unix:/PATH")
 
 
-def listen(family: int, address: object) -> socket.socket:
+def listen(family: int, address: Address) -> socket.socket:
     server = socket.socket(family, socket.SOCK_STREAM)
     if family == socket.AF_INET:
         server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -69,13 +73,11 @@ def _pump(source: socket.socket, sink: socket.socket) -> None:
     except OSError:
         pass
     finally:
-        try:
+        with contextlib.suppress(OSError):
             sink.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
 
 
-def _carry(client: socket.socket, family: int, address: object, slots: threading.BoundedSemaphore) -> None:
+def _carry(client: socket.socket, family: int, address: Address, slots: threading.BoundedSemaphore) -> None:
     try:
         with client, socket.socket(family, socket.SOCK_STREAM) as upstream:
             try:
@@ -90,7 +92,7 @@ def _carry(client: socket.socket, family: int, address: object, slots: threading
         slots.release()
 
 
-def serve(server: socket.socket, family: int, address: object, *, max_connections: int = MAX_CONNECTIONS) -> None:
+def serve(server: socket.socket, family: int, address: Address, *, max_connections: int = MAX_CONNECTIONS) -> None:
     """Accept forever; each connection is carried to ``address`` on a thread of its own."""
     slots = threading.BoundedSemaphore(max_connections)
     while True:
@@ -146,10 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         server.close()
         if listen_family == socket.AF_UNIX:
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(str(listen_address))
-            except OSError:
-                pass
     return 0
 
 

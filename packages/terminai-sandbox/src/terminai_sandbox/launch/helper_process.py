@@ -14,6 +14,7 @@ inside the functions: only a session with a network policy pays for them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import time
@@ -70,7 +71,7 @@ class HelperProcess:
         kept = {name: env[name] for name in KEPT_ENV if name in env}
         with open(log, "wb") as errors:
             try:
-                process = subprocess.Popen(  # noqa: S603  (argv built by the launcher, no shell)
+                process = subprocess.Popen(
                     list(argv),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.PIPE,
@@ -134,17 +135,13 @@ class HelperProcess:
 
         process = self.process
         if process.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
             try:
                 process.wait(timeout=STOP_SECONDS)
             except subprocess.TimeoutExpired:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 process.wait()
         if process.stdout is not None:
             process.stdout.close()
