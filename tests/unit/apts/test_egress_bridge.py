@@ -15,6 +15,7 @@ import socketserver
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -52,9 +53,9 @@ def upstream(tmp_path: Path) -> Iterator[Path]:
     server.server_close()
 
 
-def _bridge(listen: str, connect: str) -> tuple[subprocess.Popen[str], str]:
+def _bridge(listen: str, connect: str, *extra: str) -> tuple[subprocess.Popen[str], str]:
     process = subprocess.Popen(
-        [sys.executable, "-I", "-m", "terminai_apts.egress_bridge", "--listen", listen, "--connect", connect],
+        [sys.executable, "-I", "-m", "terminai_apts.egress_bridge", "--listen", listen, "--connect", connect, *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -116,7 +117,7 @@ def test_bytes_pass_unchanged_both_ways_and_half_close_is_passed_on(tmp_path: Pa
 
 
 def test_an_unreachable_destination_closes_the_client_and_the_bridge_keeps_serving(tmp_path: Path) -> None:
-    process, address = _bridge("tcp:127.0.0.1:0", f"unix:{tmp_path / 'nobody.sock'}")
+    process, address = _bridge("tcp:127.0.0.1:0", f"unix:{tmp_path / 'nobody.sock'}", "--wait-seconds", "0.2")
     try:
         for _ in range(3):
             with socket.create_connection(("127.0.0.1", int(address.rsplit(":", 1)[1])), timeout=10) as client:
@@ -125,6 +126,26 @@ def test_an_unreachable_destination_closes_the_client_and_the_bridge_keeps_servi
                 with contextlib.suppress(ConnectionResetError):
                     assert client.recv(1) == b""
         assert process.poll() is None
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_a_request_made_before_the_proxy_listens_waits_for_its_socket(tmp_path: Path) -> None:
+    path = tmp_path / "late.sock"
+    process, address = _bridge("tcp:127.0.0.1:0", f"unix:{path}")
+    try:
+        with socket.create_connection(("127.0.0.1", int(address.rsplit(":", 1)[1])), timeout=10) as client:
+            client.sendall(b"GET http://allowed.test/late HTTP/1.0\r\n\r\n")
+            time.sleep(0.5)  # the proxy starts late, beside the session
+            server = _UnixHTTP(str(path), _Echo)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            answer = b""
+            while chunk := client.recv(65536):
+                answer += chunk
+        assert answer.endswith(b"seen GET http://allowed.test/late")
+        server.shutdown()
+        server.server_close()
     finally:
         process.terminate()
         process.wait(timeout=10)

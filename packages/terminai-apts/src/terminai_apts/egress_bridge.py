@@ -27,6 +27,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from collections.abc import Sequence
 
 Address = str | tuple[str, int]
@@ -34,6 +35,8 @@ Address = str | tuple[str, int]
 CHUNK = 64 * 1024
 #: Connections open at once; more wait in the listen backlog (the proxy has its own limits).
 MAX_CONNECTIONS = 256
+#: How long a connection waits for the proxy's socket to appear (the launcher's own bound is 10 s).
+WAIT_SECONDS = 15.0
 BACKLOG = 64
 
 
@@ -77,12 +80,31 @@ def _pump(source: socket.socket, sink: socket.socket) -> None:
             sink.shutdown(socket.SHUT_WR)
 
 
-def _carry(client: socket.socket, family: int, address: Address, slots: threading.BoundedSemaphore) -> None:
+def _connect(upstream: socket.socket, address: Address, wait: float) -> bool:
+    """Connect, waiting up to ``wait`` seconds for a Unix socket that is not there yet.
+
+    The launcher starts the proxy beside the session, so the session's first request may
+    come before the proxy listens; it waits for it instead of failing.
+    """
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            upstream.connect(address)
+            return True
+        except (FileNotFoundError, ConnectionRefusedError):
+            if not isinstance(address, str) or time.monotonic() >= deadline:
+                return False
+            time.sleep(0.02)
+        except OSError:
+            return False
+
+
+def _carry(
+    client: socket.socket, family: int, address: Address, slots: threading.BoundedSemaphore, wait: float
+) -> None:
     try:
         with client, socket.socket(family, socket.SOCK_STREAM) as upstream:
-            try:
-                upstream.connect(address)
-            except OSError:
+            if not _connect(upstream, address, wait):
                 return  # the client sees its connection closed: there is no way out
             back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
             back.start()
@@ -92,7 +114,14 @@ def _carry(client: socket.socket, family: int, address: Address, slots: threadin
         slots.release()
 
 
-def serve(server: socket.socket, family: int, address: Address, *, max_connections: int = MAX_CONNECTIONS) -> None:
+def serve(
+    server: socket.socket,
+    family: int,
+    address: Address,
+    *,
+    max_connections: int = MAX_CONNECTIONS,
+    wait: float = WAIT_SECONDS,
+) -> None:
     """Accept forever; each connection is carried to ``address`` on a thread of its own."""
     slots = threading.BoundedSemaphore(max_connections)
     while True:
@@ -102,7 +131,7 @@ def serve(server: socket.socket, family: int, address: Address, *, max_connectio
         except OSError:
             slots.release()
             continue
-        threading.Thread(target=_carry, args=(client, family, address, slots), daemon=True).start()
+        threading.Thread(target=_carry, args=(client, family, address, slots, wait), daemon=True).start()
 
 
 def _stop(_signum: int, _frame: object) -> None:
@@ -115,6 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--connect", required=True, help="tcp:HOST:PORT or unix:/PATH")
     parser.add_argument("--background", action="store_true", help="serve from a detached child once bound")
     parser.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS)
+    parser.add_argument("--wait-seconds", type=float, default=WAIT_SECONDS, help="for a Unix socket to appear")
     args = parser.parse_args(argv)
     try:
         listen_family, listen_address = parse_address(args.listen)
@@ -144,7 +174,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             sys.stdout.write(f"listening {shown}\n")
             sys.stdout.flush()
-        serve(server, family, address, max_connections=args.max_connections)
+        serve(server, family, address, max_connections=args.max_connections, wait=args.wait_seconds)
     finally:
         server.close()
         if listen_family == socket.AF_UNIX:

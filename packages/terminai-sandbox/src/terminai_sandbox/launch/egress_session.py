@@ -73,6 +73,11 @@ class Egress:
         served = "proxy-command container " + self.container[1] if self.container else "egress proxy"
         return {"socket_dir": str(self.socket_dir), "served_by": served}
 
+    def ready(self) -> None:
+        """Wait until the proxy listens (bounded); :class:`EgressError` (the proxy stopped) if it does not."""
+        if self.helper is not None:
+            self.helper.ready()
+
     def close(self) -> None:
         import shutil  # noqa: PLC0415  (only with a network policy)
         import subprocess  # noqa: PLC0415
@@ -110,13 +115,9 @@ def _make_root() -> Egress:
             hint="set TMPDIR to a short directory (such as /tmp)",
         )
     egress.socket_dir.mkdir(mode=0o700)
-    return egress
-
-
-def _hand_over(egress: Egress) -> None:
-    """Let the session's user (whatever uid the engine gives it) connect; the 0700 root guards the host side."""
+    # The session's user is whatever uid the engine gives it; the 0700 root guards the host side.
     os.chmod(egress.socket_dir, 0o711)  # noqa: S103  (inside the 0700 root: traversal for the session only)
-    os.chmod(egress.socket, 0o666)  # noqa: S103  (the same: only the session's mount reaches it)
+    return egress
 
 
 def start(
@@ -160,7 +161,11 @@ def start(
             hosts = test_hosts_file(env, cwd=cwd)
             if hosts is not None:
                 argv += ["--hosts-file", hosts]
-            egress.helper = HelperProcess.start("egress proxy", argv, log=egress.root / "proxy.log", env=env)
+            # Not waited for here: the proxy starts while the engine starts the session, whose
+            # bridge waits for the socket; run.execute waits for `listening` (or stops the session).
+            egress.helper = HelperProcess.start(
+                "egress proxy", argv, log=egress.root / "proxy.log", env=env, wait=False
+            )
         elif choice.mode == "proxy-command":
             egress.container = (engine_binary, f"{name}-proxy")
             _start_proxy_command(egress, policy.proxy_command, engine_binary, image_ref, env=env)
@@ -175,9 +180,9 @@ def start(
                 f"tcp:127.0.0.1:{LEGACY_PORT}",
             ]
             egress.helper = HelperProcess.start("proxy command's relay", relay, log=egress.root / "relay.log", env=env)
+            os.chmod(egress.socket, 0o666)  # noqa: S103  (inside the 0700 root: only the session's mount reaches it)
         else:
             raise ValueError(f"no proxy for the network mode {choice.mode!r}")
-        _hand_over(egress)
     except BaseException:
         egress.close()
         raise

@@ -54,6 +54,8 @@ class HelperProcess:
         self.process = process
         self.log = log
         self.address = ""
+        self.bound = READY_SECONDS
+        self.deadline = time.monotonic() + READY_SECONDS
 
     @classmethod
     def start(
@@ -64,8 +66,12 @@ class HelperProcess:
         log: Path,
         env: Mapping[str, str],
         ready_seconds: float = READY_SECONDS,
+        wait: bool = True,
     ) -> HelperProcess:
-        """Start ``argv`` and wait until it says it listens; :class:`EgressError` when it does not."""
+        """Start ``argv`` and wait until it says it listens; :class:`EgressError` when it does not.
+
+        With ``wait=False`` the caller does other work first and calls :meth:`ready` later.
+        """
         import subprocess  # noqa: PLC0415  (only with a network policy)
 
         kept = {name: env[name] for name in KEPT_ENV if name in env}
@@ -85,12 +91,20 @@ class HelperProcess:
             except OSError as exc:
                 raise EgressError(f"cannot start the {what}: {exc.strerror or exc}") from None
         helper = cls(what, process, log)
-        try:
-            helper.address = helper._wait_ready(ready_seconds)
-        except BaseException:
-            helper.stop()
-            raise
+        helper.bound, helper.deadline = ready_seconds, time.monotonic() + ready_seconds
+        if wait:
+            helper.ready()
         return helper
+
+    def ready(self) -> str:
+        """Wait (until the start's bound) for the ``listening`` line; stop the helper and raise if it fails."""
+        if not self.address:
+            try:
+                self.address = self._wait_ready(self.deadline - time.monotonic())
+            except BaseException:
+                self.stop()
+                raise
+        return self.address
 
     def _wait_ready(self, seconds: float) -> str:
         assert self.process.stdout is not None
@@ -101,7 +115,7 @@ class HelperProcess:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise EgressError(
-                    f"the {self.what} did not start listening within {seconds:g} s{self._said()}",
+                    f"the {self.what} did not start listening within {self.bound:g} s{self._said()}",
                     hint="see the message above; the session did not start",
                 )
             readable, _, _ = select.select([fd], [], [], left)

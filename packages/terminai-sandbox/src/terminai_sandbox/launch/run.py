@@ -15,7 +15,7 @@ never appear in the command line or the ledger.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from terminai_sandbox.common.hardening import (
     DROPPED_CAPABILITIES,
@@ -173,7 +173,7 @@ def bind_spec(source: str, target: str, *, read_only: bool) -> str:
     return ",".join([*spec, "readonly"] if read_only else spec)
 
 
-def execute(argv: Sequence[str], env: Mapping[str, str]) -> int:
+def execute(argv: Sequence[str], env: Mapping[str, str], *, ready: Callable[[], object] | None = None) -> int:
     """Run the engine CLI with stdin/stdout/stderr passed through; forward signals; return its code.
 
     ``posix_spawn`` and ``waitpid`` do what ``subprocess.Popen`` would here, without its import
@@ -191,6 +191,15 @@ def execute(argv: Sequence[str], env: Mapping[str, str]) -> int:
 
     previous = {sig: _signal.signal(sig, forward) for sig in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)}
     try:
+        if ready is not None:
+            # What the session needs that starts beside it (the policy's proxy): if it fails, the
+            # session is stopped (it could reach nothing anyway) and the launch fails with it.
+            try:
+                ready()
+            except BaseException:
+                os.kill(pid, _signal.SIGTERM)
+                os.waitpid(pid, 0)
+                raise
         _, status = os.waitpid(pid, 0)
         return os.waitstatus_to_exitcode(status)
     finally:

@@ -210,7 +210,11 @@ def run(
     try:
         with staging:
             staging.confirm()
-            code = execute(argv, env if verified.engine_host is None else {**env, "DOCKER_HOST": verified.engine_host})
+            code = execute(
+                argv,
+                env if verified.engine_host is None else {**env, "DOCKER_HOST": verified.engine_host},
+                ready=None if egress is None else egress.ready,
+            )
     finally:
         if egress is not None:
             egress.close()
