@@ -15,7 +15,8 @@ Unix socket, mounted at :data:`~terminai_sandbox.launch.network.SOCKET_DIR`:
     network (the engine has no bridge) and listening on :data:`LEGACY_PORT`; a host relay
     carries the socket to it.
 
-Layout on the host (``mkdtemp``: mode 0700, so no other host user reaches the socket)::
+Layout on the host (a fresh directory of mode 0700 under ``$TMPDIR`` or ``/tmp``, so no
+other host user reaches the socket)::
 
     /tmp/terminai-egress-XXXX/      0700  the launcher's
         policy.json, proxy.log            never mounted
@@ -24,7 +25,7 @@ Layout on the host (``mkdtemp``: mode 0700, so no other host user reaches the so
 
 :meth:`Egress.close` stops the helper (SIGTERM, then SIGKILL), removes the proxy
 container and the directory: nothing is left behind, on every path. (``shutil``,
-``tempfile``, ``socket`` and ``subprocess`` load inside the functions: the kernel's seal imports every
+``socket`` and ``subprocess`` load inside the functions: the kernel's seal imports every
 module of it, and only a session with a policy needs them.)
 """
 
@@ -103,13 +104,15 @@ class Egress:
         self.close()
 
 
-def _make_root() -> Egress:
-    import shutil  # noqa: PLC0415  (only with a network policy)
-    import tempfile  # noqa: PLC0415
-
-    egress = Egress(Path(tempfile.mkdtemp(prefix="terminai-egress-")))
+def _make_root(env: Mapping[str, str]) -> Egress:
+    # mkdtemp's guarantees (a fresh name, mode 0700, no link followed) without importing
+    # tempfile and shutil on a session start: os.mkdir fails if the name exists.
+    base = env.get("TMPDIR") or "/tmp"
+    root = Path(base) / f"terminai-egress-{os.urandom(8).hex()}"
+    os.mkdir(root, 0o700)
+    egress = Egress(root)
     if len(os.fsencode(egress.socket)) > SUN_PATH:
-        shutil.rmtree(egress.root, ignore_errors=True)
+        os.rmdir(root)
         raise EgressError(
             f"the proxy's socket path {egress.socket} is longer than a Unix socket allows",
             hint="set TMPDIR to a short directory (such as /tmp)",
@@ -134,7 +137,7 @@ def start(
     policy = choice.policy
     if policy is None:
         raise ValueError("an off policy has no proxy")
-    egress = _make_root()
+    egress = _make_root(env)
     try:
         if choice.mode == "allow":
             policy_file = egress.root / "policy.json"

@@ -36,14 +36,21 @@ NOFILE = 4096
 KEPT_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 
 
-def _harden() -> None:
-    """Runs in the child before exec: no core dumps (they would hold the traffic), bounded files."""
-    import resource  # noqa: PLC0415  (in the child only)
+def _harden(pid: int) -> None:
+    """No core dumps (they would hold the traffic), bounded files: set on the child just started.
 
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    ``prlimit`` from the parent rather than a ``preexec_fn`` in the child: a ``preexec_fn``
+    makes ``subprocess`` fork the whole launcher instead of using ``vfork``, which costs a
+    session start more than the helper's first instructions could do with the limits unset.
+    """
+    import resource  # noqa: PLC0415  (only with a network policy)
+
+    resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
+    soft, hard = resource.prlimit(pid, resource.RLIMIT_NOFILE)
     bound = NOFILE if hard == resource.RLIM_INFINITY else min(NOFILE, hard)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, bound) if soft != resource.RLIM_INFINITY else bound, bound))
+    resource.prlimit(
+        pid, resource.RLIMIT_NOFILE, (bound if soft == resource.RLIM_INFINITY else min(soft, bound), bound)
+    )
 
 
 class HelperProcess:
@@ -86,11 +93,15 @@ class HelperProcess:
                     close_fds=True,
                     start_new_session=True,  # the terminal's Ctrl-C is the launcher's to forward
                     umask=0o077,
-                    preexec_fn=_harden,  # noqa: PLW1509  (no threads run in the launcher yet)
                 )
             except OSError as exc:
                 raise EgressError(f"cannot start the {what}: {exc.strerror or exc}") from None
         helper = cls(what, process, log)
+        try:
+            _harden(process.pid)
+        except OSError:
+            helper.stop()
+            raise
         helper.bound, helper.deadline = ready_seconds, time.monotonic() + ready_seconds
         if wait:
             helper.ready()
