@@ -218,12 +218,17 @@ def _pip_wheel() -> Path:
     return bundled[-1]
 
 
+@pytest.mark.parametrize("runtime", ["runc", "runsc"])
 def test_an_allow_policy_reaches_the_allowed_host_and_nothing_else(
-    site: Site, built_image: BuildResult, origin: tuple[str, Path], tmp_path: Path
+    site: Site, built_image: BuildResult, origin: tuple[str, Path], runtime: str
 ) -> None:
     namespace, hosts = origin
     image = _pinned(site, built_image)
-    env = {"SANDBOX_NETWORK": "allow:allowed.test", "TERMINAI_EGRESS_TEST_HOSTS_FILE": str(hosts)}
+    env = {
+        "SANDBOX_NETWORK": "allow:allowed.test",
+        "TERMINAI_EGRESS_TEST_HOSTS_FILE": str(hosts),
+        "TERMINAI_SANDBOX_RUNTIME": runtime,  # gVisor: the runsc-egress variant scripts/ensure-engine registers
+    }
     done = _in_namespace(site, namespace, image, ["python3", "-c", PROBE], env)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.strip().splitlines()[-1])
@@ -238,6 +243,9 @@ def test_an_allow_policy_reaches_the_allowed_host_and_nothing_else(
     records = _ledger(site)
     run = [r for r in records if r.get("event") == "run"][-1]
     assert run["network"]["mode"] == "allow" and run["network"]["source"] == "SANDBOX_NETWORK"
+    if runtime == "runsc":
+        argv = run["argv"]
+        assert argv[argv.index("--runtime") + 1] == "runsc-egress"
     assert not Path(run["network"]["socket_dir"]).exists()  # removed with the session
     step0 = [r for r in records if r.get("event") == "preflight-step" and r.get("step") == 0][-1]
     assert "network allow:allowed.test" in json.dumps(step0)

@@ -272,3 +272,22 @@ def test_the_proxy_commands_container_is_hardened_and_runs_the_verified_digest()
         assert pair in pairs
     assert "--read-only" in argv and "--pids-limit" in argv and "--memory" in argv
     assert "--privileged" not in argv and "--volume" not in argv  # not even the working directory
+
+
+def test_under_gvisor_a_policy_selects_the_runtime_that_may_reach_the_proxys_socket() -> None:
+    from terminai_sandbox.common.runtime import engine_flags, session_runtime
+
+    assert engine_flags("docker", "runsc", runsc=None) == ("--runtime", "runsc")
+    assert engine_flags("docker", "runsc", runsc=None, egress=True) == ("--runtime", "runsc-egress")
+    assert engine_flags("docker", "runc", runsc=None, egress=True) == ()
+    podman = engine_flags("podman", "runsc", runsc="/usr/bin/runsc", egress=True)
+    assert podman == (
+        "--runtime",
+        "/usr/bin/runsc",
+        "--runtime-flag",
+        "network=none",
+        "--runtime-flag",
+        "host-uds=open",
+    )
+    assert "host-uds=open" not in engine_flags("podman", "runsc", runsc="/usr/bin/runsc")
+    assert session_runtime("runsc", egress=True) == "runsc-egress" and session_runtime("runc", egress=True) == "runc"

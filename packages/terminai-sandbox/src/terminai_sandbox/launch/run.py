@@ -130,7 +130,7 @@ def build_argv(
         cwd,
         *specific.identity,
         *specific.extra,
-        *engine_flags(engine, config.runtime, runsc=runsc),
+        *engine_flags(engine, config.runtime, runsc=runsc, egress=egress is not None),
     ]
     if bashrc:
         argv += [
