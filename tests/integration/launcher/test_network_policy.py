@@ -388,3 +388,23 @@ def test_a_failing_proxy_command_fails_the_launch_with_its_message(site: Site, b
         check=True,
     ).stdout.split()
     assert not [n for n in names if n.startswith("terminai-")] or all(n not in done.stderr for n in names)
+
+
+def test_a_proxy_that_cannot_start_fails_the_launch_and_leaves_nothing(
+    site: Site, built_image: BuildResult, origin: tuple[str, Path], tmp_path: Path
+) -> None:
+    namespace, _ = origin
+    image = _pinned(site, built_image)
+    broken = tmp_path.parent / f"{tmp_path.name}-hosts"
+    broken.write_bytes(b"\xff\xfe not a hosts file\n")
+    before = set(Path("/tmp").glob("terminai-egress-*"))
+    env = {"SANDBOX_NETWORK": "allow:allowed.test", "TERMINAI_EGRESS_TEST_HOSTS_FILE": str(broken)}
+    done = _in_namespace(site, namespace, image, ["sleep", "30"], env)
+    assert done.returncode == 18, done.stderr
+    assert "egress proxy exited" in done.stderr and "hint:" in done.stderr
+    assert set(Path("/tmp").glob("terminai-egress-*")) <= before  # its directory is gone
+    run = [r for r in _ledger(site) if r.get("event") == "run"][-1]
+    name = run["argv"][run["argv"].index("--name") + 1]
+    # The session that had started beside it was stopped: no container of that name is left.
+    left = subprocess.run(["docker", "inspect", name], capture_output=True, text=True, check=False)
+    assert left.returncode != 0
