@@ -1,6 +1,7 @@
 """``python -m terminai_sandbox.egress serve``: the proxy as a host process the launcher starts.
 
-Prints ``listening PATH`` on stdout once it accepts connections; stops on SIGTERM or
+Prints ``listening PATH`` on stdout once it accepts connections (and, with the test-only
+``--tcp-port``, a second line ``listening tcp 127.0.0.1:PORT``); stops on SIGTERM or
 SIGINT, removing its socket, writing the last records, and exiting 0. A bad input is one
 ``error:`` line and a ``hint:`` line on stderr, exit 2 (command line) or 3 (a refused file).
 """

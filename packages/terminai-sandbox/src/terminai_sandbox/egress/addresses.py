@@ -7,7 +7,8 @@ globally reachable (loopback, private, shared/CGNAT, link-local, documentation,
 benchmarking, multicast, reserved, unspecified, ULA, site-local), the cloud metadata
 endpoints by name, and the transition forms that embed an IPv4 address (mapped,
 6to4, Teredo; NAT64 is judged by the address it embeds). Anything Python's
-``ipaddress`` does not call global is refused too, so the table can only add refusals.
+``ipaddress`` does not call global, or calls reserved, is refused too (outside 2000::/3
+most of IPv6 is reserved), so the table can only add refusals.
 
 Only a pattern that names the address literally (``allow:10.0.0.5:8080``) lets the proxy
 reach such an address; a name never does.
@@ -81,6 +82,8 @@ def refusal(address: _IPAddress) -> str | None:
     for network, why in _REFUSED:
         if address.version == network.version and address in network:
             return why
-    if not address.is_global:
+    if address.is_reserved:
+        return "reserved (IETF)"
+    if not address.is_global or address.is_private or address.is_multicast:
         return "not globally reachable"
     return None

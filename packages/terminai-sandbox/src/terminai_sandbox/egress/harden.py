@@ -55,7 +55,9 @@ def confine(*, max_connections: int, user: tuple[int, int] | None) -> None:
         raise HardeningError(f"prctl(PR_SET_NO_NEW_PRIVS) failed: {os.strerror(ctypes.get_errno())}")
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = 2 * max_connections + 64  # a client and an origin per connection, and the process's own
+    # A client and an origin per connection, room for the over-limit clients that are being
+    # answered 429 (each holds a descriptor for a moment), and the process's own.
+    wanted = 4 * max_connections + 256
     if hard != resource.RLIM_INFINITY:
         wanted = min(wanted, hard)
     resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, wanted))

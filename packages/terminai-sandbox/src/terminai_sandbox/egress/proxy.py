@@ -55,13 +55,15 @@ _REASONS = {
     411: "Length Required",
     414: "URI Too Long",
     429: "Too Many Requests",
+    500: "Internal Server Error",
     431: "Request Header Fields Too Large",
     502: "Bad Gateway",
     503: "Service Unavailable",
     504: "Gateway Timeout",
     505: "HTTP Version Not Supported",
 }
-_CHUNK = 65536
+_CHUNK = 262144
+_LINGER_SECONDS = 0.5
 
 
 @frozen_record
@@ -182,6 +184,7 @@ class EgressProxy:
         self.sni_check = sni_check
         self.active = 0
         self.bytes_used = 0
+        self.spent = False  # a relay hit the byte budget: nothing more goes out this session
         self._servers: list[asyncio.AbstractServer] = []
         self._tasks: set[asyncio.Task[None]] = set()
 
@@ -226,16 +229,16 @@ class EgressProxy:
         attempt = _Attempt()
         over = self.active >= self.policy.limits.max_connections
         self.active += 1
-        upstream: asyncio.StreamWriter | None = None
         try:
             if over:
                 raise _Refused(429, f"more than {self.policy.limits.max_connections} connections at once")
-            upstream = await self._handle(reader, writer, attempt)
+            await self._handle(reader, writer, attempt)
         except _Refused as refused:
             attempt.refuse(refused.status, refused.reason)
-            with contextlib.suppress(OSError):
+            with contextlib.suppress(OSError, TimeoutError):
                 writer.write(_response(refused.status, refused.reason))
                 await asyncio.wait_for(writer.drain(), 5)
+                await self._linger(reader, writer)
         except asyncio.CancelledError:
             attempt.reason = attempt.reason if attempt.status else "the proxy stopped"
         except _Stop:
@@ -243,26 +246,61 @@ class EgressProxy:
         except (OSError, TimeoutError, asyncio.IncompleteReadError) as exc:
             if attempt.allowed:
                 attempt.reason = f"{attempt.reason}; ended: {type(exc).__name__}"
+        except Exception as exc:  # one connection's bug must not end the proxy; it is recorded
+            attempt.allowed, attempt.reason = False, f"internal error: {type(exc).__name__}: {exc}"
+            if attempt.status == 0:
+                attempt.status = 500
+                with contextlib.suppress(OSError):
+                    writer.write(_response(500, "internal error"))
         finally:
             self.active -= 1
-            for stream in (writer, upstream):
-                if stream is not None:
-                    stream.close()
+            writer.close()
             self.record(attempt.sealed())
 
-    async def _handle(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, attempt: _Attempt
-    ) -> asyncio.StreamWriter | None:
+    async def _linger(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Half-close, then read what the client still sends, briefly and boundedly.
+
+        Closing a TCP socket with unread bytes sends a reset, and a reset can make the
+        client drop the answer it already received (a 429 sent before reading the request).
+        """
+        if writer.can_write_eof():
+            writer.write_eof()
+        deadline = time.monotonic() + _LINGER_SECONDS
+        budget = 2 * self.wire.max_head_bytes
+        while budget > 0 and (left := deadline - time.monotonic()) > 0:
+            try:
+                data = await asyncio.wait_for(reader.read(budget), left)
+            except (TimeoutError, asyncio.LimitOverrunError):
+                return
+            if not data:
+                return
+            budget -= len(data)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, attempt: _Attempt) -> None:
         request = await self._read_request(reader, attempt)
         attempt.method, attempt.host, attempt.port = request.method, request.host, request.port
         verdict = self.policy.decide(request.host, request.port)
         if not verdict.allowed:
             raise _Refused(403, verdict.reason)
-        if self.bytes_used >= self.policy.limits.max_bytes:
+        if self.spent or self.bytes_used >= self.policy.limits.max_bytes:
             raise _Refused(503, f"the session's {self.policy.limits.max_bytes} bytes of egress are spent")
         addresses = await self._addresses(request, verdict, attempt)
         upstream_reader, upstream = await self._connect(addresses, request.port, attempt)
-        attempt.allowed, attempt.reason = True, verdict.reason
+        try:
+            attempt.allowed, attempt.reason = True, verdict.reason
+            await self._exchange(request, reader, writer, upstream_reader, upstream, attempt)
+        finally:
+            upstream.close()  # on every path: a refused ClientHello or a spent budget included
+
+    async def _exchange(
+        self,
+        request: Request,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        upstream_reader: asyncio.StreamReader,
+        upstream: asyncio.StreamWriter,
+        attempt: _Attempt,
+    ) -> None:
         if request.is_connect:
             writer.write(_response_established())
             await writer.drain()
@@ -274,7 +312,6 @@ class EgressProxy:
         else:
             await self._send(upstream, request.forward_head(), attempt, up=True)
             await self._relay(reader, writer, upstream_reader, upstream, attempt, body=request.content_length)
-        return upstream
 
     async def _read_request(self, reader: asyncio.StreamReader, attempt: _Attempt) -> Request:
         try:
@@ -369,20 +406,24 @@ class EgressProxy:
         return data
 
     async def _send(self, stream: asyncio.StreamWriter, data: bytes, attempt: _Attempt, *, up: bool) -> None:
-        self._spend(len(data), attempt, up=up)
-        stream.write(data)
-        await stream.drain()
-
-    def _spend(self, count: int, attempt: _Attempt, *, up: bool) -> None:
-        if self.bytes_used + count > self.policy.limits.max_bytes:
-            attempt.reason = f"{attempt.reason}; stopped: the session's egress bytes are spent"
-            raise _Stop
-        self.bytes_used += count
+        """Relay ``data``, or as much of it as the session's byte budget still allows, then stop."""
+        room = self.policy.limits.max_bytes - self.bytes_used
+        over = len(data) > room
+        if over:
+            self.spent = True
+            data = data[: max(room, 0)]
+        self.bytes_used += len(data)
         attempt.last = time.monotonic()
         if up:
-            attempt.bytes_up += count
+            attempt.bytes_up += len(data)
         else:
-            attempt.bytes_down += count
+            attempt.bytes_down += len(data)
+        if data:
+            stream.write(data)
+            await stream.drain()
+        if over:
+            attempt.reason = f"{attempt.reason}; stopped: the session's egress bytes are spent"
+            raise _Stop
 
     async def _pipe(
         self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, attempt: _Attempt, *, up: bool, limit: int | None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import json
 import os
 import signal
@@ -46,6 +47,27 @@ def load_policy(path: Path) -> NetworkPolicy:
     return policy
 
 
+# Modules the proxy would otherwise import on first use, after it dropped to a uid that may
+# not read the Python installation (a virtual environment under /root, ~/.local): load
+# them while it still can. A connection that needed one would fail where it should refuse.
+_LATE_IMPORTS = (
+    "encodings.idna",
+    "encodings.punycode",
+    "stringprep",
+    "unicodedata",
+    "concurrent.futures.thread",
+    "logging",
+    "traceback",
+    "linecache",
+    "tokenize",
+)
+
+
+def _preload() -> None:
+    for name in _LATE_IMPORTS:
+        importlib.import_module(name)
+
+
 def serve(options: ServeOptions) -> int:
     """Run the proxy until SIGTERM or SIGINT; 0 on a clean stop."""
     close_inherited_descriptors()
@@ -63,12 +85,19 @@ def serve(options: ServeOptions) -> int:
         raise ConfigError(f"--socket-mode {options.socket_mode:o} is not a permission", hint="e.g. --socket-mode 660")
     if options.tcp_port is not None and not 0 <= options.tcp_port <= 65535:
         raise ConfigError(f"--tcp-port {options.tcp_port} is outside 0-65535", hint="0 picks a free port")
+    try:
+        # Held open so the socket can be removed after the drop to an unprivileged uid, which
+        # may not traverse the path's ancestors (unlinkat needs write access to this directory only).
+        directory = os.open(socket_path.parent, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    except OSError as exc:
+        raise ConfigError(f"--socket {socket_path}: {exc.strerror}", hint="create its directory first") from None
     writer = LedgerWriter(LedgerFile(Path(options.ledger)))
     try:
         asyncio.run(_serve(policy, resolver, writer, socket_path, options, user))
     finally:
         with contextlib.suppress(FileNotFoundError, PermissionError):
-            socket_path.unlink()
+            os.unlink(socket_path.name, dir_fd=directory)
+        os.close(directory)
         writer.close()
     if writer.failure is not None:
         raise AuditError(f"the proxy stopped: writing {options.ledger} failed: {writer.failure}")
@@ -102,6 +131,7 @@ async def _serve(
         lines.append(f"listening tcp 127.0.0.1:{await proxy.listen_tcp(options.tcp_port)}")
     if os.geteuid() == 0 and user is not None:
         os.chown(socket_path, *user)  # the socket file is the dropped user's, like the process
+    _preload()
     confine(max_connections=policy.limits.max_connections, user=user)
     loop = asyncio.get_running_loop()
     for signum in (signal.SIGTERM, signal.SIGINT):
