@@ -40,7 +40,7 @@ EGRESS_EVENT = EVENT
 
 ORIGIN = textwrap.dedent(
     """
-    import http.server, socketserver, sys, threading
+    import http.server, socketserver, ssl, sys, threading
     wheel = open(sys.argv[1], "rb").read()
     name = sys.argv[2]
     def handler_for(address):
@@ -63,9 +63,14 @@ ORIGIN = textwrap.dedent(
     class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         daemon_threads = True
         allow_reuse_address = True
-    for address in sys.argv[3:]:
-        server = Server((address, 80), handler_for(address))
-        threading.Thread(target=server.serve_forever, daemon=True).start()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(sys.argv[3], sys.argv[4])
+    for address in sys.argv[5:]:
+        for port in (80, 443, 8443):
+            server = Server((address, port), handler_for(address if port == 80 else f"{address}:{port}"))
+            if port != 80:
+                server.socket = context.wrap_socket(server.socket, server_side=True)
+            threading.Thread(target=server.serve_forever, daemon=True).start()
     print("ready", flush=True)
     sys.stdin.read()
     """
@@ -84,6 +89,13 @@ PROBE = textwrap.dedent(
             out[name] = ["error", type(exc).__name__, str(exc)[:200]]
     attempt("allowed", lambda: urllib.request.urlopen("http://allowed.test/hello", timeout=20).read().decode())
     attempt("denied", lambda: urllib.request.urlopen("http://denied.test/", timeout=20).read().decode())
+    if os.path.exists("/data/tls/cert.pem"):
+        import ssl
+        tls = ssl.create_default_context(cafile="/data/tls/cert.pem")
+        get = lambda url: urllib.request.urlopen(url, timeout=20, context=tls).read().decode()
+        attempt("https", lambda: get("https://allowed.test/tls"))
+        attempt("https_denied", lambda: get("https://denied.test/tls"))
+        attempt("https_port", lambda: get("https://allowed.test:8443/tls"))
     attempt("dns", lambda: socket.getaddrinfo("allowed.test", 80))
     attempt("raw", lambda: socket.create_connection(("{ALLOWED}", 80), timeout=5).close())
     attempt("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW).close())
@@ -133,6 +145,14 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         for address in (ALLOWED, DENIED):  # on the namespace's own loopback: nowhere else has them
             _ip("-n", name, "addr", "add", f"{address}/32", "dev", "lo")
         _wheel(work / WHEEL)
+        # The origins' certificate, made by openssl: it names allowed.test and denied.test.
+        (work / "tls").mkdir(mode=0o755)
+        subprocess.run(
+            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=allowed.test",
+             "-addext", "subjectAltName=DNS:allowed.test,DNS:denied.test",
+             "-keyout", str(work / "key.pem"), "-out", str(work / "tls" / "cert.pem")],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
         (work / "origin.py").write_text(ORIGIN)
         server = subprocess.Popen(
             [
@@ -144,6 +164,8 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
                 str(work / "origin.py"),
                 str(work / WHEEL),
                 WHEEL,
+                str(work / "tls" / "cert.pem"),
+                str(work / "key.pem"),
                 ALLOWED,
                 DENIED,
             ],
@@ -155,6 +177,7 @@ def origin(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         hosts = work / "hosts"
         hosts.write_text(f"{ALLOWED} allowed.test\n{DENIED} denied.test\n")
         try:
+            (work / "tls" / "cert.pem").chmod(0o644)  # the session's user reads it
             yield name, hosts
         finally:
             assert server.stdin is not None
@@ -228,12 +251,17 @@ def test_an_allow_policy_reaches_the_allowed_host_and_nothing_else(
         "SANDBOX_NETWORK": "allow:allowed.test",
         "TERMINAI_EGRESS_TEST_HOSTS_FILE": str(hosts),
         "TERMINAI_SANDBOX_RUNTIME": runtime,  # gVisor: the runsc-egress variant scripts/ensure-engine registers
+        "SANDBOX_MOUNTS": f"{hosts.parent / 'tls'}:/data/tls:ro",  # the origins' certificate, to trust
     }
     done = _in_namespace(site, namespace, image, ["python3", "-c", PROBE], env)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert seen["allowed"] == ["ok", f"origin {ALLOWED} /hello"]
     assert seen["denied"][0] == "http" and seen["denied"][1] == 403  # the proxy's refusal, not the origin
+    # HTTPS through CONNECT: the tunnel to the allowed name, TLS end to end (the proxy reads no byte of it).
+    assert seen["https"] == ["ok", f"origin {ALLOWED}:443 /tls"], seen
+    assert seen["https_denied"][0] == "error" and "403" in seen["https_denied"][2], seen
+    assert seen["https_port"][0] == "error" and "403" in seen["https_port"][2], seen  # 8443 is not allowed
     assert seen["dns"][0] == "error"  # no resolver inside: the proxy resolves
     assert seen["raw"][0] == "error"  # no route: the namespace holds only loopback
     assert seen["packet"][0] == "error" and "PermissionError" in seen["packet"][1]
