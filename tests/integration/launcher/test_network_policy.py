@@ -436,3 +436,54 @@ def test_a_proxy_that_cannot_start_fails_the_launch_and_leaves_nothing(
     # The session that had started beside it was stopped: no container of that name is left.
     left = subprocess.run(["docker", "inspect", name], capture_output=True, text=True, check=False)
     assert left.returncode != 0
+
+
+def test_curl_reaches_the_allowed_host_through_the_bridge_and_the_proxy(
+    origin: tuple[str, Path], tmp_path: Path
+) -> None:
+    # The image has no curl, so curl runs beside it: the same bridge and proxy the session
+    # uses, in the test's namespace, started by the launcher's own code.
+    from terminai_sandbox.launch import network
+
+    namespace, hosts = origin
+    enter = ["nsenter", f"--net=/run/netns/{namespace}"]
+    env = {"PATH": os.environ["PATH"], network.TEST_HOSTS_ENV: str(hosts)}
+    # The proxy must start inside the namespace: run the launcher's start there through a tiny driver.
+    driver = tmp_path / "driver.py"
+    driver.write_text(
+        "import json, os, subprocess, sys\n"
+        "from pathlib import Path\n"
+        "from terminai_sandbox.launch import egress_session, network\n"
+        "choice = network.resolve({'SANDBOX_NETWORK': 'allow:allowed.test'})\n"
+        f"egress = egress_session.start(choice, ledger=Path({str(tmp_path / 'audit.jsonl')!r}), env=os.environ,\n"
+        f"    cwd={str(tmp_path / 'project')!r}, name='curl-test', engine_binary='docker', image_ref='unused')\n"
+        "egress.ready()\n"
+        "bridge = subprocess.Popen([sys.executable, '-I', '-m', 'terminai_apts.egress_bridge', '--listen',\n"
+        "    'tcp:127.0.0.1:0', '--connect', f'unix:{egress.socket}'], stdout=subprocess.PIPE, text=True)\n"
+        "port = bridge.stdout.readline().strip().rsplit(':', 1)[1]\n"
+        f"cert = {str(hosts.parent / 'tls' / 'cert.pem')!r}\n"
+        "out = {}\n"
+        "for name, url in (('http', 'http://allowed.test/curl'), ('https', 'https://allowed.test/curl'),\n"
+        "                  ('denied', 'https://denied.test/curl')):\n"
+        "    done = subprocess.run(['curl', '-sS', '--max-time', '20', '--cacert', cert, '-x',\n"
+        "        f'http://127.0.0.1:{port}', url], capture_output=True, text=True)\n"
+        "    out[name] = [done.returncode, done.stdout, done.stderr]\n"
+        "bridge.terminate(); bridge.wait()\n"
+        "egress.close()\n"
+        "out['left'] = egress.root.exists()\n"
+        "print(json.dumps(out))\n"
+    )
+    done = subprocess.run(
+        [*enter, sys.executable, str(driver)], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["http"][:2] == [0, f"origin {ALLOWED} /curl"], seen
+    assert seen["https"][:2] == [0, f"origin {ALLOWED}:443 /curl"], seen
+    assert seen["denied"][0] != 0 and "403" in seen["denied"][2], seen  # curl: "CONNECT tunnel failed, response 403"
+    assert seen["left"] is False
+    judged = [json.loads(line) for line in (tmp_path / "audit.jsonl").read_text().splitlines()]
+    assert {(r["host"], r["verdict"]) for r in judged if r.get("event") == EGRESS_EVENT} == {
+        ("allowed.test", "allowed"),
+        ("denied.test", "refused"),
+    }
