@@ -487,3 +487,21 @@ def test_curl_reaches_the_allowed_host_through_the_bridge_and_the_proxy(
         ("allowed.test", "allowed"),
         ("denied.test", "refused"),
     }
+
+
+def test_preflight_shows_the_policy_on_one_line_and_in_its_json(site: Site, built_image: BuildResult) -> None:
+    image = _pinned(site, built_image)
+    env = {"GEMINI_SANDBOX_PROXY_COMMAND": "python3 -m http.server 8877"}
+    shown = site.cli("preflight", "--image", image, "--key", str(site.pub), env=env)
+    assert shown.returncode == 0, shown.stderr
+    lines = [line for line in shown.stderr.splitlines() if "network proxy-command:" in line]
+    assert len(lines) == 1 and "(GEMINI_SANDBOX_PROXY_COMMAND)" in lines[0], shown.stderr
+    report = site.cli("preflight", "--image", image, "--key", str(site.pub), "--json", env=env)
+    assert report.returncode == 0, report.stderr
+    network = json.loads(report.stdout)["network"]
+    assert network["mode"] == "proxy-command" and network["source"] == "GEMINI_SANDBOX_PROXY_COMMAND"
+    assert network["policy"]["proxy_command"] == ["python3", "-m", "http.server", "8877"]
+    conflict = site.cli(
+        "preflight", "--image", image, "--key", str(site.pub), "--network-policy", "off", "--json", env=env
+    )
+    assert conflict.returncode == 3 and json.loads(conflict.stdout)["error"]["hint"], conflict.stdout
