@@ -163,7 +163,8 @@ def run(
                 egress = egress_session.start(
                     config.network,
                     ledger=ledger.path,
-                    env=env,
+                    # the proxy command's container runs on the engine preflight checked, as the session does
+                    env=env if verified.engine_host is None else {**env, "DOCKER_HOST": verified.engine_host},
                     cwd=cwd,
                     name=name,
                     engine_binary=run_binary(config.engine, env),
