@@ -505,3 +505,43 @@ def test_preflight_shows_the_policy_on_one_line_and_in_its_json(site: Site, buil
         "preflight", "--image", image, "--key", str(site.pub), "--network-policy", "off", "--json", env=env
     )
     assert conflict.returncode == 3 and json.loads(conflict.stdout)["error"]["hint"], conflict.stdout
+
+
+@pytest.mark.parametrize("runtime", ["runc", "runsc"])
+def test_podman_sessions_reach_the_allowed_host_the_same_way(
+    site: Site, built_image: BuildResult, origin: tuple[str, Path], runtime: str
+) -> None:
+    namespace, hosts = origin
+    pulled_before = set(
+        subprocess.run(
+            ["podman", "images", "-q", "--no-trunc"], capture_output=True, text=True, check=True
+        ).stdout.split()
+    )
+    digest = site.push(built_image.oci_layout.root, "0.1.0")
+    try:
+        first = site.launch("0.1.0", "true", env={"TERMINAI_SANDBOX": "podman"})  # pulls and verifies from the host
+        assert first.returncode == 0, first.stderr
+        env = {
+            "TERMINAI_SANDBOX": "podman",
+            "TERMINAI_SANDBOX_RUNTIME": runtime,
+            "SANDBOX_NETWORK": "allow:allowed.test",
+            "TERMINAI_EGRESS_TEST_HOSTS_FILE": str(hosts),
+        }
+        done = _in_namespace(site, namespace, f"{site.ref('0.1.0')}@{digest}", ["python3", "-c", PROBE], env)
+        assert done.returncode == 0, done.stderr
+        seen = json.loads(done.stdout.strip().splitlines()[-1])
+        assert seen["allowed"] == ["ok", f"origin {ALLOWED} /hello"], seen
+        assert seen["denied"][:2] == ["http", 403] and seen["raw"][0] == "error" and seen["dns"][0] == "error"
+        assert seen["interfaces"] == ["ok", ["lo"]]
+        run = [r for r in _ledger(site) if r.get("event") == "run"][-1]
+        assert run["argv"][run["argv"].index("--network") + 1] == "none"
+        if runtime == "runsc":
+            assert "host-uds=open" in run["argv"]
+    finally:
+        after = set(
+            subprocess.run(
+                ["podman", "images", "-q", "--no-trunc"], capture_output=True, text=True, check=False
+            ).stdout.split()
+        )
+        for image in after - pulled_before:
+            subprocess.run(["podman", "rmi", "--force", image], capture_output=True, check=False)
