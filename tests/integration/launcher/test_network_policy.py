@@ -7,9 +7,10 @@ this test leaves the machine, and none goes through the host's own routes. The l
 (and with it the proxy it starts) runs inside that namespace; dockerd creates the session
 with ``--network none`` as always, so the session can reach nothing but the bridge.
 
-Clients the project did not write do the reaching: CPython's ``urllib`` and pip (the
-wheel CPython bundles, run from a read-only mount as ``python3 pip.whl/pip``). The image
-carries no curl; curl is used on the host against the same proxy socket.
+Clients the project did not write do the reaching: CPython's ``urllib`` (HTTP, and HTTPS
+through ``CONNECT`` to an origin whose certificate openssl made) and pip (the wheel CPython
+bundles, run from a read-only mount as ``python3 pip.whl/pip``). The image carries no curl;
+curl runs beside it, through the same bridge and proxy. Docker and podman, runc and gVisor.
 """
 
 from __future__ import annotations
