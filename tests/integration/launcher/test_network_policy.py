@@ -101,6 +101,16 @@ PROBE = textwrap.dedent(
     attempt("raw", lambda: socket.create_connection(("{ALLOWED}", 80), timeout=5).close())
     attempt("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW).close())
     attempt("interfaces", lambda: sorted(name for _, name in socket.if_nameindex()))
+    def netlink_add_address():
+        # RTM_NEWADDR 10.9.9.9/24 on lo over AF_NETLINK: the kernel's answer (0 would mean it was added).
+        import struct
+        with socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE) as link:
+            body = struct.pack("BBBBI", socket.AF_INET, 24, 0, 0, socket.if_nametoindex("lo"))
+            body += struct.pack("HH4s", 8, 2, socket.inet_aton("10.9.9.9"))
+            flags = 0x1 | 0x4 | 0x200 | 0x400  # REQUEST, ACK, EXCL, CREATE
+            link.send(struct.pack("IHHII", 16 + len(body), 20, flags, 1, 0) + body)
+            return struct.unpack("i", link.recv(4096)[16:20])[0]
+    attempt("netlink", netlink_add_address)
     out["env"] = {{k: v for k, v in os.environ.items() if k.lower().endswith("_proxy")}}
     print(json.dumps(out))
     """
@@ -267,6 +277,7 @@ def test_an_allow_policy_reaches_the_allowed_host_and_nothing_else(
     assert seen["raw"][0] == "error"  # no route: the namespace holds only loopback
     assert seen["packet"][0] == "error" and "PermissionError" in seen["packet"][1]
     assert seen["interfaces"] == ["ok", ["lo"]]
+    assert seen["netlink"][0] == "error" or seen["netlink"][1] < 0, seen["netlink"]  # refused: no address added
     assert seen["env"]["HTTPS_PROXY"] == seen["env"]["http_proxy"] == "http://127.0.0.1:3128"
     # The ledger: the policy at preflight and in the run record, and each connection the proxy judged.
     records = _ledger(site)
