@@ -67,6 +67,7 @@ class Egress:
         self.socket = self.socket_dir / SOCKET_NAME
         self.helper: HelperProcess | None = None
         self.container: tuple[str, str] | None = None  # (engine binary, name)
+        self.engine_env: dict[str, str] | None = None  # the environment the container was started with
         self.closed = False
 
     def record(self) -> dict[str, object]:
@@ -93,7 +94,9 @@ class Egress:
             try:
                 if self.container is not None:
                     binary, name = self.container
-                    subprocess.run([binary, "rm", "-f", name], capture_output=True, timeout=60, check=False)
+                    subprocess.run(  # noqa: S603  (on the engine it was started on)
+                        [binary, "rm", "-f", name], capture_output=True, timeout=60, check=False, env=self.engine_env
+                    )
             finally:
                 shutil.rmtree(self.root, ignore_errors=True)
 
@@ -170,7 +173,7 @@ def start(
                 "egress proxy", argv, log=egress.root / "proxy.log", env=env, wait=False
             )
         elif choice.mode == "proxy-command":
-            egress.container = (engine_binary, f"{name}-proxy")
+            egress.container, egress.engine_env = (engine_binary, f"{name}-proxy"), dict(env)
             _start_proxy_command(egress, policy.proxy_command, engine_binary, image_ref, env=env)
             relay = [
                 sys.executable,
@@ -268,11 +271,17 @@ def _start_proxy_command(
             text=True,
             timeout=30,
             check=False,
+            env=dict(env),
         )
         running = state.stdout.split()[:1] == ["true"]
         if not running or time.monotonic() > deadline:
             logs = subprocess.run(
-                [binary, "logs", "--tail", "5", name], capture_output=True, text=True, timeout=30, check=False
+                [binary, "logs", "--tail", "5", name],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=False,
+                env=dict(env),
             )
             said = (logs.stdout + logs.stderr).strip().replace("\n", " | ")[-500:]
             why = (
