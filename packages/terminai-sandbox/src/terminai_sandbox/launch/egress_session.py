@@ -94,7 +94,7 @@ class Egress:
             try:
                 if self.container is not None:
                     binary, name = self.container
-                    subprocess.run(  # noqa: S603  (on the engine it was started on)
+                    subprocess.run(
                         [binary, "rm", "-f", name], capture_output=True, timeout=60, check=False, env=self.engine_env
                     )
             finally:
