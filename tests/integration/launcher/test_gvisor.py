@@ -16,6 +16,7 @@ from pathlib import Path
 import docker
 import pytest
 from terminai_sandbox.assemble import BuildResult, repo_root
+from terminai_sandbox.common.runtime import EGRESS_RUNSC_ARGS
 from terminai_sandbox.contracts import run_contracts
 from terminai_sandbox.engine import Engine
 from terminai_sandbox_dev.daemon_config import DAEMON_JSON, newer_runsc, runsc_entry
@@ -48,12 +49,15 @@ def test_the_engine_bootstrap_registers_runsc_and_keeps_dockerds_configuration(e
     assert done.returncode == 0, done.stderr
     assert "runsc" in done.stdout and "already answering" in done.stdout, done.stdout
     after = json.loads(DAEMON_JSON.read_text())
-    ours = ("runsc", "runsc-trixie")
+    ours = ("runsc", "runsc-trixie", "runsc-egress")
     assert {k: v for k, v in after.items() if k != "runtimes"} == {k: v for k, v in before.items() if k != "runtimes"}
     assert {k: v for k, v in after["runtimes"].items() if k not in ours} == {
         k: v for k, v in before.get("runtimes", {}).items() if k not in ours
     }
     assert after["runtimes"]["runsc"] == before.get("runtimes", {}).get("runsc", runsc_entry("/usr/bin/runsc"))
+    # A session with a network policy runs under runsc-egress: the same binary, and its proxy's socket allowed.
+    egress = runsc_entry("/usr/bin/runsc", EGRESS_RUNSC_ARGS)
+    assert after["runtimes"]["runsc-egress"] == before.get("runtimes", {}).get("runsc-egress", egress)
     assert "runsc" in engine.runtimes()
     # Where scripts/ensure-host-tools placed trixie's runsc, it is registered beside the host's.
     newer = newer_runsc(os.environ)

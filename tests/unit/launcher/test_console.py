@@ -90,6 +90,7 @@ def _oracle(*, command: bool) -> click.Command:
         click.Option(["--image"]),
         click.Option(["--engine"]),
         click.Option(["--runtime"]),
+        click.Option(["--network-policy"]),
         click.Option(["--key", "key_path"], type=InputPath()),
         click.Option(["--certificate-identity"]),
         click.Option(["--certificate-oidc-issuer"]),

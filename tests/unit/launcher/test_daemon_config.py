@@ -180,7 +180,12 @@ def test_the_newer_runsc_gets_an_entry_of_its_own_and_runsc_is_left_alone() -> N
 def test_the_bootstrap_registers_trixies_runsc_beside_runsc_and_reloads_until_both_are_listed(tmp_path: Path) -> None:
     env, daemon_json = _fake_runsc(tmp_path, trixie=True), tmp_path / "daemon.json"
     # The daemon lists runsc already (an earlier bootstrap) but not the newer runtime until it reloads.
-    listed = [["runc", "runsc"], ["runc", "runsc"], ["runc", "runsc"], ["runc", "runsc", "runsc-trixie"]]
+    listed = [
+        ["runc", "runsc"],
+        ["runc", "runsc"],
+        ["runc", "runsc"],
+        ["runc", "runsc", "runsc-egress", "runsc-trixie"],
+    ]
     sleeper = subprocess.Popen(
         [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGHUP, signal.SIG_IGN); time.sleep(60)"]
     )
@@ -196,20 +201,25 @@ def test_the_bootstrap_registers_trixies_runsc_beside_runsc_and_reloads_until_bo
         sleeper.wait()
     runsc, newer = str(tmp_path / "bin" / "runsc"), str(tmp_path / "host-tools" / "runsc-trixie" / "bin" / "runsc")
     assert json.loads(daemon_json.read_text()) == {
-        "runtimes": {"runsc": runsc_entry(runsc), "runsc-trixie": runsc_entry(newer)}
+        "runtimes": {
+            "runsc": runsc_entry(runsc),
+            "runsc-egress": runsc_entry(runsc, ("--network=none", "--host-uds=open")),
+            "runsc-trixie": runsc_entry(newer),
+        }
     }
     assert done == [
         f"registered runsc ({runsc}, --network=none) in {daemon_json}",
+        f"registered runsc-egress ({runsc}, --network=none --host-uds=open) in {daemon_json}",
         f"registered runsc-trixie ({newer}, --network=none) in {daemon_json}",
         "answering",
-        f"reloaded dockerd (pid {sleeper.pid}, SIGHUP): runsc, runsc-trixie available",
+        f"reloaded dockerd (pid {sleeper.pid}, SIGHUP): runsc, runsc-egress, runsc-trixie available",
     ]
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="registering needs root, as on the CI machine")
 def test_the_bootstrap_registers_before_starting_and_reloads_a_daemon_that_does_not_list_runsc(tmp_path: Path) -> None:
     env, daemon_json = _fake_runsc(tmp_path), tmp_path / "daemon.json"
-    listed = [["runc"], ["runc"], ["runc", "runsc"]]
+    listed = [["runc"], ["runc"], ["runc", "runsc", "runsc-egress"]]
     seen: list[str] = []
 
     def start() -> list[str]:
@@ -230,11 +240,13 @@ def test_the_bootstrap_registers_before_starting_and_reloads_a_daemon_that_does_
         sleeper.kill()
         sleeper.wait()
     runsc = str(tmp_path / "bin" / "runsc")
-    assert json.loads(seen[0]) == {"runtimes": {"runsc": runsc_entry(runsc)}}
+    egress = runsc_entry(runsc, ("--network=none", "--host-uds=open"))
+    assert json.loads(seen[0]) == {"runtimes": {"runsc": runsc_entry(runsc), "runsc-egress": egress}}
     assert done == [
         f"registered runsc ({runsc}, --network=none) in {daemon_json}",
+        f"registered runsc-egress ({runsc}, --network=none --host-uds=open) in {daemon_json}",
         "docker 20.10 already answering at unix:///var/run/docker.sock",
-        f"reloaded dockerd (pid {sleeper.pid}, SIGHUP): runsc available",
+        f"reloaded dockerd (pid {sleeper.pid}, SIGHUP): runsc, runsc-egress available",
     ]
 
 

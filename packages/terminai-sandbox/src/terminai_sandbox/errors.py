@@ -194,6 +194,15 @@ class LaunchError(SandboxError):
     default_hint = "run 'terminai-sandbox preflight' to see which step refused and why"
 
 
+class EgressError(LaunchError):
+    """The session's network-policy proxy (or the legacy proxy command) could not start."""
+
+    exit_code = 18
+    default_hint = (
+        "see the proxy's message above; the session did not start. SANDBOX_NETWORK=off runs it without network"
+    )
+
+
 class AuditError(SandboxError):
     """The audit ledger is unreadable or its hash chain is broken."""
 

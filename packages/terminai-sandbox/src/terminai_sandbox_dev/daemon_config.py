@@ -15,6 +15,10 @@ Where ``scripts/ensure-host-tools`` placed Debian trixie's newer runsc (20240729
 ``runsc-trixie``, with the same arguments: ``runsc`` stays the distribution's package (the
 one its security updates reach), and the newer release can be run and checked side by side
 (``docker run --runtime runsc-trixie``; docs/SECURITY.md says what holds under each).
+
+``runsc-egress`` is the host's runsc with ``--host-uds=open`` as well: a session with a
+network policy runs under it, so that it may connect to the one host Unix socket mounted
+into it (its proxy's); sessions without a policy keep ``runsc``, which connects to none.
 """
 
 from __future__ import annotations
@@ -27,12 +31,13 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from terminai_sandbox.common.runtime import RUNSC_ARGS
+from terminai_sandbox.common.runtime import EGRESS_RUNSC_ARGS, EGRESS_SUFFIX, RUNSC_ARGS
 from terminai_sandbox.errors import EngineError
 
 DAEMON_JSON = Path("/etc/docker/daemon.json")
 RUNTIME_NAME = "runsc"
 NEWER_RUNTIME = "runsc-trixie"  # its binary: $TERMINAI_HOST_TOOLS/runsc-trixie/bin/runsc
+EGRESS_RUNTIME = RUNTIME_NAME + EGRESS_SUFFIX  # runsc, and --host-uds=open for the proxy's socket
 HOST_TOOLS = "/opt/terminai-host-tools"  # scripts/ensure-host-tools' default prefix
 
 
@@ -42,13 +47,18 @@ def newer_runsc(env: Mapping[str, str]) -> str | None:
     return str(binary) if os.access(binary, os.X_OK) and binary.is_file() else None
 
 
-def runsc_entry(runsc: str) -> dict[str, object]:
+def runsc_entry(runsc: str, args: tuple[str, ...] = RUNSC_ARGS) -> dict[str, object]:
     """The ``runtimes.runsc`` value: the binary, and no gVisor network (sessions have none)."""
-    return {"path": runsc, "runtimeArgs": list(RUNSC_ARGS)}
+    return {"path": runsc, "runtimeArgs": list(args)}
 
 
 def with_runsc(
-    document: Mapping[str, object], runsc: str, *, source: str = "daemon.json", name: str = RUNTIME_NAME
+    document: Mapping[str, object],
+    runsc: str,
+    *,
+    source: str = "daemon.json",
+    name: str = RUNTIME_NAME,
+    args: tuple[str, ...] = RUNSC_ARGS,
 ) -> tuple[dict[str, object], str]:
     """``document`` with ``runtimes.<name>`` (default ``runsc``) registered, and what was done
     (pure; the input is not changed).
@@ -67,14 +77,16 @@ def with_runsc(
         )
     existing = runtimes.get(name)
     if existing is not None:
-        if existing == runsc_entry(runsc):
+        if existing == runsc_entry(runsc, args):
             return merged, f"{name} already registered in {source}"
         return merged, f"kept the existing {name} entry in {source}: {json.dumps(existing, sort_keys=True)}"
-    merged["runtimes"] = {**runtimes, name: runsc_entry(runsc)}
-    return merged, f"registered {name} ({runsc}, {' '.join(RUNSC_ARGS)}) in {source}"
+    merged["runtimes"] = {**runtimes, name: runsc_entry(runsc, args)}
+    return merged, f"registered {name} ({runsc}, {' '.join(args)}) in {source}"
 
 
-def register_runsc(runsc: str, path: Path = DAEMON_JSON, *, name: str = RUNTIME_NAME) -> tuple[bool, str]:
+def register_runsc(
+    runsc: str, path: Path = DAEMON_JSON, *, name: str = RUNTIME_NAME, args: tuple[str, ...] = RUNSC_ARGS
+) -> tuple[bool, str]:
     """Merge ``runtimes.<name>`` (default ``runsc``) into the daemon configuration file;
     (whether the file changed, what was done).
 
@@ -98,7 +110,7 @@ def register_runsc(runsc: str, path: Path = DAEMON_JSON, *, name: str = RUNTIME_
         ) from None
     if not isinstance(document, dict):
         raise EngineError(f"{path} holds no JSON object; it was left untouched", hint=f"fix {path}")
-    merged, action = with_runsc(document, runsc, source=str(path), name=name)
+    merged, action = with_runsc(document, runsc, source=str(path), name=name, args=args)
     if merged == document:
         return False, action
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
@@ -142,6 +154,10 @@ def ensure_runsc(
         assert runsc is not None
         _, action = register_runsc(runsc, path)
         done.append(action)
+        # The variant a session with a network policy runs under (its proxy's socket is a host UDS).
+        _, action = register_runsc(runsc, path, name=EGRESS_RUNTIME, args=EGRESS_RUNSC_ARGS)
+        done.append(action)
+        names.append(EGRESS_RUNTIME)
         newer = newer_runsc(env)
         if newer is not None:
             _, action = register_runsc(newer, path, name=NEWER_RUNTIME)

@@ -30,6 +30,11 @@ _OUT = params.OutputDir()
 @click.option("--out", "out_dir", type=_OUT, default=None, help="write one file per object into this directory")
 @click.option("--json", "as_json", is_flag=True, help="JSON instead of YAML")
 @click.option("--insecure-registry", is_flag=True, help="allow plain HTTP to a non-loopback registry")
+@click.option(
+    "--network-policy",
+    default=None,
+    help="off only, for now (SANDBOX_NETWORK too): a cluster session has the default-deny NetworkPolicy",
+)
 def kube_cmd(
     reference: str,
     command: tuple[str, ...],
@@ -45,6 +50,7 @@ def kube_cmd(
     offline_dir: Path | None,
     trusted_root: Path | None,
     insecure_registry: bool,
+    network_policy: str | None,
 ) -> None:
     """Verify REFERENCE like 'verify', then print its session as Kubernetes objects.
 
@@ -60,6 +66,7 @@ def kube_cmd(
     from terminai_sandbox.common import deadlines  # noqa: PLC0415
     from terminai_sandbox.kube.hardening import SessionShape  # noqa: PLC0415
     from terminai_sandbox.kube.manifests import check_names, manifests  # noqa: PLC0415
+    from terminai_sandbox.kube.network import require_off  # noqa: PLC0415
     from terminai_sandbox.kube.render import to_json, to_yaml, write_dir  # noqa: PLC0415
     from terminai_sandbox.kube.source import verified_source  # noqa: PLC0415
     from terminai_sandbox.signing.verify.trust import policy_from_options  # noqa: PLC0415
@@ -68,6 +75,7 @@ def kube_cmd(
     if command:
         shape = SessionShape(name=name, runtime_class=runtime_class or None, command=command)
     check_names(shape, namespace)
+    require_off(os.environ, network_policy)  # before the registry: nothing is verified for a refusal
     policy = policy_from_options(
         key=key_path, identity=certificate_identity, issuer=certificate_oidc_issuer, policy_file=policy_path
     )

@@ -78,12 +78,13 @@ def preflight_cmd(deep: bool, **params: Any) -> None:
     within 30 s each (TERMINAI_REGISTRY_TIMEOUT). See docs/DEADLINES.md.
     """
     request = request_from(params)
-    _, verified, _, results = session.prepare(request, env=os.environ, say=_say, deep=deep)
+    config, verified, _, results = session.prepare(request, env=os.environ, say=_say, deep=deep)
     if request.as_json:
         click.echo(
             json.dumps(
                 {
                     "image": verified.pinned,
+                    "network": config.network.record(),
                     "steps": [
                         {
                             "step": r.number,

@@ -39,6 +39,10 @@ RUNTIMES = ("runc", "runsc")
 ALIASES = {"gvisor": "runsc"}
 DEFAULT = "runc"
 RUNSC_ARGS = ("--network=none",)  # what daemon.json passes to runsc; podman gets it as --runtime-flag
+# A session with a network policy reaches its proxy through a bind-mounted host Unix socket,
+# which gVisor refuses unless told otherwise; dockerd knows that variant as `runsc-egress`.
+EGRESS_RUNSC_ARGS = (*RUNSC_ARGS, "--host-uds=open")
+EGRESS_SUFFIX = "-egress"
 ACCEPTED = "runc (the engine's default), runsc or gvisor"
 
 
@@ -61,7 +65,13 @@ def runsc_binary(env: Mapping[str, str]) -> str | None:
     return which("runsc", path=env.get("PATH"))
 
 
-def engine_flags(engine: str, runtime: str, *, runsc: str | None) -> tuple[str, ...]:
+def session_runtime(runtime: str, *, egress: bool = False) -> str:
+    """The engine's name for the runtime a session runs under: with a network policy
+    (``egress``), gVisor's variant that may connect to the proxy's mounted socket."""
+    return runtime + EGRESS_SUFFIX if egress and runtime != DEFAULT else runtime
+
+
+def engine_flags(engine: str, runtime: str, *, runsc: str | None, egress: bool = False) -> tuple[str, ...]:
     """The command-line flags that select ``runtime`` on ``engine`` (none for the default runtime).
 
     Podman takes the runtime as a path, so ``runsc`` is the binary preflight found.
@@ -70,10 +80,10 @@ def engine_flags(engine: str, runtime: str, *, runsc: str | None) -> tuple[str, 
         return ()
     if engine == "podman":
         flags = ["--runtime", runsc or "/usr/bin/runsc"]
-        for arg in RUNSC_ARGS:
+        for arg in EGRESS_RUNSC_ARGS if egress else RUNSC_ARGS:
             flags += ["--runtime-flag", arg.removeprefix("--")]
         return tuple(flags)
-    return ("--runtime", runtime)
+    return ("--runtime", session_runtime(runtime, egress=egress))
 
 
 def missing_on_docker(runtime: str, registered: Iterable[str]) -> EngineError | None:

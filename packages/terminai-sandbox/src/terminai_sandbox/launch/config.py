@@ -18,7 +18,8 @@ from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.common.runtime import DEFAULT as DEFAULT_RUNTIME
 from terminai_sandbox.common.runtime import parse_runtime
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launch import reserved_env, targets
+from terminai_sandbox.launch import network, reserved_env, targets
+from terminai_sandbox.launch.network import NetworkChoice
 
 ENGINES = ("docker", "podman")
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
@@ -68,6 +69,7 @@ class LaunchConfig:
     set_uid_gid: bool | None = None
     runtime: str = DEFAULT_RUNTIME  # runc (the engine's default) or runsc (gVisor)
     runtime_from: str = "the default"
+    network: NetworkChoice = network.OFF  # off: --network none and nothing else, as before the knob
 
 
 def _var(env: Mapping[str, str], *names: str) -> tuple[str | None, str]:
@@ -405,6 +407,8 @@ def load_launch_config(
     settings_engine: Callable[[], str | None] = _unset,
     runtime_flag: str | None = None,
     settings_runtime: Callable[[], str | None] = _unset,
+    network_flag: str | None = None,
+    settings_network: Callable[[], object] = _unset,
 ) -> LaunchConfig:
     """Resolve every knob: environment over flag over settings file (as the launcher we replace).
 
@@ -461,4 +465,5 @@ def load_launch_config(
         set_uid_gid=parse_bool(uid_gid, "SANDBOX_SET_UID_GID") if uid_gid is not None else None,
         runtime=parse_runtime(raw_runtime, runtime_var),
         runtime_from=runtime_var,
+        network=network.resolve(env, option=network_flag, settings=settings_network),
     )

@@ -56,6 +56,12 @@ LAUNCH_OPTIONS = (
             ("--image", "image", "text", "image reference (env TERMINAI_SANDBOX_IMAGE wins)"),
             ("--engine", "engine", "text", "docker or podman (env TERMINAI_SANDBOX wins)"),
             ("--runtime", "runtime", "text", "runc, or runsc/gvisor (TERMINAI_SANDBOX_RUNTIME, if set, must agree)"),
+            (
+                "--network-policy",
+                "network_policy",
+                "text",
+                "off, allow:HOST[:PORT],...,!HOST or proxy-command:ARGV (SANDBOX_NETWORK, if set, must agree)",
+            ),
         )
     )
     + TRUST_OPTIONS

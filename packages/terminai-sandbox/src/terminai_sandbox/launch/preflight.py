@@ -44,7 +44,7 @@ from terminai_sandbox.artifacts.contract import incompatibility as contract_comp
 from terminai_sandbox.artifacts.contract import supported_version
 from terminai_sandbox.common.records import field, frozen_record
 from terminai_sandbox.common.reference import FLOATING_TAGS, ImageRef
-from terminai_sandbox.common.runtime import runtime_label
+from terminai_sandbox.common.runtime import runtime_label, session_runtime
 from terminai_sandbox.errors import ConfigError, LaunchError, SandboxError, VerificationError
 from terminai_sandbox.launch import trust
 from terminai_sandbox.launch.audit import Ledger
@@ -216,7 +216,7 @@ def _preflight(
         return (
             config.image,
             f"engine {config.engine} ({config.engine_from}), runtime {config.runtime} ({config.runtime_from}), "
-            f"image {config.image} ({config.image_from})",
+            f"image {config.image} ({config.image_from}), network {config.network.describe()}",
         )
 
     ref: ImageRef = steps.run(0, "configuration", step0)
@@ -224,7 +224,7 @@ def _preflight(
     def step1() -> tuple[LaunchEngine, str]:
         assert config.engine is not None
         found = connect(config.engine, options.env)
-        problem = found.runtime_problem(config.runtime)
+        problem = found.runtime_problem(session_runtime(config.runtime, egress=config.network.policy is not None))
         if problem is not None:
             raise problem
         return found, f"{found.describe()}; runtime {runtime_label(config.runtime)}"

@@ -15,7 +15,7 @@ never appear in the command line or the ledger.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from terminai_sandbox.common.hardening import (
     DROPPED_CAPABILITIES,
@@ -33,6 +33,7 @@ from terminai_sandbox.errors import ConfigError, LaunchError
 from terminai_sandbox.launch.config import LaunchConfig, workdir_problem
 from terminai_sandbox.launch.engines import session_flags
 from terminai_sandbox.launch.held_mounts import Placed
+from terminai_sandbox.launch.network import SESSION_NETWORK, SOCKET_DIR, session_env
 from terminai_sandbox.launch.preflight import VerifiedImage
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -60,11 +61,22 @@ def build_argv(
     runsc: str | None = None,
     env: Mapping[str, str] | None = None,
     mounts: Sequence[Placed] | None = None,
+    egress: str | None = None,
 ) -> list[str]:
     """The engine command line; ``mounts``: what :mod:`~terminai_sandbox.launch.held_mounts` placed
-    (default: the configured mounts as written, for a command line that is only shown)."""
+    (default: the configured mounts as written, for a command line that is only shown);
+    ``egress``: the host directory holding the proxy's socket (a network policy other than off)."""
     if not isinstance(image, VerifiedImage):
         raise TypeError("build_argv needs a VerifiedImage from preflight()")
+    if config.network.policy is not None and limits.network != SESSION_NETWORK:
+        # The policy's proxy is the only way out; an engine network beside it would be a second one.
+        raise ConfigError(
+            f"--network {limits.network} cannot be combined with the network policy {config.network.describe()}",
+            hint="drop --network: a session with a policy stays on --network none and reaches out only "
+            "through the policy's proxy",
+        )
+    if (config.network.policy is not None) != (egress is not None):
+        raise TypeError("build_argv needs the proxy's socket directory exactly when a network policy is set")
     refuse_workdir(cwd, env if env is not None else {})
     name = name or f"terminai-{os.urandom(6).hex()}"
     specific = session_flags(
@@ -112,7 +124,7 @@ def build_argv(
         cwd,
         *specific.identity,
         *specific.extra,
-        *engine_flags(engine, config.runtime, runsc=runsc),
+        *engine_flags(engine, config.runtime, runsc=runsc, egress=egress is not None),
     ]
     if bashrc:
         argv += [
@@ -129,6 +141,12 @@ def build_argv(
     for mount in placed:
         # --mount, not --volume: a source that is gone is an error, never an empty folder the engine creates.
         argv += ["--mount", bind_spec(mount.source, mount.target, read_only=mount.read_only)]
+    if egress is not None:
+        # The directory, not the socket: the proxy creates the socket inside it, and the read-only
+        # mount still lets the session connect (connect() needs no write access to the mount).
+        argv += ["--mount", bind_spec(egress, SOCKET_DIR, read_only=True)]
+        for value in session_env():
+            argv += ["--env", value]
     for port in config.ports:
         argv += ["--publish", f"127.0.0.1:{port.host}:{port.container}"]
     for item in config.env:
@@ -164,7 +182,7 @@ def bind_spec(source: str, target: str, *, read_only: bool) -> str:
     return ",".join([*spec, "readonly"] if read_only else spec)
 
 
-def execute(argv: Sequence[str], env: Mapping[str, str]) -> int:
+def execute(argv: Sequence[str], env: Mapping[str, str], *, ready: Callable[[], object] | None = None) -> int:
     """Run the engine CLI with stdin/stdout/stderr passed through; forward signals; return its code.
 
     ``posix_spawn`` and ``waitpid`` do what ``subprocess.Popen`` would here, without its import
@@ -182,6 +200,15 @@ def execute(argv: Sequence[str], env: Mapping[str, str]) -> int:
 
     previous = {sig: _signal.signal(sig, forward) for sig in (_signal.SIGINT, _signal.SIGTERM, _signal.SIGHUP)}
     try:
+        if ready is not None:
+            # What the session needs that starts beside it (the policy's proxy): if it fails, the
+            # session is stopped (it could reach nothing anyway) and the launch fails with it.
+            try:
+                ready()
+            except BaseException:
+                os.kill(pid, _signal.SIGTERM)
+                os.waitpid(pid, 0)
+                raise
         _, status = os.waitpid(pid, 0)
         return os.waitstatus_to_exitcode(status)
     finally:

@@ -36,6 +36,7 @@ class LaunchRequest:
     image: str | None = None
     engine: str | None = None
     runtime: str | None = None
+    network_policy: str | None = None
     key_path: Path | None = None
     certificate_identity: str | None = None
     certificate_oidc_issuer: str | None = None
@@ -105,6 +106,8 @@ def prepare(
             settings_engine=settings.engine,
             runtime_flag=request.runtime,
             settings_runtime=settings.runtime,
+            network_flag=request.network_policy,
+            settings_network=settings.network,
         ),
         ledger=ledger,
         report=report,
@@ -153,7 +156,21 @@ def run(
         uid, gid = host_identity()
         name = f"terminai-{os.urandom(6).hex()}"
         staging = held_mounts.Staging(name, cwd=cwd)
+        egress = None
         try:
+            if config.network.policy is not None:
+                from terminai_sandbox.launch import egress_session  # noqa: PLC0415  (only with a policy)
+
+                egress = egress_session.start(
+                    config.network,
+                    ledger=ledger.path,
+                    # the proxy command's container runs on the engine preflight checked, as the session does
+                    env=env if verified.engine_host is None else {**env, "DOCKER_HOST": verified.engine_host},
+                    cwd=cwd,
+                    name=name,
+                    engine_binary=run_binary(config.engine, env),
+                    image_ref=verified.run_ref,
+                )
             mounts, bashrc = held_mounts.stage_session(staging, config.mounts, cwd)
             argv = build_argv(
                 config.engine,
@@ -171,9 +188,12 @@ def run(
                 runsc=runsc_binary(env) if config.runtime == "runsc" else None,  # PATH is searched only for gVisor
                 env=env,
                 mounts=mounts,
+                egress=None if egress is None else str(egress.socket_dir),
             )
         except BaseException:
             staging.close()
+            if egress is not None:
+                egress.close()
             raise
         run_record = {
             "image": verified.pinned,
@@ -182,14 +202,23 @@ def run(
             "runtime": config.runtime,
             "argv": argv,
             "mounts": [mount.record() for mount in mounts],
+            "network": config.network.record() | ({} if egress is None else egress.record()),
         }
         ledger.release([("run", run_record)])
     finally:
         ledger.release()  # a no-op once the run record is written
     # The docker CLI would otherwise follow DOCKER_CONTEXT or its current context, which the
     # engine client does not read: the session must run on the engine preflight checked.
-    with staging:
-        staging.confirm()
-        code = execute(argv, env if verified.engine_host is None else {**env, "DOCKER_HOST": verified.engine_host})
+    try:
+        with staging:
+            staging.confirm()
+            code = execute(
+                argv,
+                env if verified.engine_host is None else {**env, "DOCKER_HOST": verified.engine_host},
+                ready=None if egress is None else egress.ready,
+            )
+    finally:
+        if egress is not None:
+            egress.close()
     ledger.append("exit", image=verified.pinned, code=code)
     return code

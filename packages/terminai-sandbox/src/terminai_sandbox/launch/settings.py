@@ -103,6 +103,17 @@ class SettingsFile:
             )
         return value
 
+    def network(self) -> object:
+        """The top-level ``network`` value (a policy string or the dict form), or ``None``.
+
+        :func:`terminai_sandbox.launch.network.resolve` parses it; nothing is checked here.
+        """
+        if not self._read:
+            self._loaded, self._read = _load(self._env), True
+        if self._loaded is None:
+            return None
+        return self._loaded[1].get("network")
+
 
 def _load(env: Mapping[str, str]) -> tuple[Path, dict[str, object]] | None:
     """The settings file's path and its JSON object; None when there is no file."""
