@@ -28,6 +28,9 @@ ENGINE_TOOLS = {
     "podman": "podman",
     "catatonit": "catatonit",
     "runsc": "runsc",
+    "arch-test": "arch-test",
+    "qemu-aarch64-static": "qemu-user-static",
+    "update-binfmts": "binfmt-support",
 }
 # cosign is not a Debian 12 package: both majors come from newer suites into a versioned prefix;
 # trixie's runsc (newer than Debian 12's) goes beside the host's into a prefix of its own.
@@ -122,7 +125,9 @@ def test_the_reported_machine_gets_the_engine_the_registry_and_mmdebstrap(machin
     # Python with venv and certificates, podman and friends, but no docker.io, docker-registry or mmdebstrap.
     machine.link("python3", sys.executable)
     machine.ca_bundle()
-    for tool in ("skopeo", "openssl", "newuidmap", "podman", "catatonit", "runsc"):
+    for tool in ("skopeo", "openssl", "newuidmap", "podman", "catatonit", "runsc", "arch-test", "qemu-aarch64-static"):
+        machine.fake(tool)
+    for tool in ("update-binfmts",):
         machine.fake(tool)
     for prefix in COSIGNS:
         machine.cosign(prefix)

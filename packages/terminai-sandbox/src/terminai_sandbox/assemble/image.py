@@ -19,6 +19,7 @@ from terminai_sandbox._version import __version__
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.assemble import execute, oci, record
 from terminai_sandbox.assemble.cache import StageCache
+from terminai_sandbox.assemble.foreign import require_emulation
 from terminai_sandbox.assemble.inputs import Gathered, gather, repo_root
 from terminai_sandbox.assemble.load import load
 from terminai_sandbox.assemble.plan import LOCK_ONLY, BuildPlan, plan
@@ -190,6 +191,7 @@ def build_image(opts: BuildOptions | None = None) -> BuildResult:
     opts = opts or BuildOptions()
     started = time.monotonic()
     found, recorded = check_inputs(opts)
+    require_emulation(found.spec.architecture)
     built_plan = plan(found.spec, found.locks, found.sources, found.toolchain, tag=opts.tag)
     cache = StageCache(opts.cache() if opts.use_cache else None)
     output = opts.output_dir or opts.root / "dist" / __version__

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from terminai_sandbox.assemble import debian, python, wheel_platforms
+from terminai_sandbox.assemble.foreign import require_emulation
 from terminai_sandbox.assemble.spec import PRIMARY_ARCHITECTURE, ImageSpec
 
 
@@ -45,6 +46,7 @@ class Locked:
 
 def lock_platform(spec: ImageSpec, *, log: Callable[[str], None]) -> Locked:
     """Resolve and write the locks of ``spec``'s platform (see :meth:`ImageSpec.for_platform`)."""
+    require_emulation(spec.architecture)
     log(f"{spec.platform}: resolving the Debian package set")
     with tempfile.TemporaryDirectory(prefix="terminai-lock-") as tmp:
         collected = debian.run_mmdebstrap(
