@@ -52,6 +52,7 @@ def check_reproducible(opts: BuildOptions) -> tuple[BuildResult, BuildResult]:
                 spec=spec,
                 tag=first.reference,
                 progress=opts.progress,
+                platforms=(first.platform,),  # the second build makes the same platform, not its default
             )
             second = result_from_dict(data)
             if second.manifest_digest != first.manifest_digest or second.config_digest != first.config_digest:
