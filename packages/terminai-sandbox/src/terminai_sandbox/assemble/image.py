@@ -194,7 +194,8 @@ def build_image(opts: BuildOptions | None = None) -> BuildResult:
     require_emulation(found.spec.architecture)
     built_plan = plan(found.spec, found.locks, found.sources, found.toolchain, tag=opts.tag)
     cache = StageCache(opts.cache() if opts.use_cache else None)
-    output = opts.output_dir or opts.root / "dist" / __version__
+    # Absolute: the T-APTS wheel is built by a process in another working directory.
+    output = (opts.output_dir or opts.root / "dist" / __version__).absolute()
     output.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="terminai-build-", dir=output) as tmp:
         work = Path(tmp)

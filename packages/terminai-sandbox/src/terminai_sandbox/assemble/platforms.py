@@ -61,7 +61,8 @@ def index_result_from_dict(data: dict[str, Any]) -> IndexResult:
 def build_platforms(opts: BuildOptions, platforms: Sequence[str]) -> IndexResult:
     """Build each of ``platforms`` (declared order) and write their index layout."""
     started = time.monotonic()
-    output = opts.output_dir or opts.root / "dist" / __version__
+    # Absolute: the T-APTS wheel is built by a process in another working directory.
+    output = (opts.output_dir or opts.root / "dist" / __version__).absolute()
     results = []
     for platform in platforms:
         opts.progress(f"{platform}: building")
