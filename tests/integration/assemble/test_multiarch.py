@@ -22,7 +22,7 @@ from terminai_sandbox._version import __version__
 from terminai_sandbox.assemble import BuildOptions, build_image
 from terminai_sandbox.assemble.platforms import IndexResult, build_platforms
 from terminai_sandbox.contracts import run_contracts
-from terminai_sandbox.emulation import GUARANTEES
+from terminai_sandbox.emulation import GUARANTEES, PROBE
 from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import EngineError
 
@@ -77,6 +77,18 @@ def test_each_platform_in_the_index_is_what_building_that_platform_alone_gives(
             BuildOptions(platform=result.platform, output_dir=tmp_path / result.platform.split("/")[1], load=False)
         )
         assert (alone.platform, alone.manifest_digest) == (result.platform, result.manifest_digest)
+
+
+def test_the_probe_is_granted_both_guarantees_natively(engine: Engine, index: IndexResult) -> None:
+    """The control: what the arm64 run reports as refused, the same probe gets on amd64."""
+    amd64 = index.by_platform()["linux/amd64"]
+    code, out, err = engine.run(
+        amd64.config_digest, ["python3", "-I", "-c", PROBE], network_mode="none", read_only=True,
+        tmpfs={"/tmp": "rw,size=16m"}, cap_drop=["ALL"], security_opt=["no-new-privileges"], timeout=300,
+    )  # fmt: skip
+    assert code == 0, err
+    answer = json.loads(out.decode().strip().splitlines()[-1])
+    assert answer["executor.seccomp"] == "held" and answer["executor.landlock"].startswith("held (ABI ")
 
 
 def test_the_amd64_suite_runs_natively_and_proves_everything_there(engine: Engine, index: IndexResult) -> None:

@@ -3,8 +3,9 @@
 An image of another architecture runs here through binfmt_misc and qemu-user: qemu
 translates the program's system calls and makes its own. Two executor guarantees are the
 kernel's to enforce on the program itself, and qemu does not pass them through: a seccomp
-filter the emulated process installs (qemu refuses ``PR_SET_SECCOMP``, so the filter
-would otherwise bind qemu) and a Landlock ruleset (qemu has no Landlock system calls).
+filter the emulated process installs (a filter would bind qemu, not the program, so qemu
+does not offer seccomp: measured with Debian 12's qemu-user-static, libseccomp cannot even
+set up the filter) and a Landlock ruleset (qemu has no Landlock system calls).
 
 :func:`probe` asks the image's own executor modules, inside the image under emulation,
 to install its seccomp filter and to report its Landlock ABI, so the run records what
@@ -53,20 +54,28 @@ PROBE = r"""
 import ctypes, json, os
 from terminai_apts.executor.os_layer import landlock, seccomp
 out = {}
+read_end, write_end = os.pipe()
 pid = os.fork()
 if pid == 0:
-    code = 0
+    os.close(read_end)
+    why = ""
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         if libc.prctl(38, 1, 0, 0, 0) != 0:
             raise OSError(ctypes.get_errno(), "PR_SET_NO_NEW_PRIVS failed")
         seccomp.load_filter(seccomp.compile_filter(seccomp.rules(scratch=False)))
-    except OSError as exc:
-        code = exc.errno or 1
-    os._exit(code)
+    except Exception as exc:
+        why = getattr(exc, "message", "") or str(exc) or type(exc).__name__
+    os.write(write_end, why.encode()[:500])
+    os._exit(0)
+os.close(write_end)
+why = b""
+while chunk := os.read(read_end, 4096):
+    why += chunk
 _, status = os.waitpid(pid, 0)
-code = os.waitstatus_to_exitcode(status)
-out["executor.seccomp"] = "held" if code == 0 else f"refused: {os.strerror(code) if code > 0 else 'signal'}"
+if os.waitstatus_to_exitcode(status) != 0:
+    why = why or b"the child died"
+out["executor.seccomp"] = "refused: " + why.decode(errors="replace") if why else "held"
 abi = landlock.abi_version()
 out["executor.landlock"] = f"held (ABI {abi})" if abi > 0 else "refused: no Landlock system calls"
 print(json.dumps(out))
