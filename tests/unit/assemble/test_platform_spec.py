@@ -30,12 +30,12 @@ def test_each_architecture_reads_its_own_locks() -> None:
     amd64, arm64 = spec.for_platform("linux/amd64"), spec.for_platform("linux/arm64")
     directory = SPEC.parent
     # amd64 keeps the names every earlier release had, so its inputs did not change.
-    assert (amd64.debian_lock, amd64.requirements, amd64.layers_record) == (
+    assert (amd64.debian_lock, amd64.wheels_lock, amd64.layers_record) == (
         directory / "debian.lock",
         directory / "requirements.lock",
         directory / "layers.lock",
     )
-    assert (arm64.debian_lock, arm64.requirements, arm64.layers_record) == (
+    assert (arm64.debian_lock, arm64.wheels_lock, arm64.layers_record) == (
         directory / "debian.arm64.lock",
         directory / "requirements.arm64.lock",
         directory / "layers.arm64.lock",
@@ -50,7 +50,7 @@ def test_the_locks_of_every_declared_platform_are_in_the_checkout() -> None:
     spec = load_spec(SPEC)
     for platform in spec.platforms:
         one = spec.for_platform(platform)
-        for path in (one.debian_lock, one.requirements, one.layers_record):
+        for path in (one.debian_lock, one.wheels_lock, one.layers_record):
             assert path.is_file(), f"{platform}: {path} is missing"
 
 
@@ -90,3 +90,15 @@ def test_selecting_platforms_keeps_the_declared_order_and_refuses_undeclared_one
         only.select("linux/arm64")
     assert "add linux/arm64 to [image] platforms" in (caught.value.hint or "")
     assert set(PLATFORMS) == {"linux/amd64", "linux/arm64"}
+
+
+def test_a_spec_whose_first_platform_is_arm64_reads_the_arm64_locks(tmp_path: Path) -> None:
+    text = SPEC.read_text().replace('["linux/amd64", "linux/arm64"]', '["linux/arm64", "linux/amd64"]')
+    spec = load_spec(_write(tmp_path, text))
+    assert spec.architecture == "arm64"
+    assert (spec.debian_lock.name, spec.wheels_lock.name, spec.layers_record.name) == (
+        "debian.arm64.lock",
+        "requirements.arm64.lock",
+        "layers.arm64.lock",
+    )
+    assert spec.for_platform("linux/amd64").wheels_lock.name == "requirements.lock"

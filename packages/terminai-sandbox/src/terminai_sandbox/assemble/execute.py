@@ -87,7 +87,7 @@ def _wheels(
     spec = plan.spec
     staging = work / "wheels-root"
     locked = wheels.locked_wheels(
-        spec.requirements, cache.scratch(work, "wheelhouse"), list(stage.texts("interpreter_tags"))
+        spec.wheels_lock, cache.scratch(work, "wheelhouse"), list(stage.texts("interpreter_tags"))
     )
     wheels.install(locked, staging, site_packages=spec.site_packages)
     compiled = python.compile_in_image(staging, image_root)

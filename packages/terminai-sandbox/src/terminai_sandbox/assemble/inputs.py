@@ -151,8 +151,8 @@ def gather(
     locks = Locks(
         debian=lock,
         debian_file=file_digest(spec.debian_lock, _repo_name(spec.debian_lock, root)),
-        wheels=_pinning(spec.requirements),
-        wheels_file=file_digest(spec.requirements, _repo_name(spec.requirements, root)),
+        wheels=_pinning(spec.wheels_lock),
+        wheels_file=file_digest(spec.wheels_lock, _repo_name(spec.wheels_lock, root)),
         backend=_pinning(spec.build_requirements),
         backend_file=file_digest(spec.build_requirements, _repo_name(spec.build_requirements, root)),
     )

@@ -57,14 +57,14 @@ def lock_platform(spec: ImageSpec, *, log: Callable[[str], None]) -> Locked:
     debian.write_lock(spec.debian_lock, lock)
     wheel_lock = None
     if spec.architecture != PRIMARY_ARCHITECTURE:
-        log(f"{spec.platform}: resolving the wheels of {spec.declared_requirements.name}")
+        log(f"{spec.platform}: resolving the wheels of {spec.requirements.name}")
         text = wheel_platforms.resolve(
-            spec.declared_requirements,
+            spec.requirements,
             python.target_tags(spec.site_packages, spec.architecture),
             arch=spec.architecture,
         )
-        spec.requirements.write_text(text)
-        wheel_lock = spec.requirements
+        spec.wheels_lock.write_text(text)
+        wheel_lock = spec.wheels_lock
     return Locked(
         platform=spec.platform,
         debian_lock=spec.debian_lock,

@@ -173,7 +173,8 @@ class ImageSpec:
 
     One spec builds one platform: ``architecture`` is the one being built (the first
     declared platform's when loaded), ``platforms`` every platform image.toml declares;
-    :meth:`for_platform` gives the spec of another one, with that architecture's locks.
+    :meth:`for_platform` gives the spec of another one; its locks (``debian_lock``,
+    ``wheels_lock``, ``layers_record``) follow the architecture.
     """
 
     directory: Path
@@ -229,17 +230,13 @@ class ImageSpec:
                 hint=f"it declares {', '.join(self.declared)}; add {platform} to [image] platforms to build it",
             )
         architecture = architecture_of(platform)
-        return dataclasses.replace(
-            self, architecture=architecture, requirements=lock_path(self.declared_requirements, architecture)
-        )
+        return dataclasses.replace(self, architecture=architecture)
 
     @property
-    def declared_requirements(self) -> Path:
-        """The wheel lock image.toml names (the primary architecture's)."""
-        if self.architecture == PRIMARY_ARCHITECTURE:
-            return self.requirements
-        suffix = f".{self.architecture}{self.requirements.suffix}"
-        return self.requirements.with_name(self.requirements.name.removesuffix(suffix) + self.requirements.suffix)
+    def wheels_lock(self) -> Path:
+        """The wheel lock of this architecture: ``requirements`` (what image.toml names) for
+        the primary one, ``requirements.ARCH.lock`` beside it for another."""
+        return lock_path(self.requirements, self.architecture)
 
     @property
     def debian_lock(self) -> Path:
