@@ -176,8 +176,12 @@ def build_cmd(
 @_platforms_option("lock (default: every declared platform)")
 @JSON_OPTION
 def lock_cmd(spec_path: Path | None, check: bool, platforms: str | None, as_json: bool) -> None:
-    """Resolve each platform's Debian package set (debian.lock, debian.ARCH.lock) and the
-    wheels of every non-primary architecture (requirements.ARCH.lock), or check them."""
+    """Resolve each platform's Debian set and wheels into its locks (or check them).
+
+    amd64: images/sandbox/debian.lock (requirements.lock is reviewed by hand); another
+    architecture: debian.ARCH.lock and requirements.ARCH.lock (that architecture's wheels
+    of the same versions).
+    """
     from terminai_sandbox.assemble import debian, repo_root  # noqa: PLC0415
     from terminai_sandbox.assemble.locking import lock_platform  # noqa: PLC0415
     from terminai_sandbox.assemble.spec import load_spec  # noqa: PLC0415
