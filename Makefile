@@ -22,7 +22,7 @@ TEST_JOBS ?= $(shell echo $$(( $(JOBS) * 2 )))
 XDIST := -n $(JOBS) --dist worksteal
 XDIST_WAITING := -n $(TEST_JOBS) --dist worksteal
 
-.PHONY: help setup host-tools engine test test-fast test-slow test-integration test-seed-exact seed-check lint format demo image bench clean lock-dev
+.PHONY: help setup host-tools engine test test-fast test-slow test-integration test-seed-exact seed-check lint format demo image image-multiarch bench clean lock-dev
 
 help: ## List the targets
 	@grep -E '^[a-zA-Z_-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  \033[1m%-17s\033[0m %s\n", $$1, $$2}'
@@ -49,8 +49,8 @@ test: setup engine ## Run everything: lint (beside the tests), unit, contract, i
 	@lint_log=$$(mktemp); trap 'rm -f "$$lint_log"' EXIT; \
 	echo "make lint (in the background; its output follows the tests')"; \
 	$(MAKE) --no-print-directory lint >"$$lint_log" 2>&1 & lint_pid=$$!; \
-	echo "$(PY) -m pytest $(XDIST_WAITING) -m \"not seed\" $(PYTEST_ARGS)"; \
-	tests=0; $(PY) -m pytest $(XDIST_WAITING) -m "not seed" $(PYTEST_ARGS) || tests=$$?; \
+	echo "$(PY) -m pytest $(XDIST_WAITING) -m \"not seed and not multiarch\" $(PYTEST_ARGS)"; \
+	tests=0; $(PY) -m pytest $(XDIST_WAITING) -m "not seed and not multiarch" $(PYTEST_ARGS) || tests=$$?; \
 	lint=0; wait $$lint_pid || lint=$$?; \
 	echo "== make lint (ran beside the tests): $$([ $$lint -eq 0 ] && echo passed || echo FAILED)"; \
 	cat "$$lint_log"; \
@@ -62,10 +62,10 @@ test-fast: setup ## Unit tests only (no engine, no network, no slow attack suite
 	$(PY) -m pytest $(XDIST) -m "not integration and not slow and not seed" $(PYTEST_ARGS)
 
 test-slow: setup ## The slow suites that need no engine (the executor's assume-breach attacks)
-	$(PY) -m pytest $(XDIST) -m "slow and not integration" $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST) -m "slow and not integration and not multiarch" $(PYTEST_ARGS)
 
 test-integration: setup engine ## Integration tests only (real engine, real registry)
-	$(PY) -m pytest $(XDIST_WAITING) -m integration $(PYTEST_ARGS)
+	$(PY) -m pytest $(XDIST_WAITING) -m "integration and not multiarch" $(PYTEST_ARGS)
 
 test-seed-exact: setup ## The seed-exact differential test over many more generated archives (SEED_EXACT_EXAMPLES)
 	SEED_EXACT_EXAMPLES=$${SEED_EXACT_EXAMPLES:-1500} $(PY) -m pytest -m "not seed" tests/unit/memory/test_seed_exact.py $(PYTEST_ARGS)
@@ -98,6 +98,15 @@ image: engine ## Build the image and run the contract suite inside it
 	$(VENV)/bin/terminai-sandbox build
 	version=$$($(PY) -c 'import terminai_apts; print(terminai_apts.__version__)'); \
 	$(VENV)/bin/terminai-sandbox contracts terminai/sandbox:$$version --wheels dist/$$version/contract-wheels
+
+# Not part of `make test`: the arm64 image is built and tested under qemu-user (minutes).
+# The index and both platform images are built, then built again independently
+# (--check-reproducible); tests/integration/assemble/test_multiarch.py (marker multiarch)
+# reads the index back with skopeo and runs each platform's contract suite in its image.
+MULTIARCH := linux/amd64,linux/arm64
+image-multiarch: engine ## Build linux/amd64 and linux/arm64 into one OCI index, check it reproduces, run both contract suites
+	$(VENV)/bin/terminai-sandbox build --platforms $(MULTIARCH) --check-reproducible
+	$(PY) -m pytest -n 0 -m multiarch tests/integration/assemble/test_multiarch.py $(PYTEST_ARGS)
 
 demo: setup ## The main job end to end (see scripts/demo.py); installs the host tools it needs
 	PYTHON=$(PYTHON) scripts/ensure-host-tools demo

@@ -104,8 +104,8 @@ WRONG_TYPE: dict[type, list[object]] = {str: [42, ["text"]], int: ["10001", 1.5,
 UNUSABLE: dict[str, object] = {
     "image.repository": "Terminai/Sandbox Image",
     "image.source": "ftp://example.org/x",
+    "image.platforms": ["linux/sparc64"],
     "debian.suite": "Trixie!",
-    "debian.architecture": "sparc64",
     "debian.variant": "tiny",
     "debian.packages": [],
     "debian.mirrors": ["deb http://deb.debian.org/debian trixie main\ndeb http://attacker.example/ x main"],
@@ -210,7 +210,7 @@ def test_the_unchanged_copy_gets_as_far_as_mmdebstrap(checkout: Checkout) -> Non
 
 SAME_EVERYWHERE = [
     ("user.uid", 99999999999999999999),
-    ("debian.architecture", "sparc64"),
+    ("image.platforms", ["linux/sparc64"]),
     ("runtime.env", [1]),
     ("image.repsitory", "x"),
 ]

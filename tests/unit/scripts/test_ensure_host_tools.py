@@ -29,6 +29,9 @@ ENGINE_TOOLS = {
     "catatonit": "catatonit",
     "runsc": "runsc",
     "bwrap": "bubblewrap",
+    "arch-test": "arch-test",
+    "qemu-aarch64-static": "qemu-user-static",
+    "update-binfmts": "binfmt-support",
 }
 # cosign is not a Debian 12 package: both majors come from newer suites into a versioned prefix;
 # trixie's runsc (newer than Debian 12's) goes beside the host's into a prefix of its own.
@@ -123,7 +126,19 @@ def test_the_reported_machine_gets_the_engine_the_registry_and_mmdebstrap(machin
     # Python with venv and certificates, podman and friends, but no docker.io, docker-registry or mmdebstrap.
     machine.link("python3", sys.executable)
     machine.ca_bundle()
-    for tool in ("skopeo", "openssl", "newuidmap", "podman", "catatonit", "runsc", "bwrap"):
+    for tool in (
+        "skopeo",
+        "openssl",
+        "newuidmap",
+        "podman",
+        "catatonit",
+        "runsc",
+        "bwrap",
+        "arch-test",
+        "qemu-aarch64-static",
+    ):
+        machine.fake(tool)
+    for tool in ("update-binfmts",):
         machine.fake(tool)
     for prefix in COSIGNS:
         machine.cosign(prefix)

@@ -26,6 +26,8 @@ from typing import Any, Protocol
 from terminai_sandbox import resources, wheels
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.common.registry_auth import docker_config_credentials, engine_auth
+from terminai_sandbox.emulation import EmulationReport
+from terminai_sandbox.emulation import probe as probe_emulation
 from terminai_sandbox.engine import LABEL, Engine, PullCallback
 from terminai_sandbox.errors import ConfigError, ContractError
 from terminai_sandbox.layers import write_layer
@@ -76,6 +78,8 @@ class ContractReport:
     output_tail: str = ""
     health_failed: bool = False
     skipped: tuple[str, ...] = field(default_factory=tuple)
+    #: The image's platform and, under emulation, the guarantees proven another way.
+    emulation: EmulationReport | None = None
 
     @property
     def ok(self) -> bool:
@@ -92,6 +96,7 @@ class ContractReport:
             "exit_code": self.exit_code,
             "health_failed": self.health_failed,
             "seconds": round(self.seconds, 2),
+            "emulation": None if self.emulation is None else self.emulation.to_dict(),
         }
 
 
@@ -171,6 +176,9 @@ def run_contracts(
         wheelhouse = wheelhouse or image.contract_wheels
         image = image.config_digest
     base = image_in_engine(engine, image, on_pull=on_pull)
+    # Asked before the suite: an image of another architecture runs under qemu-user, and what
+    # emulation cannot hold is named in the report, never skipped silently.
+    emulation = probe_emulation(engine, base, runtime=runtime)
     with tempfile.TemporaryDirectory(prefix="terminai-contracts-") as tmp:
         work = Path(tmp)
         layer = contract_layer(
@@ -243,6 +251,7 @@ def run_contracts(
         seconds=time.monotonic() - started,
         output_tail=tail,
         health_failed=code == HEALTH_EXIT,
+        emulation=emulation,
     )
     if report.health_failed:
         raise ContractError(

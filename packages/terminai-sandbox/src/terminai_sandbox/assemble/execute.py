@@ -87,7 +87,7 @@ def _wheels(
     spec = plan.spec
     staging = work / "wheels-root"
     locked = wheels.locked_wheels(
-        spec.requirements, cache.scratch(work, "wheelhouse"), list(stage.texts("interpreter_tags"))
+        spec.wheels_lock, cache.scratch(work, "wheelhouse"), list(stage.texts("interpreter_tags"))
     )
     wheels.install(locked, staging, site_packages=spec.site_packages)
     compiled = python.compile_in_image(staging, image_root)
@@ -163,9 +163,17 @@ def _compressed(layer: layers.Layer, blobs: Path) -> layers.Layer:
 
 
 def package(
-    plan: BuildPlan, built: Sequence[layers.Layer], *, cache: StageCache, work: Path, output: Path, progress: Progress
+    plan: BuildPlan,
+    built: Sequence[layers.Layer],
+    *,
+    cache: StageCache,
+    work: Path,
+    output: Path,
+    progress: Progress,
+    archive_tag: str | None = None,
 ) -> Packaged:
-    """Compress the layers and write ``output/oci`` (OCI layout) and ``output/image.tar`` (docker archive)."""
+    """Compress the layers and write ``output/oci`` (OCI layout) and ``output/image.tar`` (docker
+    archive, tagged ``archive_tag``, default the plan's reference: the tag is not in the image's bytes)."""
     started = time.monotonic()
     blobs = cache.scratch(work, "blobs")
     packed = tuple(_compressed(layer, blobs) for layer in built)
@@ -190,6 +198,8 @@ def package(
         layout, config=config, manifest=manifest, layers=packed, ref_name=plan.version
     )
     archive = output / "image.tar"
-    oci.write_docker_archive(archive, config=config, layers=packed, repo_tag=plan.reference, source_date_epoch=sde)
+    oci.write_docker_archive(
+        archive, config=config, layers=packed, repo_tag=archive_tag or plan.reference, source_date_epoch=sde
+    )
     written = OciLayout.open(layout)  # what every later room reads: checked once, here
     return Packaged(layers=packed, config=config, manifest_digest=manifest_digest, oci_layout=written, archive=archive)

@@ -19,9 +19,11 @@ from terminai_sandbox._version import __version__
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.assemble import execute, oci, record
 from terminai_sandbox.assemble.cache import StageCache
+from terminai_sandbox.assemble.foreign import require_emulation
 from terminai_sandbox.assemble.inputs import Gathered, gather, repo_root
 from terminai_sandbox.assemble.load import load
 from terminai_sandbox.assemble.plan import LOCK_ONLY, BuildPlan, plan
+from terminai_sandbox.common.platforms import native_platform
 from terminai_sandbox.wheels import default_cache
 
 Progress = Callable[[str], None]
@@ -50,6 +52,8 @@ class BuildOptions:
     revision: str | None = None
     #: Where the contract suite's pinned test wheels are kept (default: the user cache).
     contract_wheels: Path | None = None
+    #: The platform to build (one image.toml declares); default: inputs.default_platform.
+    platform: str | None = None
 
     def resolved_spec(self) -> Path:
         return self.spec_path or self.root / "images" / "sandbox" / "image.toml"
@@ -83,6 +87,7 @@ class BuildResult:
     stage_keys: dict[str, str] = field(default_factory=dict)
     cached: tuple[str, ...] = ()
     plan: BuildPlan | None = None
+    platform: str = "linux/amd64"
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -101,6 +106,7 @@ class BuildResult:
             "contract_wheels": str(self.contract_wheels),
             "stage_keys": self.stage_keys,
             "cached": list(self.cached),
+            "platform": self.platform,
         }
 
 
@@ -123,12 +129,23 @@ def result_from_dict(data: dict[str, Any]) -> BuildResult:
         contract_wheels=Path(data.get("contract_wheels") or default_cache() / "contract-wheels"),
         stage_keys=dict(data.get("stage_keys") or {}),
         cached=tuple(data.get("cached") or ()),
+        platform=str(data.get("platform") or "linux/amd64"),
     )
+
+
+def engine_tag(built_plan: BuildPlan) -> str:
+    """The tag the image is loaded under: its reference for the host's own platform, the
+    reference with ``-ARCH`` for another, so an emulated image never takes the host's tag."""
+    if built_plan.spec.platform == native_platform():
+        return built_plan.reference
+    return f"{built_plan.reference}-{built_plan.spec.architecture}"
 
 
 def plan_for(opts: BuildOptions) -> BuildPlan:
     """The plan ``build_image(opts)`` would execute (reads the checkout; builds nothing)."""
-    found = gather(opts.root, opts.resolved_spec(), tapts=opts.tapts_source, revision=opts.revision)
+    found = gather(
+        opts.root, opts.resolved_spec(), tapts=opts.tapts_source, revision=opts.revision, platform=opts.platform
+    )
     return plan(found.spec, found.locks, found.sources, found.toolchain, tag=opts.tag)
 
 
@@ -136,8 +153,10 @@ def check_inputs(opts: BuildOptions) -> tuple[Gathered, dict[str, record.Expecte
     """Every input of the build, read and checked before any work starts: ``image.toml``
     (one schema), the locks and the layer record (``layers.lock``). A refused input is an
     error here, so a build never runs for minutes to fail on a file it could have read first."""
-    found = gather(opts.root, opts.resolved_spec(), tapts=opts.tapts_source, revision=opts.revision)
-    path = found.spec.directory / record.RECORD_NAME
+    found = gather(
+        opts.root, opts.resolved_spec(), tapts=opts.tapts_source, revision=opts.revision, platform=opts.platform
+    )
+    path = found.spec.layers_record
     return found, record.read_before_build(path, write=opts.record_layers)
 
 
@@ -151,7 +170,7 @@ def check_record(
 ) -> None:
     """Compare the lock-only layers with ``layers.lock`` (or rewrite it when ``write``);
     ``recorded`` is the record :func:`check_inputs` read before the build (else read now)."""
-    path = built_plan.spec.directory / record.RECORD_NAME
+    path = built_plan.spec.layers_record
     layers = {"base": built.base, "wheels": built.wheels}
     keys = {name: built_plan.stage(name).key for name in LOCK_ONLY}
     if write:
@@ -172,22 +191,30 @@ def build_image(opts: BuildOptions | None = None) -> BuildResult:
     opts = opts or BuildOptions()
     started = time.monotonic()
     found, recorded = check_inputs(opts)
+    require_emulation(found.spec.architecture)
     built_plan = plan(found.spec, found.locks, found.sources, found.toolchain, tag=opts.tag)
     cache = StageCache(opts.cache() if opts.use_cache else None)
-    output = opts.output_dir or opts.root / "dist" / __version__
+    # Absolute: the T-APTS wheel is built by a process in another working directory.
+    output = (opts.output_dir or opts.root / "dist" / __version__).absolute()
     output.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="terminai-build-", dir=output) as tmp:
         work = Path(tmp)
         built = execute.build_layers(built_plan, tapts=found.tapts, cache=cache, work=work, progress=opts.progress)
         check_record(built_plan, built, write=opts.record_layers, progress=opts.progress, recorded=recorded)
         packaged = execute.package(
-            built_plan, built.ordered(), cache=cache, work=work, output=output, progress=opts.progress
+            built_plan,
+            built.ordered(),
+            cache=cache,
+            work=work,
+            output=output,
+            progress=opts.progress,
+            archive_tag=engine_tag(built_plan),
         )
         (output / "build.json").write_text(json.dumps({"diff_ids": [p.diff_id for p in packaged.layers]}) + "\n")
     config_digest = oci.digest_of(packaged.config)
     if opts.load:
         stage = time.monotonic()
-        engine = load(packaged.archive, built_plan.reference, config_digest)
+        engine = load(packaged.archive, engine_tag(built_plan), config_digest)
         opts.progress(f"loaded into {engine.info.name} {engine.info.version} in {time.monotonic() - stage:.1f} s")
     return BuildResult(
         reference=built_plan.reference,
@@ -207,6 +234,7 @@ def build_image(opts: BuildOptions | None = None) -> BuildResult:
         stage_keys=built_plan.keys(),
         cached=built.cached,
         plan=built_plan,
+        platform=built_plan.spec.platform,
     )
 
 

@@ -24,6 +24,7 @@ from terminai_sandbox.assemble import debian, python
 from terminai_sandbox.assemble.plan import ASSEMBLER_FORMAT, FileDigest, ImageInterpreter, Locks, Sources, Toolchain
 from terminai_sandbox.assemble.spec import ImageSpec, load_spec
 from terminai_sandbox.common.files import read_regular
+from terminai_sandbox.common.platforms import native_platform
 from terminai_sandbox.errors import BuildError, LockError
 
 #: What a copy of the T-APTS sources leaves out (the wheel is built from such a copy).
@@ -37,6 +38,13 @@ def repo_root() -> Path:
         if (parent / "images" / "sandbox" / "image.toml").exists():
             return parent
     return Path.cwd()
+
+
+def default_platform(spec: ImageSpec) -> str:
+    """What a build without ``--platforms`` makes: the host's own platform when image.toml
+    declares it (no emulation, the image this host runs), else the first declared one."""
+    native = native_platform()
+    return native if native in spec.declared else spec.declared[0]
 
 
 def git_revision(root: Path) -> str:
@@ -127,17 +135,24 @@ def _repo_name(path: Path, root: Path) -> str:
 
 
 def gather(
-    root: Path, spec_path: Path | None = None, *, tapts: Path | None = None, revision: str | None = None
+    root: Path,
+    spec_path: Path | None = None,
+    *,
+    tapts: Path | None = None,
+    revision: str | None = None,
+    platform: str | None = None,
 ) -> Gathered:
-    """Read everything the plan needs from the checkout at ``root`` (and the running interpreter)."""
+    """Read everything the plan of one platform needs from the checkout at ``root`` (and the
+    running interpreter): that platform's locks only (default: :func:`default_platform`)."""
     spec = load_spec(spec_path or root / "images" / "sandbox" / "image.toml")
+    spec = spec.for_platform(platform or default_platform(spec))
     tapts = tapts or root / "packages" / "terminai-apts"
     lock = debian.read_lock(spec.debian_lock)
     locks = Locks(
         debian=lock,
         debian_file=file_digest(spec.debian_lock, _repo_name(spec.debian_lock, root)),
-        wheels=_pinning(spec.requirements),
-        wheels_file=file_digest(spec.requirements, _repo_name(spec.requirements, root)),
+        wheels=_pinning(spec.wheels_lock),
+        wheels_file=file_digest(spec.wheels_lock, _repo_name(spec.wheels_lock, root)),
         backend=_pinning(spec.build_requirements),
         backend_file=file_digest(spec.build_requirements, _repo_name(spec.build_requirements, root)),
     )

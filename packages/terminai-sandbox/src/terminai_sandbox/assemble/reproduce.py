@@ -15,11 +15,13 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from terminai_sandbox import layers
 from terminai_sandbox.assemble.image import BuildOptions, BuildResult, Progress, _quiet, build_image, result_from_dict
+from terminai_sandbox.assemble.platforms import IndexResult, build_platforms, index_result_from_dict
 from terminai_sandbox.errors import BuildError, ReproducibilityError
 
 
@@ -50,11 +52,56 @@ def check_reproducible(opts: BuildOptions) -> tuple[BuildResult, BuildResult]:
                 spec=spec,
                 tag=first.reference,
                 progress=opts.progress,
+                platforms=(first.platform,),  # the second build makes the same platform, not its default
             )
             second = result_from_dict(data)
             if second.manifest_digest != first.manifest_digest or second.config_digest != first.config_digest:
                 raise ReproducibilityError(_explain(first, second))
             return first, second
+
+
+def check_reproducible_index(opts: BuildOptions, platforms: Sequence[str]) -> tuple[IndexResult, IndexResult]:
+    """:func:`check_reproducible` for a multi-platform build: the second, independent build
+    must give the same index digest and, platform by platform, the same manifest and config."""
+    with tempfile.TemporaryDirectory(prefix="terminai-repro-src-") as src_tmp:
+        source = opts.tapts_source or opts.root / "packages" / "terminai-apts"
+        snapshot = Path(src_tmp) / "terminai-apts"
+        shutil.copytree(source, snapshot, symlinks=False, ignore=_source_junk)
+        first = build_platforms(dataclasses.replace(opts, tapts_source=snapshot, record_layers=False), platforms)
+        with tempfile.TemporaryDirectory(prefix="terminai-reproducibility-check-second-build-") as tmp:
+            work = Path(tmp)
+            tree = copy_sources(opts.root, work / "source-copy", tapts=snapshot)
+            data = independent_build(
+                tree,
+                work,
+                python=Path(sys.executable),
+                inherit=True,
+                revision=first.platforms[0].labels["org.opencontainers.image.revision"],
+                spec=opts.spec_path.resolve() if opts.spec_path else None,
+                tag=first.platforms[0].reference,
+                progress=opts.progress,
+                platforms=platforms,
+            )
+            second = index_result_from_dict(data)
+            problem = index_difference(first, second)
+            if problem:
+                raise ReproducibilityError(problem)
+            return first, second
+
+
+def index_difference(first: IndexResult, second: IndexResult) -> str:
+    """What differs between two multi-platform builds ('' when nothing): the first platform
+    whose manifest or config differs, explained layer by layer, else the index itself."""
+    theirs = second.by_platform()
+    for mine in first.platforms:
+        other = theirs.get(mine.platform)
+        if other is None:
+            return f"the second build has no {mine.platform} image"
+        if other.manifest_digest != mine.manifest_digest or other.config_digest != mine.config_digest:
+            return f"{mine.platform}: {_explain(mine, other)}"
+    if first.index_digest != second.index_digest:
+        return f"the index differs: {first.index_digest} vs {second.index_digest} (same platform manifests)"
+    return ""
 
 
 _JUNK_NAMES = {"__pycache__", ".venv", ".git", ".mypy_cache", ".ruff_cache", ".pytest_cache"}
@@ -92,6 +139,7 @@ def independent_build(
     umask: int = 0o077,
     seed_base: Path | None = None,
     progress: Progress = _quiet,
+    platforms: Sequence[str] = (),
 ) -> dict[str, Any]:
     """Build the sources in ``tree`` from a fresh virtual environment made with ``python``.
 
@@ -101,7 +149,8 @@ def independent_build(
     build runs with ``umask``, cold caches under ``work``, another time zone and locale.
     ``seed_base`` (a cached Debian base tar) is the one stage it may reuse: the base does
     not read the host's Python or the checkout, and every build checks it against the
-    digest recorded in ``layers.lock``, which cold builds prove. Returns the build's JSON.
+    digest recorded in ``layers.lock``, which cold builds prove. ``platforms`` (two or more)
+    builds each and their index. Returns the build's JSON.
     """
     venv = work / "venv"
     # An inheriting environment gets no pip or setuptools of its own: ensurepip's older
@@ -155,6 +204,8 @@ def independent_build(
     ]
     if spec is not None:
         command += ["--spec", str(spec)]
+    if platforms:
+        command += ["--platforms", ",".join(platforms)]
     if tag is not None:
         command += ["--tag", tag]
     home = work / "home"

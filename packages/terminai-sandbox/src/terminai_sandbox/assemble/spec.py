@@ -11,6 +11,7 @@ frozen :class:`ImageSpec`; nothing else reads the TOML, so ``build``, ``lock``,
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 import tomllib
@@ -29,6 +30,11 @@ MAX_ID = 2**32 - 2
 
 #: The architectures the build can pick wheels for (see python.target_tags).
 ARCHITECTURES = ("amd64", "arm64")
+#: The OCI platforms image.toml may declare: Linux on one of :data:`ARCHITECTURES`.
+PLATFORMS = tuple(f"linux/{arch}" for arch in ARCHITECTURES)
+#: The architecture whose locks keep the names they had before platforms were declared
+#: (debian.lock, requirements.lock, layers.lock), so its inputs and digests stay the same.
+PRIMARY_ARCHITECTURE = "amd64"
 #: mmdebstrap's --variant values.
 VARIANTS = (
     "extract",
@@ -100,10 +106,12 @@ SCHEMA: dict[str, dict[str, Field]] = {
     "image": {
         "repository": Field(str, "an OCI repository name (lowercase, [host/]path)", _matches(_REPOSITORY)),
         "source": Field(str, "an http(s) URL", _matches(_URL)),
+        "platforms": Field(
+            list, f"a non-empty list of platforms from {', '.join(PLATFORMS)}", bool, _one_of(PLATFORMS)
+        ),
     },
     "debian": {
         "suite": Field(str, "a Debian suite name such as 'trixie'", _matches(_SUITE)),
-        "architecture": Field(str, f"one of {', '.join(ARCHITECTURES)}", _one_of(ARCHITECTURES)),
         "variant": Field(str, f"an mmdebstrap variant ({', '.join(VARIANTS)})", _one_of(VARIANTS)),
         "packages": Field(list, "a non-empty list of Debian package names", bool, _matches(_DEB_PACKAGE)),
         "mirrors": Field(list, "a non-empty list of 'deb URL SUITE COMPONENT...' lines", bool, _matches(_SOURCES_LINE)),
@@ -135,11 +143,39 @@ SCHEMA: dict[str, dict[str, Field]] = {
 OPTIONAL = ("labels",)
 _SECTIONS = [*SCHEMA, *OPTIONAL]
 _FIX = "fix it in image.toml (see images/sandbox/image.toml for every key)"
+#: Keys an older image.toml had, and what replaced them: refused with the new spelling.
+_REPLACED = {
+    ("debian", "architecture"): (
+        "image.platforms",
+        'declare the platforms instead: [image] platforms = ["linux/amd64"] (or several)',
+    ),
+}
+
+
+def lock_path(path: Path, architecture: str) -> Path:
+    """The per-architecture copy of a lock: ``name.ARCH.ext`` beside it, except for the
+    primary architecture, whose lock keeps its name (``debian.lock``, ``requirements.lock``)."""
+    if architecture == PRIMARY_ARCHITECTURE:
+        return path
+    return path.with_name(f"{path.stem}.{architecture}{path.suffix}")
+
+
+def architecture_of(platform: str) -> str:
+    """``linux/arm64`` -> ``arm64`` (the platform is one of :data:`PLATFORMS`)."""
+    if platform not in PLATFORMS:
+        raise ConfigError(f"unknown platform {platform!r}", hint=f"choose from {', '.join(PLATFORMS)}")
+    return platform.split("/", 1)[1]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ImageSpec:
-    """Everything ``image.toml`` declares, checked."""
+    """Everything ``image.toml`` declares, checked.
+
+    One spec builds one platform: ``architecture`` is the one being built (the first
+    declared platform's when loaded), ``platforms`` every platform image.toml declares;
+    :meth:`for_platform` gives the spec of another one; its locks (``debian_lock``,
+    ``wheels_lock``, ``layers_record``) follow the architecture.
+    """
 
     directory: Path
     repository: str
@@ -162,10 +198,54 @@ class ImageSpec:
     labels: tuple[tuple[str, str], ...]
     path_exclude: tuple[str, ...]
     path_include: tuple[str, ...]
+    platforms: tuple[str, ...] = ()
+
+    @property
+    def platform(self) -> str:
+        return f"linux/{self.architecture}"
+
+    @property
+    def declared(self) -> tuple[str, ...]:
+        """The declared platforms (a spec made in code without any builds its own)."""
+        return self.platforms or (self.platform,)
+
+    def select(self, platforms: str | None) -> tuple[str, ...]:
+        """The platforms a comma-separated ``--platforms`` value names, checked against the
+        declared ones, in declared order; None selects every declared platform."""
+        if platforms is None:
+            return self.declared
+        wanted = [item.strip() for item in platforms.split(",") if item.strip()]
+        if not wanted:
+            raise ConfigError("--platforms names no platform", hint=f"for example --platforms {self.declared[0]}")
+        for item in wanted:
+            architecture_of(item)
+            self.for_platform(item)
+        return tuple(p for p in self.declared if p in wanted)
+
+    def for_platform(self, platform: str) -> ImageSpec:
+        """This spec building ``platform``: its architecture, its Debian and wheel locks."""
+        if platform not in self.declared:
+            raise ConfigError(
+                f"{self.directory / 'image.toml'} does not declare the platform {platform}",
+                hint=f"it declares {', '.join(self.declared)}; add {platform} to [image] platforms to build it",
+            )
+        architecture = architecture_of(platform)
+        return dataclasses.replace(self, architecture=architecture)
+
+    @property
+    def wheels_lock(self) -> Path:
+        """The wheel lock of this architecture: ``requirements`` (what image.toml names) for
+        the primary one, ``requirements.ARCH.lock`` beside it for another."""
+        return lock_path(self.requirements, self.architecture)
 
     @property
     def debian_lock(self) -> Path:
-        return self.directory / "debian.lock"
+        return lock_path(self.directory / "debian.lock", self.architecture)
+
+    @property
+    def layers_record(self) -> Path:
+        """``layers.lock``: the recorded digests of this architecture's lock-only layers."""
+        return lock_path(self.directory / "layers.lock", self.architecture)
 
     @property
     def build_requirements(self) -> Path:
@@ -243,6 +323,9 @@ def _check(data: dict[str, Any], path: Path) -> None:
             continue
         fields = SCHEMA[section]
         for key, item in value.items():
+            if (section, key) in _REPLACED:
+                new, hint = _REPLACED[(section, key)]
+                raise ConfigError(f"{path}: {section}.{key} was replaced by {new}", hint=hint)
             if key not in fields:
                 raise ConfigError(f"{path}: unknown key {section}.{key}", hint=_suggest(key, list(fields)))
             _check_field(path, f"{section}.{key}", fields[key], item)
@@ -265,12 +348,14 @@ def load_spec(path: Path) -> ImageSpec:
         raise ConfigError(f"{path} is not valid TOML: {exc}", hint=_FIX) from None
     _check(data, path)
     directory = path.parent
+    platforms = tuple(data["image"]["platforms"])
     return ImageSpec(
         directory=directory,
         repository=data["image"]["repository"],
         source=data["image"]["source"],
         suite=data["debian"]["suite"],
-        architecture=data["debian"]["architecture"],
+        architecture=architecture_of(platforms[0]),
+        platforms=platforms,
         variant=data["debian"]["variant"],
         packages=tuple(data["debian"]["packages"]),
         mirrors=tuple(data["debian"]["mirrors"]),

@@ -42,7 +42,7 @@ SUMMARIES = {
     "engine": "Check the container engine (scripts/ensure-engine installs and starts one).",
     "keygen": "Write an ECDSA P-256 key pair in cosign's formats (password: COSIGN_PASSWORD or prompt).",
     "kube": "Verify REFERENCE like 'verify', then print its session as Kubernetes objects.",
-    "lock": "Resolve the Debian package set and write images/sandbox/debian.lock (or check it).",
+    "lock": "Resolve each platform's Debian set and wheels into its locks (or check them).",
     "preflight": "Run preflight steps 0-6 and report each one.",
     "provenance": "Write the SLSA v1 provenance predicate of the image in OCI layout LAYOUT.",
     "push": "Push an OCI image layout to REFERENCE (repo[:tag][@digest]) blob by blob; prints the manifest digest.",

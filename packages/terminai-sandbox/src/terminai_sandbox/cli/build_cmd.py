@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -16,6 +18,7 @@ from terminai_sandbox.cli.json_output import JSON_OPTION, emit
 from terminai_sandbox.errors import ContractError, EngineError, LockError, SandboxError
 
 if TYPE_CHECKING:
+    from terminai_sandbox.assemble import BuildOptions
     from terminai_sandbox.engine import EngineRefused
 
 # The build stack and the engine client load when a command runs, so that '--help' answers at once.
@@ -54,8 +57,39 @@ def _spec_option(func: click.decorators.FC) -> click.decorators.FC:
     )(func)
 
 
+def _platforms_option(what: str) -> Callable[[click.decorators.FC], click.decorators.FC]:
+    return click.option(
+        "--platforms",
+        default=None,
+        metavar="OS/ARCH[,...]",
+        help=f"comma-separated platforms to {what}, from those image.toml declares",
+    )
+
+
+def _build_index(opts: BuildOptions, chosen: tuple[str, ...], *, reproducible: bool, as_json: bool) -> None:
+    """``build --platforms A,B``: every platform, then the index over them (or the check of both)."""
+    from terminai_sandbox.assemble.platforms import build_platforms  # noqa: PLC0415
+    from terminai_sandbox.assemble.reproduce import check_reproducible_index  # noqa: PLC0415
+
+    if reproducible:
+        with progress.step("two independent builds of every platform"):
+            index, again = check_reproducible_index(opts, chosen)
+        click.echo(f"reproducible: both builds gave the index {again.index_digest}", err=True)
+    else:
+        with progress.step(f"build {', '.join(chosen)}"):
+            index = build_platforms(opts, chosen)
+    if as_json:
+        click.echo(json.dumps(index.to_dict(), indent=2, sort_keys=True))
+        return
+    click.echo(f"index digest     {index.index_digest}")
+    click.echo(f"outputs          {index.layout} (OCI layout with the image index)")
+    for each in index.platforms:
+        click.echo(f"{each.platform:<16} {each.manifest_digest} ({each.oci_layout.root})")
+
+
 @click.command("build")
 @_spec_option
+@_platforms_option("build (default: this host's platform); two or more also write one OCI index")
 @click.option("--output", type=params.OutputDir(), default=None, help="output directory (default dist/X.Y.Z)")
 @click.option("--no-cache", is_flag=True, help="rebuild every stage from scratch")
 @click.option("--no-load", is_flag=True, help="do not load the result into the engine")
@@ -75,6 +109,7 @@ def _spec_option(func: click.decorators.FC) -> click.decorators.FC:
 @click.option("--json", "as_json", is_flag=True, help="print the result as JSON")
 def build_cmd(
     spec_path: Path | None,
+    platforms: str | None,
     output: Path | None,
     no_cache: bool,
     no_load: bool,
@@ -84,10 +119,17 @@ def build_cmd(
     revision: str | None,
     as_json: bool,
 ) -> None:
-    """Build the sandbox image from pinned inputs into dist/X.Y.Z and load it."""
+    """Build the sandbox image from pinned inputs into dist/X.Y.Z and load it.
+
+    With several --platforms each is built into dist/X.Y.Z/OS-ARCH and dist/X.Y.Z/oci-index
+    holds one OCI image index over them; a platform other than the host's runs under
+    qemu-user (Debian's qemu-user-static) and loads as REPOSITORY:X.Y.Z-ARCH.
+    """
     from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
     from terminai_sandbox.assemble import BuildOptions, build_image, check_reproducible  # noqa: PLC0415
     from terminai_sandbox.assemble.image import check_inputs  # noqa: PLC0415
+    from terminai_sandbox.assemble.inputs import default_platform  # noqa: PLC0415
+    from terminai_sandbox.assemble.spec import load_spec  # noqa: PLC0415
 
     opts = BuildOptions(
         spec_path=spec_path,
@@ -99,10 +141,17 @@ def build_cmd(
         tag=tag,
         revision=revision,
     )
+    declared = load_spec(opts.resolved_spec())
+    chosen = declared.select(platforms) if platforms is not None else (default_platform(declared),)
     # Fail before minutes of building, not after them: every input file, then the engine.
-    check_inputs(opts)
+    for platform in chosen:
+        check_inputs(dataclasses.replace(opts, platform=platform))
     if not no_load:
         engine_mod.connect()
+    if len(chosen) > 1:
+        _build_index(opts, chosen, reproducible=reproducible, as_json=as_json)
+        return
+    opts = dataclasses.replace(opts, platform=chosen[0])
     if reproducible:
         with progress.step("two independent builds"):
             result, second = check_reproducible(opts)
@@ -114,6 +163,7 @@ def build_cmd(
         click.echo(json.dumps(result.to_dict(), indent=2, sort_keys=True))
         return
     click.echo(f"reference        {result.reference}")
+    click.echo(f"platform         {result.platform}")
     click.echo(f"config digest    {result.config_digest}")
     click.echo(f"manifest digest  {result.manifest_digest}")
     click.echo(f"size             {result.uncompressed_size / 1e6:.1f} MB ({result.compressed_size / 1e6:.1f} MB gzip)")
@@ -123,40 +173,46 @@ def build_cmd(
 @click.command("lock")
 @_spec_option
 @click.option("--check", is_flag=True, help="report drift (newer versions, locked versions gone) instead of relocking")
+@_platforms_option("lock (default: every declared platform)")
 @JSON_OPTION
-def lock_cmd(spec_path: Path | None, check: bool, as_json: bool) -> None:
-    """Resolve the Debian package set and write images/sandbox/debian.lock (or check it)."""
+def lock_cmd(spec_path: Path | None, check: bool, platforms: str | None, as_json: bool) -> None:
+    """Resolve each platform's Debian set and wheels into its locks (or check them).
+
+    amd64: images/sandbox/debian.lock (requirements.lock is reviewed by hand); another
+    architecture: debian.ARCH.lock and requirements.ARCH.lock (that architecture's wheels
+    of the same versions).
+    """
     from terminai_sandbox.assemble import debian, repo_root  # noqa: PLC0415
+    from terminai_sandbox.assemble.locking import lock_platform  # noqa: PLC0415
     from terminai_sandbox.assemble.spec import load_spec  # noqa: PLC0415
 
-    spec = load_spec(spec_path or repo_root() / "images" / "sandbox" / "image.toml")
+    declared = load_spec(spec_path or repo_root() / "images" / "sandbox" / "image.toml")
+    specs = [declared.for_platform(platform) for platform in declared.select(platforms)]
     if check:
-        lock = debian.read_lock(spec.debian_lock)
-        report = debian.drift(spec, lock)
+        report = []
+        counts = {}
+        for spec in specs:
+            lock = debian.read_lock(spec.debian_lock)
+            counts[spec.platform] = len(lock.packages)
+            report += [f"{spec.platform}: {line}" for line in debian.drift(spec, lock)]
         for line in [] if as_json else report:
             click.echo(line)
         if report:
             raise LockError(
-                f"{len(report)} drift item(s) in {spec.debian_lock}",
+                f"{len(report)} drift item(s) in {', '.join(str(s.debian_lock) for s in specs)}",
                 hint="review and relock with 'terminai-sandbox lock' (a pull request, never silently)",
             )
         emit(
             as_json,
-            {"lock": str(spec.debian_lock), "packages": len(lock.packages), "drift": []},
-            f"no drift: {len(lock.packages)} locked packages match the mirrors",
+            {"platforms": counts, "drift": []},
+            *(f"no drift: {n} locked packages of {platform} match the mirrors" for platform, n in counts.items()),
         )
         return
-    with tempfile.TemporaryDirectory(prefix="terminai-lock-") as tmp:
-        collected = debian.run_mmdebstrap(
-            spec, Path(tmp) / "rootfs.tar", workdir=Path(tmp), source_date_epoch=None, prefs=None, log=_progress
-        )
-        # The collected archive indexes live in the temporary directory: read them before it goes.
-        lock = debian.make_lock(spec, collected)
-    debian.write_lock(spec.debian_lock, lock)
+    written = [lock_platform(spec, log=_progress) for spec in specs]
     emit(
         as_json,
-        {"lock": str(spec.debian_lock), "packages": len(lock.packages), "source_date_epoch": lock.source_date_epoch},
-        f"wrote {spec.debian_lock}: {len(lock.packages)} packages, SOURCE_DATE_EPOCH {lock.source_date_epoch}",
+        {"platforms": {item.platform: item.to_dict() for item in written}},
+        *(item.summary() for item in written),
         "next: 'terminai-sandbox build --record-layers' records the new layer digests in layers.lock",
     )
 
@@ -202,6 +258,8 @@ def contracts_cmd(image: str, output: Path | None, wheels: Path | None, as_json:
             f"contracts: {len(report.passed)} passed, {len(report.failed)} failed in {report.seconds:.1f} s"
             f" (JUnit: {report.junit})"
         )
+        for line in [] if report.emulation is None else report.emulation.lines():
+            click.echo(line)
 
 
 @click.group("engine")
