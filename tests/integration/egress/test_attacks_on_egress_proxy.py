@@ -136,13 +136,6 @@ def test_a_server_name_that_is_not_ascii_is_cut_off(lab: Lab) -> None:
 
 
 @pytest.mark.slow  # it waits out the proxy's 10 s ClientHello deadline
-@pytest.mark.xfail(
-    strict=True,
-    reason="the ClientHello reader re-parses every record received so far after each read: a hello "
-    "cut into 1-byte records costs CPU quadratic in its size (2,000 records: 6 s here; 11,000, "
-    "within the size bound: minutes), so a whole hello sent at once is still being parsed when "
-    "the 10 s deadline cuts it, and each such connection keeps a core of the host busy meanwhile",
-)
 def test_a_whole_hello_in_one_byte_records_is_read_before_the_deadline(lab: Lab) -> None:
     pad = struct.pack(">H", 21) + _vector(2, bytes(10900))  # the padding extension
     # control: the same hello in ordinary records is read and let through at once
@@ -189,11 +182,6 @@ def other_port_proxy(lab: Lab) -> Iterator[Path]:
         process.communicate(timeout=15)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the ClientHello check runs on port 443 only: a tunnel to an allowed name on another "
-    "port carries TLS for any server name (domain fronting on a CDN's 8443)",
-)
 def test_a_tls_tunnel_on_another_allowed_port_is_held_to_its_name(lab: Lab, other_port_proxy: Path) -> None:
     context = ssl.create_default_context(cafile=str(lab.ca))
     with socket.socket(socket.AF_UNIX) as raw:

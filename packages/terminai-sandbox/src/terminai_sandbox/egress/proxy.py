@@ -15,8 +15,9 @@ Per connection: read one request head within a deadline (:class:`WireLimits`); j
 name and port with :meth:`NetworkPolicy.decide` (403); resolve once (:mod:`.resolve`);
 drop every address :func:`.addresses.refusal` names unless the allow pattern is that very
 IP literal (403 when none is left); connect to a checked address (502, 504); then either
-answer ``200`` to CONNECT, check the TLS ClientHello's server name on port 443
-(:mod:`.sni`) and relay bytes both ways, or forward the one plain-HTTP request
+answer ``200`` to CONNECT, check the TLS ClientHello's server name (:mod:`.sni`: always
+on port 443, and on any port when the client's first bytes are a TLS handshake record)
+and relay bytes both ways, or forward the one plain-HTTP request
 (hop-by-hop headers dropped, ``Connection: close``, exactly Content-Length body bytes) and
 relay the response. The session's limits (:class:`EgressLimits`) bound connections at
 once (429), bytes in all (503 once spent; a relay stops at the budget), a connection's
@@ -35,7 +36,7 @@ from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.egress.addresses import refusal
 from terminai_sandbox.egress.policy import NetworkPolicy, Verdict, parse_ip
 from terminai_sandbox.egress.resolve import ResolveError, SystemResolver
-from terminai_sandbox.egress.sni import MAX_HELLO, HelloError, client_hello_names, handshake_needed
+from terminai_sandbox.egress.sni import HelloAssembler, HelloError
 from terminai_sandbox.egress.wire import Request, WireError, WireLimits, parse_head
 
 TYPE_CHECKING = False
@@ -64,6 +65,7 @@ _REASONS = {
 }
 _CHUNK = 262144
 _LINGER_SECONDS = 0.5
+_TLS_RECORD = b"\x16\x03"  # a handshake record, any TLS version
 
 
 @frozen_record
@@ -305,10 +307,11 @@ class EgressProxy:
             writer.write(_response_established())
             await writer.drain()
             attempt.status = 200
-            first = await self._client_hello(reader, request, attempt) if self._checks_sni(request) else b""
-            if first:
-                await self._send(upstream, first, attempt, up=True)
-            await self._relay(reader, writer, upstream_reader, upstream, attempt, body=None)
+            if self.sni_check and request.port == 443:
+                # on 443 a tunnel must be TLS: nothing is relayed before the ClientHello passes
+                await self._send(upstream, await self._client_hello(reader, request, attempt), attempt, up=True)
+            sniff = self.sni_check and request.port != 443
+            await self._relay(reader, writer, upstream_reader, upstream, attempt, body=None, sniff=request if sniff else None)
         else:
             await self._send(upstream, request.forward_head(), attempt, up=True)
             await self._relay(reader, writer, upstream_reader, upstream, attempt, body=request.content_length)
@@ -371,17 +374,16 @@ class EgressProxy:
         status = 504 if timed_out and len(failures) == 1 else 502
         raise _Refused(status, "cannot connect: " + "; ".join(failures))
 
-    def _checks_sni(self, request: Request) -> bool:
-        return self.sni_check and request.port == 443
-
-    async def _client_hello(self, reader: asyncio.StreamReader, request: Request, attempt: _Attempt) -> bytes:
+    async def _client_hello(
+        self, reader: asyncio.StreamReader, request: Request, attempt: _Attempt, *, first: bytes = b""
+    ) -> bytes:
         """The client's first TLS bytes, once their server name agrees with the CONNECT target."""
-        data = b""
+        assembler = HelloAssembler()
+        data = bytearray(first)
         deadline = time.monotonic() + self.wire.hello_seconds
         try:
-            while (needed := handshake_needed(data)) is not None:
-                if len(data) + needed > MAX_HELLO + 4096:
-                    raise HelloError("the ClientHello is larger than the proxy reads")
+            needed = assembler.feed(first)
+            while needed is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise HelloError(f"no ClientHello within {self.wire.hello_seconds:g} s")
@@ -392,9 +394,10 @@ class EgressProxy:
                 if not piece:
                     raise HelloError("the client closed the tunnel before a ClientHello")
                 data += piece
-            names = client_hello_names(data)
+                needed = assembler.feed(piece)
+            names = assembler.names()
         except HelloError as exc:
-            attempt.allowed, attempt.reason = False, f"TLS check on port 443: {exc}"
+            attempt.allowed, attempt.reason = False, f"TLS check on port {request.port}: {exc}"
             raise _Stop from None
         literal = parse_ip(request.host) is not None
         wanted: tuple[str, ...] = () if literal else (request.host,)
@@ -403,6 +406,17 @@ class EgressProxy:
             attempt.allowed = False
             attempt.reason = f"TLS ClientHello names {shown[:120]}, not the CONNECT target {request.host}"
             raise _Stop
+        return bytes(data)
+
+    async def _first_bytes(self, reader: asyncio.StreamReader, request: Request, attempt: _Attempt) -> bytes:
+        """What the client sends first on a tunnel to a port other than 443, held to the
+        tunnel's name when it begins a TLS handshake record (0x16 0x03), whatever the port."""
+        data = await reader.read(_CHUNK)
+        if data == _TLS_RECORD[:1]:  # one byte so far: the second says whether it is TLS
+            with contextlib.suppress(TimeoutError):
+                data += await asyncio.wait_for(reader.read(_CHUNK), self.wire.hello_seconds)
+        if data.startswith(_TLS_RECORD):
+            return await self._client_hello(reader, request, attempt, first=data)
         return data
 
     async def _send(self, stream: asyncio.StreamWriter, data: bytes, attempt: _Attempt, *, up: bool) -> None:
@@ -426,9 +440,22 @@ class EgressProxy:
             raise _Stop
 
     async def _pipe(
-        self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, attempt: _Attempt, *, up: bool, limit: int | None
+        self,
+        src: asyncio.StreamReader,
+        dst: asyncio.StreamWriter,
+        attempt: _Attempt,
+        *,
+        up: bool,
+        limit: int | None,
+        sniff: Request | None = None,
     ) -> None:
         left = limit
+        if sniff is not None:
+            # the origin may speak first (SSH, SMTP): only the client's direction waits
+            first = await self._first_bytes(src, sniff, attempt)
+            if not first:
+                return
+            await self._send(dst, first, attempt, up=up)
         while left is None or left > 0:
             data = await src.read(_CHUNK if left is None else min(_CHUNK, left))
             if not data:
@@ -451,10 +478,11 @@ class EgressProxy:
         attempt: _Attempt,
         *,
         body: int | None,
+        sniff: Request | None = None,
     ) -> None:
         """Bytes both ways until both ends finish, the connection's time is up, or it idles."""
         limits = self.policy.limits
-        up = asyncio.create_task(self._pipe(client_reader, upstream, attempt, up=True, limit=body))
+        up = asyncio.create_task(self._pipe(client_reader, upstream, attempt, up=True, limit=body, sniff=sniff))
         down = asyncio.create_task(self._pipe(upstream_reader, client, attempt, up=False, limit=None))
         pending: set[asyncio.Task[None]] = {up, down}
         try:
