@@ -261,18 +261,23 @@ class EgressLimits:
     ``max_connections``: tunnels and requests open at once (429 beyond it).
     ``max_bytes``: bytes up and down, summed over the session (the proxy stops relaying).
     ``max_seconds``: the lifetime of one connection. ``idle_seconds``: the longest silence
-    in both directions before a connection is closed.
+    in both directions before a connection is closed. ``max_refusals``: refused attempts
+    recorded one by one in the ledger; beyond them refusals are counted, and written as one
+    summary record per ``max_refusals`` more and when the proxy stops (a client looping on
+    refused CONNECTs cannot fill the disk, and every attempt is still in the sum).
     """
 
     max_connections: int = 32
     max_bytes: int = 2 * 1024**3  # 2 GiB: a few large wheels, not a disk image
     max_seconds: float = 900.0
     idle_seconds: float = 60.0
+    max_refusals: int = 256
 
     def __post_init__(self) -> None:
         for name, value, ceiling in (
             ("max_connections", self.max_connections, _MAX_CONNECTIONS),
             ("max_bytes", self.max_bytes, _MAX_BYTES),
+            ("max_refusals", self.max_refusals, _MAX_REFUSALS),
         ):
             if type(value) is not int or not 1 <= value <= ceiling:
                 raise ValueError(f"EgressLimits {name} {value!r} is outside 1-{ceiling}")
@@ -286,11 +291,13 @@ class EgressLimits:
             "max_bytes": self.max_bytes,
             "max_seconds": float(self.max_seconds),
             "idle_seconds": float(self.idle_seconds),
+            "max_refusals": self.max_refusals,
         }
 
 
 _MAX_CONNECTIONS = 4096
 _MAX_BYTES = 1 << 50
+_MAX_REFUSALS = 1 << 20
 _MAX_SECONDS = 86400.0
 
 
@@ -546,7 +553,7 @@ def parse_network_policy(text: str, *, source: str) -> NetworkPolicy:
 # ---------------------------------------------------------------------------------------------
 
 _KEYS = frozenset({"mode", "allow", "deny", "proxy_command", "limits"})
-_LIMIT_KEYS = ("max_connections", "max_bytes", "max_seconds", "idle_seconds")
+_LIMIT_KEYS = ("max_connections", "max_bytes", "max_seconds", "idle_seconds", "max_refusals")
 
 
 def _strings(value: object, key: str, *, source: str) -> list[str]:
@@ -563,7 +570,7 @@ def _limits(value: object, *, source: str) -> EgressLimits:
         raise ConfigError(f"{source}: unknown limit {unknown[0]!r}", hint=f"keys: {', '.join(_LIMIT_KEYS)}")
     values: dict[str, int | float] = {}
     for key, number in value.items():
-        integral = key in ("max_connections", "max_bytes")
+        integral = key in ("max_connections", "max_bytes", "max_refusals")
         kinds: tuple[type, ...] = (int,) if integral else (int, float)
         if type(number) not in kinds:
             kind = "a whole number" if integral else "a number of seconds"

@@ -83,8 +83,10 @@ class EgressRecord:
     bytes_up: int
     bytes_down: int
     seconds: float
+    count: int = 1  # attempts this record stands for: more than 1 in a summary of refusals
 
     def to_json(self) -> dict[str, object]:
+        extra: dict[str, object] = {"count": self.count} if self.count != 1 else {}
         return {
             "method": self.method,
             "host": self.host,
@@ -97,6 +99,7 @@ class EgressRecord:
             "bytes_up": self.bytes_up,
             "bytes_down": self.bytes_down,
             "seconds": round(self.seconds, 3),
+            **extra,
         }
 
 
@@ -189,6 +192,9 @@ class EgressProxy:
         self.spent = False  # a relay hit the byte budget: nothing more goes out this session
         self._servers: list[asyncio.AbstractServer] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self.refusals = 0  # refused attempts this session, recorded or counted
+        self._held: dict[int, int] = {}  # refusals counted since the last summary, by status
+        self._held_since = 0.0
 
     # -- serving ----------------------------------------------------------------------------
 
@@ -218,6 +224,7 @@ class EgressProxy:
         for server in self._servers:
             await server.wait_closed()
         self._servers.clear()
+        self._summarise()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         # asyncio runs a coroutine callback as a task of its own; keep it, so close() can end it
@@ -257,7 +264,50 @@ class EgressProxy:
         finally:
             self.active -= 1
             writer.close()
-            self.record(attempt.sealed())
+            self._note(attempt.sealed())
+
+    def _note(self, record: EgressRecord) -> None:
+        """Record ``record``, or, past the session's ``max_refusals``, count it for a summary."""
+        bound = self.policy.limits.max_refusals
+        if record.allowed:
+            self.record(record)
+            return
+        self.refusals += 1
+        if self.refusals <= bound:
+            self.record(record)
+            return
+        if not self._held:
+            self._held_since = time.monotonic()
+        self._held[record.status] = self._held.get(record.status, 0) + 1
+        if sum(self._held.values()) >= bound:
+            self._summarise()
+
+    def _summarise(self) -> None:
+        """One record for the refusals counted since the last one, if any."""
+        count = sum(self._held.values())
+        if not count:
+            return
+        statuses = ", ".join(f"{status}: {n}" for status, n in sorted(self._held.items()))
+        self._held = {}
+        self.record(
+            EgressRecord(
+                method="",
+                host="",
+                port=0,
+                addresses=(),
+                address="",
+                allowed=False,
+                status=0,
+                reason=(
+                    f"{count} more refused attempts, counted, not recorded one by one "
+                    f"(beyond {self.policy.limits.max_refusals} this session; by status {statuses})"
+                ),
+                bytes_up=0,
+                bytes_down=0,
+                seconds=time.monotonic() - self._held_since,
+                count=count,
+            )
+        )
 
     async def _linger(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Half-close, then read what the client still sends, briefly and boundedly.
