@@ -6,9 +6,23 @@ from __future__ import annotations
 import socket
 import struct
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
-from tests.unit.egress.test_attacks_on_egress_proxy import Lab, lab, read_all  # noqa: F401  (the fixture)
+import pytest
+from terminai_sandbox.egress.sni import MAX_HELLO_RECORDS
+
+from tests.unit.egress.test_attacks_on_egress_proxy import Lab, read_all
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[Lab]:
+    made = Lab(tmp_path)
+    try:
+        yield made
+    finally:
+        made.close()
+
 
 ESTABLISHED = b"HTTP/1.1 200 Connection Established\r\n\r\n"
 
@@ -60,16 +74,14 @@ def test_tls_split_after_its_first_byte_is_still_recognised(lab: Lab) -> None:
 
 
 def test_the_record_bound_of_a_hello_is_refused_with_its_reason(tmp_path: Path) -> None:
-    from terminai_sandbox.egress.sni import MAX_HELLO_RECORDS  # noqa: PLC0415
-
-    lab = Lab(tmp_path)
+    made = Lab(tmp_path)
     try:
         records = b"".join(b"\x16\x03\x01\x00\x01" + bytes([b]) for b in (b"\x01\x00\xff\x00" + bytes(11300)))
-        with _tunnel(lab) as client:
+        with _tunnel(made) as client:
             client.sendall(records)
             assert read_all(client) == b""
-        (record,) = lab.settled(1)
-        port = lab.echo.port
+        (record,) = made.settled(1)
+        port = made.echo.port
         assert record.reason == f"TLS check on port {port}: the ClientHello spans more than {MAX_HELLO_RECORDS} records"
     finally:
-        lab.close()
+        made.close()

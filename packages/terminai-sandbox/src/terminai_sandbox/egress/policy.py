@@ -105,7 +105,10 @@ def _check_a_label(label: str) -> None:
         raise invalid
     if unicodedata.normalize("NFC", decoded) != decoded:
         raise invalid
-    if any(char != "-" and unicodedata.category(char)[0] not in "LM" and unicodedata.category(char) != "Nd" for char in decoded):
+    if any(
+        char != "-" and unicodedata.category(char)[0] not in "LM" and unicodedata.category(char) != "Nd"
+        for char in decoded
+    ):
         raise invalid
     if "xn--" + decoded.encode("punycode").decode("ascii") != label:
         raise invalid

@@ -361,7 +361,9 @@ class EgressProxy:
                 # on 443 a tunnel must be TLS: nothing is relayed before the ClientHello passes
                 await self._send(upstream, await self._client_hello(reader, request, attempt), attempt, up=True)
             sniff = self.sni_check and request.port != 443
-            await self._relay(reader, writer, upstream_reader, upstream, attempt, body=None, sniff=request if sniff else None)
+            await self._relay(
+                reader, writer, upstream_reader, upstream, attempt, body=None, sniff=request if sniff else None
+            )
         else:
             await self._send(upstream, request.forward_head(), attempt, up=True)
             await self._relay(reader, writer, upstream_reader, upstream, attempt, body=request.content_length)
