@@ -136,7 +136,6 @@ def test_a_server_name_that_is_not_ascii_is_cut_off(lab: Lab) -> None:
 # --- the proxy's CPU ------------------------------------------------------------------------------
 
 
-@pytest.mark.slow  # it waits out the proxy's 10 s ClientHello deadline
 def test_a_whole_hello_in_one_byte_records_is_read_before_the_deadline(lab: Lab) -> None:
     pad = struct.pack(">H", 21) + _vector(2, bytes(10900))  # the padding extension
     # control: the same hello in ordinary records is read and let through at once
