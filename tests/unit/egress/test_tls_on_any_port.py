@@ -3,6 +3,7 @@ port; a tunnel whose first bytes are not a TLS handshake record is relayed uncha
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import struct
 import time
@@ -11,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.egress.sni import MAX_HELLO_RECORDS
+from terminai_sandbox.egress.wire import WireLimits
 
 from tests.unit.egress.test_attacks_on_egress_proxy import Lab, read_all
 
@@ -71,6 +73,22 @@ def test_tls_split_after_its_first_byte_is_still_recognised(lab: Lab) -> None:
         assert read_all(client) == b""
     (record,) = lab.settled(1)
     assert record.reason == "TLS ClientHello names denied.test, not the CONNECT target 127.0.0.1"
+
+
+def test_a_lone_first_byte_of_tls_is_not_forwarded_unchecked(tmp_path: Path) -> None:
+    made = Lab(tmp_path, wire=WireLimits(head_seconds=2.0, hello_seconds=0.5))
+    try:
+        with _tunnel(made) as client:
+            client.sendall(b"\x16")
+            time.sleep(1.0)  # past the ClientHello deadline: the proxy must not give up and relay
+            with contextlib.suppress(OSError):
+                client.sendall(_hello(b"denied.test")[1:])
+            assert read_all(client) == b""
+        (record,) = made.settled(1)
+        assert record.reason == f"TLS check on port {made.echo.port}: no ClientHello within 0.5 s"
+        assert made.echo.connections == [bytearray()]
+    finally:
+        made.close()
 
 
 def test_the_record_bound_of_a_hello_is_refused_with_its_reason(tmp_path: Path) -> None:

@@ -464,10 +464,9 @@ class EgressProxy:
         """What the client sends first on a tunnel to a port other than 443, held to the
         tunnel's name when it begins a TLS handshake record (0x16 0x03), whatever the port."""
         data = await reader.read(_CHUNK)
-        if data == _TLS_RECORD[:1]:  # one byte so far: the second says whether it is TLS
-            with contextlib.suppress(TimeoutError):
-                data += await asyncio.wait_for(reader.read(_CHUNK), self.wire.hello_seconds)
-        if data.startswith(_TLS_RECORD):
+        # a lone 0x16 is judged as TLS: forwarding it and relaying the rest unchecked would
+        # let a client that pauses after its first byte front any name
+        if data.startswith(_TLS_RECORD) or data == _TLS_RECORD[:1]:
             return await self._client_hello(reader, request, attempt, first=data)
         return data
 
