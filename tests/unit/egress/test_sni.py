@@ -5,7 +5,13 @@ from __future__ import annotations
 import ssl
 
 import pytest
-from terminai_sandbox.egress.sni import HelloError, client_hello_names, handshake_needed
+from terminai_sandbox.egress.sni import (
+    MAX_HELLO_BYTES,
+    HelloAssembler,
+    HelloError,
+    client_hello_names,
+    handshake_needed,
+)
 
 
 def _hello(server_hostname: str | None) -> bytes:
@@ -81,3 +87,17 @@ def test_a_truncated_or_doubled_extension_is_refused() -> None:
     assert record_len == len(hello) - 5
     with pytest.raises(HelloError):
         client_hello_names(bytes(hello[:5] + b"\x01" + (len(hello) - 9 + 50).to_bytes(3, "big") + hello[9:]))
+
+
+def test_the_assembler_fed_a_byte_at_a_time_reads_the_name_openssl_sent() -> None:
+    hello = _hello("allowed.test")
+    assembler = HelloAssembler()
+    results = [assembler.feed(hello[at : at + 1]) for at in range(len(hello))]
+    assert results[-1] is None and all(needed is not None for needed in results[:-1])
+    assert assembler.names() == ("allowed.test",)
+
+
+def test_records_beyond_the_byte_bound_are_refused() -> None:
+    assembler = HelloAssembler()
+    with pytest.raises(HelloError, match=f"more than {MAX_HELLO_BYTES} bytes"):
+        assembler.feed(b"\x16\x03\x01\x40\x00" + bytes(MAX_HELLO_BYTES))

@@ -79,14 +79,80 @@ def _check_label(label: str) -> None:
     if label.startswith("-") or label.endswith("-"):
         raise PatternError(f"label {label!r} starts or ends with '-'")
     if label.startswith("xn--"):
-        try:
-            decoded = label[4:].encode("ascii").decode("punycode")
-        except UnicodeError:
-            raise PatternError(f"label {label!r} is not valid punycode") from None
-        if not decoded or decoded.isascii():
-            raise PatternError(f"label {label!r} is not a valid IDNA A-label")
+        _check_a_label(label)
     elif label[2:4] == "--":
         raise PatternError(f"label {label!r} has '--' in the third and fourth places (reserved by IDNA)")
+
+
+_DEVIATIONS = {"\u00df": "sharp s", "\u03c2": "final sigma", "\u200d": "ZWJ", "\u200c": "ZWNJ"}
+
+
+def _check_a_label(label: str) -> None:
+    """Refuse an ``xn--`` label that is not the A-label of a plausible IDNA 2008 U-label.
+
+    Punycode decodes almost anything (``xn--ascii`` is C1 controls), so decoding is not
+    validation: the U-label must be non-empty, non-ASCII, NFC, lower-case, only letters,
+    marks, decimal digits and '-', and encode back to exactly this label.
+    """
+    import unicodedata  # noqa: PLC0415  (only names with xn-- labels need it)
+
+    invalid = PatternError(f"label {label!r} is not a valid IDNA A-label")
+    try:
+        decoded = label[4:].encode("ascii").decode("punycode")
+    except UnicodeError:
+        raise PatternError(f"label {label!r} is not valid punycode") from None
+    if not decoded or decoded.isascii() or decoded != decoded.lower():
+        raise invalid
+    if unicodedata.normalize("NFC", decoded) != decoded:
+        raise invalid
+    if any(
+        char != "-" and unicodedata.category(char)[0] not in "LM" and unicodedata.category(char) != "Nd"
+        for char in decoded
+    ):
+        raise invalid
+    if "xn--" + decoded.encode("punycode").decode("ascii") != label:
+        raise invalid
+
+
+def _u_label(label: str) -> str:
+    """The A-label of one Unicode label, as IDNA 2008 (non-transitional UTS 46) writes it.
+
+    Python's ``idna`` codec is IDNA 2003, which maps the deviation characters away
+    (``straße`` to ``strasse``), while clients and registries use IDNA 2008
+    (``xn--strae-oqa``): a deny pattern would deny the wrong name. The ``idna`` package is
+    not an option (the launch kernel imports this module: standard library only), so we
+    implement the narrow subset we need: lower-case and NFC, then punycode, then the strict
+    A-label check. ß and ς are kept (IDNA 2008 PVALID). ZWJ and ZWNJ are refused (IDNA
+    2008 allows them only by contextual rules we do not implement). Any other label where
+    IDNA 2003 and this encoding disagree (case folding, NFKC mappings) is refused too:
+    the operator writes the A-label, and there is only one reading.
+    """
+    import unicodedata  # noqa: PLC0415  (only Unicode patterns need it)
+    from encodings import idna  # noqa: PLC0415
+
+    for char, name in _DEVIATIONS.items():
+        if char in label and name in ("ZWJ", "ZWNJ"):
+            raise PatternError(f"label {label!r} contains {name} (U+{ord(char):04X}); write its A-label (xn--...)")
+    folded = unicodedata.normalize("NFC", label.lower())
+    if folded.isascii():
+        return folded
+    try:
+        strict = "xn--" + folded.encode("punycode").decode("ascii")
+        _check_a_label(strict)
+    except PatternError:
+        raise PatternError(f"label {label!r} is not a valid IDNA 2008 label; write its A-label (xn--...)") from None
+    if any(char in folded for char in _DEVIATIONS):
+        return strict  # IDNA 2003 would map it away; 2008, what clients use, keeps it
+    try:
+        legacy = idna.ToASCII(label).decode("ascii").lower()
+    except UnicodeError:
+        legacy = ""
+    if legacy != strict:
+        raise PatternError(
+            f"label {label!r} reads differently in IDNA 2003 ({legacy or 'invalid'}) and IDNA 2008 ({strict}); "
+            "write the A-label (xn--...) you mean"
+        )
+    return strict
 
 
 def canonical_name(text: str, *, unicode_ok: bool) -> str:
@@ -101,10 +167,7 @@ def canonical_name(text: str, *, unicode_ok: bool) -> str:
     if not text.isascii():
         if not unicode_ok:
             raise PatternError("it is not ASCII (send the IDNA form, xn--...)")
-        try:
-            text = text.encode("idna").decode("ascii")
-        except UnicodeError:
-            raise PatternError("it is not a valid internationalised name (IDNA)") from None
+        text = ".".join(_u_label(label) if label else label for label in text.split("."))
     name = text.lower()
     if len(name) > 253:
         raise PatternError("it is longer than 253 characters")
@@ -201,18 +264,23 @@ class EgressLimits:
     ``max_connections``: tunnels and requests open at once (429 beyond it).
     ``max_bytes``: bytes up and down, summed over the session (the proxy stops relaying).
     ``max_seconds``: the lifetime of one connection. ``idle_seconds``: the longest silence
-    in both directions before a connection is closed.
+    in both directions before a connection is closed. ``max_refusals``: refused attempts
+    recorded one by one in the ledger; beyond them refusals are counted, and written as one
+    summary record per ``max_refusals`` more and when the proxy stops (a client looping on
+    refused CONNECTs cannot fill the disk, and every attempt is still in the sum).
     """
 
     max_connections: int = 32
     max_bytes: int = 2 * 1024**3  # 2 GiB: a few large wheels, not a disk image
     max_seconds: float = 900.0
     idle_seconds: float = 60.0
+    max_refusals: int = 256
 
     def __post_init__(self) -> None:
         for name, value, ceiling in (
             ("max_connections", self.max_connections, _MAX_CONNECTIONS),
             ("max_bytes", self.max_bytes, _MAX_BYTES),
+            ("max_refusals", self.max_refusals, _MAX_REFUSALS),
         ):
             if type(value) is not int or not 1 <= value <= ceiling:
                 raise ValueError(f"EgressLimits {name} {value!r} is outside 1-{ceiling}")
@@ -226,11 +294,13 @@ class EgressLimits:
             "max_bytes": self.max_bytes,
             "max_seconds": float(self.max_seconds),
             "idle_seconds": float(self.idle_seconds),
+            "max_refusals": self.max_refusals,
         }
 
 
 _MAX_CONNECTIONS = 4096
 _MAX_BYTES = 1 << 50
+_MAX_REFUSALS = 1 << 20
 _MAX_SECONDS = 86400.0
 
 
@@ -486,7 +556,7 @@ def parse_network_policy(text: str, *, source: str) -> NetworkPolicy:
 # ---------------------------------------------------------------------------------------------
 
 _KEYS = frozenset({"mode", "allow", "deny", "proxy_command", "limits"})
-_LIMIT_KEYS = ("max_connections", "max_bytes", "max_seconds", "idle_seconds")
+_LIMIT_KEYS = ("max_connections", "max_bytes", "max_seconds", "idle_seconds", "max_refusals")
 
 
 def _strings(value: object, key: str, *, source: str) -> list[str]:
@@ -503,7 +573,7 @@ def _limits(value: object, *, source: str) -> EgressLimits:
         raise ConfigError(f"{source}: unknown limit {unknown[0]!r}", hint=f"keys: {', '.join(_LIMIT_KEYS)}")
     values: dict[str, int | float] = {}
     for key, number in value.items():
-        integral = key in ("max_connections", "max_bytes")
+        integral = key in ("max_connections", "max_bytes", "max_refusals")
         kinds: tuple[type, ...] = (int,) if integral else (int, float)
         if type(number) not in kinds:
             kind = "a whole number" if integral else "a number of seconds"

@@ -15,8 +15,9 @@ Per connection: read one request head within a deadline (:class:`WireLimits`); j
 name and port with :meth:`NetworkPolicy.decide` (403); resolve once (:mod:`.resolve`);
 drop every address :func:`.addresses.refusal` names unless the allow pattern is that very
 IP literal (403 when none is left); connect to a checked address (502, 504); then either
-answer ``200`` to CONNECT, check the TLS ClientHello's server name on port 443
-(:mod:`.sni`) and relay bytes both ways, or forward the one plain-HTTP request
+answer ``200`` to CONNECT, check the TLS ClientHello's server name (:mod:`.sni`: always
+on port 443, and on any port when the client's first bytes are a TLS handshake record)
+and relay bytes both ways, or forward the one plain-HTTP request
 (hop-by-hop headers dropped, ``Connection: close``, exactly Content-Length body bytes) and
 relay the response. The session's limits (:class:`EgressLimits`) bound connections at
 once (429), bytes in all (503 once spent; a relay stops at the budget), a connection's
@@ -35,7 +36,7 @@ from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.egress.addresses import refusal
 from terminai_sandbox.egress.policy import NetworkPolicy, Verdict, parse_ip
 from terminai_sandbox.egress.resolve import ResolveError, SystemResolver
-from terminai_sandbox.egress.sni import MAX_HELLO, HelloError, client_hello_names, handshake_needed
+from terminai_sandbox.egress.sni import HelloAssembler, HelloError
 from terminai_sandbox.egress.wire import Request, WireError, WireLimits, parse_head
 
 TYPE_CHECKING = False
@@ -64,6 +65,7 @@ _REASONS = {
 }
 _CHUNK = 262144
 _LINGER_SECONDS = 0.5
+_TLS_RECORD = b"\x16\x03"  # a handshake record, any TLS version
 
 
 @frozen_record
@@ -81,8 +83,10 @@ class EgressRecord:
     bytes_up: int
     bytes_down: int
     seconds: float
+    count: int = 1  # attempts this record stands for: more than 1 in a summary of refusals
 
     def to_json(self) -> dict[str, object]:
+        extra: dict[str, object] = {"count": self.count} if self.count != 1 else {}
         return {
             "method": self.method,
             "host": self.host,
@@ -95,6 +99,7 @@ class EgressRecord:
             "bytes_up": self.bytes_up,
             "bytes_down": self.bytes_down,
             "seconds": round(self.seconds, 3),
+            **extra,
         }
 
 
@@ -187,6 +192,9 @@ class EgressProxy:
         self.spent = False  # a relay hit the byte budget: nothing more goes out this session
         self._servers: list[asyncio.AbstractServer] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self.refusals = 0  # refused attempts this session, recorded or counted
+        self._held: dict[int, int] = {}  # refusals counted since the last summary, by status
+        self._held_since = 0.0
 
     # -- serving ----------------------------------------------------------------------------
 
@@ -216,6 +224,7 @@ class EgressProxy:
         for server in self._servers:
             await server.wait_closed()
         self._servers.clear()
+        self._summarise()
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         # asyncio runs a coroutine callback as a task of its own; keep it, so close() can end it
@@ -255,7 +264,50 @@ class EgressProxy:
         finally:
             self.active -= 1
             writer.close()
-            self.record(attempt.sealed())
+            self._note(attempt.sealed())
+
+    def _note(self, record: EgressRecord) -> None:
+        """Record ``record``, or, past the session's ``max_refusals``, count it for a summary."""
+        bound = self.policy.limits.max_refusals
+        if record.allowed:
+            self.record(record)
+            return
+        self.refusals += 1
+        if self.refusals <= bound:
+            self.record(record)
+            return
+        if not self._held:
+            self._held_since = time.monotonic()
+        self._held[record.status] = self._held.get(record.status, 0) + 1
+        if sum(self._held.values()) >= bound:
+            self._summarise()
+
+    def _summarise(self) -> None:
+        """One record for the refusals counted since the last one, if any."""
+        count = sum(self._held.values())
+        if not count:
+            return
+        statuses = ", ".join(f"{status}: {n}" for status, n in sorted(self._held.items()))
+        self._held = {}
+        self.record(
+            EgressRecord(
+                method="",
+                host="",
+                port=0,
+                addresses=(),
+                address="",
+                allowed=False,
+                status=0,
+                reason=(
+                    f"{count} more refused attempts, counted, not recorded one by one "
+                    f"(beyond {self.policy.limits.max_refusals} this session; by status {statuses})"
+                ),
+                bytes_up=0,
+                bytes_down=0,
+                seconds=time.monotonic() - self._held_since,
+                count=count,
+            )
+        )
 
     async def _linger(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         """Half-close, then read what the client still sends, briefly and boundedly.
@@ -305,10 +357,13 @@ class EgressProxy:
             writer.write(_response_established())
             await writer.drain()
             attempt.status = 200
-            first = await self._client_hello(reader, request, attempt) if self._checks_sni(request) else b""
-            if first:
-                await self._send(upstream, first, attempt, up=True)
-            await self._relay(reader, writer, upstream_reader, upstream, attempt, body=None)
+            if self.sni_check and request.port == 443:
+                # on 443 a tunnel must be TLS: nothing is relayed before the ClientHello passes
+                await self._send(upstream, await self._client_hello(reader, request, attempt), attempt, up=True)
+            sniff = self.sni_check and request.port != 443
+            await self._relay(
+                reader, writer, upstream_reader, upstream, attempt, body=None, sniff=request if sniff else None
+            )
         else:
             await self._send(upstream, request.forward_head(), attempt, up=True)
             await self._relay(reader, writer, upstream_reader, upstream, attempt, body=request.content_length)
@@ -371,17 +426,16 @@ class EgressProxy:
         status = 504 if timed_out and len(failures) == 1 else 502
         raise _Refused(status, "cannot connect: " + "; ".join(failures))
 
-    def _checks_sni(self, request: Request) -> bool:
-        return self.sni_check and request.port == 443
-
-    async def _client_hello(self, reader: asyncio.StreamReader, request: Request, attempt: _Attempt) -> bytes:
+    async def _client_hello(
+        self, reader: asyncio.StreamReader, request: Request, attempt: _Attempt, *, first: bytes = b""
+    ) -> bytes:
         """The client's first TLS bytes, once their server name agrees with the CONNECT target."""
-        data = b""
+        assembler = HelloAssembler()
+        data = bytearray(first)
         deadline = time.monotonic() + self.wire.hello_seconds
         try:
-            while (needed := handshake_needed(data)) is not None:
-                if len(data) + needed > MAX_HELLO + 4096:
-                    raise HelloError("the ClientHello is larger than the proxy reads")
+            needed = assembler.feed(first)
+            while needed is not None:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     raise HelloError(f"no ClientHello within {self.wire.hello_seconds:g} s")
@@ -392,9 +446,10 @@ class EgressProxy:
                 if not piece:
                     raise HelloError("the client closed the tunnel before a ClientHello")
                 data += piece
-            names = client_hello_names(data)
+                needed = assembler.feed(piece)
+            names = assembler.names()
         except HelloError as exc:
-            attempt.allowed, attempt.reason = False, f"TLS check on port 443: {exc}"
+            attempt.allowed, attempt.reason = False, f"TLS check on port {request.port}: {exc}"
             raise _Stop from None
         literal = parse_ip(request.host) is not None
         wanted: tuple[str, ...] = () if literal else (request.host,)
@@ -403,6 +458,16 @@ class EgressProxy:
             attempt.allowed = False
             attempt.reason = f"TLS ClientHello names {shown[:120]}, not the CONNECT target {request.host}"
             raise _Stop
+        return bytes(data)
+
+    async def _first_bytes(self, reader: asyncio.StreamReader, request: Request, attempt: _Attempt) -> bytes:
+        """What the client sends first on a tunnel to a port other than 443, held to the
+        tunnel's name when it begins a TLS handshake record (0x16 0x03), whatever the port."""
+        data = await reader.read(_CHUNK)
+        # a lone 0x16 is judged as TLS: forwarding it and relaying the rest unchecked would
+        # let a client that pauses after its first byte front any name
+        if data.startswith(_TLS_RECORD) or data == _TLS_RECORD[:1]:
+            return await self._client_hello(reader, request, attempt, first=data)
         return data
 
     async def _send(self, stream: asyncio.StreamWriter, data: bytes, attempt: _Attempt, *, up: bool) -> None:
@@ -426,9 +491,22 @@ class EgressProxy:
             raise _Stop
 
     async def _pipe(
-        self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, attempt: _Attempt, *, up: bool, limit: int | None
+        self,
+        src: asyncio.StreamReader,
+        dst: asyncio.StreamWriter,
+        attempt: _Attempt,
+        *,
+        up: bool,
+        limit: int | None,
+        sniff: Request | None = None,
     ) -> None:
         left = limit
+        if sniff is not None:
+            # the origin may speak first (SSH, SMTP): only the client's direction waits
+            first = await self._first_bytes(src, sniff, attempt)
+            if not first:
+                return
+            await self._send(dst, first, attempt, up=up)
         while left is None or left > 0:
             data = await src.read(_CHUNK if left is None else min(_CHUNK, left))
             if not data:
@@ -451,10 +529,11 @@ class EgressProxy:
         attempt: _Attempt,
         *,
         body: int | None,
+        sniff: Request | None = None,
     ) -> None:
         """Bytes both ways until both ends finish, the connection's time is up, or it idles."""
         limits = self.policy.limits
-        up = asyncio.create_task(self._pipe(client_reader, upstream, attempt, up=True, limit=body))
+        up = asyncio.create_task(self._pipe(client_reader, upstream, attempt, up=True, limit=body, sniff=sniff))
         down = asyncio.create_task(self._pipe(upstream_reader, client, attempt, up=False, limit=None))
         pending: set[asyncio.Task[None]] = {up, down}
         try:

@@ -31,12 +31,19 @@ class ResolveError(Exception):
 
 
 class SystemResolver:
-    """``getaddrinfo`` in the event loop's executor, TCP stream addresses only."""
+    """``getaddrinfo`` in the event loop's executor, TCP stream addresses only.
+
+    The name is looked up absolute (with a trailing dot): the resolver's ``search`` list
+    never applies, so with ``ndots:5`` an allowed ``pypi.org`` is never first asked as
+    ``pypi.org.corp.example``, a name the policy did not judge. (glibc then does not
+    match ``/etc/hosts`` entries, which are written without the dot: the proxy's names
+    come from DNS.)
+    """
 
     async def resolve(self, name: str) -> tuple[_IPAddress, ...]:
         loop = asyncio.get_running_loop()
         try:
-            infos = await loop.getaddrinfo(name, None, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+            infos = await loop.getaddrinfo(name + ".", None, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
         except (socket.gaierror, UnicodeError) as exc:
             raise ResolveError(f"{name} does not resolve: {exc}") from None
         found: list[_IPAddress] = []

@@ -39,7 +39,9 @@ class WireLimits:
     max_headers: int = 100
     resolve_seconds: float = 5.0
     connect_seconds: float = 10.0
-    hello_seconds: float = 10.0  # the TLS ClientHello after 200 on CONNECT to 443
+    hello_seconds: float = (
+        10.0  # the TLS ClientHello after 200 on CONNECT (443, or any port whose tunnel starts with TLS)
+    )
 
 
 class WireError(Exception):
