@@ -10,6 +10,7 @@ did not see does.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import tarfile
@@ -23,7 +24,9 @@ from tests.unit.launcher.test_flags import spellings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-IMAGE = "localhost/terminai-test/empty:flag-grammar"
+# A tag of this process's own: the rows of this file may run in several xdist workers at once,
+# and one worker's clean-up must not remove the image another is creating containers from.
+IMAGE = f"localhost/terminai-test/empty:flag-grammar-{os.getpid()}"
 # What the engine adds to every container's environment (podman: TERM, container, HOSTNAME).
 _ENGINE_ENV = ("PATH", "TERM", "container", "HOSTNAME")
 
@@ -112,7 +115,7 @@ def _cli(engine: str) -> str:
     return binary
 
 
-@pytest.fixture(params=sorted(GRAMMARS))
+@pytest.fixture(scope="module", params=sorted(GRAMMARS))
 def engine_cli(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The engine's CLI, holding an empty image to create containers from (nothing is pulled)."""
     name: str = request.param
@@ -129,31 +132,40 @@ def engine_cli(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
         subprocess.run([binary, "rmi", "-f", IMAGE], capture_output=True, check=False, timeout=120)
 
 
-def _observed(binary: str, words: list[str]) -> tuple[str, dict[str, Any]]:
-    """The id and inspect document of a container the engine creates from ``words``."""
-    created = subprocess.run(
-        [binary, "create", *words, IMAGE, "true"], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert created.returncode == 0, (binary, words, created.stderr)
-    container_id = created.stdout.strip().splitlines()[-1]
+def _observed(binary: str, spellings: list[list[str]]) -> list[tuple[str, dict[str, Any]]]:
+    """The id and inspect document of a container the engine creates from each of ``spellings``.
+
+    Each container is created from its own words; they are inspected and removed in one
+    engine call each (the documents come back in the order asked).
+    """
+    ids: list[str] = []
     try:
+        for words in spellings:
+            created = subprocess.run(
+                [binary, "create", *words, IMAGE, "true"], capture_output=True, text=True, timeout=120, check=False
+            )
+            assert created.returncode == 0, (binary, words, created.stderr)
+            ids.append(created.stdout.strip().splitlines()[-1])
         shown = subprocess.run(
-            [binary, "container", "inspect", container_id], capture_output=True, text=True, timeout=120, check=True
+            [binary, "container", "inspect", *ids], capture_output=True, text=True, timeout=120, check=True
         )
     finally:
-        subprocess.run([binary, "rm", "-f", container_id], capture_output=True, check=False, timeout=120)
-    return container_id, json.loads(shown.stdout)[0]
+        if ids:
+            subprocess.run([binary, "rm", "-f", *ids], capture_output=True, check=False, timeout=120)
+    documents: list[dict[str, Any]] = json.loads(shown.stdout)
+    assert len(documents) == len(ids) and all(d["Id"].startswith(i) for i, d in zip(ids, documents, strict=True))
+    return list(zip(ids, documents, strict=True))
 
 
 def test_the_engine_reads_every_spelling_as_the_launcher_does(engine_cli: str) -> None:
     binary, grammar = _cli(engine_cli), GRAMMARS[engine_cli]
+    cases = list(_cases(grammar))
     # The engine's own defaults, for every field the words leave alone.
-    _, plain = _observed(binary, [])
+    (_, plain), *observed = _observed(binary, [[], *cases])
     baseline = {name: actual_of(plain) for name, (actual_of, _) in FIELDS.items()}
     mismatches = []
-    for words in _cases(grammar):
+    for words, (container_id, document) in zip(cases, observed, strict=True):
         parsed = flags.parse(words, grammar)
-        container_id, document = _observed(binary, words)
         for name, (actual_of, expected_of) in FIELDS.items():
             values = [f.value for f in parsed if f.name == name]
             actual = actual_of(document)
