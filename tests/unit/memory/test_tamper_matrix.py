@@ -27,6 +27,7 @@ import atexit
 import base64
 import binascii
 import contextlib
+import functools
 import json
 import os
 import re
@@ -498,7 +499,26 @@ def generate() -> list[Case]:
     return cases
 
 
-CASES = generate()
+@functools.cache
+def cases() -> list[Case]:
+    return generate()
+
+
+def _selected(config: pytest.Config) -> bool:
+    """Whether ``-m`` keeps this module's tests (all ``slow``): when it does not (``make
+    test-fast``), collecting them would build the three journals for nothing."""
+    expression = config.getoption("markexpr")
+    if not expression:
+        return True
+    from _pytest.mark.expression import Expression  # noqa: PLC0415  (what `-m` itself evaluates)
+
+    return bool(Expression.compile(expression).evaluate(lambda name, **kwargs: name == "slow"))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "case" in metafunc.fixturenames:
+        generated = cases() if _selected(metafunc.config) else []
+        metafunc.parametrize("case", generated, ids=[c.id for c in generated])
 
 
 # ----------------------------------------------------------------------------- observing
@@ -703,7 +723,6 @@ def run_process(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 # ----------------------------------------------------------------------------- the test
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_tampering_is_caught_and_never_served(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     w = world()
     rollback = case.mutation.startswith("rollback-")
@@ -805,7 +824,7 @@ def test_tampering_is_caught_and_never_served(case: Case, tmp_path: Path, capsys
 
 def test_the_matrix_covers_every_file_of_every_tier() -> None:
     w = world()
-    covered = {c.rel for c in CASES}
+    covered = {c.rel for c in cases()}
     present = files(w.base)
     assert set(present) <= covered
     for needed in (
@@ -820,4 +839,4 @@ def test_the_matrix_covers_every_file_of_every_tier() -> None:
         assert needed in present
     assert len([f for f in present if f.endswith("shard.sqlite")]) >= 4
     assert any(f.startswith("warm/weekly/") for f in present) and any(f.startswith("warm/daily/") for f in present)
-    assert len(CASES) > 300
+    assert len(cases()) > 300
