@@ -41,9 +41,7 @@ def run(
     )
 
 
-def in_process(
-    tool: str, *args: str, env: Mapping[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
+def in_process(tool: str, *args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``tool``'s console entry point called in this interpreter, answered like :func:`run`.
 
     For the rows that pin what a command decides (which input it refuses, in which words,

@@ -27,6 +27,7 @@ import atexit
 import base64
 import binascii
 import contextlib
+import fcntl
 import functools
 import json
 import os
@@ -128,16 +129,48 @@ class World:
 _WORLD: World | None = None
 
 
+def _build_world(top: Path) -> None:
+    build(top / "base", WORD)
+    build(top / "other", OTHER)
+    shutil.copytree(top / "base", top / "new")
+    grow(top / "new")
+
+
+def _shared_world(top: Path, run: str) -> None:
+    """Under pytest-xdist, the first worker of the run to collect builds the journals and
+    keeps a copy for the others, which take it (each its own copy: the cases read them).
+
+    Every worker collects before any test is handed out, so the builder's clean-up at its
+    exit comes after the last copy was taken.
+    """
+    shared = Path(tempfile.gettempdir()) / f"tamper-matrix-{os.getuid()}-{run}"
+    with open(f"{shared}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / "complete").exists():
+            _build_world(top)
+            partial = Path(tempfile.mkdtemp(prefix=f"{shared.name}-", dir=shared.parent))
+            for name in ("base", "other", "new"):
+                shutil.copytree(top / name, partial / name)
+            (partial / "complete").touch()
+            partial.rename(shared)
+            atexit.register(shutil.rmtree, shared, True)
+            atexit.register(os.unlink, f"{shared}.lock")
+            return
+    for name in ("base", "other", "new"):
+        shutil.copytree(shared / name, top / name)
+
+
 def world() -> World:
     global _WORLD
     if _WORLD is None:
         top = Path(tempfile.mkdtemp(prefix="tamper-matrix-"))
         atexit.register(shutil.rmtree, top, True)
+        run = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
+        if run:
+            _shared_world(top, run)
+        else:
+            _build_world(top)
         w = World(base=top / "base", other=top / "other", new=top / "new")
-        build(w.base, WORD)
-        build(w.other, OTHER)
-        shutil.copytree(w.base, w.new)
-        grow(w.new)
         for root in (w.base, w.other, w.new):
             assert not checks.inspect(root).problems and not checks.inspect(root).pending
         _WORLD = w
@@ -510,7 +543,7 @@ def _selected(config: pytest.Config) -> bool:
     expression = config.getoption("markexpr")
     if not expression:
         return True
-    from _pytest.mark.expression import Expression  # noqa: PLC0415  (what `-m` itself evaluates)
+    from _pytest.mark.expression import Expression  # what `-m` itself evaluates
 
     return bool(Expression.compile(expression).evaluate(lambda name, **kwargs: name == "slow"))
 
