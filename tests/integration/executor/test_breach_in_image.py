@@ -6,7 +6,7 @@ remaining layers), with the image's own interpreter.
 
 Under gVisor (Debian 12's runsc and trixie's, ``runsc-trixie``) the executor cannot build its
 seccomp filter and refuses every run (docs/SECURITY.md, "gVisor"): each attack there would
-only meet that refusal, so ``tests/integration/launcher/test_gvisor.py`` holds it once per
+only meet that refusal, so ``tests/integration/launch/test_gvisor.py`` holds it once per
 release (the refusal, its cause, and a program that never runs) instead of 160 times."""
 
 from __future__ import annotations

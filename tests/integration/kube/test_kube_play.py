@@ -35,7 +35,7 @@ from terminai_sandbox.kube.hardening import VOLUMES
 from terminai_sandbox.launch.engines import NOFILE_CAP, NPROC_CAP, host_rlimits
 
 from tests.fixtures.registry import RegistryServer
-from tests.integration.launcher.test_launch import Site
+from tests.integration.launch.test_launch import Site
 
 
 def _podman(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:

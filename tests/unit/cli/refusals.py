@@ -7,7 +7,11 @@ failure"; the fragments the case names (the file, the key, the entry) are in the
 
 from __future__ import annotations
 
+import contextlib
+import importlib
+import io
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -35,6 +39,37 @@ def run(
         stdin=subprocess.DEVNULL,
         timeout=TIME_BOUND,
     )
+
+
+def in_process(tool: str, *args: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``tool``'s console entry point called in this interpreter, answered like :func:`run`.
+
+    For the rows that pin what a command decides (which input it refuses, in which words,
+    before which work), not what the process boundary adds: a few rows of each file still
+    go through :func:`run`, and ``test_refused_build_inputs`` holds both drivers to the same
+    stderr. Never for an input that could block (a FIFO, a device): there only a process
+    can be given up on at :data:`TIME_BOUND`.
+    """
+    module = {SANDBOX: "terminai_sandbox.console", APTS: "terminai_apts.console"}[tool]
+    main = importlib.import_module(module).main
+    out, err = io.StringIO(), io.StringIO()
+    saved_argv, saved_env, saved_term = sys.argv, dict(os.environ), signal.getsignal(signal.SIGTERM)
+    os.environ.update(env or {})
+    sys.argv = [tool, *args]
+    code: object = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = main()  # the console script's exit status, when it returns one
+            except SystemExit as exc:
+                code = exc.code
+    finally:
+        sys.argv = saved_argv
+        os.environ.clear()
+        os.environ.update(saved_env)
+        signal.signal(signal.SIGTERM, saved_term)  # the entry point installs its own
+    returncode = code if isinstance(code, int) else (0 if code is None else 1)
+    return subprocess.CompletedProcess([tool, *args], returncode, out.getvalue(), err.getvalue())
 
 
 def error_line(proc: subprocess.CompletedProcess[str]) -> str:

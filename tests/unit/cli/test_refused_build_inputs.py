@@ -27,7 +27,16 @@ import pytest
 from terminai_sandbox.assemble.spec import SCHEMA, load_spec
 from terminai_sandbox.errors import ConfigError
 
-from tests.unit.cli.refusals import REPO, SANDBOX, assert_refused, make_device, make_directory, make_fifo, run
+from tests.unit.cli.refusals import (
+    REPO,
+    SANDBOX,
+    assert_refused,
+    in_process,
+    make_device,
+    make_directory,
+    make_fifo,
+    run,
+)
 
 SPEC = REPO / "images" / "sandbox" / "image.toml"
 
@@ -53,9 +62,13 @@ class Checkout:
         return self.root / "out"
 
     def build(self, *extra: str) -> Any:
-        return run(
-            SANDBOX, "build", "--no-load", "--spec", str(self.spec), "--output", str(self.output), *extra, env=self.env
-        )
+        return run(SANDBOX, *self.build_args(*extra), env=self.env)
+
+    def build_in_process(self, *extra: str) -> Any:
+        return in_process(SANDBOX, *self.build_args(*extra), env=self.env)
+
+    def build_args(self, *extra: str) -> tuple[str, ...]:
+        return ("build", "--no-load", "--spec", str(self.spec), "--output", str(self.output), *extra)
 
     def assert_nothing_started(self) -> None:
         assert not self.tripped, "mmdebstrap ran: the build started before refusing"
@@ -183,7 +196,7 @@ def test_a_bad_image_toml_is_refused_naming_the_file_and_the_key(
     checkout: Checkout, name: str, make: Callable[[], dict[str, Any]], fragment: str
 ) -> None:
     checkout.spec.write_text(_toml(make()), encoding="utf-8")
-    assert_refused(checkout.build(), 3, str(checkout.spec), fragment)
+    assert_refused(checkout.build_in_process(), 3, str(checkout.spec), fragment)
     checkout.assert_nothing_started()
 
 
@@ -200,12 +213,25 @@ def test_every_wrong_type_is_refused(tmp_path: Path, key: str) -> None:
         assert f"{spec}: {key}" in caught.value.message and caught.value.hint
 
 
-def test_the_unchanged_copy_gets_as_far_as_mmdebstrap(checkout: Checkout) -> None:
-    """The control: with nothing refused the build starts, and the tripwire sees it."""
+@pytest.mark.parametrize("driver", ["process", "in-process"])
+def test_the_unchanged_copy_gets_as_far_as_mmdebstrap(checkout: Checkout, driver: str) -> None:
+    """The control: with nothing refused the build starts, and the tripwire sees it (for
+    both drivers: a refusal the in-process rows see came before the build started too)."""
     checkout.spec.write_text(_toml(_real()), encoding="utf-8")  # the writer round-trips the real spec
-    proc = checkout.build()
+    proc = checkout.build() if driver == "process" else checkout.build_in_process()
     assert proc.returncode == 5 and "mmdebstrap failed" in proc.stderr, proc.stderr
     assert checkout.tripped
+
+
+@pytest.mark.parametrize("index", [0, 1, len(SPEC_CASES) - 1])
+def test_the_in_process_rows_answer_as_the_console_script_does(checkout: Checkout, index: int) -> None:
+    """The in-process driver is faithful: a row's exit code, stdout and stderr are the
+    console script's own, byte for byte."""
+    _name, make, _fragment = SPEC_CASES[index]
+    checkout.spec.write_text(_toml(make()), encoding="utf-8")
+    process, here = checkout.build(), checkout.build_in_process()
+    assert (here.returncode, here.stdout, here.stderr) == (process.returncode, process.stdout, process.stderr)
+    assert process.returncode == 3
 
 
 SAME_EVERYWHERE = [
@@ -221,9 +247,9 @@ def test_build_lock_and_lock_check_refuse_a_spec_in_the_same_words(checkout: Che
     checkout.spec.write_text(_toml(_with(key, value)), encoding="utf-8")
     spec = str(checkout.spec)
     answers = [
-        checkout.build(),
-        run(SANDBOX, "lock", "--spec", spec, env=checkout.env),
-        run(SANDBOX, "lock", "--check", "--spec", spec, env=checkout.env),
+        checkout.build_in_process(),
+        in_process(SANDBOX, "lock", "--spec", spec, env=checkout.env),
+        in_process(SANDBOX, "lock", "--check", "--spec", spec, env=checkout.env),
     ]
     lines = {assert_refused(proc, 3, spec, key.split(".")[1]) for proc in answers}
     assert len(lines) == 1, lines
@@ -293,7 +319,9 @@ def test_a_bad_lock_is_refused_before_the_build_starts(
     path = checkout.images / lock
     path.unlink()
     make(path)
-    line = assert_refused(checkout.build(), record_code if lock == "layers.lock" else code, str(path))
+    # A FIFO or a device could block a reader: only a process can be given up on.
+    answer = checkout.build() if kind in ("fifo", "device") else checkout.build_in_process()
+    line = assert_refused(answer, record_code if lock == "layers.lock" else code, str(path))
     assert says in line
     checkout.assert_nothing_started()
 

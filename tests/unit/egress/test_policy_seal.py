@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from tests.unit.launcher.test_kernel_seal import forbidden, loaded_by, outside_the_seal
+from tests.unit.launch.test_kernel_seal import forbidden, loaded_by, outside_the_seal
 
 
 def test_parsing_and_deciding_a_policy_stays_inside_the_seal() -> None:

@@ -59,7 +59,7 @@ HEAVY = ("typing", "dataclasses", "inspect", "click", "docker", "requests", "sig
 
 @pytest.mark.parametrize("module", ["terminai_apts.ledger", "terminai_sandbox.launch.audit"])
 def test_the_chain_stays_off_the_heavy_imports(module: str) -> None:
-    # The launcher writes its audit ledger on every launch (see tests/unit/launcher).
+    # The launcher writes its audit ledger on every launch (see tests/unit/launch).
     code = f"import sys; import {module}; print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

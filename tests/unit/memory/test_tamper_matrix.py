@@ -27,6 +27,8 @@ import atexit
 import base64
 import binascii
 import contextlib
+import fcntl
+import functools
 import json
 import os
 import re
@@ -127,16 +129,48 @@ class World:
 _WORLD: World | None = None
 
 
+def _build_world(top: Path) -> None:
+    build(top / "base", WORD)
+    build(top / "other", OTHER)
+    shutil.copytree(top / "base", top / "new")
+    grow(top / "new")
+
+
+def _shared_world(top: Path, run: str) -> None:
+    """Under pytest-xdist, the first worker of the run to collect builds the journals and
+    keeps a copy for the others, which take it (each its own copy: the cases read them).
+
+    Every worker collects before any test is handed out, so the builder's clean-up at its
+    exit comes after the last copy was taken.
+    """
+    shared = Path(tempfile.gettempdir()) / f"tamper-matrix-{os.getuid()}-{run}"
+    with open(f"{shared}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (shared / "complete").exists():
+            _build_world(top)
+            partial = Path(tempfile.mkdtemp(prefix=f"{shared.name}-", dir=shared.parent))
+            for name in ("base", "other", "new"):
+                shutil.copytree(top / name, partial / name)
+            (partial / "complete").touch()
+            partial.rename(shared)
+            atexit.register(shutil.rmtree, shared, True)
+            atexit.register(os.unlink, f"{shared}.lock")
+            return
+    for name in ("base", "other", "new"):
+        shutil.copytree(shared / name, top / name)
+
+
 def world() -> World:
     global _WORLD
     if _WORLD is None:
         top = Path(tempfile.mkdtemp(prefix="tamper-matrix-"))
         atexit.register(shutil.rmtree, top, True)
+        run = os.environ.get("PYTEST_XDIST_TESTRUNUID", "")
+        if run:
+            _shared_world(top, run)
+        else:
+            _build_world(top)
         w = World(base=top / "base", other=top / "other", new=top / "new")
-        build(w.base, WORD)
-        build(w.other, OTHER)
-        shutil.copytree(w.base, w.new)
-        grow(w.new)
         for root in (w.base, w.other, w.new):
             assert not checks.inspect(root).problems and not checks.inspect(root).pending
         _WORLD = w
@@ -498,7 +532,26 @@ def generate() -> list[Case]:
     return cases
 
 
-CASES = generate()
+@functools.cache
+def cases() -> list[Case]:
+    return generate()
+
+
+def _selected(config: pytest.Config) -> bool:
+    """Whether ``-m`` keeps this module's tests (all ``slow``): when it does not (``make
+    test-fast``), collecting them would build the three journals for nothing."""
+    expression = config.getoption("markexpr")
+    if not expression:
+        return True
+    from _pytest.mark.expression import Expression  # what `-m` itself evaluates
+
+    return bool(Expression.compile(expression).evaluate(lambda name, **kwargs: name == "slow"))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "case" in metafunc.fixturenames:
+        generated = cases() if _selected(metafunc.config) else []
+        metafunc.parametrize("case", generated, ids=[c.id for c in generated])
 
 
 # ----------------------------------------------------------------------------- observing
@@ -703,7 +756,6 @@ def run_process(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
 
 
 # ----------------------------------------------------------------------------- the test
-@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_tampering_is_caught_and_never_served(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     w = world()
     rollback = case.mutation.startswith("rollback-")
@@ -805,7 +857,7 @@ def test_tampering_is_caught_and_never_served(case: Case, tmp_path: Path, capsys
 
 def test_the_matrix_covers_every_file_of_every_tier() -> None:
     w = world()
-    covered = {c.rel for c in CASES}
+    covered = {c.rel for c in cases()}
     present = files(w.base)
     assert set(present) <= covered
     for needed in (
@@ -820,4 +872,4 @@ def test_the_matrix_covers_every_file_of_every_tier() -> None:
         assert needed in present
     assert len([f for f in present if f.endswith("shard.sqlite")]) >= 4
     assert any(f.startswith("warm/weekly/") for f in present) and any(f.startswith("warm/daily/") for f in present)
-    assert len(CASES) > 300
+    assert len(cases()) > 300

@@ -39,7 +39,6 @@ from cyclonedx.model.component import Component, ComponentType
 from cyclonedx.model.license import DisjunctiveLicense, LicenseExpression
 from cyclonedx.output import make_outputter
 from cyclonedx.schema import OutputFormat, SchemaVersion
-from cyclonedx.validation.json import JsonStrictValidator
 from debian.deb822 import Deb822
 from packageurl import PackageURL
 
@@ -362,6 +361,10 @@ def generate(options: SbomOptions) -> str:
         bom.register_dependency(by_py[name], [by_py[r] for r in dist.requires if r in by_py])
     bom.register_dependency(root, [*by_deb.values(), *by_py.values()])
     text = make_outputter(bom, OutputFormat.JSON, SchemaVersion.V1_6).output_as_string(indent=1)
+    # Loaded here, not with the module: jsonschema's format checkers compile a URI grammar on
+    # import (~2.5 s of CPU), which every command that imports the release steps paid.
+    from cyclonedx.validation.json import JsonStrictValidator  # noqa: PLC0415
+
     errors = JsonStrictValidator(SchemaVersion.V1_6).validate_str(text)
     if errors is not None:
         raise SbomError(f"the generated SBOM does not validate against CycloneDX 1.6: {errors}")

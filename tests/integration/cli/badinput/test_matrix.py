@@ -22,6 +22,7 @@ import shutil
 import signal
 import socket
 import sqlite3
+import stat
 import subprocess
 import sys
 import tarfile
@@ -548,10 +549,29 @@ def _run(work: Path, case: Case) -> tuple[subprocess.CompletedProcess[bytes], fl
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), time.monotonic() - started
 
 
+def _copy_entry(source: str, destination: str) -> None:
+    """``shutil.copy2``, except that a FIFO is made anew (copying one would read it: block)."""
+    if stat.S_ISFIFO(os.lstat(source).st_mode):
+        os.mkfifo(destination)
+    else:
+        shutil.copy2(source, destination)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    # One set of inputs for every row: making it (a password-encrypted signing key, three
+    # SQLite files, four layouts) costs a row's own run again; a copy costs a fiftieth of it.
+    made = tmp_path_factory.mktemp("badinput-template") / "work"
+    made.mkdir()
+    _populate(made)
+    return made
+
+
 @pytest.fixture()
-def work(tmp_path: Path) -> Path:
-    _populate(tmp_path)
-    return tmp_path
+def work(template: Path, tmp_path: Path) -> Path:
+    row = tmp_path / "work"
+    shutil.copytree(template, row, symlinks=True, copy_function=_copy_entry)
+    return row
 
 
 def _prepare(work: Path, name: str, case: Case) -> None:

@@ -5,5 +5,5 @@ kernel and the rest of the package. Image references (``reference``), registry c
 
 They import nothing of the package but the error hierarchy and the secret type, so the
 session-start path (``terminai-sandbox run``) can use them without loading anything heavy;
-the launch kernel's seal test (``tests/unit/launcher/test_kernel_seal.py``) covers them too.
+the launch kernel's seal test (``tests/unit/launch/test_kernel_seal.py``) covers them too.
 """

@@ -8,7 +8,7 @@ click-free ``run`` entry with its error boundary (:mod:`.entry`, :mod:`.options`
 
 The kernel is sealed: it imports the standard library, :mod:`terminai_sandbox.errors`, the
 version and the toolset's hash chain (``terminai_apts.ledger``), nothing else;
-``tests/unit/launcher/test_kernel_seal.py`` holds the set. Every session start pays for
+``tests/unit/launch/test_kernel_seal.py`` holds the set. Every session start pays for
 what it imports, and the goal is a warm start within 1.2x of a plain ``docker run``
 (``benchmarks/launch.py``). What the budget costs in code stays in here:
 

@@ -215,7 +215,7 @@ class DockerEngine:
         found = _cli_build(
             [run_binary("docker", self.env)],
             # the classic builder: the one the project-layer checks are proven against
-            # (tests/integration/launcher/test_dockerfile_oracle.py), whatever the caller's setting
+            # (tests/integration/launch/test_dockerfile_oracle.py), whatever the caller's setting
             {**self.env, "DOCKER_HOST": self.api.info.host, "DOCKER_BUILDKIT": "0"},
             context=context,
             dockerfile=dockerfile,

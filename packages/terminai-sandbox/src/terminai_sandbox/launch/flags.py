@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 # Every flag of `run`, as the help text lists it: "-s/name=" is short -s, long --name, takes
 # a value; no "=" is a boolean. Generated from `docker run --help` / `podman run --help`;
-# tests/unit/launcher/test_flags.py proves each table equals its engine's help text.
+# tests/unit/launch/test_flags.py proves each table equals its engine's help text.
 _DOCKER_RUN = (
     "add-host= -a/attach= blkio-weight= blkio-weight-device= cap-add= cap-drop= cgroup-parent= cgroupns= "
     "cidfile= cpu-period= cpu-quota= cpu-rt-period= cpu-rt-runtime= -c/cpu-shares= cpus= cpuset-cpus= "

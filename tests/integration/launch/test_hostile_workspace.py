@@ -1,0 +1,233 @@
+"""The project folder is hostile: the agent writes it, and the next launch reads it.
+
+Session 1 (agent code) tries to plant what runs later; a folder already holding a fake
+toolset, a fake ``python3``, planted hooks and links is then launched again: session 2 must
+run the verified toolset, as a non-root user, with no engine socket and nothing planted
+written back. A swapper racing the launch never gets the engine's folder mounted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import random
+import subprocess
+import threading
+from pathlib import Path
+
+import pytest
+from terminai_sandbox.assemble import BuildResult
+from terminai_sandbox.engine import Engine
+from terminai_sandbox.launch import held_mounts
+
+from tests.fixtures.registry import RegistryServer
+from tests.integration.launch.test_launch import Site
+
+pytestmark = pytest.mark.integration
+LAUNCHES = 30
+
+# Every READ_ONLY entry protected in _project's folder (folders and placeholder files always,
+# the others because the folder holds them), as the agent would write it from inside the session.
+PRESENT = (".bashrc", ".profile")
+PLANT = "\n".join(
+    f"{{ mkdir -p {entry[:-1]} && echo planted > {entry[:-1]}/x; }} 2>/dev/null && echo WROTE {entry}"
+    if entry.endswith("/")
+    else f"echo planted >> {entry.rstrip('+')} 2>/dev/null && echo WROTE {entry}"
+    for entry in held_mounts.READ_ONLY
+    if entry.endswith(("/", "+")) or entry in PRESENT
+)
+
+
+@pytest.fixture()
+def site(registry: RegistryServer, tmp_path: Path, built_image: BuildResult) -> Site:
+    os.chmod(tmp_path, 0o755)
+    site = Site(registry, tmp_path)
+    site.push(built_image.oci_layout.root, "0.1.0")
+    return site
+
+
+def _run(
+    site: Site, project: Path, *command: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", *command, cwd=project, env=env)
+
+
+def _project(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    (project / ".git" / "hooks").mkdir(parents=True)
+    (project / ".git" / "config").write_text("[core]\n\trepositoryformatversion = 0\n")
+    for name in (".envrc", *PRESENT):
+        (project / name).write_text("# the user's own\n")
+    os.chmod(project, 0o777)  # the session's user (10001 on a root host) writes the workspace
+    return project
+
+
+def test_session_one_cannot_plant_what_runs_later(site: Site, engine: Engine, tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    before = sorted(str(p.relative_to(project)) for p in project.rglob("*"))
+    result = _run(site, project, "sh", "-c", PLANT + "\necho DONE")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines() == ["DONE"], result.stdout  # not one WROTE
+    # Nothing planted, and the placeholders the launcher made for the session are gone.
+    assert sorted(str(p.relative_to(project)) for p in project.rglob("*")) == before
+    assert all("planted" not in p.read_text() for p in project.rglob("*") if p.is_file())
+    # The workspace itself stays writable.
+    wrote = _run(site, project, "sh", "-c", "echo work > notes.txt && mkdir -p src && echo ok")
+    assert wrote.returncode == 0 and wrote.stdout.strip() == "ok", wrote.stderr
+    assert (project / "notes.txt").read_text() == "work\n"
+
+
+def test_session_two_runs_the_verified_toolset_whatever_the_folder_holds(
+    site: Site, engine: Engine, tmp_path: Path
+) -> None:
+    project = _project(tmp_path)
+    # What an earlier session (or anyone with the folder) left: a fake toolset where
+    # `python3 -m` and a console script would find it, a fake python3 on a writable PATH
+    # entry, a bashrc link to the host's secrets, a socket and a FIFO.
+    fake = project / "terminai_apts"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("print('FAKE-TOOLSET')\nraise SystemExit(0)\n")
+    (fake / "health.py").write_text("print('FAKE-HEALTH')\n")
+    (project / "bin").mkdir()
+    (project / "bin" / "python3").write_text("#!/bin/sh\necho FAKE-PYTHON\n")
+    (project / "bin" / "python3").chmod(0o755)
+    (project / "terminai_apts.pth").write_text("import os; print('FAKE-PTH')\n")
+    os.mkfifo(project / "fifo")
+    result = _run(
+        site,
+        project,
+        "sh",
+        "-c",
+        "id -u; terminai-apts --help >/dev/null && echo CLI-OK; "
+        "/usr/bin/python3 -I -c 'import terminai_apts; print(terminai_apts.__file__)'; "
+        "test -e /var/run/docker.sock || test -e /run/docker.sock || echo NO-SOCKET",
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert "FAKE" not in result.stdout + result.stderr
+    assert lines[0] == ("10001" if os.getuid() == 0 else str(os.getuid()))
+    assert lines[1] == "CLI-OK" and lines[2].startswith("/usr/local/lib/python3.13/dist-packages/terminai_apts/")
+    assert lines[3] == "NO-SOCKET"
+    # A bashrc that leads elsewhere is refused before the engine starts, naming the file.
+    (project / ".terminai").mkdir()
+    os.symlink("/etc/shadow", project / ".terminai" / "sandbox.bashrc")
+    refused = _run(site, project, "true")
+    assert refused.returncode == 3 and "sandbox.bashrc cannot be read without following links" in refused.stderr
+    # A reserved knob is refused, naming it; an ordinary one still works.
+    (project / ".terminai" / "sandbox.bashrc").unlink()
+    for knob in (f"PYTHONPATH={project}", f"PATH={project}/bin:/usr/bin"):
+        blocked = _run(site, project, "true", env={"SANDBOX_ENV": knob})
+        assert blocked.returncode == 3 and knob.split("=")[0] in blocked.stderr, blocked.stderr
+    ordinary = _run(site, project, "printenv", "FOO", env={"SANDBOX_ENV": "FOO=bar"})
+    assert ordinary.returncode == 0 and ordinary.stdout.strip() == "bar", ordinary.stderr
+
+
+def test_a_swapped_mount_source_never_reaches_the_engine_socket(site: Site, engine: Engine, tmp_path: Path) -> None:
+    project = tmp_path / "work"
+    project.mkdir()
+    source = tmp_path / "d"
+    source.mkdir()
+    (source / "mine").write_text("x")
+    stop = threading.Event()
+
+    def swap() -> None:
+        # The directory while preflight checks it, a link to /var/run while the engine creates
+        # the container: each state lasts 20-200 ms, about as long as the steps between.
+        aside, chance = tmp_path / "aside", random.Random(7)
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                source.rename(aside)
+                os.symlink("/var/run", source)
+            stop.wait(chance.uniform(0.02, 0.2))
+            with contextlib.suppress(OSError):
+                os.unlink(source)
+                aside.rename(source)
+            stop.wait(chance.uniform(0.02, 0.2))
+
+    swapper = threading.Thread(target=swap)
+    swapper.start()
+    seen: dict[str, int] = {}
+    try:
+        for _ in range(LAUNCHES):
+            result = _run(site, project, "ls", "-a", "/data/h", env={"SANDBOX_MOUNTS": f"{source}:/data/h:ro"})
+            if result.returncode == 0:
+                listing = tuple(sorted(result.stdout.split()))
+                assert listing == (".", "..", "mine"), result.stdout  # never docker.sock
+                seen["mounted"] = seen.get("mounted", 0) + 1
+            else:
+                assert result.returncode == 3, result.stderr  # refused at preflight, never followed
+                seen["refused"] = seen.get("refused", 0) + 1
+    finally:
+        stop.set()
+        swapper.join()
+    assert sum(seen.values()) == LAUNCHES and seen.get("mounted", 0) >= 3, seen
+
+
+@pytest.mark.parametrize(
+    ("dockerfile", "message"),
+    [
+        # The swap: a second stage that copies the verified files into an image of its own.
+        (
+            "ARG BASE_IMAGE\nFROM ${BASE_IMAGE} AS v\nFROM scratch\nCOPY --from=v / /\nENTRYPOINT []\nUSER 0\n",
+            "must be exactly FROM ${BASE_IMAGE}",
+        ),
+        ("ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nUSER root\n", "the last USER is 'root'"),
+        # What the parser lets through (RUN runs as root here), the built image's own check refuses.
+        (
+            "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nUSER root\nRUN cp /bin/sh /usr/local/bin/rootsh && chmod u+s "
+            "/usr/local/bin/rootsh\nUSER 10001:10001\n",
+            "/usr/local/bin/rootsh is setuid or setgid",
+        ),
+        (
+            "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nUSER root\nRUN echo 'print(1)' > "
+            "/usr/local/lib/python3.13/dist-packages/terminai_apts/health.py\nUSER 10001:10001\n",
+            "changes the verified toolset",
+        ),
+        (
+            "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nUSER root\n"
+            "RUN echo 'import os' > /usr/lib/python3/dist-packages/x.pth\nUSER 10001:10001\n",
+            "would run at every Python start",
+        ),
+    ],
+)
+def test_a_project_layer_can_only_add_files(
+    site: Site, engine: Engine, tmp_path: Path, dockerfile: str, message: str
+) -> None:
+    project = tmp_path / "project"
+    (project / ".terminai").mkdir(parents=True)
+    (project / ".terminai" / "sandbox.Dockerfile").write_text(dockerfile)
+    result = _run(site, project, "sh", "-c", "echo COMMAND-RAN")
+    assert result.returncode == 13, result.stderr
+    assert message in result.stderr and "COMMAND-RAN" not in result.stdout, result.stderr
+    mine = "terminai-project/" + hashlib.sha256(str(project.resolve()).encode()).hexdigest()[:12]
+    assert not [t for i in engine_images() for t in i if t.startswith(mine + ":")], "refused image kept"
+
+
+def test_an_ordinary_project_layer_still_works_as_a_non_root_session(
+    site: Site, engine: Engine, tmp_path: Path
+) -> None:
+    project = tmp_path / "project"
+    (project / ".terminai").mkdir(parents=True)
+    (project / "tool.sh").write_text("echo TOOL-RAN\n")
+    (project / ".terminai" / "sandbox.Dockerfile").write_text(
+        "ARG BASE_IMAGE\nFROM ${BASE_IMAGE}\nUSER root\nRUN mkdir -p /opt/tool\nCOPY tool.sh /opt/tool/tool.sh\n"
+        "ENV FOO=bar\nLABEL org.example.team=red\nUSER 10001:10001\n"
+    )
+    result = _run(site, project, "sh", "-c", "id -u; sh /opt/tool/tool.sh; printenv FOO")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [("10001" if os.getuid() == 0 else str(os.getuid())), "TOOL-RAN", "bar"]
+    assert "built project layer" in result.stderr
+    again = _run(site, project, "true")
+    assert again.returncode == 0 and "cached project layer" in again.stderr, again.stderr
+    for tags in engine_images():
+        for tag in tags:
+            if tag.startswith("terminai-project/"):
+                subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
+
+
+def engine_images() -> list[list[str]]:
+    listed = subprocess.run(
+        ["docker", "images", "--format", "{{.Repository}}:{{.Tag}}"], capture_output=True, text=True, check=True
+    )
+    return [[line] for line in listed.stdout.split()]
