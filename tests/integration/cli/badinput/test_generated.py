@@ -107,6 +107,10 @@ SANDBOX_TEXT = {
     "memory": "text",
     "cpus": "text",
     "attestations": "text",
+    "network_policy": "text",  # its own grammar: tests/unit/egress/test_policy.py
+    "platforms": "text",  # os/arch lists: tests/unit/assemble/test_platform_spec.py
+    "platform": "text",
+    "platform_name": "text",
 }
 APTS_TEXT = frozenset(
     {

@@ -15,6 +15,7 @@ never appear in the command line or the ledger.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 
 from terminai_sandbox.common.hardening import (
@@ -208,12 +209,32 @@ def execute(argv: Sequence[str], env: Mapping[str, str], *, ready: Callable[[], 
             except BaseException:
                 os.kill(pid, _signal.SIGTERM)
                 os.waitpid(pid, 0)
+                _remove_container(argv, env)
                 raise
         _, status = os.waitpid(pid, 0)
         return os.waitstatus_to_exitcode(status)
     finally:
         for sig, handler in previous.items():
             _signal.signal(sig, handler)
+
+
+def _remove_container(argv: Sequence[str], env: Mapping[str, str], *, seconds: float = 30.0) -> None:
+    """``ENGINE rm -f NAME`` for the session ``argv`` named: an engine CLI stopped while it was
+    creating or starting the container leaves it behind (``--rm`` is the daemon's, after a start)."""
+    if "--name" not in argv:
+        return
+    name = argv[list(argv).index("--name") + 1]
+    try:
+        pid = os.posix_spawnp(argv[0], [argv[0], "rm", "-f", name], dict(env))
+    except OSError:
+        return
+    deadline = time.monotonic() + seconds
+    while os.waitpid(pid, os.WNOHANG) == (0, 0):
+        if time.monotonic() > deadline:
+            os.kill(pid, _signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return
+        time.sleep(0.05)
 
 
 def host_identity() -> tuple[int, int]:
