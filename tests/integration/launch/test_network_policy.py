@@ -442,6 +442,7 @@ def test_a_proxy_that_cannot_start_fails_the_launch_and_leaves_nothing(
     done = _in_namespace(site, namespace, image, ["sleep", "30"], env)
     assert done.returncode == 18, done.stderr
     assert "egress proxy exited" in done.stderr and "hint:" in done.stderr
+    assert "container" not in done.stderr.lower()  # the clean-up's own output is not the user's
     assert set(Path("/tmp").glob("terminai-egress-*")) <= before  # its directory is gone
     run = [r for r in _ledger(site) if r.get("event") == "run"][-1]
     name = run["argv"][run["argv"].index("--name") + 1]

@@ -225,7 +225,8 @@ def _remove_container(argv: Sequence[str], env: Mapping[str, str], *, seconds: f
         return
     name = argv[list(argv).index("--name") + 1]
     try:
-        pid = os.posix_spawnp(argv[0], [argv[0], "rm", "-f", name], dict(env))
+        quiet = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_WRONLY, 0) for fd in (1, 2)]  # the user sees our error
+        pid = os.posix_spawnp(argv[0], [argv[0], "rm", "-f", name], dict(env), file_actions=quiet)
     except OSError:
         return
     deadline = time.monotonic() + seconds
