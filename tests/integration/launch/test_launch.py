@@ -309,9 +309,11 @@ def test_running_container_shows_every_hardening_default(
     digest = site.push(built_image.oci_layout.root, "0.1.0")
     holder: dict[str, subprocess.CompletedProcess[str]] = {}
     env = {"TERMINAI_SANDBOX_RUNTIME": runtime}
+    # Other workers run sessions of the same digest (same label): this one is told by its command.
+    seconds = f"20.{os.getpid()}{time.monotonic_ns() % 10**6}"
     thread = threading.Thread(
         target=lambda: holder.setdefault(
-            "r", site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "sleep", "20", env=env)
+            "r", site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "sleep", seconds, env=env)
         )
     )
     oracle = docker.from_env()  # the docker SDK: what the engine says, read by a client we did not write
@@ -321,7 +323,7 @@ def test_running_container_shows_every_hardening_default(
         deadline = time.monotonic() + 60
         while container is None and time.monotonic() < deadline:
             found = oracle.containers.list(filters={"label": f"dev.terminai.verified={digest}"})
-            container = found[0] if found else None
+            container = next((c for c in found if seconds in (c.attrs["Config"]["Cmd"] or [])), None)
             time.sleep(0.2)
         assert container is not None, "the session did not start"
         host = container.attrs["HostConfig"]
