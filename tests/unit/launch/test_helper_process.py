@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import sys
 import time
 from pathlib import Path
@@ -30,6 +31,7 @@ def test_a_helper_that_listens_is_ready_and_sigterm_stops_it(tmp_path: Path) -> 
 
 def test_the_helper_gets_a_scrubbed_environment_and_no_core_dumps(tmp_path: Path) -> None:
     out = tmp_path / "seen"
+    launcher_limits = resource.getrlimit(resource.RLIMIT_CORE)
     helper = HelperProcess.start(
         "test proxy",
         _py(
@@ -41,10 +43,13 @@ def test_the_helper_gets_a_scrubbed_environment_and_no_core_dumps(tmp_path: Path
         log=tmp_path / "log",
         env={"PATH": os.environ["PATH"], "AWS_SECRET_ACCESS_KEY": "k", "HOME": "/root", "LANG": "C.UTF-8"},
     )
+    hard_limits = resource.prlimit(helper.process.pid, resource.RLIMIT_CORE)
     helper.stop()
     names, core, leader, umask = eval(out.read_text())
     assert names in (["LANG", "PATH"], ["LANG", "LC_CTYPE", "PATH"])
-    assert core == (0, 0)
+    assert core[0] == 0  # from its first instruction: no dump can hold the traffic
+    assert hard_limits == (0, 0)  # and it cannot raise its own limit
+    assert resource.getrlimit(resource.RLIMIT_CORE) == launcher_limits  # the launcher's own is restored
     assert leader  # a session of its own: the terminal's Ctrl-C goes to the launcher, which stops it
     assert umask == "0o77"
 

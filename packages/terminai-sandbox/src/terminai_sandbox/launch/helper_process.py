@@ -18,7 +18,7 @@ import contextlib
 import os
 import select
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 from terminai_sandbox.errors import EgressError
@@ -36,13 +36,28 @@ NOFILE = 4096
 KEPT_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 
 
-def _harden(pid: int) -> None:
-    """No core dumps (they would hold the traffic), bounded files: set on the child just started.
+@contextlib.contextmanager
+def _no_core_dumps_inherited() -> Iterator[None]:
+    """The launcher's own soft core limit is 0 while it spawns, so the helper starts with it.
 
-    ``prlimit`` from the parent rather than a ``preexec_fn`` in the child: a ``preexec_fn``
-    makes ``subprocess`` fork the whole launcher instead of using ``vfork``, which costs a
-    session start more than the helper's first instructions could do with the limits unset.
+    A dump would hold the traffic, so it must be off from the helper's first instruction:
+    ``prlimit`` from the parent lands only after the child already runs, and a ``preexec_fn``
+    makes ``subprocess`` fork the whole launcher instead of using ``vfork``. Only the soft
+    limit is lowered (a lowered hard limit could not be restored); :func:`_harden` then sets
+    the helper's hard limit too, so it cannot raise its own.
     """
+    import resource  # noqa: PLC0415  (only with a network policy)
+
+    saved = resource.getrlimit(resource.RLIMIT_CORE)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, saved[1]))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_CORE, saved)
+
+
+def _harden(pid: int) -> None:
+    """No core dumps even if it asks, bounded files: set on the child just started."""
     import resource  # noqa: PLC0415  (only with a network policy)
 
     resource.prlimit(pid, resource.RLIMIT_CORE, (0, 0))
@@ -82,7 +97,7 @@ class HelperProcess:
         import subprocess  # noqa: PLC0415  (only with a network policy)
 
         kept = {name: env[name] for name in KEPT_ENV if name in env}
-        with open(log, "wb") as errors:
+        with open(log, "wb") as errors, _no_core_dumps_inherited():
             try:
                 process = subprocess.Popen(
                     list(argv),
