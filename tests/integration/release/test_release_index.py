@@ -31,7 +31,7 @@ from terminai_sandbox.assemble.platforms import IndexResult
 from terminai_sandbox.cli import main
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.engine import Engine
-from terminai_sandbox.errors import ReleaseError, VerificationError
+from terminai_sandbox.errors import ReleaseError, SbomError, VerificationError
 from terminai_sandbox.oci_media import OCI_INDEX, OCI_MANIFEST, sha256_digest
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.release import Describe, KeySigner, ReleaseOptions, ReleaseState, release, steps
@@ -140,6 +140,25 @@ def test_an_index_is_released_signed_per_platform_and_verifies_online_and_air_ga
     assert slsa["runDetails"]["byproducts"][0]["digest"]["sha256"] == amd64["sbom"]["sha256"].removeprefix("sha256:")
     assert amd64["sbom"]["path"] == "linux-amd64/sbom.cdx.json"
 
+    # `provenance --platform` of the released index gives the release's bytes exactly; a
+    # platform the index lacks is refused, naming those it has.
+    runner = CliRunner()
+    made = tmp_path / "provenance-amd64.json"
+    common = ["--image-dir", str(ROOT / "images" / "sandbox"), "--repository", f"{registry.host}/{REPO}"]
+    done = runner.invoke(
+        main,
+        ["provenance", str(target / "oci"), "--platform", "linux/amd64", *common, "--version", VERSION,
+         "--sbom", str(target / amd64["sbom"]["path"]), "-o", str(made)],
+        env={"GITHUB_ACTIONS": ""},
+    )  # fmt: skip
+    assert done.exit_code == 0, done.output
+    assert made.read_bytes() == (target / amd64["provenance"]["path"]).read_bytes()
+    for platform, why in (("linux/arm64", "has no image for linux/arm64 (it has: linux/amd64)"), (None, "index")):
+        flag = ["--platform", platform] if platform else []
+        refused = runner.invoke(main, ["provenance", str(target / "oci"), *flag, *common, "-o", str(tmp_path / "x")])
+        assert refused.exit_code == SbomError.exit_code, refused.output
+        assert why in refused.output and "Traceback" not in refused.output
+
     check_registry_bytes(registry.host, REPO, target, manifest)
     for major in (2, 3):
         check_with_cosign(major, registry.host, REPO, target, manifest, tmp_path / f"cosign{major}-home")
@@ -152,7 +171,6 @@ def test_an_index_is_released_signed_per_platform_and_verifies_online_and_air_ga
     (child,) = result.platforms
     assert (child.platform, child.digest) == ("linux/amd64", built_image.manifest_digest)
     assert [c["predicate"] for c in child.claims] == [sbom, slsa]
-    runner = CliRunner()
     cli = runner.invoke(
         main, ["verify", f"{registry.host}/{REPO}", "--key", str(target / "cosign.pub"), "--offline", str(target)]
     )

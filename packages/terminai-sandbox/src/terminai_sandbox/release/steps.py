@@ -275,7 +275,12 @@ def _describe_index(
             _sbom_text(image, planned, ref, state.version),
             partial(_provenance_text, image, planned, ref, state.version, options),
         )
-        locks.update(_lock_digests(planned))  # per-arch locks have their own names (debian.arm64.lock)
+        for lock, digest in _lock_digests(planned).items():  # per-arch locks have their own names
+            if locks.setdefault(lock, digest) != digest:
+                raise ReleaseError(
+                    f"release stopped at step 'describe': two platforms read {lock} with different contents",
+                    hint="each platform's locks must be its own file (debian.ARCH.lock) or the same bytes",
+                )
         files[name] = {
             kind: {"path": each.relative(target, path), "sha256": _sha256_file(path)}
             for kind, path in (("sbom", written.sbom), ("provenance", written.provenance))
