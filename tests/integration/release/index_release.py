@@ -9,11 +9,18 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from click.testing import CliRunner
+from terminai_sandbox._version import __version__
 from terminai_sandbox.artifacts.oci_layout import IndexLayout
+from terminai_sandbox.assemble import repo_root
+from terminai_sandbox.cli import main
 
 from tests.integration.signing.cosign_tools import cosign
 
@@ -71,3 +78,43 @@ def check_with_cosign(major: int, host: str, repo: str, target: Path, manifest: 
             written = json.loads((target / entry[record]["path"]).read_text())
             assert all(s["subject"][0]["digest"]["sha256"] == entry["manifest_digest"][7:] for s in statements)
             assert written in [s["predicate"] for s in statements], f"{platform} {kind}: not the release's file"
+
+
+def release_through_the_command(
+    host: str, repo: str, platforms: Sequence[str], work: Path
+) -> tuple[Path, dict[str, Any], str]:
+    """Run the installed ``terminai-sandbox release --platforms`` in the checkout: dist/X.Y.Z, release.json, stdout."""
+    keygen = CliRunner().invoke(
+        main, ["keygen", "--output-prefix", str(work / "release")], env={"COSIGN_PASSWORD": "pw"}
+    )
+    assert keygen.exit_code == 0, keygen.output
+    dist = work / "dist"
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "terminai-sandbox"), "release", "--push", f"{host}/{repo}",
+         "--key", str(work / "release.key"), "--platforms", ",".join(platforms), "--dist", str(dist)],
+        cwd=repo_root(),
+        env={**os.environ, "COSIGN_PASSWORD": "pw"},
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    target = dist / __version__
+    return target, json.loads((target / "release.json").read_text()), done.stdout
+
+
+def check_offline(host: str, repo: str, target: Path, manifest: dict[str, Any]) -> None:
+    """``verify --offline`` of the release directory: the index and every platform with both attestations."""
+    offline = CliRunner().invoke(
+        main,
+        ["verify", f"{host}/{repo}", "--key", str(target / "cosign.pub"), "--offline", str(target),
+         "--attestation", "cyclonedx", "--attestation", "slsaprovenance1", "--json"],
+    )  # fmt: skip
+    assert offline.exit_code == 0, offline.output
+    result = json.loads(offline.output)
+    assert result["digest"] == manifest["index_digest"]
+    assert {p["platform"]: p["digest"] for p in result["platforms"]} == {
+        name: entry["manifest_digest"] for name, entry in manifest["platforms"].items()
+    }
+    assert all(len(p["claims"]) == 2 for p in result["platforms"])

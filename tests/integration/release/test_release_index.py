@@ -24,17 +24,18 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from terminai_sandbox._version import __version__
 from terminai_sandbox.artifacts.oci_layout import IndexLayout
 from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.assemble.index import write_index_layout
 from terminai_sandbox.assemble.platforms import IndexResult
 from terminai_sandbox.cli import main
 from terminai_sandbox.common.reference import ImageRef
-from terminai_sandbox.engine import Engine
 from terminai_sandbox.errors import ReleaseError, SbomError, VerificationError
 from terminai_sandbox.oci_media import OCI_INDEX, OCI_MANIFEST, sha256_digest
 from terminai_sandbox.registry import RegistryClient
-from terminai_sandbox.release import Describe, KeySigner, ReleaseOptions, ReleaseState, release, steps
+from terminai_sandbox.release import Describe, ReleaseState, steps
+from terminai_sandbox.secret import Secret
 from terminai_sandbox.signing import sign
 from terminai_sandbox.signing.formats import keys
 from terminai_sandbox.signing.store import RegistryStore, export_offline
@@ -42,13 +43,17 @@ from terminai_sandbox.signing.verify.image import verify_image
 from terminai_sandbox.signing.verify.trust import VerificationPolicy
 
 from tests.fixtures.registry import RegistryServer
-from tests.integration.release.index_release import check_registry_bytes, check_with_cosign
+from tests.integration.release.index_release import (
+    check_registry_bytes,
+    check_with_cosign,
+    release_through_the_command,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 ROOT = Path(__file__).resolve().parents[3]
 REPO = "terminai/release-index"
-VERSION = "9.9.8"
+VERSION = __version__
 
 
 def _one_platform_index(built_image: BuildResult, where: Path) -> IndexResult:
@@ -104,19 +109,16 @@ def _forge(target: Path, forged: Path, extra: dict[str, object]) -> str:
 
 
 def test_an_index_is_released_signed_per_platform_and_verifies_online_and_air_gapped(
-    registry: RegistryServer, built_image: BuildResult, engine: Engine, tmp_path: Path
+    registry: RegistryServer, built_image: BuildResult, tmp_path: Path
 ) -> None:
     client = RegistryClient(registry.host)
-    key = keys.generate()
+    # The installed command, from the checkout: its own build finds every stage cached by
+    # the session's and must give the index the session image makes.
+    target, manifest, stdout = release_through_the_command(registry.host, REPO, ("linux/amd64",), tmp_path)
     index = _one_platform_index(built_image, tmp_path / "oci-index")
-    options = ReleaseOptions(
-        repository=f"{registry.host}/{REPO}",
-        version=VERSION,
-        dist_root=tmp_path / "dist",
-        describe=Describe(image_dir=ROOT / "images" / "sandbox"),
-    )
-    manifest = release(options, build=lambda: index, engine=engine, signer=KeySigner(key), client=client)
-    target = options.target
+    key = keys.load_private((tmp_path / "release.key").read_bytes(), Secret(b"pw"))
+    assert f"released {registry.host}/{REPO}:{VERSION} = {registry.host}/{REPO}@{index.index_digest}" in stdout
+    assert f"linux/amd64    {registry.host}/{REPO}@{built_image.manifest_digest}" in stdout
 
     # release.json names the index and each platform; the tag is on the index.
     assert json.loads((target / "release.json").read_text()) == manifest
@@ -237,30 +239,19 @@ def test_an_index_is_released_signed_per_platform_and_verifies_online_and_air_ga
     with pytest.raises(VerificationError, match="step 4: signature is for another image digest"):
         verify_image(ref, policy, client=None, offline_dir=swapped)
 
-
-def test_the_index_release_resumes_and_refuses_an_index_it_does_not_describe(
-    registry: RegistryServer, built_image: BuildResult, engine: Engine, tmp_path: Path
-) -> None:
-    index = _one_platform_index(built_image, tmp_path / "oci-index")
-    target = tmp_path / "dist" / VERSION
-    repository = f"{registry.host}/{REPO}-resume"
-    steps.build(target, version=VERSION, repository=repository, image=lambda: index)
-    steps.contracts(target, engine)
+    # Resumable: the same index again keeps every step that passed for it (the suite does
+    # not run again); a step out of order names the one to run; another image in
+    # dist/X.Y.Z/oci is refused by every later step.
     state = ReleaseState.load(target)
-    assert state.is_index and state.manifest_digest == index.index_digest
-    assert dict(state.platforms) == {
+    assert state.is_index and dict(state.platforms) == {
         "linux/amd64": {"manifest_digest": built_image.manifest_digest, "config_digest": built_image.config_digest}
     }
-    passed = state.require("contracts")
-    # The same index again keeps what passed for it (the suite is not run again).
-    again = steps.build(target, version=VERSION, repository=repository, image=lambda: index)
-    assert again.require("contracts") == passed
-    # Out of order: the push needs the describe step.
+    again = steps.build(target, version=VERSION, repository=f"{registry.host}/{REPO}", image=lambda: index)
+    assert again.steps == state.steps
+    state.record("contracts", state.require("contracts")).save(target)  # as if the release stopped there
     with pytest.raises(ReleaseError, match="step 'describe' has not passed"):
-        steps.push(target, RegistryClient(registry.host))
-    # The index in dist/X.Y.Z/oci replaced by another: every later step refuses it.
+        steps.push(target, client)
     shutil.rmtree(target / "oci")
     shutil.copytree(built_image.oci_layout.root, target / "oci")
     with pytest.raises(ReleaseError, match="cannot be read"):
         steps.describe(target, Describe(image_dir=ROOT / "images" / "sandbox"))
-    assert not (target / "linux-amd64" / "sbom.cdx.json").exists()
