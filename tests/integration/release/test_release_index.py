@@ -18,7 +18,10 @@ air-gapped release directory is attacked with a forged index adding an unsigned 
 from __future__ import annotations
 
 import json
+import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -189,6 +192,23 @@ def test_an_index_is_released_signed_per_platform_and_verifies_online_and_air_ga
         "nodeSelectorTerms"
     ]
     assert {"key": "kubernetes.io/arch", "operator": "In", "values": ["amd64"]} in term["matchExpressions"]
+
+    # docs/VERIFYING.md section 9a's block runs literally on this release directory.
+    doc = (ROOT / "docs" / "VERIFYING.md").read_text()
+    section = doc[doc.index("### 9a.") : doc.index("A directory whose index was replaced")]
+    (block,) = re.findall(r"^```sh\n(.*?)^```$", section, flags=re.MULTILINE | re.DOTALL)
+    script = (
+        block.replace(".venv/bin/terminai-sandbox", str(Path(sys.executable).parent / "terminai-sandbox"))
+        .replace("REGISTRY/REPO", f"{registry.host}/{REPO}")
+        .replace("dist/X.Y.Z", str(target))
+    )
+    ran = subprocess.run(
+        ["bash", "-euo", "pipefail", "-c", script], capture_output=True, text=True, timeout=300, check=False
+    )
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert f"verified index {registry.host}/{REPO}@{index.index_digest}" in ran.stdout
+    assert ran.stdout.count("verified attestation ") == 2 and "Verified OK" in ran.stdout
+    assert f"image: {registry.host}/{REPO}@{index.index_digest}" in ran.stdout  # the kube block's pod
 
     # Forged offline, assuming the layers above fell: an index that adds an unsigned arm64
     # platform, (a) carrying the genuine index's signatures, (b) signed by the trusted key
