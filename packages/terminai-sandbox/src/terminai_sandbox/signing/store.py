@@ -22,7 +22,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -241,10 +241,18 @@ class OfflineStore:
     a platform of that index is read by its own digest."""
 
     root: Path
+    # The layout, opened once: one verification judges one reading of the directory (and an
+    # index's platforms do not each open every manifest again).
+    _opened: dict[str, OciLayout | IndexLayout] = field(default_factory=dict, repr=False, compare=False)
+
+    def _layout(self) -> OciLayout | IndexLayout:
+        if "layout" not in self._opened:
+            self._opened["layout"] = offline_layout(self.root)
+        return self._opened["layout"]
 
     def _manifests(self) -> dict[str, tuple[bytes, str]]:
         """Every manifest the layout holds by digest: (bytes as stored, media type)."""
-        layout = offline_layout(self.root)
+        layout = self._layout()
         if isinstance(layout, OciLayout):
             return {layout.manifest_digest: (layout.manifest_bytes, layout.manifest.media_type)}
         found = {layout.index_digest: (layout.index_bytes, layout.index.media_type)}
@@ -266,7 +274,7 @@ class OfflineStore:
 
     def blob(self, digest: str, size: int | None = None) -> bytes:
         """A blob of the layout (a platform's config), checked against its digest."""
-        layout = offline_layout(self.root)
+        layout = self._layout()
         image = layout.images[0] if isinstance(layout, IndexLayout) else layout  # every image shares blobs/
         try:
             return image.read_blob(digest)
@@ -276,7 +284,7 @@ class OfflineStore:
             raise VerificationError(f"{self.root}: {exc.message}", hint=exc.hint) from None
 
     def _data(self, digest: str) -> dict[str, Any]:
-        layout = offline_layout(self.root)
+        layout = self._layout()
         top = top_digest(layout)
         children = {image.manifest_digest for image in layout.images} if isinstance(layout, IndexLayout) else set()
         if digest != top and digest not in children:
