@@ -1,18 +1,19 @@
-"""``release`` of an image index, end to end on a loopback registry, at the cost of `make test`.
+"""``release --platforms`` of an image index, end to end on a loopback registry, at the cost of `make test`.
 
-The index is written by the multi-platform build's own index writer
-(:func:`~terminai_sandbox.assemble.index.write_index_layout`, what ``build --platforms``
-calls) over the session's already-built linux/amd64 image: an index of one platform. That
-runs every index path of the release (the index layout, the contract suite per platform,
-an SBOM and a provenance per platform, each platform signed and attested and then the
-index signed, verification under the index rule, the offline export of every signature,
-the tag on the index's bytes, release.json) without building anything; the arm64 image
+The installed command releases ``--platforms linux/amd64``: an index of one platform,
+whose build finds every stage cached by the session's (the index must be the one the
+multi-platform build's index writer makes over the session image). That runs every index
+path of the release (the index layout, the contract suite per platform, an SBOM and a
+provenance per platform, each platform signed and attested and then the index signed,
+verification under the index rule, the offline export of every signature, the tag on the
+index's bytes, release.json, resumption) without building anything new. The arm64 image
 costs minutes under emulation, so the two-platform release lives beside its build in
 ``test_release_multiarch.py`` (marker ``multiarch``, ``make image-multiarch``).
 
 What we did not write checks the result: skopeo reads back the exact bytes, Debian's
-cosign 2.x and 3.x verify the index, the platform and both attestations; and the
-air-gapped release directory is attacked with a forged index adding an unsigned platform.
+cosign 2.x and 3.x verify the index, the platform and both attestations (whose predicates
+must be the release's files), openssl the platform's signed payload; and the air-gapped
+release directory is attacked with forged indexes adding an unsigned platform.
 """
 
 from __future__ import annotations

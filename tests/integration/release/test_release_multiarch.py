@@ -53,7 +53,7 @@ def test_release_platforms_publishes_one_signed_index_of_both_platforms(
         assert entry["contracts"]["emulation"]["emulated"] is (platform == "linux/arm64")
         sbom = json.loads((target / entry["sbom"]["path"]).read_text())
         arch = platform.split("/")[1]
-        debs = [c["purl"] for c in sbom["components"] if c["purl"].startswith("pkg:deb/")]
+        debs = [c["purl"] for c in sbom["components"] if c.get("purl", "").startswith("pkg:deb/")]
         assert debs and all(f"arch={arch}" in p or "arch=all" in p for p in debs), platform
         assert f"{platform}" in stdout
     # The arm64 suite names what emulation could not prove, as `contracts` reports it.
