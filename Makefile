@@ -101,12 +101,16 @@ image: engine ## Build the image and run the contract suite inside it
 
 # Not part of `make test`: the arm64 image is built and tested under qemu-user (minutes).
 # The index and both platform images are built, then built again independently
-# (--check-reproducible); tests/integration/assemble/test_multiarch.py (marker multiarch)
-# reads the index back with skopeo and runs each platform's contract suite in its image.
+# (--check-reproducible). The tests marked multiarch share one session build of the index:
+# test_multiarch.py reads it back with skopeo and runs each platform's contract suite in its
+# image; test_release_multiarch.py runs `release --platforms` to a loopback registry (cosign
+# 2.x and 3.x, skopeo); test_reproducible_hosts.py builds it again from two clones.
 MULTIARCH := linux/amd64,linux/arm64
-image-multiarch: engine ## Build linux/amd64 and linux/arm64 into one OCI index, check it reproduces, run both contract suites
+MULTIARCH_TESTS := tests/integration/assemble/test_multiarch.py tests/integration/release/test_release_multiarch.py \
+	tests/integration/assemble/test_reproducible_hosts.py
+image-multiarch: engine ## Build linux/amd64 and linux/arm64 into one OCI index, check it reproduces, run both contract suites, release it
 	$(VENV)/bin/terminai-sandbox build --platforms $(MULTIARCH) --check-reproducible
-	$(PY) -m pytest -n 0 -m multiarch tests/integration/assemble/test_multiarch.py $(PYTEST_ARGS)
+	$(PY) -m pytest -n 0 -m multiarch $(MULTIARCH_TESTS) $(PYTEST_ARGS)
 
 demo: setup ## The main job end to end (see scripts/demo.py); installs the host tools it needs
 	PYTHON=$(PYTHON) scripts/ensure-host-tools demo

@@ -5,7 +5,9 @@ single-manifest image (the baseline), and an index over two platform images, eac
 Printed as ratios against the single image:
 
 * the index and the one platform the launcher runs (``run``'s cost on a cold cache);
-* the index and every platform (``verify``'s and ``kube``'s cost).
+* the index and every platform (``verify``'s and ``kube``'s cost);
+* air-gapped (``verify --offline``): a release directory of the index and both platforms
+  against one of the single image, each exported from the same registry.
 
 Usage: .venv/bin/python benchmarks/verify_index.py
 Needs Debian's docker-registry binary (started on a free loopback port, storage in a temp dir).
@@ -14,6 +16,7 @@ Needs Debian's docker-registry binary (started on a free loopback port, storage 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import tempfile
 import time
@@ -25,6 +28,7 @@ from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.signing import sign
 from terminai_sandbox.signing.formats import keys
+from terminai_sandbox.signing.store import RegistryStore, export_offline
 from terminai_sandbox.signing.verify.image import verify_image
 from terminai_sandbox.signing.verify.platforms import Platform
 from terminai_sandbox.signing.verify.trust import TrustedKey, VerificationPolicy
@@ -74,6 +78,19 @@ def main() -> None:
         print(f"verify one image (baseline):           {base * 1000:.1f} ms")
         print(f"verify index + the host's platform:    {run * 1000:.1f} ms = {run / base:.2f}x")
         print(f"verify index + both platforms:         {every * 1000:.1f} ms = {every / base:.2f}x")
+
+        # Air-gapped: each release directory holds its layout and every signature exported.
+        store = RegistryStore(client, "bench/multi")
+        for folder, digest, children in (
+            ("single", single, ()),
+            ("index", index, tuple(image.manifest_digest for image in layout.images)),
+        ):
+            shutil.copytree(work / folder, work / f"release-{folder}" / "oci")
+            export_offline(store, digest, work / f"release-{folder}", children=children)
+        offline_one = best(lambda: verify_image(one, policy, client=None, offline_dir=work / "release-single"))
+        offline_all = best(lambda: verify_image(both, policy, client=None, offline_dir=work / "release-index"))
+        print(f"offline: one image (baseline):         {offline_one * 1000:.1f} ms")
+        print(f"offline: index + both platforms:       {offline_all * 1000:.1f} ms = {offline_all / offline_one:.2f}x")
 
 
 if __name__ == "__main__":

@@ -8,23 +8,20 @@ report must name, by the image's own answer, what emulation could not prove.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from terminai_sandbox._version import __version__
 from terminai_sandbox.assemble import BuildOptions, build_image
-from terminai_sandbox.assemble.platforms import IndexResult, build_platforms
+from terminai_sandbox.assemble.platforms import IndexResult
 from terminai_sandbox.contracts import run_contracts
 from terminai_sandbox.emulation import GUARANTEES, PROBE
 from terminai_sandbox.engine import Engine
-from terminai_sandbox.errors import EngineError
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.multiarch]
 
@@ -33,20 +30,10 @@ SKOPEO = shutil.which("skopeo") or "skopeo"
 SANDBOX = str(Path(sys.executable).parent / "terminai-sandbox")
 
 
-@pytest.fixture(scope="module")
-def index(engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> Iterator[IndexResult]:
-    built = build_platforms(BuildOptions(output_dir=tmp_path_factory.mktemp("multiarch")), PLATFORMS)
-    held = []
-    for result in built.platforms:  # held by this module, as the session's image is (tests/fixtures/image.py)
-        tag = f"multiarch-{result.platform.split('/')[1]}"
-        engine.tag_image(result.config_digest, "terminai/sandbox-test-session", tag)
-        held.append(f"terminai/sandbox-test-session:{tag}")
-    try:
-        yield built
-    finally:
-        for reference in held:
-            with contextlib.suppress(EngineError):
-                engine.remove_image(reference, prune=False)
+@pytest.fixture()
+def index(multiarch_index: IndexResult) -> IndexResult:
+    """The session's two-platform index (tests/fixtures/image.py), shared with the release test."""
+    return multiarch_index
 
 
 def _skopeo(*args: str) -> bytes:

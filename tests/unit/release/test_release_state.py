@@ -107,3 +107,76 @@ def test_a_failed_rebuild_keeps_the_earlier_release_files(tmp_path: Path) -> Non
     with pytest.raises(ReleaseError):
         steps.build(target, version="1.2.3", repository="127.0.0.1:5000/t/s", image=_failing_build)
     assert ReleaseState.load(target).passed("build") == built
+
+
+PLATFORMS = {
+    "linux/amd64": {"manifest_digest": "sha256:" + "1" * 64, "config_digest": "sha256:" + "2" * 64},
+    "linux/arm64": {"manifest_digest": "sha256:" + "3" * 64, "config_digest": "sha256:" + "4" * 64},
+}
+_FILE = {"path": "linux-amd64/sbom.cdx.json", "sha256": "sha256:" + "5" * 64}
+
+
+def _index_state() -> ReleaseState:
+    fresh = ReleaseState(version="1.2.3", repository="127.0.0.1:5000/t/s", manifest_digest="", config_digest="")
+    return fresh.for_image(DIGEST, "", PLATFORMS)
+
+
+def test_an_index_state_round_trips_with_its_platforms_and_per_platform_records(tmp_path: Path) -> None:
+    state = (
+        _index_state()
+        .record("build", {"manifest_digest": DIGEST, "platforms": PLATFORMS})
+        .record(
+            "contracts",
+            {
+                "ok": True,
+                "version": "1.0",
+                "summary": "6 passed, 0 failed",
+                "platforms": {p: {"ok": True, "summary": "3 passed, 0 failed"} for p in PLATFORMS},
+            },
+        )
+        .record("describe", {"locks": {}, "platforms": {p: {"sbom": _FILE, "provenance": _FILE} for p in PLATFORMS}})
+    )
+    state.save(tmp_path)
+    loaded = ReleaseState.load(tmp_path)
+    assert loaded == state and loaded.is_index and loaded.config_digest == ""
+    assert list(loaded.platforms) == ["linux/amd64", "linux/arm64"]  # the index's order, kept
+    # The same index keeps its steps; another platform set is another release.
+    assert loaded.for_image(DIGEST, "", PLATFORMS).steps == loaded.steps
+    assert loaded.for_image(DIGEST, "", {"linux/amd64": PLATFORMS["linux/amd64"]}).steps == {}
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda raw: raw["steps"]["describe"]["platforms"]["linux/arm64"].pop("provenance"), "has no 'provenance'"),
+        (lambda raw: raw["steps"]["describe"].update(platforms={}), "must map each platform to a record"),
+        (lambda raw: raw["steps"]["build"].pop("platforms"), "has no 'platforms'"),
+        (lambda raw: raw["platforms"].update({"amd64": {}}), "not os/arch with its digests"),
+        (lambda raw: raw["platforms"]["linux/amd64"].update(config_digest=""), "'config_digest' must be a non-empty"),
+        (lambda raw: raw.update(platforms=[]), "'platforms' must be an object"),
+        (lambda raw: raw.update(platforms={}), "the record of step 'build' has no 'config_digest'"),  # one image
+    ],
+)
+def test_a_malformed_index_state_is_refused_naming_what_is_wrong(tmp_path: Path, change: object, message: str) -> None:
+    files = {p: {"sbom": _FILE, "provenance": _FILE} for p in PLATFORMS}
+    state = (
+        _index_state()
+        .record("build", {"manifest_digest": DIGEST, "platforms": PLATFORMS})
+        .record(
+            "contracts",
+            {
+                "ok": True,
+                "version": "1",
+                "summary": "s",
+                "platforms": {p: {"ok": True, "summary": "s"} for p in PLATFORMS},
+            },
+        )
+        .record("describe", {"locks": {}, "platforms": files})
+    )
+    state.save(tmp_path)
+    raw = json.loads((tmp_path / STATE_FILE).read_text())
+    change(raw)  # type: ignore[operator]
+    (tmp_path / STATE_FILE).write_text(json.dumps(raw))
+    with pytest.raises(ReleaseError, match=message) as caught:
+        ReleaseState.load(tmp_path)
+    assert caught.value.exit_code == 16

@@ -140,6 +140,7 @@ def independent_build(
     seed_base: Path | None = None,
     progress: Progress = _quiet,
     platforms: Sequence[str] = (),
+    seed_bases: Sequence[Path] = (),
 ) -> dict[str, Any]:
     """Build the sources in ``tree`` from a fresh virtual environment made with ``python``.
 
@@ -150,7 +151,8 @@ def independent_build(
     ``seed_base`` (a cached Debian base tar) is the one stage it may reuse: the base does
     not read the host's Python or the checkout, and every build checks it against the
     digest recorded in ``layers.lock``, which cold builds prove. ``platforms`` (two or more)
-    builds each and their index. Returns the build's JSON.
+    builds each and their index; ``seed_bases`` seeds one cached base per platform the same
+    way (each checked against that platform's ``layers.*.lock``). Returns the build's JSON.
     """
     venv = work / "venv"
     # An inheriting environment gets no pip or setuptools of its own: ensurepip's older
@@ -190,11 +192,12 @@ def independent_build(
         "installing terminai-sandbox into the independent build's environment",
     )
     command = [str(venv / "bin" / "terminai-sandbox"), "build", "--no-load", "--json"]
-    if seed_base is not None:
-        seeded = work / "cache" / "terminai-sandbox" / seed_base.name
+    seeds = [path for path in (seed_base, *seed_bases) if path is not None]
+    for seed in seeds:
+        seeded = work / "cache" / "terminai-sandbox" / seed.name
         seeded.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(seed_base, seeded)
-    else:
+        shutil.copyfile(seed, seeded)
+    if not seeds:
         command.append("--no-cache")
     command += [
         "--output",

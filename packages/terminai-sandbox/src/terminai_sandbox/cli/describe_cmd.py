@@ -151,6 +151,13 @@ def sbom_cmd(
     default=None,
     help="who built it (default: the GitHub Actions workflow when run there, else urn:terminai-sandbox:builder:local)",
 )
+@click.option(
+    "--platform",
+    "platform",
+    default=None,
+    metavar="OS/ARCH",
+    help="for a multi-platform layout: the platform whose image (and build plan) to describe",
+)
 @JSON_OPTION
 def provenance_cmd(
     layout: Path,
@@ -160,9 +167,14 @@ def provenance_cmd(
     image_dir: Path,
     sbom_path: Path | None,
     builder_id: str | None,
+    platform: str | None,
     as_json: bool,
 ) -> None:
     """Write the SLSA v1 provenance predicate of the image in OCI layout LAYOUT.
+
+    For a multi-platform layout, --platform names the image: its provenance records that
+    platform's build plan (its Debian and wheel locks, its stage keys), and is attested on
+    that platform's manifest digest.
 
     Attest it with 'attest REF --predicate FILE --type slsaprovenance1'.
     """
@@ -171,7 +183,7 @@ def provenance_cmd(
 
     _one_document(output, as_json)
     builder, invocation = provenance.builder_from_env(os.environ, builder_id)
-    image = _open(layout)  # a layout that is none fails before the checkout is read
+    image = _open(layout, platform)  # a layout that is none fails before the checkout is read
     if not (image_dir / "image.toml").is_file():
         raise ConfigError(
             f"{image_dir / 'image.toml'} does not exist: provenance describes the checkout the image was built from",
@@ -179,7 +191,7 @@ def provenance_cmd(
         )
     # The plan is made from this checkout, not built: provenance refuses it unless the
     # image's labels (commit, assembler format, contract version) agree with it.
-    planned = plan_for(BuildOptions(spec_path=image_dir / "image.toml"))
+    planned = plan_for(BuildOptions(spec_path=image_dir / "image.toml", platform=platform))
     predicate = provenance.generate(
         provenance.ProvenanceOptions(
             layout=image,

@@ -1,8 +1,10 @@
 """``terminai-sandbox release [STEP]``: the one release path, whole or step by step.
 
 ``release --push REPO --key KEY`` runs every step; ``release STEP`` runs one, reading and
-extending ``dist/X.Y.Z/release-state.json``. The release workflow runs the steps as
-separate jobs; ``make demo`` runs them all. Both call the same functions.
+extending ``dist/X.Y.Z/release-state.json``. ``--platforms linux/amd64,linux/arm64`` (on
+``release`` or ``release build``) releases one signed OCI image index over those platforms.
+The release workflow runs the steps as separate jobs; ``make demo`` runs them all. Both
+call the same functions.
 """
 
 from __future__ import annotations
@@ -43,6 +45,13 @@ _IMAGE_DIR = click.option(
     help="the image's spec and locks in this checkout (the SBOM and provenance record them)",
 )
 _JSON = click.option("--json", "as_json", is_flag=True, help="print the step's record as JSON")
+_PLATFORMS = click.option(
+    "--platforms",
+    default=None,
+    metavar="OS/ARCH[,...]",
+    help="release one OCI image index over these platforms (from those image.toml declares), "
+    "e.g. linux/amd64,linux/arm64; default: one image for this host's platform",
+)
 
 
 def _target(dist: Path) -> Path:
@@ -66,7 +75,8 @@ def _report(step: str, target: Path, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"step": step, "digest": state.manifest_digest, **record}, indent=2, sort_keys=True))
     else:
-        click.echo(f"release {state.version}: {step} passed for {state.repository}@{state.manifest_digest}")
+        what = f"index ({', '.join(state.platforms)}) " if state.is_index else ""
+        click.echo(f"release {state.version}: {step} passed for {what}{state.repository}@{state.manifest_digest}")
 
 
 def _describe_options(image_dir: Path, builder_id: str | None) -> Any:
@@ -76,17 +86,37 @@ def _describe_options(image_dir: Path, builder_id: str | None) -> Any:
     return Describe(image_dir=image_dir, builder_id=builder, invocation_id=invocation)
 
 
-def _build_image(target: Path) -> Any:
+def _build_image(target: Path, platforms: str | None = None) -> Any:
     from terminai_sandbox.assemble import BuildOptions, build_image  # noqa: PLC0415 (the build stack)
 
     # The release carries the suite's pinned test wheels: `contracts --wheels` then needs
     # no package index to check this image again.
-    return build_image(BuildOptions(output_dir=target, contract_wheels=target / "contract-wheels"))
+    if platforms is None:
+        return build_image(BuildOptions(output_dir=target, contract_wheels=target / "contract-wheels"))
+    return _build_index(target, platforms)
+
+
+def _chosen_platforms(image_dir: Path, platforms: str) -> tuple[str, ...]:
+    """The platforms image.toml declares that ``--platforms`` names (refused before any build)."""
+    from terminai_sandbox.assemble.spec import load_spec  # noqa: PLC0415
+
+    chosen: tuple[str, ...] = load_spec(image_dir / "image.toml").select(platforms)
+    return chosen
+
+
+def _build_index(target: Path, platforms: str) -> Any:
+    """``build --platforms``: each platform into dist/X.Y.Z/build/OS-ARCH, their index beside them."""
+    from terminai_sandbox.assemble import BuildOptions  # noqa: PLC0415
+    from terminai_sandbox.assemble.platforms import build_platforms  # noqa: PLC0415
+
+    opts = BuildOptions(output_dir=target / "build", contract_wheels=target / "contract-wheels")
+    return build_platforms(opts, _chosen_platforms(opts.resolved_spec().parent, platforms))
 
 
 @click.group("release", invoke_without_command=True)
 @click.option("--push", "repository", default=None, help="REGISTRY/REPO to publish to (runs every step)")
 @click.option("--key", "key_path", type=params.InputPath(exists=True), default=None, help="signing key")
+@_PLATFORMS
 @_DIST
 @click.option(
     "--image-dir",
@@ -101,6 +131,7 @@ def release_cmd(
     ctx: click.Context,
     repository: str | None,
     key_path: Path | None,
+    platforms: str | None,
     dist: Path,
     image_dir: Path,
     insecure_registry: bool,
@@ -109,10 +140,15 @@ def release_cmd(
 
     Without a STEP, runs every step (a release that stopped resumes: an image whose digest
     already passed the contracts is not tested again). With a STEP, runs that one.
+
+    With --platforms linux/amd64,linux/arm64 the release is one OCI image index: every
+    platform passes its contract suite (a foreign one under qemu-user), has its own SBOM and
+    SLSA provenance, is signed and attested on its own digest, and the index is signed;
+    release.json names the index digest and each platform's.
     """
     if ctx.invoked_subcommand is not None:
-        if repository or key_path:
-            raise ConfigError("--push and --key run the whole release; a step takes its own options")
+        if repository or key_path or platforms:
+            raise ConfigError("--push, --key and --platforms run the whole release; a step takes its own options")
         return
     if not repository or not key_path:
         raise ConfigError(
@@ -125,6 +161,8 @@ def release_cmd(
             f"no image spec at {image_dir / 'image.toml'}: a release is made from a checkout",
             hint="run it from the repository's root, or pass --image-dir to the checkout's images/sandbox",
         )
+    if platforms is not None:
+        _chosen_platforms(image_dir, platforms)  # an undeclared platform is refused before the key is read
     from terminai_sandbox.engine import connect  # noqa: PLC0415
     from terminai_sandbox.release import KeySigner, ReleaseOptions, release  # noqa: PLC0415
 
@@ -138,7 +176,7 @@ def release_cmd(
             dist_root=dist,
             describe=_describe_options(image_dir, None),
         ),
-        build=lambda: _build_image(target),
+        build=lambda: _build_image(target, platforms),
         engine=connect(),
         signer=signer,
         client=RegistryClient(
@@ -147,18 +185,25 @@ def release_cmd(
         on_progress=progress.blob_reporter(),
     )
     click.echo(f"released {manifest['tag']} = {manifest['reference']} ({target / 'release.json'})")
+    for name, entry in manifest.get("platforms", {}).items():
+        click.echo(f"  {name:<14} {entry['reference']} (contracts: {entry['contracts']['summary']})")
 
 
 @release_cmd.command("build")
 @click.option("--repository", required=True, help="REGISTRY/REPO the release will be published to")
+@_PLATFORMS
 @_DIST
 @_JSON
-def build_step(repository: str, dist: Path, as_json: bool) -> None:
-    """Step 1: build the image into dist/X.Y.Z/oci and load it into the engine."""
+def build_step(repository: str, platforms: str | None, dist: Path, as_json: bool) -> None:
+    """Step 1: build the image (or, with --platforms, the index) into dist/X.Y.Z/oci and load it."""
     from terminai_sandbox.release import steps  # noqa: PLC0415
 
     target = _target(dist)
-    steps.build(target, version=__version__, repository=repository, image=lambda: _build_image(target))
+    if platforms is not None:
+        from terminai_sandbox.assemble import BuildOptions  # noqa: PLC0415
+
+        _chosen_platforms(BuildOptions().resolved_spec().parent, platforms)  # refused before any build
+    steps.build(target, version=__version__, repository=repository, image=lambda: _build_image(target, platforms))
     _report("build", target, as_json)
 
 

@@ -317,12 +317,13 @@ def verify_cmd(
     once, is the platform it claims, and is signed (and attested) itself.
 
     With --offline DIR (a release directory such as dist/X.Y.Z) no registry is contacted;
-    REFERENCE must then carry the digest (or DIR's image is used).
+    REFERENCE must then carry the digest (or DIR's image, or index, is used). The release
+    directory of an index is held to the same rule as the registry's copy.
 
     Each registry request must be whole within 30 s, retries included (a blob: 1 s more per
     MiB); TERMINAI_REGISTRY_TIMEOUT=SECONDS sets it. See docs/DEADLINES.md.
     """
-    from terminai_sandbox.artifacts.oci_layout import OciLayout  # noqa: PLC0415
+    from terminai_sandbox.signing.store import offline_layout, top_digest  # noqa: PLC0415
     from terminai_sandbox.signing.verify.image import verify_image  # noqa: PLC0415
     from terminai_sandbox.signing.verify.platforms import Platform  # noqa: PLC0415
     from terminai_sandbox.signing.verify.trust import policy_from_options  # noqa: PLC0415
@@ -334,7 +335,7 @@ def verify_cmd(
     client = None
     if offline_dir is not None:
         if ref.digest is None:
-            ref = ref.with_digest(OciLayout.open(offline_dir / "oci").manifest_digest)
+            ref = ref.with_digest(top_digest(offline_layout(offline_dir)))  # an index's digest for an index
     else:
         client = _client(ref, insecure_registry, waiting=True)
         if ref.digest is None:

@@ -6,6 +6,11 @@ CI jobs, each with only the permissions its step needs) and a release that stopp
 where it stopped. The state is keyed by the built image's manifest digest: a step refuses
 a state written for another image, and recording a step forgets every later one, so a
 re-signed image is verified and tagged again.
+
+A multi-platform release (``release --platforms``) has the same steps over one image
+index: the state's digest is the index's, and :attr:`ReleaseState.platforms` names each
+platform's manifest and config digest. Its records carry one entry per platform where a
+step does work per platform (contracts, describe), checked by :data:`INDEX_RECORDS`.
 """
 
 from __future__ import annotations
@@ -44,6 +49,23 @@ RECORDS: dict[str, dict[str, Any]] = {
 }
 
 
+@dataclass(frozen=True, slots=True)
+class Each:
+    """A shape for an object mapping each platform (``os/arch``) to a record of ``shape``."""
+
+    shape: dict[str, Any]
+
+
+_PLATFORM_FILES = Each({"sbom": _FILE, "provenance": _FILE})
+#: The records of an index release: per-platform entries where the step works per platform.
+INDEX_RECORDS: dict[str, dict[str, Any]] = {
+    **RECORDS,
+    "build": {"manifest_digest": str, "platforms": Each({"manifest_digest": str, "config_digest": str})},
+    "contracts": {**RECORDS["contracts"], "platforms": Each({"ok": bool, "summary": str})},
+    "describe": {"locks": dict, "platforms": _PLATFORM_FILES},
+}
+
+
 def _check_record(where: str, record: object, shape: dict[str, Any]) -> None:
     """Raise ValueError naming ``where`` and the first key of ``record`` that ``shape`` refuses."""
     if not isinstance(record, dict):
@@ -52,7 +74,12 @@ def _check_record(where: str, record: object, shape: dict[str, Any]) -> None:
         if key not in record:
             raise ValueError(f"{where} has no {key!r}")
         value = record[key]
-        if isinstance(want, dict):
+        if isinstance(want, Each):
+            if not isinstance(value, dict) or not value:
+                raise ValueError(f"{where}.{key} must map each platform to a record")
+            for platform, item in value.items():
+                _check_record(f"{where}.{key}[{platform!r}]", item, want.shape)
+        elif isinstance(want, dict):
             _check_record(f"{where}.{key}", value, want)
         elif want is str and not (isinstance(value, str) and value):
             raise ValueError(f"{where}.{key} must be a non-empty string")
@@ -71,8 +98,14 @@ class ReleaseState:
     version: str
     repository: str
     manifest_digest: str
-    config_digest: str
+    config_digest: str  # "" for an index (each platform has its own)
     steps: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: An index release: platform (``os/arch``) -> its manifest and config digests; else empty.
+    platforms: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+
+    @property
+    def is_index(self) -> bool:
+        return bool(self.platforms)
 
     @classmethod
     def path(cls, target: Path) -> Path:
@@ -98,14 +131,19 @@ class ReleaseState:
             steps = raw["steps"]
             if not isinstance(steps, dict) or not all(isinstance(v, dict) and k in STEPS for k, v in steps.items()):
                 raise ValueError("'steps' must map step names to records")
+            platforms = _platforms(raw.get("platforms", {}))
+            shapes = INDEX_RECORDS if platforms else RECORDS
             for name, record in steps.items():
-                _check_record(f"the record of step '{name}'", record, RECORDS[name])
+                _check_record(f"the record of step '{name}'", record, shapes[name])
             state = cls(
                 version=_text(raw, "version"),
                 repository=_text(raw, "repository"),
                 manifest_digest=_text(raw, "manifest_digest"),
-                config_digest=_text(raw, "config_digest"),
+                config_digest=raw["config_digest"]
+                if platforms and raw["config_digest"] == ""
+                else _text(raw, "config_digest"),
                 steps=steps,
+                platforms=platforms,
             )
         except (KeyError, TypeError, ValueError) as exc:
             # Exit 16 (release failed) like every other refusal of the state: it is the
@@ -126,6 +164,8 @@ class ReleaseState:
             "config_digest": self.config_digest,
             "steps": {name: dict(self.steps[name]) for name in STEPS if name in self.steps},
         }
+        if self.platforms:
+            body["platforms"] = {name: dict(digests) for name, digests in self.platforms.items()}
         durable.write(self.path(target), (json.dumps(body, indent=2, sort_keys=True) + "\n").encode())
 
     def passed(self, step: str) -> Mapping[str, Any] | None:
@@ -147,11 +187,20 @@ class ReleaseState:
         kept = {name: value for name, value in self.steps.items() if name not in later and name != step}
         return replace(self, steps={**kept, step: dict(outcome)})
 
-    def for_image(self, manifest_digest: str, config_digest: str) -> ReleaseState:
-        """This state if it describes that image; else a fresh one (a rebuild that changed it)."""
-        if manifest_digest == self.manifest_digest and config_digest == self.config_digest:
+    def for_image(
+        self, manifest_digest: str, config_digest: str, platforms: Mapping[str, Mapping[str, str]] | None = None
+    ) -> ReleaseState:
+        """This state if it describes that image (or index); else a fresh one (a rebuild that changed it)."""
+        platforms = dict(platforms or {})
+        if (
+            manifest_digest == self.manifest_digest
+            and config_digest == self.config_digest
+            and platforms == {k: dict(v) for k, v in self.platforms.items()}
+        ):
             return self
-        return replace(self, manifest_digest=manifest_digest, config_digest=config_digest, steps={})
+        return replace(
+            self, manifest_digest=manifest_digest, config_digest=config_digest, steps={}, platforms=platforms
+        )
 
     def check_image(self, manifest_digest: str) -> None:
         if manifest_digest != self.manifest_digest:
@@ -159,6 +208,18 @@ class ReleaseState:
                 f"the release state is for {self.manifest_digest}, the image here is {manifest_digest}",
                 hint=f"run '{_command('build')}' again for this image",
             )
+
+
+def _platforms(value: object) -> dict[str, dict[str, str]]:
+    """The state's ``platforms``: each ``os/arch`` to a non-empty manifest and config digest."""
+    if not isinstance(value, dict):
+        raise ValueError("'platforms' must be an object")
+    out: dict[str, dict[str, str]] = {}
+    for name, digests in value.items():
+        if not isinstance(name, str) or name.count("/") != 1 or not isinstance(digests, dict):
+            raise ValueError(f"'platforms' names {name!r}, not os/arch with its digests")
+        out[name] = {key: _text(digests, key) for key in ("manifest_digest", "config_digest")}
+    return out
 
 
 def _text(raw: Mapping[str, Any], key: str) -> str:

@@ -8,7 +8,10 @@ layers, ``.att`` DSSE envelopes and Sigstore bundles (:class:`SignatureSource`).
   referrers (the OCI 1.1 referrers API, or the fallback index at tag ``sha256-<hex>``).
 * :class:`OfflineStore` reads a release directory (``dist/X.Y.Z/``) for air-gapped checks:
   the OCI image layout under ``oci/`` and ``signatures.json``, written by
-  :func:`export_offline`.
+  :func:`export_offline`. For a multi-platform release ``oci/`` holds the image index and
+  every platform image, and ``signatures.json`` holds the index's signatures and, under
+  ``platforms``, each platform manifest's, by digest: the index rule is checked offline
+  exactly as against a registry.
 
 An absent tag is told from a failure by the registry client's error type
 (:class:`~terminai_sandbox.errors.RegistryNotFound`), never by its message.
@@ -19,13 +22,13 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from terminai_apts import durable
 
-from terminai_sandbox.artifacts.oci_layout import OciLayout
+from terminai_sandbox.artifacts.oci_layout import IndexLayout, OciLayout, is_index_layout
 from terminai_sandbox.common.deadlines import MAX_BLOB
 from terminai_sandbox.errors import (
     ArtifactCorrupted,
@@ -207,23 +210,85 @@ def _size(descriptor: dict[str, Any]) -> int | None:
     return size if type(size) is int and 0 < size <= MAX_BLOB else None
 
 
+class ImageStore(SignatureSource, Protocol):
+    """A signature source that also holds the images: what verifying an index reads."""
+
+    def require_image(self, digest: str, doing: str) -> tuple[bytes, str]: ...
+    def blob(self, digest: str, size: int | None = None) -> bytes: ...
+
+
+def offline_layout(root: Path) -> OciLayout | IndexLayout:
+    """The image (or the index) of the release directory ``root``, refused as verification fails."""
+    where = root / "oci"
+    try:
+        return IndexLayout.open(where) if is_index_layout(where) else OciLayout.open(where)
+    except ArtifactCorrupted as exc:
+        raise VerificationError(f"step 3: the image in {root} is corrupted: {exc.message}") from None
+    except ArtifactError as exc:
+        raise VerificationError(
+            f"{root} is not a release directory with an OCI layout: {exc.message}", hint=exc.hint
+        ) from None
+
+
+def top_digest(layout: OciLayout | IndexLayout) -> str:
+    """What a release directory's signatures are for: the index's digest, or the one image's."""
+    return layout.index_digest if isinstance(layout, IndexLayout) else layout.manifest_digest
+
+
 @dataclass(frozen=True, slots=True)
 class OfflineStore:
-    """A release directory. The image in ``oci/`` must be the digest being verified."""
+    """A release directory. The image (or index) in ``oci/`` must be the digest being verified;
+    a platform of that index is read by its own digest."""
 
     root: Path
+    # The layout, opened once: one verification judges one reading of the directory (and an
+    # index's platforms do not each open every manifest again).
+    _opened: dict[str, OciLayout | IndexLayout] = field(default_factory=dict, repr=False, compare=False)
+
+    def _layout(self) -> OciLayout | IndexLayout:
+        if "layout" not in self._opened:
+            self._opened["layout"] = offline_layout(self.root)
+        return self._opened["layout"]
+
+    def _manifests(self) -> dict[str, tuple[bytes, str]]:
+        """Every manifest the layout holds by digest: (bytes as stored, media type)."""
+        layout = self._layout()
+        if isinstance(layout, OciLayout):
+            return {layout.manifest_digest: (layout.manifest_bytes, layout.manifest.media_type)}
+        found = {layout.index_digest: (layout.index_bytes, layout.index.media_type)}
+        found.update(
+            {image.manifest_digest: (image.manifest_bytes, image.manifest.media_type) for image in layout.images}
+        )
+        return found
+
+    def require_image(self, digest: str, doing: str) -> tuple[bytes, str]:
+        """(manifest bytes, media type) of ``digest``, which the release directory must hold."""
+        manifests = self._manifests()
+        if digest not in manifests:
+            top = next(iter(manifests))
+            raise VerificationError(
+                f"step 1: {self.root} holds image {top}, not {digest}: refusing to {doing} an image it lacks",
+                hint="pass the release directory of that image, or name its digest",
+            )
+        return manifests[digest]
+
+    def blob(self, digest: str, size: int | None = None) -> bytes:
+        """A blob of the layout (a platform's config), checked against its digest."""
+        layout = self._layout()
+        image = layout.images[0] if isinstance(layout, IndexLayout) else layout  # every image shares blobs/
+        try:
+            return image.read_blob(digest)
+        except ArtifactCorrupted as exc:
+            raise VerificationError(f"step 3: {exc.message}") from None
+        except ArtifactError as exc:
+            raise VerificationError(f"{self.root}: {exc.message}", hint=exc.hint) from None
 
     def _data(self, digest: str) -> dict[str, Any]:
-        try:
-            layout = OciLayout.open(self.root / "oci")
-        except ArtifactCorrupted as exc:
-            raise VerificationError(f"step 3: the image in {self.root} is corrupted: {exc.message}") from None
-        except ArtifactError as exc:
-            raise VerificationError(
-                f"{self.root} is not a release directory with an OCI layout: {exc.message}", hint=exc.hint
-            ) from None
-        if layout.manifest_digest != digest:
-            raise VerificationError(f"{self.root} holds image {layout.manifest_digest}, not {digest}")
+        layout = self._layout()
+        top = top_digest(layout)
+        children = {image.manifest_digest for image in layout.images} if isinstance(layout, IndexLayout) else set()
+        if digest != top and digest not in children:
+            raise VerificationError(f"{self.root} holds image {top}, not {digest}")
         try:
             data: dict[str, Any] = json.loads((self.root / OFFLINE_FILE).read_text())
         except OSError:
@@ -232,9 +297,15 @@ class OfflineStore:
             raise VerificationError(f"{self.root / OFFLINE_FILE} is not valid JSON") from None
         if not isinstance(data, dict):
             raise VerificationError(f"{self.root / OFFLINE_FILE} is not a JSON object (as 'release' writes it)")
-        if data.get("digest") != digest:
-            raise VerificationError(f"{self.root / OFFLINE_FILE} is for {data.get('digest')}, not {digest}")
-        return data
+        if data.get("digest") != top:
+            raise VerificationError(f"{self.root / OFFLINE_FILE} is for {data.get('digest')}, not {top}")
+        if digest == top:
+            return data
+        platforms = data.get("platforms", {})
+        child = platforms.get(digest, {}) if isinstance(platforms, dict) else None
+        if not isinstance(child, dict):
+            raise VerificationError(f"{self.root / OFFLINE_FILE}: the signatures of platform {digest} are malformed")
+        return child
 
     def signatures(self, digest: str) -> list[sig.StoredSignature]:
         out = []
@@ -253,16 +324,27 @@ class OfflineStore:
         return [str(item) for item in self._data(digest).get("bundles", [])]
 
 
-def export_offline(source: SignatureSource, digest: str, target: Path) -> Path:
-    """Write every signature, attestation and bundle for ``digest`` to ``target/signatures.json``."""
+def export_offline(source: SignatureSource, digest: str, target: Path, *, children: tuple[str, ...] = ()) -> Path:
+    """Write every signature, attestation and bundle for ``digest`` to ``target/signatures.json``.
+
+    ``children`` are the platform manifests of an index ``digest``: theirs go under ``platforms``.
+    """
+    data: dict[str, Any] = {"digest": digest, **_exported(source, digest)}
+    if children:
+        data["platforms"] = {child: _exported(source, child) for child in children}
+    path = target / OFFLINE_FILE
+    durable.write(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())  # whole or not at all
+    return path
+
+
+def _exported(source: SignatureSource, digest: str) -> dict[str, Any]:
     try:
         signatures = source.signatures(digest)
         envelopes = source.attestations(digest)
         bundles = source.bundles(digest)
     except RegistryError as exc:
         raise VerificationError(f"cannot export signatures for {digest}: {exc.message}") from None
-    data = {
-        "digest": digest,
+    return {
         "signatures": [
             {
                 "payload": base64.b64encode(s.payload).decode(),
@@ -274,6 +356,3 @@ def export_offline(source: SignatureSource, digest: str, target: Path) -> Path:
         "attestations": [base64.b64encode(e).decode() for e in envelopes],
         "bundles": bundles,
     }
-    path = target / OFFLINE_FILE
-    durable.write(path, (json.dumps(data, indent=1, sort_keys=True) + "\n").encode())  # whole or not at all
-    return path

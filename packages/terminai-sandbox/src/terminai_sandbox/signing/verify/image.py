@@ -13,7 +13,7 @@ from pathlib import Path
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.errors import RegistryCorrupted, RegistryNotFound, RegistryUnreachable, VerificationError
 from terminai_sandbox.registry import RegistryClient
-from terminai_sandbox.signing.store import OfflineStore, RegistryStore, SignatureSource
+from terminai_sandbox.signing.store import ImageStore, OfflineStore, RegistryStore, SignatureSource
 from terminai_sandbox.signing.verify.platforms import ImageIndex, Platform, PlatformManifest, is_index, parse_index
 from terminai_sandbox.signing.verify.policy import AllOf, Attested, Policy, SignedBy
 from terminai_sandbox.signing.verify.result import Evidence, PlatformResult, VerificationResult, VerifiedSignature
@@ -53,9 +53,13 @@ def verify_image(
             hint="pass --key cosign.pub or a --policy file",
         )
     source: SignatureSource
-    index: tuple[ImageIndex, RegistryStore] | None = None
+    index: tuple[ImageIndex, ImageStore] | None = None
     if offline_dir is not None:
-        source = OfflineStore(offline_dir)
+        # A release directory of an index is held to the same rule as the registry's copy.
+        source = offline = OfflineStore(offline_dir)
+        body, media_type = offline.require_image(ref.digest, "verify")
+        if is_index(media_type, body):
+            index = parse_index(body, ref.digest), offline
     elif client is not None:
         source = store = RegistryStore(client, ref.repository)
         body, media_type = _require_image(store, ref)
@@ -90,7 +94,7 @@ def _checked(ref: ImageRef, verify: Callable[[], Evidence]) -> Evidence:
 def _verify_index(
     ref: ImageRef,
     index: ImageIndex,
-    store: RegistryStore,
+    store: ImageStore,
     policy: VerificationPolicy,
     steps: list[Policy],
     platform: Platform | Callable[[], Platform] | None,
@@ -123,7 +127,7 @@ def _verify_index(
     )
 
 
-def _require_platform(store: RegistryStore, ref: ImageRef, child: PlatformManifest, body: bytes) -> None:
+def _require_platform(store: ImageStore, ref: ImageRef, child: PlatformManifest, body: bytes) -> None:
     """Step 1i: the manifest is an image whose config says the platform the index lists it as."""
     try:
         document = json.loads(body)
@@ -145,7 +149,7 @@ def _require_platform(store: RegistryStore, ref: ImageRef, child: PlatformManife
         )
 
 
-def _require_image(store: RegistryStore, ref: ImageRef) -> tuple[bytes, str]:
+def _require_image(store: ImageStore, ref: ImageRef) -> tuple[bytes, str]:
     """Step 1: the pinned manifest exists. Signatures stored for a digest nobody pushed
     (a registry accepts a ``.sig`` tag for any digest) prove nothing about an image."""
     assert ref.digest is not None
