@@ -5,7 +5,8 @@ real engine, registry or other service), and the assume-breach suites under ``te
 ``slow`` (they run unrestricted code in hardened children, hundreds of them): ``make
 test-fast`` leaves both out. The collection is ordered so that pytest-xdist's workers get
 slices of about equal expected time, each longest first (``schedule``). Shared fixtures
-live in ``tests/fixtures``.
+live in ``tests/fixtures``; ``tests/fixtures/bytecode.py`` writes the bytecode caches once,
+before the workers start, so that they do not each rewrite and compile every module.
 """
 
 from __future__ import annotations
@@ -16,7 +17,12 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.fixtures.image", "tests.fixtures.launcher", "tests.fixtures.registry"]
+pytest_plugins = [
+    "tests.fixtures.bytecode",
+    "tests.fixtures.image",
+    "tests.fixtures.launcher",
+    "tests.fixtures.registry",
+]
 
 _INTEGRATION = Path(__file__).parent / "tests" / "integration"
 _BREACH = Path(__file__).parent / "tests" / "breach"

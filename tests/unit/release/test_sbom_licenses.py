@@ -9,8 +9,6 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from cyclonedx.schema import SchemaVersion
-from cyclonedx.validation.json import JsonStrictValidator
 from license_expression import get_spdx_licensing
 from terminai_sandbox import licenses
 from terminai_sandbox.artifacts.image_locks import ImageLocks
@@ -150,6 +148,11 @@ def test_sbom_licences_symlinked_docs_distro_and_image_timestamp(tmp_path: Path)
     )
     first = generate(options)
     assert first == generate(options)  # deterministic
+    # Imported here, not with the module: the validator's jsonschema builds rfc3987-syntax's
+    # grammar on import (about 1.5 s), which every xdist worker would pay while collecting.
+    from cyclonedx.schema import SchemaVersion
+    from cyclonedx.validation.json import JsonStrictValidator
+
     assert JsonStrictValidator(SchemaVersion.V1_6).validate_str(first) is None
     doc = json.loads(first)
     assert doc["metadata"]["timestamp"] == "2026-11-20T02:11:10+00:00"  # the image's created time, not 1970
