@@ -125,7 +125,7 @@ def release_cmd(
             f"no image spec at {image_dir / 'image.toml'}: a release is made from a checkout",
             hint="run it from the repository's root, or pass --image-dir to the checkout's images/sandbox",
         )
-    from terminai_sandbox.engine import connect  # noqa: PLC0415
+    from terminai_sandbox.engine.client import connect  # noqa: PLC0415
     from terminai_sandbox.release import KeySigner, ReleaseOptions, release  # noqa: PLC0415
 
     signer = KeySigner(keys.load_private(key_path.read_bytes(), _password()))
@@ -167,7 +167,7 @@ def build_step(repository: str, dist: Path, as_json: bool) -> None:
 @_JSON
 def contracts_step(dist: Path, as_json: bool) -> None:
     """Step 2: run the contract suite inside the built image (nothing goes on unless it passes)."""
-    from terminai_sandbox.engine import connect  # noqa: PLC0415
+    from terminai_sandbox.engine.client import connect  # noqa: PLC0415
     from terminai_sandbox.release import steps  # noqa: PLC0415
 
     steps.contracts(_target(dist), connect())
