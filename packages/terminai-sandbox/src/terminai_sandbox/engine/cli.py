@@ -12,6 +12,33 @@ from pathlib import Path
 
 from terminai_sandbox.errors import EngineError, LaunchError
 
+#: How each engine CLI is told to use only what it holds (no pulls) and to leave nothing behind.
+NO_PULL = {"docker": ("--pull=false", "--rm", "--force-rm"), "podman": ("--pull=never",)}
+
+
+def build_words(
+    engine: str,
+    *,
+    context: Path,
+    dockerfile: str,
+    build_args: Mapping[str, str],
+    tag: str,
+    labels: Mapping[str, str],
+) -> list[str]:
+    """The arguments of ``ENGINE build`` for a project layer: quiet, no network, no pulls."""
+    args = ["build", "--quiet", "--network=none", *NO_PULL[engine], "--file", str(context / dockerfile), "--tag", tag]
+    for key, value in build_args.items():
+        args += ["--build-arg", f"{key}={value}"]
+    for key, value in labels.items():
+        args += ["--label", f"{key}={value}"]
+    return [*args, str(context)]
+
+
+def build_failure(dockerfile: str, stdout: str, stderr: str) -> LaunchError:
+    """A failed project-layer build, with the last lines the engine CLI printed."""
+    tail = "\n".join((stdout + stderr).strip().splitlines()[-15:])
+    return LaunchError(f"building {dockerfile} failed:\n{tail}")
+
 
 def cli_build(
     command: list[str],
@@ -23,26 +50,20 @@ def cli_build(
     tag: str,
     labels: Mapping[str, str],
 ) -> str:
-    """``docker build`` or ``podman build`` without network or pulls; the image id it printed."""
+    """``docker build`` of a project layer (:func:`build_words`); the image id it printed."""
     import subprocess  # noqa: PLC0415  (a project layer only)
 
-    args = [*command, "build", "--quiet", "--network=none", "--pull=false", "--rm", "--force-rm"]
-    args += ["--file", str(context / dockerfile), "--tag", tag]
-    for key, value in build_args.items():
-        args += ["--build-arg", f"{key}={value}"]
-    for key, value in labels.items():
-        args += ["--label", f"{key}={value}"]
+    words = build_words("docker", context=context, dockerfile=dockerfile, build_args=build_args, tag=tag, labels=labels)
     try:
         result = subprocess.run(
-            [*args, str(context)], capture_output=True, text=True, env=dict(env), timeout=600, check=False
+            [*command, *words], capture_output=True, text=True, env=dict(env), timeout=600, check=False
         )
     except OSError as exc:
         raise EngineError(f"cannot start {command[0]}: {exc.strerror}") from None
     except subprocess.TimeoutExpired:
         raise LaunchError(f"building {dockerfile} did not finish within 600 s") from None
     if result.returncode != 0:
-        tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
-        raise LaunchError(f"building {dockerfile} failed:\n{tail}")
+        raise build_failure(dockerfile, result.stdout, result.stderr)
     printed = result.stdout.strip().splitlines()
     return printed[-1].strip() if printed else ""
 

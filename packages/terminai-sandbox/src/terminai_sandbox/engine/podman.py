@@ -18,7 +18,7 @@ from pathlib import Path
 from terminai_sandbox.common import deadlines
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.common.which import which
-from terminai_sandbox.engine.cli import last_line, saved_layer_members
+from terminai_sandbox.engine.cli import build_failure, build_words, last_line, saved_layer_members
 from terminai_sandbox.engine.protocol import ImageFacts, image_facts
 from terminai_sandbox.engine.runtime import missing_on_podman, runsc_binary
 from terminai_sandbox.errors import EngineError, LaunchError
@@ -118,15 +118,12 @@ class PodmanEngine:
     def build(
         self, *, context: Path, dockerfile: str, build_args: Mapping[str, str], tag: str, labels: Mapping[str, str]
     ) -> ImageFacts:
-        args = ["build", "--quiet", "--network=none", "--pull=never", "--file", str(context / dockerfile), "--tag", tag]
-        for key, value in build_args.items():
-            args += ["--build-arg", f"{key}={value}"]
-        for key, value in labels.items():
-            args += ["--label", f"{key}={value}"]
-        result = self._run(*args, str(context))
+        words = build_words(
+            "podman", context=context, dockerfile=dockerfile, build_args=build_args, tag=tag, labels=labels
+        )
+        result = self._run(*words)
         if result.returncode != 0:
-            tail = "\n".join((result.stdout + result.stderr).strip().splitlines()[-15:])
-            raise LaunchError(f"building {dockerfile} failed:\n{tail}")
+            raise build_failure(dockerfile, result.stdout, result.stderr)
         found = self.inspect(tag)
         if found is None:
             raise LaunchError(f"podman built {tag} but cannot find it afterwards")
