@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from terminai_sandbox.common.reference import ImageRef
-from terminai_sandbox.engine.cli import cli_build, saved_layer_members
 from terminai_sandbox.engine.client import DockerApi
 from terminai_sandbox.engine.flags import run_binary
 from terminai_sandbox.engine.protocol import ImageFacts, image_facts
@@ -109,6 +108,8 @@ class DockerEngine:
     def build(
         self, *, context: Path, dockerfile: str, build_args: Mapping[str, str], tag: str, labels: Mapping[str, str]
     ) -> ImageFacts:
+        from terminai_sandbox.engine.cli import cli_build  # noqa: PLC0415  (a project layer only)
+
         found = cli_build(
             [run_binary("docker", self.env)],
             # the classic builder: the one the project-layer checks are proven against
@@ -130,6 +131,8 @@ class DockerEngine:
 
     def new_layer_members(self, tag: str, skip: int, scratch: Path) -> list[tuple[str, int, str, bool]]:
         env = {**self.env, "DOCKER_HOST": self.api.info.host}
+        from terminai_sandbox.engine.cli import saved_layer_members  # noqa: PLC0415  (a project layer only)
+
         return saved_layer_members([run_binary("docker", self.env)], env, tag, skip, scratch)
 
     def remove(self, tag: str) -> None:
