@@ -15,6 +15,9 @@ process that is already running) be faster, and by how much? N times each, inter
   from an open client (the launcher holds one after preflight);
 * api+connect: the same with the client's connection made inside the timing (``/_ping``).
 
+It also prints the CPU the launcher's side spends: the docker CLI process (its children's
+rusage) against this process's own (the client and its threads); the engine's is neither.
+
     python benchmarks/engine_api_run.py IMAGE [--runs 21]
 
 IMAGE is a local image (an id or a digest reference); nothing is pulled or removed.
@@ -25,6 +28,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import threading
@@ -33,14 +37,23 @@ import time
 from terminai_sandbox.engine.client import DockerApi
 from terminai_sandbox.engine.transport import api_request, connect_socket, request_head
 
+CPU: dict[str, list[float]] = {"cli": [], "api": []}
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
 
 def cli_run(image: str) -> float:
     name = f"engine-bench-cli-{os.urandom(4).hex()}"
     argv = ["docker", "run", "--rm", "-i", "--network", "none", "--name", name, image, "true"]
+    cpu = _children_cpu()
     started = time.perf_counter()
     with open(os.devnull, "rb") as stdin:
         done = subprocess.run(argv, stdin=stdin, capture_output=True, check=False)
     elapsed = time.perf_counter() - started
+    CPU["cli"].append(_children_cpu() - cpu)
     if done.returncode != 0:
         raise SystemExit(f"docker run exited {done.returncode}: {done.stderr.decode()[-300:]}")
     return elapsed
@@ -70,6 +83,7 @@ def api_run(api: DockerApi, image: str) -> float:
         "AttachStderr": True,
         "HostConfig": {"NetworkMode": "none", "AutoRemove": True},
     }
+    cpu = time.process_time()
     started = time.perf_counter()
     status, _, body = api_request(
         host, f"{prefix}/containers/create?name={name}", method="POST", body=json.dumps(document).encode()
@@ -96,6 +110,7 @@ def api_run(api: DockerApi, image: str) -> float:
     waiter.join()
     attached.join()
     elapsed = time.perf_counter() - started
+    CPU["api"].append(time.process_time() - cpu)
     code, answer = waited[0]
     if code != 200 or json.loads(answer).get("StatusCode") != 0:
         raise SystemExit(f"wait answered {code}: {answer[:200]!r}")
@@ -125,6 +140,8 @@ def main() -> None:
     for label, values in series.items():
         median = statistics.median(values)
         print(f"  {label:12} {median * 1000:7.1f} ms  ({median / base:.2f}× cli)")
+    for label, values in CPU.items():
+        print(f"  CPU on the launcher's side, {label}: {statistics.median(values) * 1000:.1f} ms")
 
 
 if __name__ == "__main__":
