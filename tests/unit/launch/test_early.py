@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -275,3 +277,38 @@ def test_a_path_already_asked_is_not_sent_twice(engines: tuple[_Engine, _Engine]
     assert engine.seen == ["/_ping"] and answers.pending() == ((engine.host, "/_ping"),)
     assert answers.take(engine.host, "/_ping") is not None
     assert answers.take(engine.host, "/_ping") is None  # read once
+
+
+def test_a_session_start_reads_its_early_ping_at_step_1_instead_of_asking_again(
+    engines: tuple[_Engine, _Engine],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The whole console path: early.ask fills the launch's cache, preflight step 1 is handed
+    # it; the launch is then refused at step 3 (the key is not one), before step 4's inspect.
+    from terminai_sandbox import console
+
+    engine, _ = engines
+    key = tmp_path / "k.pub"
+    key.write_text("not a key\n")
+    for name, value in {
+        "DOCKER_HOST": engine.host,
+        "HOME": str(tmp_path),
+        "TERMINAI_SANDBOX": "docker",
+        "DOCKER_CONFIG": str(tmp_path),
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys, "argv", ["terminai-sandbox", "run", "--image", PINNED, "--key", str(key), "--", "true"])
+
+    def leave(code: int) -> None:
+        raise SystemExit(code)
+
+    monkeypatch.setattr(os, "_exit", leave)
+    with pytest.raises(SystemExit) as ended:
+        console.main()
+    assert ended.value.code != 0
+    assert "preflight step 3" in capsys.readouterr().err
+    assert engine.seen[0] == "/_ping" and "/_ping" not in engine.seen[1:]  # step 1 read the early answer
+    assert not any(path.endswith("/_ping") for path in engine.seen if path != "/_ping")
+    assert not LAUNCH_ANSWERS.pending()  # the unread inspect was closed when the launch ended
