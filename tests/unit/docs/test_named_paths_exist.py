@@ -3,7 +3,7 @@
 ``docs/ARCHITECTURE.md`` as a whole, and the tables of every ``docs/*.md`` page, name
 modules (``launch/entry.py``) and packages (``signing/verify/``). A name with a folder in
 it must be a path of the repository or end one (a table of the host side says
-``engine/client.py`` for ``.../terminai_sandbox/common/dockerapi.py``); a bare file name
+``engine/client.py`` for ``.../terminai_sandbox/engine/client.py``); a bare file name
 (``plan.py`` in the ``assemble/`` row) must name some file of the repository. A module that
 was moved or removed then fails here, naming the page and the line.
 """
