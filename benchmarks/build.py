@@ -22,7 +22,7 @@ from pathlib import Path
 
 from terminai_sandbox.assemble import BuildOptions, build_image, repo_root
 from terminai_sandbox.assemble.spec import load_spec
-from terminai_sandbox.engine import connect
+from terminai_sandbox.engine.client import connect
 
 
 def main() -> int:

@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from terminai_sandbox.assemble import BuildOptions, build_image
-from terminai_sandbox.engine import connect
+from terminai_sandbox.engine.client import connect
 
 RUNTIMES = ("runc", "runsc", "runsc-trixie")
 HARDENED = (

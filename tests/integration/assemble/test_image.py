@@ -12,7 +12,7 @@ import docker
 import pytest
 from terminai_sandbox.assemble import BuildOptions, BuildResult, build_image, check_reproducible, repo_root
 from terminai_sandbox.contracts import run_contracts
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
 from terminai_sandbox.errors import ContractError, ReproducibilityError
 
 from tests.fixtures.image import tapts_without_transit
@@ -21,7 +21,7 @@ ROOT = repo_root()
 NOW = "2026-11-21T12:00:00Z"
 
 
-def run(engine: Engine, image: str, *cmd: str, **kw: object) -> tuple[int, str, str]:
+def run(engine: DockerApi, image: str, *cmd: str, **kw: object) -> tuple[int, str, str]:
     code, out, err = engine.run(image, list(cmd), network_mode="none", **kw)
     return code, out.decode(), err.decode()
 
@@ -34,7 +34,7 @@ def test_same_inputs_give_the_same_digests(built_image: BuildResult, tmp_path: P
     assert first.diff_ids == built_image.diff_ids
 
 
-def test_engine_image_id_is_the_assembled_config_digest(engine: Engine, built_image: BuildResult) -> None:
+def test_engine_image_id_is_the_assembled_config_digest(engine: DockerApi, built_image: BuildResult) -> None:
     image = docker.from_env().images.get(built_image.reference)  # read by the docker SDK, not our client
     assert image.id == built_image.config_digest
     assert built_image.reference.endswith(":0.1.0") and "latest" not in image.tags
@@ -46,7 +46,7 @@ def test_engine_image_id_is_the_assembled_config_digest(engine: Engine, built_im
     assert index["manifests"][0]["digest"] == built_image.manifest_digest
 
 
-def test_container_runs_as_non_root_without_build_leftovers(engine: Engine, built_image: BuildResult) -> None:
+def test_container_runs_as_non_root_without_build_leftovers(engine: DockerApi, built_image: BuildResult) -> None:
     code, out, err = run(
         engine,
         built_image.config_digest,
@@ -60,7 +60,7 @@ def test_container_runs_as_non_root_without_build_leftovers(engine: Engine, buil
 
 
 def test_cleanup_planner_runs_inside_on_a_mounted_fixture(
-    engine: Engine, built_image: BuildResult, tmp_path: Path
+    engine: DockerApi, built_image: BuildResult, tmp_path: Path
 ) -> None:
     downloads = tmp_path / "Downloads"
     subprocess.run(
@@ -93,14 +93,14 @@ def test_cleanup_planner_runs_inside_on_a_mounted_fixture(
     assert [e["label"] for e in plan["entries"]] == [e["label"] for e in host["entries"]]
 
 
-def test_contract_suite_passes_inside_the_image(engine: Engine, built_image: BuildResult, tmp_path: Path) -> None:
+def test_contract_suite_passes_inside_the_image(engine: DockerApi, built_image: BuildResult, tmp_path: Path) -> None:
     report = run_contracts(engine, built_image.config_digest, output_dir=tmp_path)
     assert report.ok and len(report.passed) >= 25 and not report.failed
     assert report.junit is not None and "testcase" in report.junit.read_text()
 
 
 @pytest.fixture(scope="module")
-def broken_image(engine: Engine, built_image: BuildResult, tmp_path_factory: pytest.TempPathFactory) -> str:
+def broken_image(engine: DockerApi, built_image: BuildResult, tmp_path_factory: pytest.TempPathFactory) -> str:
     """The release recipe with a T-APTS whose model lacks TRANSIT (the original field failure)."""
     work = tmp_path_factory.mktemp("broken")
     source = tapts_without_transit(work)
@@ -110,13 +110,13 @@ def broken_image(engine: Engine, built_image: BuildResult, tmp_path_factory: pyt
     engine.remove_image(tag, force=True)
 
 
-def test_broken_image_fails_contracts_naming_the_missing_member(engine: Engine, broken_image: str) -> None:
+def test_broken_image_fails_contracts_naming_the_missing_member(engine: DockerApi, broken_image: str) -> None:
     with pytest.raises(ContractError) as caught:
         run_contracts(engine, broken_image)
     assert "terminai_apts.model.ObjectTableLabels.TRANSIT" in caught.value.message
 
 
-def test_broken_image_entrypoint_refuses_before_the_command_runs(engine: Engine, broken_image: str) -> None:
+def test_broken_image_entrypoint_refuses_before_the_command_runs(engine: DockerApi, broken_image: str) -> None:
     code, out, err = run(engine, broken_image, "sh", "-c", "echo COMMAND-RAN")
     assert code == 70
     assert "COMMAND-RAN" not in out
@@ -141,7 +141,7 @@ def test_lock_check_reports_a_locked_version_gone_from_the_mirror(tmp_path: Path
 
 
 def test_python_layers_hold_the_image_interpreters_bytecode_and_scripts(
-    engine: Engine, built_image: BuildResult
+    engine: DockerApi, built_image: BuildResult
 ) -> None:
     # Every module of our layers has a checked-hash .pyc that the image's own python3 wrote
     # (its magic number, not the host's), and console scripts name the image's interpreter.

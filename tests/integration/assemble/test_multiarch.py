@@ -21,7 +21,7 @@ from terminai_sandbox.assemble import BuildOptions, build_image
 from terminai_sandbox.assemble.platforms import IndexResult
 from terminai_sandbox.contracts import run_contracts
 from terminai_sandbox.emulation import GUARANTEES, PROBE
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.multiarch]
 
@@ -66,7 +66,7 @@ def test_each_platform_in_the_index_is_what_building_that_platform_alone_gives(
         assert (alone.platform, alone.manifest_digest) == (result.platform, result.manifest_digest)
 
 
-def test_the_probe_is_granted_both_guarantees_natively(engine: Engine, index: IndexResult) -> None:
+def test_the_probe_is_granted_both_guarantees_natively(engine: DockerApi, index: IndexResult) -> None:
     """The control: what the arm64 run reports as refused, the same probe gets on amd64."""
     amd64 = index.by_platform()["linux/amd64"]
     code, out, err = engine.run(
@@ -78,14 +78,14 @@ def test_the_probe_is_granted_both_guarantees_natively(engine: Engine, index: In
     assert answer["executor.seccomp"] == "held" and answer["executor.landlock"].startswith("held (ABI ")
 
 
-def test_the_amd64_suite_runs_natively_and_proves_everything_there(engine: Engine, index: IndexResult) -> None:
+def test_the_amd64_suite_runs_natively_and_proves_everything_there(engine: DockerApi, index: IndexResult) -> None:
     report = run_contracts(engine, index.by_platform()["linux/amd64"])
     assert report.ok and report.emulation is not None
     assert not report.emulation.emulated and report.emulation.by_simulation() == ()
 
 
 def test_the_arm64_suite_passes_under_emulation_and_names_what_simulation_proves(
-    engine: Engine, index: IndexResult, tmp_path: Path
+    engine: DockerApi, index: IndexResult, tmp_path: Path
 ) -> None:
     arm64 = index.by_platform()["linux/arm64"]
     done = subprocess.run(

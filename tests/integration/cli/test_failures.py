@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.assemble import BuildResult, repo_root
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
 from terminai_sandbox.signing.formats import keys
 
 from tests.fixtures.oci import write_layout
@@ -220,7 +220,7 @@ def _run(tmp: Path, case: Case) -> subprocess.CompletedProcess[str]:
 
 
 def test_every_command_fails_with_its_error_class_message_and_exit_code(
-    place: Path, engine: Engine, built_image: BuildResult
+    place: Path, engine: DockerApi, built_image: BuildResult
 ) -> None:
     table = cases(place, built_image.oci_layout.root)
     failures = []

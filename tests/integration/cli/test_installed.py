@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.assemble import BuildResult, repo_root
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
 
 from tests.fixtures.launcher import InstalledLauncher, wheel_names
 from tests.fixtures.registry import RegistryServer
@@ -89,7 +89,7 @@ def test_every_command_works_from_the_installed_wheels_outside_the_checkout(
     elsewhere: Path,
     registry: RegistryServer,
     built_image: BuildResult,
-    engine: Engine,
+    engine: DockerApi,
 ) -> None:
     launcher, here = installed_launcher, elsewhere
     tag = f"{registry.host}/{REPO}:0.1.0"

@@ -1,7 +1,7 @@
 """Pulling by digest through the real engine from a loopback registry: per-layer progress with bytes.
 
 ``contracts REGISTRY/REPO:TAG`` pulls an image the engine does not hold with
-:meth:`Engine.pull_by_digest`; its progress callback hears what dockerd streams (each
+:meth:`DockerApi.pull_by_digest`; its progress callback hears what dockerd streams (each
 layer's steps, byte counts while it downloads), and the CLI's reporter turns that into
 lines. The image is a small real one (a gzip'd layer of incompressible bytes, a config
 whose diff_ids the engine checks), pushed by this project's client.
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.cli import progress
-from terminai_sandbox.engine import Engine, PullProgress, connect
+from terminai_sandbox.engine.client import DockerApi, PullProgress, connect
 from terminai_sandbox.errors import RegistryError
 from terminai_sandbox.registry import RegistryClient
 
@@ -49,12 +49,12 @@ def _image(root: Path) -> str:
 
 
 @pytest.fixture()
-def engine() -> Engine:
+def engine() -> DockerApi:
     return connect()
 
 
 def test_a_pull_by_digest_reports_each_layer_with_byte_counts(
-    registry: RegistryServer, engine: Engine, tmp_path: Path
+    registry: RegistryServer, engine: DockerApi, tmp_path: Path
 ) -> None:
     digest = _image(tmp_path / "layout")
     name = f"{registry.host}/progress/pull"
@@ -75,7 +75,7 @@ def test_a_pull_by_digest_reports_each_layer_with_byte_counts(
     assert all(e.layer == layer for e in moving)
 
 
-def test_a_digest_the_registry_does_not_hold_is_a_registry_error(registry: RegistryServer, engine: Engine) -> None:
+def test_a_digest_the_registry_does_not_hold_is_a_registry_error(registry: RegistryServer, engine: DockerApi) -> None:
     events: list[PullProgress] = []
     with pytest.raises(RegistryError, match=r"pulling .* failed"):
         engine.pull_by_digest(f"{registry.host}/progress/absent", "sha256:" + "0" * 64, on_progress=events.append)
@@ -121,7 +121,7 @@ def test_a_launch_pull_says_what_it_is_doing_on_a_terminal_only(
 ) -> None:
     """``run`` pulling an image it does not hold (the launch kernel, without click)."""
     from terminai_sandbox.common.reference import ImageRef
-    from terminai_sandbox.launch.engines import DockerEngine
+    from terminai_sandbox.engine.docker import DockerEngine
 
     digest = _image(tmp_path / "layout")
     RegistryClient(registry.host).push_layout(OciLayout.open(tmp_path / "layout"), "progress/launch")

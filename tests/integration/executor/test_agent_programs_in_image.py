@@ -12,7 +12,7 @@ import pytest
 from terminai_apts.memory import store
 from terminai_apts.memory.cli import import_archive
 from terminai_sandbox.assemble import BuildResult, repo_root
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
 
 from tests.corpus import memory_fixture, seed_written
 from tests.corpus.seed_written import write_archive
@@ -86,7 +86,7 @@ def mounted(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def test_examples_and_corpus_inside_the_image(
-    engine: Engine, built_image: BuildResult, mounted: dict[str, Path]
+    engine: DockerApi, built_image: BuildResult, mounted: dict[str, Path]
 ) -> None:
     corpus = repo_root() / "tests" / "corpus" / "programs"
     status, stdout, stderr = engine.run(

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.assemble import BuildResult, repo_root
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
 
 ROOT = repo_root()
 TMP_MIB = 256  # the container's /tmp, where the runs' scratch directories live
@@ -70,7 +70,7 @@ def _collected() -> int:
 
 @pytest.mark.slow  # the longest test of the suite (about a minute here)
 def test_every_breach_test_passes_inside_the_image(
-    engine: Engine, built_image: BuildResult, pytest_wheels: Path, tmp_path: Path
+    engine: DockerApi, built_image: BuildResult, pytest_wheels: Path, tmp_path: Path
 ) -> None:
     out = tmp_path / "out"
     out.mkdir()
@@ -115,7 +115,7 @@ def test_every_breach_test_passes_inside_the_image(
     assert code == 0 and not failed, f"failed {failed}\n{tail}"
 
 
-def test_the_image_does_not_contain_the_harness(engine: Engine, built_image: BuildResult) -> None:
+def test_the_image_does_not_contain_the_harness(engine: DockerApi, built_image: BuildResult) -> None:
     code, stdout, _ = engine.run(
         built_image.config_digest,
         ["sh", "-c", "find / -xdev -path '*breach*' 2>/dev/null; python3 -c 'import tests' 2>&1 | tail -1"],

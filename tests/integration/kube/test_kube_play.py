@@ -13,7 +13,7 @@ google/gvisor#7949). On a cluster, containerd's or CRI-O's runsc shim builds one
 per pod; the emitted ``RuntimeClass`` selects it.
 
 Rootful podman asks for RLIMIT_NOFILE 1048576 by default, which fails where root lacks
-CAP_SYS_RESOURCE (see :mod:`terminai_sandbox.launch.engines`); ``kube play`` has no
+CAP_SYS_RESOURCE (see :mod:`terminai_sandbox.engine.flags`); ``kube play`` has no
 ``--ulimit``, so a containers.conf sets the limits the launcher sets.
 """
 
@@ -31,8 +31,8 @@ import pytest
 import yaml
 from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.common.hardening import HOME_IN_IMAGE, IMAGE_UID
+from terminai_sandbox.engine.flags import NOFILE_CAP, NPROC_CAP, host_rlimits
 from terminai_sandbox.kube.hardening import VOLUMES
-from terminai_sandbox.launch.engines import NOFILE_CAP, NPROC_CAP, host_rlimits
 
 from tests.fixtures.registry import RegistryServer
 from tests.integration.launch.test_launch import Site

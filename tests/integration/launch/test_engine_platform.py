@@ -11,8 +11,8 @@ import platform
 import subprocess
 
 import pytest
-from terminai_sandbox.common.dockerapi import DockerApi
-from terminai_sandbox.launch.engines import PodmanEngine
+from terminai_sandbox.engine.client import DockerApi
+from terminai_sandbox.engine.podman import PodmanEngine
 from terminai_sandbox.signing.verify.platforms import Platform
 
 pytestmark = pytest.mark.integration

@@ -16,9 +16,9 @@ from pathlib import Path
 import docker
 import pytest
 from terminai_sandbox.assemble import BuildResult, repo_root
-from terminai_sandbox.common.runtime import EGRESS_RUNSC_ARGS
 from terminai_sandbox.contracts import run_contracts
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
+from terminai_sandbox.engine.runtime import EGRESS_RUNSC_ARGS
 from terminai_sandbox_dev.daemon_config import DAEMON_JSON, newer_runsc, runsc_entry
 
 from tests.fixtures.registry import RegistryServer
@@ -36,7 +36,7 @@ HARDENED = {
 GVISOR = ("runsc", "runsc-trixie")
 
 
-def test_the_engine_bootstrap_registers_runsc_and_keeps_dockerds_configuration(engine: Engine) -> None:
+def test_the_engine_bootstrap_registers_runsc_and_keeps_dockerds_configuration(engine: DockerApi) -> None:
     # The real script against the real (shared) dockerd: idempotent, so it may run on every CI start.
     before = json.loads(DAEMON_JSON.read_text()) if DAEMON_JSON.exists() else {}
     done = subprocess.run(
@@ -80,7 +80,7 @@ def test_the_engine_bootstrap_registers_runsc_and_keeps_dockerds_configuration(e
 
 @pytest.mark.parametrize("runtime", GVISOR)
 def test_the_contract_suite_passes_under_gvisor(
-    engine: Engine, built_image: BuildResult, tmp_path: Path, runtime: str
+    engine: DockerApi, built_image: BuildResult, tmp_path: Path, runtime: str
 ) -> None:
     report = run_contracts(engine, built_image.config_digest, runtime=runtime, output_dir=tmp_path)
     assert report.passed and not report.failed
@@ -88,7 +88,7 @@ def test_the_contract_suite_passes_under_gvisor(
 
 @pytest.mark.parametrize("runtime", GVISOR)
 def test_the_session_kernel_is_gvisors_and_hardening_holds_inside(
-    engine: Engine, built_image: BuildResult, runtime: str
+    engine: DockerApi, built_image: BuildResult, runtime: str
 ) -> None:
     script = (
         "dmesg | head -1; uname -r; id -u; grep CapEff /proc/self/status; "
@@ -107,7 +107,7 @@ def test_the_session_kernel_is_gvisors_and_hardening_holds_inside(
 
 
 @pytest.mark.parametrize("runtime", GVISOR)
-def test_the_executor_fails_closed_under_gvisor(engine: Engine, built_image: BuildResult, runtime: str) -> None:
+def test_the_executor_fails_closed_under_gvisor(engine: DockerApi, built_image: BuildResult, runtime: str) -> None:
     """Neither runsc release implements seccomp(SECCOMP_GET_ACTION_AVAIL), so libseccomp reports API level 2
     and refuses SECCOMP_RET_KILL_PROCESS: the executor cannot build its system-call filter and runs nothing."""
     probe = (
@@ -232,7 +232,7 @@ GVISOR_RELEASES = {
 }
 
 
-def test_what_each_gvisor_release_offers_the_executors_os_layer(engine: Engine, built_image: BuildResult) -> None:
+def test_what_each_gvisor_release_offers_the_executors_os_layer(engine: DockerApi, built_image: BuildResult) -> None:
     found = {}
     for runtime in ("runc", *GVISOR):
         code, out, err = engine.run(

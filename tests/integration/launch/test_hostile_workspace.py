@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.assemble import BuildResult
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
 from terminai_sandbox.launch import held_mounts
 
 from tests.fixtures.registry import RegistryServer
@@ -63,7 +63,7 @@ def _project(tmp_path: Path) -> Path:
     return project
 
 
-def test_session_one_cannot_plant_what_runs_later(site: Site, engine: Engine, tmp_path: Path) -> None:
+def test_session_one_cannot_plant_what_runs_later(site: Site, engine: DockerApi, tmp_path: Path) -> None:
     project = _project(tmp_path)
     before = sorted(str(p.relative_to(project)) for p in project.rglob("*"))
     result = _run(site, project, "sh", "-c", PLANT + "\necho DONE")
@@ -79,7 +79,7 @@ def test_session_one_cannot_plant_what_runs_later(site: Site, engine: Engine, tm
 
 
 def test_session_two_runs_the_verified_toolset_whatever_the_folder_holds(
-    site: Site, engine: Engine, tmp_path: Path
+    site: Site, engine: DockerApi, tmp_path: Path
 ) -> None:
     project = _project(tmp_path)
     # What an earlier session (or anyone with the folder) left: a fake toolset where
@@ -123,7 +123,7 @@ def test_session_two_runs_the_verified_toolset_whatever_the_folder_holds(
     assert ordinary.returncode == 0 and ordinary.stdout.strip() == "bar", ordinary.stderr
 
 
-def test_a_swapped_mount_source_never_reaches_the_engine_socket(site: Site, engine: Engine, tmp_path: Path) -> None:
+def test_a_swapped_mount_source_never_reaches_the_engine_socket(site: Site, engine: DockerApi, tmp_path: Path) -> None:
     project = tmp_path / "work"
     project.mkdir()
     source = tmp_path / "d"
@@ -192,7 +192,7 @@ def test_a_swapped_mount_source_never_reaches_the_engine_socket(site: Site, engi
     ],
 )
 def test_a_project_layer_can_only_add_files(
-    site: Site, engine: Engine, tmp_path: Path, dockerfile: str, message: str
+    site: Site, engine: DockerApi, tmp_path: Path, dockerfile: str, message: str
 ) -> None:
     project = tmp_path / "project"
     (project / ".terminai").mkdir(parents=True)
@@ -205,7 +205,7 @@ def test_a_project_layer_can_only_add_files(
 
 
 def test_an_ordinary_project_layer_still_works_as_a_non_root_session(
-    site: Site, engine: Engine, tmp_path: Path
+    site: Site, engine: DockerApi, tmp_path: Path
 ) -> None:
     project = tmp_path / "project"
     (project / ".terminai").mkdir(parents=True)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
 from terminai_sandbox.launch import flags, preflight
 from terminai_sandbox.launch.config import LaunchConfig, parse_flags
 from terminai_sandbox.launch.run import build_argv
@@ -34,7 +34,7 @@ DIGEST = "sha256:" + "d" * 64
 
 
 @pytest.fixture()
-def empty_image(engine: Engine, tmp_path: Path) -> Iterator[str]:
+def empty_image(engine: DockerApi, tmp_path: Path) -> Iterator[str]:
     archive = tmp_path / "empty.tar"
     with tarfile.open(archive, mode="w"):
         pass

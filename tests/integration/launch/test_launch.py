@@ -19,7 +19,7 @@ import pytest
 from terminai_sandbox.artifacts.contract import Contract
 from terminai_sandbox.artifacts.oci_layout import OciLayout
 from terminai_sandbox.assemble import BuildOptions, BuildResult, build_image, repo_root
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
 from terminai_sandbox.registry import RegistryClient, sha256_digest
 from terminai_sandbox.signing.formats import keys
 from terminai_sandbox.signing.sign import sign as sign_image
@@ -205,7 +205,7 @@ def test_socket_permission_denied_is_named(site: Site, installed_launcher: Insta
 
 
 def test_failing_health_check_never_runs_the_command(
-    site: Site, built_image: BuildResult, tmp_path: Path, engine: Engine
+    site: Site, built_image: BuildResult, tmp_path: Path, engine: DockerApi
 ) -> None:
     source = tapts_without_transit(tmp_path)
     broken = build_image(
@@ -223,7 +223,7 @@ def test_failing_health_check_never_runs_the_command(
 
 
 def test_an_image_saying_user_root_still_runs_the_session_unprivileged(
-    site: Site, built_image: BuildResult, tmp_path: Path, engine: Engine
+    site: Site, built_image: BuildResult, tmp_path: Path, engine: DockerApi
 ) -> None:
     """A signed image (or a project layer) whose config says USER 0 never decides who the session is."""
     rooted = _reconfigure(built_image.oci_layout.root, tmp_path / "rooted", lambda config: config.update(User="0"))
@@ -246,7 +246,7 @@ def test_an_image_saying_user_root_still_runs_the_session_unprivileged(
 
 
 def test_verified_session_runs_hardened_and_plans_the_cleanup(
-    site: Site, built_image: BuildResult, tmp_path: Path, engine: Engine
+    site: Site, built_image: BuildResult, tmp_path: Path, engine: DockerApi
 ) -> None:
     digest = site.push(built_image.oci_layout.root, "0.1.0")
     downloads = tmp_path / "Downloads"
@@ -284,7 +284,7 @@ def test_verified_session_runs_hardened_and_plans_the_cleanup(
     failed = site.launch("0.1.0", "sh", "-c", "exit 7", env={"PYTHONPROFILEIMPORTTIME": "1"})
     assert failed.returncode == 7, failed.stderr
     imported = importtime_modules(failed.stderr)
-    assert {"terminai_sandbox.common.registry_auth", "terminai_sandbox.common.dockerapi"} <= imported
+    assert {"terminai_sandbox.common.registry_auth", "terminai_sandbox.engine.client"} <= imported
     assert not outside_the_seal(imported), outside_the_seal(imported)
     assert not forbidden(imported), forbidden(imported)
     # Every launch is in the ledger, and the chain verifies until someone edits one byte.
@@ -304,7 +304,7 @@ def test_verified_session_runs_hardened_and_plans_the_cleanup(
 
 @pytest.mark.parametrize("runtime", ["runc", "runsc"])
 def test_running_container_shows_every_hardening_default(
-    site: Site, built_image: BuildResult, engine: Engine, runtime: str
+    site: Site, built_image: BuildResult, engine: DockerApi, runtime: str
 ) -> None:
     digest = site.push(built_image.oci_layout.root, "0.1.0")
     holder: dict[str, subprocess.CompletedProcess[str]] = {}
@@ -355,7 +355,7 @@ def test_running_container_shows_every_hardening_default(
 
 
 def test_project_layer_is_built_from_the_verified_digest_and_cached(
-    site: Site, built_image: BuildResult, engine: Engine, tmp_path: Path
+    site: Site, built_image: BuildResult, engine: DockerApi, tmp_path: Path
 ) -> None:
     digest = site.push(built_image.oci_layout.root, "0.1.0")
     project = tmp_path / "project"

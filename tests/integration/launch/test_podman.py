@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 from terminai_sandbox.artifacts.contract import Contract
 from terminai_sandbox.assemble import BuildResult
-from terminai_sandbox.launch.engines import cgroups_v2
+from terminai_sandbox.engine.podman import cgroups_v2
 
 from tests.fixtures.launcher import InstalledLauncher
 from tests.fixtures.registry import RegistryServer

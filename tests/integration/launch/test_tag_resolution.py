@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.common.reference import ImageRef
+from terminai_sandbox.engine.docker import DockerEngine
 from terminai_sandbox.errors import RegistryError
-from terminai_sandbox.launch.engines import DockerEngine
 from terminai_sandbox.registry import OCI_MANIFEST, RegistryClient, sha256_digest
 
 from tests.fixtures.registry import RegistryServer

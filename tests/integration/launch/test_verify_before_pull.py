@@ -23,7 +23,7 @@ from pathlib import Path
 import docker
 import pytest
 from terminai_sandbox.artifacts.oci_layout import OciLayout
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.signing.formats import keys
 from terminai_sandbox.signing.sign import sign as sign_image
@@ -85,7 +85,7 @@ def _held(client: docker.DockerClient, reference: str) -> bool:
 
 
 def test_an_image_is_verified_before_the_engine_fetches_a_byte_of_it(
-    registry: RegistryServer, engine: Engine, tmp_path: Path
+    registry: RegistryServer, engine: DockerApi, tmp_path: Path
 ) -> None:
     client = RegistryClient(registry.host)
     trusted, other = keys.generate(), keys.generate()

@@ -31,7 +31,7 @@ from terminai_sandbox._version import __version__
 from terminai_sandbox.artifacts.oci_layout import IndexLayout, OciLayout
 from terminai_sandbox.assemble import BuildResult, repo_root
 from terminai_sandbox.assemble.platforms import IndexResult
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
 from terminai_sandbox.errors import EngineError
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.release import Describe, KeySigner, ReleaseOptions, release
@@ -107,7 +107,7 @@ class _StandInIndex:
 
 
 @pytest.fixture()
-def stand_in_index(built_image: BuildResult, engine: Engine, tmp_path: Path) -> Iterator[_StandInIndex]:
+def stand_in_index(built_image: BuildResult, engine: DockerApi, tmp_path: Path) -> Iterator[_StandInIndex]:
     """linux/amd64 (the session image) and an arm64 stand-in, loaded into the engine.
 
     The stand-in is test_sbom_platforms' (the amd64 layers, the dpkg database relabelled
@@ -135,7 +135,7 @@ def stand_in_index(built_image: BuildResult, engine: Engine, tmp_path: Path) -> 
 
 
 def test_a_two_platform_stand_in_index_is_released_whole(
-    stand_in_index: _StandInIndex, registry: RegistryServer, engine: Engine, tmp_path: Path
+    stand_in_index: _StandInIndex, registry: RegistryServer, engine: DockerApi, tmp_path: Path
 ) -> None:
     client = RegistryClient(registry.host)
     options = ReleaseOptions(

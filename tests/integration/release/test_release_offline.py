@@ -14,7 +14,7 @@ from terminai_sandbox.artifacts.image_locks import ImageLocks
 from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.cli import main
 from terminai_sandbox.common.reference import ImageRef
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
 from terminai_sandbox.errors import ReleaseError, VerificationError
 from terminai_sandbox.registry import RegistryClient
 from terminai_sandbox.release import Describe, KeySigner, ReleaseOptions, ReleaseState, release, steps
@@ -53,7 +53,7 @@ def _suite_with_a_failing_contract(tmp_path: Path) -> Path:
 
 
 def test_failing_contracts_stop_the_release_before_anything_is_pushed(
-    registry: RegistryServer, built_image: BuildResult, engine: Engine, tmp_path: Path
+    registry: RegistryServer, built_image: BuildResult, engine: DockerApi, tmp_path: Path
 ) -> None:
     # The real suite runs in the real image; only the suite's content differs.
     client = RegistryClient(registry.host)
@@ -74,7 +74,7 @@ def test_failing_contracts_stop_the_release_before_anything_is_pushed(
 
 
 def test_release_then_air_gapped_verify(
-    registry: RegistryServer, built_image: BuildResult, engine: Engine, tmp_path: Path
+    registry: RegistryServer, built_image: BuildResult, engine: DockerApi, tmp_path: Path
 ) -> None:
     client = RegistryClient(registry.host)
     key = keys.generate()
@@ -153,7 +153,7 @@ def test_release_then_air_gapped_verify(
 
 
 def test_the_steps_one_by_one_as_the_workflow_runs_them(
-    registry: RegistryServer, built_image: BuildResult, engine: Engine, tmp_path: Path
+    registry: RegistryServer, built_image: BuildResult, engine: DockerApi, tmp_path: Path
 ) -> None:
     dist = tmp_path / "dist"
     target = dist / __version__
@@ -191,7 +191,7 @@ def test_the_steps_one_by_one_as_the_workflow_runs_them(
 
 
 def test_a_stopped_release_resumes_without_testing_the_same_digest_again(
-    registry: RegistryServer, built_image: BuildResult, engine: Engine, tmp_path: Path
+    registry: RegistryServer, built_image: BuildResult, engine: DockerApi, tmp_path: Path
 ) -> None:
     options = _options(registry, tmp_path)
     target = options.target
@@ -268,7 +268,7 @@ def test_attestation_refusals_against_registry(
 
 
 def test_sbom_is_complete_against_the_running_container(
-    built_image: BuildResult, engine: Engine, tmp_path: Path
+    built_image: BuildResult, engine: DockerApi, tmp_path: Path
 ) -> None:
     doc = json.loads(
         generate(

@@ -13,7 +13,7 @@ from terminai_sandbox.artifacts.debian_lock import DebianLock
 from terminai_sandbox.assemble import debian, oci
 from terminai_sandbox.assemble.hooks import base_hooks
 from terminai_sandbox.assemble.spec import load_spec
-from terminai_sandbox.common.dockerapi import candidate_hosts, diagnose
+from terminai_sandbox.engine.client import candidate_hosts, diagnose
 from terminai_sandbox.errors import BuildError, ConfigError, EngineError, LockError
 
 from tests.fixtures.locks import deb_sha256, debian_lock_doc

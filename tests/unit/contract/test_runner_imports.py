@@ -18,7 +18,7 @@ from pathlib import Path
 DEEP_PATH = """
 import json, sys
 from pathlib import Path
-import terminai_sandbox.launch.engines
+import terminai_sandbox.engine.docker
 from terminai_sandbox.contracts import contract_layer, run_contracts
 work = Path(sys.argv[1])
 layer = contract_layer(work / "suite", work / "empty.lock", work / "wheelhouse", work)

@@ -3,7 +3,7 @@
 ``docs/ARCHITECTURE.md`` as a whole, and the tables of every ``docs/*.md`` page, name
 modules (``launch/entry.py``) and packages (``signing/verify/``). A name with a folder in
 it must be a path of the repository or end one (a table of the host side says
-``common/dockerapi.py`` for ``.../terminai_sandbox/common/dockerapi.py``); a bare file name
+``engine/client.py`` for ``.../terminai_sandbox/engine/client.py``); a bare file name
 (``plan.py`` in the ``assemble/`` row) must name some file of the repository. A module that
 was moved or removed then fails here, naming the page and the line.
 """
@@ -70,7 +70,7 @@ WRITTEN = {"dist/", "dist/X.Y.Z/", "oci/", ".terminai/", "cold/archive/"}
 def test_the_pages_name_modules_at_all() -> None:
     # A pattern that matched nothing would pass the test below on any page.
     named = {name for _, name in _named(DOCS / "ARCHITECTURE.md", tables_only=False)}
-    assert {"launch/entry.py", "common/dockerapi.py", "signing/", "plan.py"} <= named
+    assert {"launch/entry.py", "engine/client.py", "signing/", "plan.py"} <= named
     assert not _exists("launch/nothing_here.py") and not _exists("no_such_module.py")
 
 

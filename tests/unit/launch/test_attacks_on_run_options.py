@@ -151,8 +151,8 @@ def test_the_session_runs_on_the_engine_preflight_checked_not_the_cli_context(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, guarded: bool
 ) -> None:
     """DOCKER_HOST unset: the engine client finds an engine, the docker CLI would follow DOCKER_CONTEXT."""
-    from terminai_sandbox.common import dockerapi
-    from terminai_sandbox.launch.engines import DockerEngine
+    from terminai_sandbox.engine import client as dockerapi
+    from terminai_sandbox.engine.docker import DockerEngine
 
     answers: dict[str, bytes] = {}
     server = _FakeEngine(tmp_path / "e.sock", answers)

@@ -300,7 +300,7 @@ UNEXPECTED = [
 def test_an_unforeseen_failure_on_the_click_path_is_one_line_and_a_hint(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from terminai_sandbox import engine
+    from terminai_sandbox.engine import client as engine
 
     monkeypatch.setattr(engine, "connect", _boom)
     monkeypatch.setattr(sys, "argv", ["terminai-sandbox", "engine", "status"])
@@ -313,7 +313,7 @@ def test_an_unforeseen_failure_on_the_click_path_is_one_line_and_a_hint(
 def test_debug_adds_the_traceback_before_the_message(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from terminai_sandbox import engine
+    from terminai_sandbox.engine import client as engine
 
     monkeypatch.setattr(engine, "connect", _boom)
     monkeypatch.setattr(sys, "argv", ["terminai-sandbox", "--debug", "engine", "status"])
@@ -336,7 +336,7 @@ def test_an_unforeseen_failure_on_the_launch_path_is_exit_1(
 def test_sandbox_errors_keep_their_own_exit_code_and_text_through_the_console(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from terminai_sandbox import engine
+    from terminai_sandbox.engine import client as engine
     from terminai_sandbox.errors import EngineError
 
     def refuse(*_args: object, **_kwargs: object) -> object:

@@ -1,24 +1,26 @@
 """Requests a session start sends the engine before the kernel is imported (``launch/early``).
 
-An answer asked early is read in place of asking again, once, and only for the same engine
-address and the same request; anything else is asked as before. A fake engine (a unix
-socket server) records every request it receives.
+The answers wait in an explicit cache (``engine/transport.EarlyAnswers``). A client handed
+the cache reads an answer asked early in place of asking again, once, and only for the same
+engine address and the same request; a client without it (the build, the contract suite,
+the release) never reads one. A fake engine (a unix socket server) records every request.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import os
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.common import engine_socket
-from terminai_sandbox.common.dockerapi import DockerApi
-from terminai_sandbox.common.engine_socket import ask_early, distribution_path, forget_early, image_path
+from terminai_sandbox.engine.client import DockerApi
+from terminai_sandbox.engine.transport import LAUNCH_ANSWERS, EarlyAnswers, distribution_path, image_path
 from terminai_sandbox.errors import EngineError
 from terminai_sandbox.launch import early
 from terminai_sandbox.launch.early import image_request
@@ -67,73 +69,88 @@ class _Engine:
 
 
 @pytest.fixture()
+def answers() -> Iterator[EarlyAnswers]:
+    cache = EarlyAnswers()
+    yield cache
+    cache.forget()
+
+
+@pytest.fixture()
 def engines(tmp_path: Path) -> Iterator[tuple[_Engine, _Engine]]:
     first, second = _Engine(tmp_path / "one.sock", "20.10.24"), _Engine(tmp_path / "two.sock", "24.0.7")
     yield first, second
-    forget_early()
+    LAUNCH_ANSWERS.forget()
     first.server.close()
     second.server.close()
 
 
-def test_an_answer_asked_early_is_read_instead_of_asking_again(engines: tuple[_Engine, _Engine]) -> None:
+def test_an_answer_asked_early_is_read_instead_of_asking_again(
+    engines: tuple[_Engine, _Engine], answers: EarlyAnswers
+) -> None:
     engine, _ = engines
-    ask_early(engine.host, ["/_ping", image_path(PINNED)])
+    answers.ask(engine.host, ["/_ping", image_path(PINNED)])
     engine.wait_for(2)  # both answered before the client reads either
-    api = DockerApi.connect({"DOCKER_HOST": engine.host})
+    api = DockerApi.connect({"DOCKER_HOST": engine.host}, answers=answers)
     found = api.inspect_image(PINNED)
     assert api.info.version == "20.10.24" and api.info.api_version == "1.41"
     assert found is not None and found["Id"] == f"20.10.24 {image_path(PINNED)}"
     assert engine.seen == ["/_ping", image_path(PINNED)]  # nothing asked twice
-    assert not engine_socket._EARLY
+    assert not answers.pending()
 
 
-def test_each_early_answer_is_read_once(engines: tuple[_Engine, _Engine]) -> None:
+def test_each_early_answer_is_read_once(engines: tuple[_Engine, _Engine], answers: EarlyAnswers) -> None:
     engine, _ = engines
-    ask_early(engine.host, ["/_ping", image_path(PINNED)])
-    api = DockerApi.connect({"DOCKER_HOST": engine.host})
+    answers.ask(engine.host, ["/_ping", image_path(PINNED)])
+    api = DockerApi.connect({"DOCKER_HOST": engine.host}, answers=answers)
     api.inspect_image(PINNED)
     again = api.inspect_image(PINNED)
     assert again is not None and again["Id"] == f"20.10.24 /v1.41{image_path(PINNED)}"  # asked anew
     assert engine.seen.count(image_path(PINNED)) == 1 and engine.seen.count(f"/v1.41{image_path(PINNED)}") == 1
 
 
-def test_an_early_answer_is_never_read_for_another_image(engines: tuple[_Engine, _Engine]) -> None:
+def test_an_early_answer_is_never_read_for_another_image(
+    engines: tuple[_Engine, _Engine], answers: EarlyAnswers
+) -> None:
     engine, _ = engines
     other = PINNED.replace(DIGEST, OTHER)
-    ask_early(engine.host, ["/_ping", image_path(PINNED)])
-    api = DockerApi.connect({"DOCKER_HOST": engine.host})
+    answers.ask(engine.host, ["/_ping", image_path(PINNED)])
+    api = DockerApi.connect({"DOCKER_HOST": engine.host}, answers=answers)
     found = api.inspect_image(other)
     assert found is not None and found["Id"] == f"20.10.24 /v1.41{image_path(other)}"
 
 
-def test_an_early_answer_is_never_read_for_another_engine(engines: tuple[_Engine, _Engine]) -> None:
+def test_an_early_answer_is_never_read_for_another_engine(
+    engines: tuple[_Engine, _Engine], answers: EarlyAnswers
+) -> None:
     first, second = engines
-    ask_early(first.host, ["/_ping", image_path(PINNED)])
+    answers.ask(first.host, ["/_ping", image_path(PINNED)])
     first.wait_for(2)
-    api = DockerApi.connect({"DOCKER_HOST": second.host})
+    api = DockerApi.connect({"DOCKER_HOST": second.host}, answers=answers)
     found = api.inspect_image(PINNED)
     assert api.info.version == "24.0.7" and api.info.host == second.host
     assert found is not None and found["Id"] == f"24.0.7 /v1.41{image_path(PINNED)}"
     assert second.seen == ["/_ping", f"/v1.41{image_path(PINNED)}"]
 
 
-def test_forgotten_answers_are_closed_and_asked_again(engines: tuple[_Engine, _Engine]) -> None:
+def test_forgotten_answers_are_closed_and_asked_again(engines: tuple[_Engine, _Engine], answers: EarlyAnswers) -> None:
     engine, _ = engines
-    ask_early(engine.host, ["/_ping"])
+    answers.ask(engine.host, ["/_ping"])
     engine.wait_for(1)
-    forget_early()
-    assert not engine_socket._EARLY
-    DockerApi.connect({"DOCKER_HOST": engine.host})
+    answers.forget()
+    assert not answers.pending()
+    DockerApi.connect({"DOCKER_HOST": engine.host}, answers=answers)
     assert engine.seen == ["/_ping", "/_ping"]
 
 
-def test_only_unix_sockets_are_asked_early_and_a_missing_one_is_left_to_preflight(tmp_path: Path) -> None:
-    ask_early("tcp://127.0.0.1:9", ["/_ping"])
+def test_only_unix_sockets_are_asked_early_and_a_missing_one_is_left_to_preflight(
+    tmp_path: Path, answers: EarlyAnswers
+) -> None:
+    answers.ask("tcp://127.0.0.1:9", ["/_ping"])
     absent = f"unix://{tmp_path}/absent.sock"
-    ask_early(absent, ["/_ping"])
-    assert not engine_socket._EARLY
+    answers.ask(absent, ["/_ping"])
+    assert not answers.pending()
     with pytest.raises(EngineError, match="not running"):
-        DockerApi.connect({"DOCKER_HOST": absent})
+        DockerApi.connect({"DOCKER_HOST": absent}, answers=answers)
 
 
 TAGGED = "127.0.0.1:5000/terminai/sandbox:0.1.0"
@@ -169,12 +186,14 @@ def test_the_image_request_asked_early_is_the_one_preflight_makes(
     assert image_request(args, {**env, "DOCKER_CONFIG": str(tmp_path)}) == path  # no credentials anywhere
 
 
-def test_a_release_tag_resolved_early_is_read_by_step_2(engines: tuple[_Engine, _Engine]) -> None:
+def test_a_release_tag_resolved_early_is_read_by_step_2(
+    engines: tuple[_Engine, _Engine], answers: EarlyAnswers
+) -> None:
     engine, _ = engines
     answer = distribution_path(TAGGED)
-    ask_early(engine.host, [answer])
+    answers.ask(engine.host, [answer])
     engine.wait_for(1)
-    api = DockerApi.connect({"DOCKER_HOST": engine.host})
+    api = DockerApi.connect({"DOCKER_HOST": engine.host}, answers=answers)
     status, body = api._get(answer)
     assert status == 200 and body["Id"] == f"20.10.24 {answer}"  # the early answer, read in place
     status, body = api._get(answer, {"X-Registry-Auth": "e30="})  # with credentials: asked anew
@@ -202,7 +221,7 @@ def test_dockerd_is_not_asked_when_another_engine_was_chosen(
 ) -> None:
     engine, _ = engines
     early.ask(["--image", PINNED, *args], {**env, "DOCKER_HOST": engine.host})
-    assert set(engine_socket._EARLY) == (
+    assert set(LAUNCH_ANSWERS.pending()) == (
         {(engine.host, "/_ping"), (engine.host, image_path(PINNED))} if asked else set()
     )
 
@@ -232,3 +251,64 @@ def test_a_tag_is_not_asked_early_of_a_registry_with_credentials(tmp_path: Path,
             folder.rename(tmp_path / ".docker")
         path = image_request(["--image", TAGGED], env)
         assert path == (distribution_path(TAGGED) if asked else None), env
+
+
+def test_a_client_without_the_cache_never_reads_an_early_answer(
+    engines: tuple[_Engine, _Engine], answers: EarlyAnswers
+) -> None:
+    # The build, the contract suite and the release connect without it: a guess a session
+    # start made is never the answer to another command's question.
+    engine, _ = engines
+    answers.ask(engine.host, ["/_ping", image_path(PINNED)])
+    engine.wait_for(2)
+    api = DockerApi.connect({"DOCKER_HOST": engine.host})
+    found = api.inspect_image(PINNED)
+    assert found is not None and found["Id"] == f"20.10.24 /v1.41{image_path(PINNED)}"
+    assert engine.seen == ["/_ping", image_path(PINNED), "/_ping", f"/v1.41{image_path(PINNED)}"]
+    assert set(answers.pending()) == {(engine.host, "/_ping"), (engine.host, image_path(PINNED))}
+
+
+def test_a_path_already_asked_is_not_sent_twice(engines: tuple[_Engine, _Engine], answers: EarlyAnswers) -> None:
+    engine, _ = engines
+    answers.ask(engine.host, ["/_ping"])
+    answers.ask(engine.host, ["/_ping"])
+    engine.wait_for(1)
+    time.sleep(0.05)
+    assert engine.seen == ["/_ping"] and answers.pending() == ((engine.host, "/_ping"),)
+    assert answers.take(engine.host, "/_ping") is not None
+    assert answers.take(engine.host, "/_ping") is None  # read once
+
+
+def test_a_session_start_reads_its_early_ping_at_step_1_instead_of_asking_again(
+    engines: tuple[_Engine, _Engine],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # The whole console path: early.ask fills the launch's cache, preflight step 1 is handed
+    # it; the launch is then refused at step 3 (the key is not one), before step 4's inspect.
+    from terminai_sandbox import console
+
+    engine, _ = engines
+    key = tmp_path / "k.pub"
+    key.write_text("not a key\n")
+    for name, value in {
+        "DOCKER_HOST": engine.host,
+        "HOME": str(tmp_path),
+        "TERMINAI_SANDBOX": "docker",
+        "DOCKER_CONFIG": str(tmp_path),
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setattr(sys, "argv", ["terminai-sandbox", "run", "--image", PINNED, "--key", str(key), "--", "true"])
+
+    def leave(code: int) -> None:
+        raise SystemExit(code)
+
+    monkeypatch.setattr(os, "_exit", leave)
+    with pytest.raises(SystemExit) as ended:
+        console.main()
+    assert ended.value.code != 0
+    assert "preflight step 3" in capsys.readouterr().err
+    assert engine.seen[0] == "/_ping" and "/_ping" not in engine.seen[1:]  # step 1 read the early answer
+    assert not any(path.endswith("/_ping") for path in engine.seen if path != "/_ping")
+    assert not LAUNCH_ANSWERS.pending()  # the unread inspect was closed when the launch ended

@@ -11,11 +11,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.common.dockerapi import DockerApi, api_request
+from terminai_sandbox.engine import podman as engines
+from terminai_sandbox.engine.client import DockerApi, api_request
+from terminai_sandbox.engine.flags import NPROC_CAP, session_flags
+from terminai_sandbox.engine.podman import PodmanEngine
 from terminai_sandbox.errors import EngineError, LaunchError
-from terminai_sandbox.launch import audit, engines, preflight, trust
+from terminai_sandbox.launch import audit, preflight, trust
 from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
-from terminai_sandbox.launch.engines import NPROC_CAP, PodmanEngine, session_flags
 from terminai_sandbox.launch.run import build_argv, execute
 from terminai_sandbox.signing.formats import keys
 
@@ -296,10 +298,10 @@ def test_rootless_podman_on_cgroups_v1_says_its_limits_do_not_hold(
 
 
 def test_the_engine_client_speaks_plain_sockets_and_names_the_way_round_other_schemes() -> None:
-    from terminai_sandbox.common import dockerapi
+    from terminai_sandbox.engine import transport
 
     with pytest.raises(ValueError, match="only unix://, tcp:// and http://"):
-        dockerapi.api_request("ssh://user@builder", "/_ping")
+        transport.api_request("ssh://user@builder", "/_ping")
     with pytest.raises(EngineError, match="ssh://user@builder is not supported") as caught:
         DockerApi.connect({"DOCKER_HOST": "ssh://user@builder"})
     assert "DOCKER_HOST=unix://" in caught.value.hint
@@ -388,7 +390,7 @@ def _frame(stream: int, payload: bytes) -> bytes:
 
 
 def test_the_engine_client_runs_a_labelled_container_to_completion_and_always_removes_it(tmp_path: Path) -> None:
-    from terminai_sandbox.common.dockerapi import LABEL
+    from terminai_sandbox.engine.client import LABEL
 
     answers: dict[str, bytes] = {}
     server = _FakeEngine(tmp_path / "e.sock", answers)

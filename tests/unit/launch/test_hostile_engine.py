@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.common import dockerapi
-from terminai_sandbox.common.dockerapi import DockerApi, EngineInfo
+from terminai_sandbox.engine import transport
+from terminai_sandbox.engine.client import DockerApi, EngineInfo
+from terminai_sandbox.engine.docker import DockerEngine
 from terminai_sandbox.errors import EngineError, RegistryError
-from terminai_sandbox.launch.engines import DockerEngine
 
 Answer = Callable[[socket.socket], None]
 DIGEST = "sha256:" + "a" * 64
@@ -169,13 +169,13 @@ def test_without_a_deadline_the_timeout_bounds_the_whole_exchange(engine: _Hosti
     engine.answers[INSPECT] = _trickle
     started = time.monotonic()
     with pytest.raises(TimeoutError, match="no whole answer"):
-        dockerapi.api_request(f"unix://{engine.server.getsockname()}", INSPECT, timeout=0.5)
+        transport.api_request(f"unix://{engine.server.getsockname()}", INSPECT, timeout=0.5)
     assert time.monotonic() - started < 1.5  # the trickle takes 3 s
 
 
 def test_with_a_longer_deadline_the_trickle_is_read_whole(engine: _HostileEngine) -> None:
     engine.answers[INSPECT] = _trickle
-    status, _, body = dockerapi.api_request(f"unix://{engine.server.getsockname()}", INSPECT, timeout=0.5, deadline=10)
+    status, _, body = transport.api_request(f"unix://{engine.server.getsockname()}", INSPECT, timeout=0.5, deadline=10)
     assert status == 200 and body.endswith(b'"}')
 
 
@@ -187,7 +187,7 @@ def _endless(conn: socket.socket) -> None:
 
 
 def test_a_body_that_never_ends_is_refused_at_the_cap(engine: _HostileEngine, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(dockerapi, "MAX_ANSWER", 4 << 20)
+    monkeypatch.setattr(transport, "MAX_ANSWER", 4 << 20)
     engine.answers[INSPECT] = _endless
     with pytest.raises(EngineError, match="larger than"):
         _client(engine, timeout=30).inspect_image(PINNED)
@@ -195,7 +195,7 @@ def test_a_body_that_never_ends_is_refused_at_the_cap(engine: _HostileEngine, mo
 
 def test_the_cap_is_far_above_any_real_answer() -> None:
     # A pull of a large image streams a few MB of progress lines; inspect documents are KB.
-    assert dockerapi.MAX_ANSWER >= 64 << 20
+    assert transport.MAX_ANSWER >= 64 << 20
 
 
 def test_an_api_version_that_is_not_a_number_is_an_engine_error(engine: _HostileEngine) -> None:
@@ -219,7 +219,7 @@ def test_container_answers_without_an_id_or_status_code_are_engine_errors(engine
 def test_the_cap_is_what_refuses_a_large_answer(
     engine: _HostileEngine, monkeypatch: pytest.MonkeyPatch, cap: int, refused: bool
 ) -> None:
-    monkeypatch.setattr(dockerapi, "MAX_ANSWER", cap)
+    monkeypatch.setattr(transport, "MAX_ANSWER", cap)
     pad = b"x" * (5 << 20)
     engine.answers[INSPECT] = send(b'HTTP/1.0 200 OK\r\n\r\n{"Id": "sha256:1", "pad": "' + pad + b'"}')
     if refused:

@@ -2,7 +2,8 @@
 
 ``terminai_sandbox.launch`` runs on every session start, so it imports the standard library
 (less the modules named in FORBIDDEN), its own modules, the shared floor
-``terminai_sandbox.common`` (held to the same seal) and the few leaves in MAY_IMPORT,
+``terminai_sandbox.common`` and the engine room ``terminai_sandbox.engine`` (both held to the
+same seal) and the few leaves in MAY_IMPORT,
 nothing else. The registry and crypto stacks load inside functions on the cold path only
 (a first verification, a tag on podman, ``--deep``). Both checks run in a
 fresh interpreter and compare ``sys.modules`` before and after.
@@ -18,11 +19,15 @@ import sys
 from pathlib import Path
 
 import terminai_sandbox.common
+import terminai_sandbox.engine
 import terminai_sandbox.launch
 
 KERNEL = "terminai_sandbox.launch"
 # The standard-library-only floor the kernel shares with the rest of the package.
 COMMON = "terminai_sandbox.common"
+# The engine room: protocol, docker and podman, client, transport, sockets; sealed the same way.
+ENGINE = "terminai_sandbox.engine"
+SEALED = (KERNEL, COMMON, ENGINE)
 # Outside the standard library and the kernel, a session start may load only these leaves.
 MAY_IMPORT = frozenset(
     {
@@ -79,8 +84,8 @@ def outside_the_seal(modules: set[str]) -> set[str]:
         m
         for m in modules
         if m.split(".")[0] not in sys.stdlib_module_names
-        and m not in (KERNEL, COMMON)
-        and not m.startswith((KERNEL + ".", COMMON + "."))
+        and m not in SEALED
+        and not m.startswith(tuple(f"{package}." for package in SEALED))
         and m not in MAY_IMPORT
     }
 
@@ -139,12 +144,13 @@ def loaded_by(code: str, env: dict[str, str]) -> tuple[int, set[str], str]:
 def test_importing_every_kernel_module_stays_inside_the_seal() -> None:
     names = [KERNEL] + [f"{KERNEL}.{m.name}" for m in pkgutil.iter_modules(terminai_sandbox.launch.__path__)]
     names += [COMMON] + [f"{COMMON}.{m.name}" for m in pkgutil.iter_modules(terminai_sandbox.common.__path__)]
+    names += [ENGINE] + [f"{ENGINE}.{m.name}" for m in pkgutil.iter_modules(terminai_sandbox.engine.__path__)]
     code, loaded, err = loaded_by(
         f"import importlib\nfor name in {names!r}:\n    importlib.import_module(name)\n",
         {"PATH": os.environ["PATH"]},
     )
     assert code == 0, err
-    assert {f"{KERNEL}.entry", f"{KERNEL}.preflight", f"{COMMON}.dockerapi", f"{KERNEL}.run"} <= loaded
+    assert {f"{KERNEL}.entry", f"{KERNEL}.preflight", f"{ENGINE}.client", f"{ENGINE}.podman", f"{KERNEL}.run"} <= loaded
     assert not outside_the_seal(loaded), outside_the_seal(loaded)
     assert not forbidden(loaded), forbidden(loaded)
 

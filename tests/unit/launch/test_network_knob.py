@@ -275,7 +275,7 @@ def test_the_proxy_commands_container_is_hardened_and_runs_the_verified_digest()
 
 
 def test_under_gvisor_a_policy_selects_the_runtime_that_may_reach_the_proxys_socket() -> None:
-    from terminai_sandbox.common.runtime import engine_flags, session_runtime
+    from terminai_sandbox.engine.runtime import engine_flags, session_runtime
 
     assert engine_flags("docker", "runsc", runsc=None) == ("--runtime", "runsc")
     assert engine_flags("docker", "runsc", runsc=None, egress=True) == ("--runtime", "runsc-egress")

@@ -6,11 +6,11 @@ import json
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.common.runtime import engine_flags, missing_on_docker, missing_on_podman, parse_runtime
+from terminai_sandbox.engine.podman import PodmanEngine
+from terminai_sandbox.engine.runtime import engine_flags, missing_on_docker, missing_on_podman, parse_runtime
 from terminai_sandbox.errors import ConfigError, EngineError
 from terminai_sandbox.launch import audit, preflight
 from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
-from terminai_sandbox.launch.engines import PodmanEngine
 from terminai_sandbox.launch.options import parse_run, request_from
 from terminai_sandbox.launch.run import build_argv
 from terminai_sandbox.launch.settings import SettingsFile

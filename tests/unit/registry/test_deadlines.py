@@ -11,11 +11,11 @@ import re
 from pathlib import Path
 
 import pytest
-from terminai_sandbox import engine
 from terminai_sandbox.common import deadlines
-from terminai_sandbox.common.dockerapi import DockerApi
+from terminai_sandbox.engine import client as engine
+from terminai_sandbox.engine import podman as launch_engines
+from terminai_sandbox.engine.client import DockerApi
 from terminai_sandbox.errors import ConfigError, RegistryBadResponse
-from terminai_sandbox.launch import engines as launch_engines
 from terminai_sandbox.registry import RegistryClient, _first_cause, json_document
 
 DOC = (Path(__file__).parents[3] / "docs" / "DEADLINES.md").read_text()

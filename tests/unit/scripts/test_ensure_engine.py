@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from terminai_sandbox.assemble import repo_root
-from terminai_sandbox.engine import connect
+from terminai_sandbox.engine.client import connect
 from terminai_sandbox.errors import EngineError
 
 SCRIPT = repo_root() / "scripts" / "ensure-engine"

@@ -45,7 +45,7 @@ def test_the_tree_keeps_every_contract() -> None:
         ("terminai_sandbox/oci_media.py", "import terminai_sandbox.cli", "host: one-way floors"),
         ("terminai_sandbox/launch/audit.py", "import terminai_sandbox.signing.sign", "host: the launcher uses"),
         ("terminai_sandbox/common/reference.py", "import terminai_sandbox.launch.config", "host: one-way floors"),
-        ("terminai_sandbox/common/runtime.py", "import requests", "host: common/ imports no third-party"),
+        ("terminai_sandbox/common/which.py", "import requests", "host: common/ imports no third-party"),
         ("terminai_sandbox/registry.py", "import terminai_apts.memory", "host: of the toolset"),
         ("terminai_apts/model.py", "import terminai_apts.executor", "image: evolution > executor"),
         (

@@ -21,16 +21,19 @@ import time
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from terminai_sandbox import resources, wheels
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.common.registry_auth import docker_config_credentials, engine_auth
 from terminai_sandbox.emulation import EmulationReport
 from terminai_sandbox.emulation import probe as probe_emulation
-from terminai_sandbox.engine import LABEL, Engine, PullCallback
+from terminai_sandbox.engine.client import LABEL, DockerApi
 from terminai_sandbox.errors import ConfigError, ContractError
 from terminai_sandbox.layers import write_layer
+
+if TYPE_CHECKING:
+    from terminai_sandbox.engine.client import PullCallback
 
 HEALTH_EXIT = 70
 #: Where the test layer puts the suite and its test tools inside the image.
@@ -103,7 +106,7 @@ class ContractReport:
 _IMAGE_ID = re.compile(r"^(sha256:)?[0-9a-f]{12,64}$")
 
 
-def image_in_engine(engine: Engine, image: str, *, on_pull: PullCallback | None = None) -> str:
+def image_in_engine(engine: DockerApi, image: str, *, on_pull: PullCallback | None = None) -> str:
     """The engine's id for ``image`` (an image id or a reference), pulling it by digest if absent.
 
     Raises :class:`ConfigError` for a malformed reference or an absent image id, and
@@ -148,7 +151,7 @@ def _parse_junit(path: Path) -> tuple[list[str], list[tuple[str, str]], list[str
 
 
 def run_contracts(
-    engine: Engine,
+    engine: DockerApi,
     image: BuiltImage | str,
     *,
     suite: Path | None = None,

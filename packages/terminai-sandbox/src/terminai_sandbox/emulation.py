@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from terminai_sandbox.common.platforms import architecture_of_machine, native_platform
 
 if TYPE_CHECKING:
-    from terminai_sandbox.engine import Engine
+    from terminai_sandbox.engine.client import DockerApi
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -121,7 +121,7 @@ def image_platform(inspected: Mapping[str, Any]) -> str:
     return f"{inspected.get('Os') or 'linux'}/{architecture_of_machine(str(inspected.get('Architecture') or ''))}"
 
 
-def probe(engine: Engine, image_id: str, *, runtime: str | None = None) -> EmulationReport:
+def probe(engine: DockerApi, image_id: str, *, runtime: str | None = None) -> EmulationReport:
     """The platform of ``image_id``; for a foreign one, what the emulated executor was granted."""
     inspected = engine.inspect_image(image_id) or {}
     platform = image_platform(inspected)

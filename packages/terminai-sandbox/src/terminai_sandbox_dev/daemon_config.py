@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from terminai_sandbox.common.runtime import EGRESS_RUNSC_ARGS, EGRESS_SUFFIX, RUNSC_ARGS
+from terminai_sandbox.engine.runtime import EGRESS_RUNSC_ARGS, EGRESS_SUFFIX, RUNSC_ARGS
 from terminai_sandbox.errors import EngineError
 
 DAEMON_JSON = Path("/etc/docker/daemon.json")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import docker
 import pytest
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
 
 pytestmark = [pytest.mark.integration]
 
@@ -22,7 +22,7 @@ NO_PYTHON = "terminai-cli-test/nopython:1"
 
 
 @pytest.fixture(scope="module")
-def no_python_image(engine: Engine) -> Iterator[str]:
+def no_python_image(engine: DockerApi) -> Iterator[str]:
     """A one-file image with no interpreter at all (imported from a tar, nothing pulled)."""
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w") as tar:

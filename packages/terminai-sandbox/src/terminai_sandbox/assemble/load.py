@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from terminai_sandbox.engine import Engine, connect
+from terminai_sandbox.engine.client import DockerApi, connect
 from terminai_sandbox.errors import BuildError
 
 
-def load(archive: Path, reference: str, config_digest: str) -> Engine:
+def load(archive: Path, reference: str, config_digest: str) -> DockerApi:
     """``docker load`` the archive; fail unless the engine's image id is the config digest."""
     engine = connect()
     engine.load_image(archive)

@@ -19,7 +19,7 @@ from terminai_sandbox.errors import ContractError, EngineError, LockError, Sandb
 
 if TYPE_CHECKING:
     from terminai_sandbox.assemble import BuildOptions
-    from terminai_sandbox.engine import EngineRefused
+    from terminai_sandbox.engine.client import EngineRefused
 
 # The build stack and the engine client load when a command runs, so that '--help' answers at once.
 
@@ -125,11 +125,11 @@ def build_cmd(
     holds one OCI image index over them; a platform other than the host's runs under
     qemu-user (Debian's qemu-user-static) and loads as REPOSITORY:X.Y.Z-ARCH.
     """
-    from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
     from terminai_sandbox.assemble import BuildOptions, build_image, check_reproducible  # noqa: PLC0415
     from terminai_sandbox.assemble.image import check_inputs  # noqa: PLC0415
     from terminai_sandbox.assemble.inputs import default_platform  # noqa: PLC0415
     from terminai_sandbox.assemble.spec import load_spec  # noqa: PLC0415
+    from terminai_sandbox.engine import client as engine_mod  # noqa: PLC0415
 
     opts = BuildOptions(
         spec_path=spec_path,
@@ -239,9 +239,9 @@ def contracts_cmd(image: str, output: Path | None, wheels: Path | None, as_json:
     The engine must answer within 15 s (TERMINAI_ENGINE_TIMEOUT=SECONDS), each request after
     that within 120 s; a pull's progress stream within an hour. See docs/DEADLINES.md.
     """
-    from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
     from terminai_sandbox.assemble import repo_root  # noqa: PLC0415
     from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415
+    from terminai_sandbox.engine import client as engine_mod  # noqa: PLC0415
 
     where = output or repo_root() / "dist"
     _writable(where)  # a report location that cannot be written fails now, not after the suite
@@ -275,9 +275,9 @@ def engine_status(as_json: bool) -> None:
     An engine that does not answer within 5 s (TERMINAI_ENGINE_TIMEOUT=SECONDS) is reported
     as not answering (exit 4).
     """
-    from terminai_sandbox import engine as engine_mod  # noqa: PLC0415
     from terminai_sandbox.common import deadlines  # noqa: PLC0415
-    from terminai_sandbox.common.runtime import parse_runtime  # noqa: PLC0415
+    from terminai_sandbox.engine import client as engine_mod  # noqa: PLC0415
+    from terminai_sandbox.engine.runtime import parse_runtime  # noqa: PLC0415
     from terminai_sandbox.launch.config import ENGINES, parse_engine  # noqa: PLC0415
     from terminai_sandbox.launch.settings import SettingsFile  # noqa: PLC0415
 

@@ -16,10 +16,10 @@ import time
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
-from terminai_sandbox.common.pull_lines import BYTES_EVERY, PullLines, size
+from terminai_sandbox.engine.pull_lines import BYTES_EVERY, PullLines, size
 
 if TYPE_CHECKING:  # the registry client and the engine's SDK load only when a command uses them
-    from terminai_sandbox.engine import PullProgress
+    from terminai_sandbox.engine.client import PullProgress
     from terminai_sandbox.registry import BlobProgress
 
 HEARTBEAT = 2.0  # seconds: steps shorter than this print nothing extra
@@ -96,7 +96,7 @@ def blob_reporter() -> Callable[[BlobProgress], None] | None:
 
 def pull_reporter() -> Callable[[PullProgress], None] | None:
     """A callback for :meth:`Engine.pull_by_digest`: each layer's steps as the engine names
-    them, with byte counts while it downloads (:class:`~terminai_sandbox.common.pull_lines.PullLines`).
+    them, with byte counts while it downloads (:class:`~terminai_sandbox.engine.pull_lines.PullLines`).
     None when progress is not shown."""
     return PullLines(line) if shown() else None
 

@@ -163,7 +163,7 @@ def release_cmd(
         )
     if platforms is not None:
         _chosen_platforms(image_dir, platforms)  # an undeclared platform is refused before the key is read
-    from terminai_sandbox.engine import connect  # noqa: PLC0415
+    from terminai_sandbox.engine.client import connect  # noqa: PLC0415
     from terminai_sandbox.release import KeySigner, ReleaseOptions, release  # noqa: PLC0415
 
     signer = KeySigner(keys.load_private(key_path.read_bytes(), _password()))
@@ -212,7 +212,7 @@ def build_step(repository: str, platforms: str | None, dist: Path, as_json: bool
 @_JSON
 def contracts_step(dist: Path, as_json: bool) -> None:
     """Step 2: run the contract suite inside the built image (nothing goes on unless it passes)."""
-    from terminai_sandbox.engine import connect  # noqa: PLC0415
+    from terminai_sandbox.engine.client import connect  # noqa: PLC0415
     from terminai_sandbox.release import steps  # noqa: PLC0415
 
     steps.contracts(_target(dist), connect())

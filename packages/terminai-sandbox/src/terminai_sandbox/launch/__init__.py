@@ -17,7 +17,7 @@ what it imports, and the goal is a warm start within 1.2x of a plain ``docker ru
 * :mod:`.records` gives frozen records without :mod:`dataclasses` (which imports
   ``inspect``, ``ast`` and ``tokenize``), and type-only imports sit under
   ``TYPE_CHECKING = False`` so :mod:`typing` is never loaded;
-* :mod:`terminai_sandbox.common.dockerapi`, the package's one engine client, asks the
+* :mod:`terminai_sandbox.engine.client`, the package's one engine client, asks the
   engine over a plain socket (a docker SDK, with requests and urllib3, would cost ~80 ms
   to import);
 * the registry client, the signature verifier and cryptography are imported inside the

@@ -15,15 +15,15 @@ from pathlib import Path, PurePosixPath
 
 from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.common.reference import ImageRef
-from terminai_sandbox.common.runtime import DEFAULT as DEFAULT_RUNTIME
-from terminai_sandbox.common.runtime import parse_runtime
+from terminai_sandbox.engine.runtime import DEFAULT as DEFAULT_RUNTIME
+from terminai_sandbox.engine.runtime import parse_runtime
+from terminai_sandbox.engine.sockets import SOCKET_NAMES, engine_sockets
 from terminai_sandbox.errors import ConfigError
 from terminai_sandbox.launch import network, reserved_env, targets
 from terminai_sandbox.launch.network import NetworkChoice
 
 ENGINES = ("docker", "podman")
 _TRUE, _FALSE = ("true", "1", "yes", "on"), ("false", "0", "no", "off")
-DOCKER_SOCKETS = ("/var/run/docker.sock", "/run/docker.sock", "/run/podman/podman.sock")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 SECRET_NAME = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|KEY|CREDENTIAL|AUTH)", re.IGNORECASE)
 _ENV_NAME, _SECRET_NAME = ENV_NAME, SECRET_NAME
@@ -183,23 +183,6 @@ PROTECTED_TREES = (
     "/var/lib/containerd",
     "/var/lib/containers",
 )
-ENGINE_SOCKET_NAMES = ("docker.sock", "podman.sock", "containerd.sock", "crio.sock")
-
-
-def engine_sockets(env: Mapping[str, str]) -> tuple[str, ...]:
-    """Where engine sockets live on this host: the usual places and those the environment names."""
-    found = [*DOCKER_SOCKETS, "/run/containerd/containerd.sock", "/run/crio/crio.sock"]
-    for variable in ("DOCKER_HOST", "CONTAINER_HOST"):
-        value = env.get(variable, "")
-        if value.startswith("unix://"):
-            found.append(value.removeprefix("unix://"))
-    runtime_dir = env.get("XDG_RUNTIME_DIR")
-    if runtime_dir:
-        found += [f"{runtime_dir}/docker.sock", f"{runtime_dir}/podman/podman.sock"]
-    home = env.get("HOME")
-    if home:
-        found.append(f"{home}/.docker/run/docker.sock")  # Docker Desktop
-    return tuple(found)
 
 
 def _mount_problem(normal: str, resolved: str, env: Mapping[str, str], *, existing: bool = False) -> str | None:
@@ -210,7 +193,7 @@ def _mount_problem(normal: str, resolved: str, env: Mapping[str, str], *, existi
     """
     if resolved == "/" or normal == "/":
         return "mounts the host root" + ("" if normal == "/" else f" ({normal} leads to /)")
-    for name in ENGINE_SOCKET_NAMES:
+    for name in SOCKET_NAMES:
         if resolved.endswith("/" + name) or normal.endswith("/" + name):
             return f"mounts an engine socket ({resolved}), which is root on the host"
     for socket in engine_sockets(env):

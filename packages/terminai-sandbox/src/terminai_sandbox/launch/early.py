@@ -5,8 +5,9 @@ requests a warm start makes in any case and reads nothing: ``/_ping`` for step 1
 a reference pinned by digest the local image's inspect for step 4, or for a release tag
 (``REPO:X.Y.Z``) the digest the registry serves for it, which dockerd asks the registry
 for (step 2). The engine answers while the kernel's modules load, and preflight then reads
-those answers through :func:`~terminai_sandbox.common.dockerapi.api_request` in their usual
-place and order, and checks them as before (the digest is then verified in step 3).
+those answers through :func:`~terminai_sandbox.engine.transport.api_request` in their usual
+place and order (the launch's client is handed :data:`~terminai_sandbox.engine.transport.LAUNCH_ANSWERS`,
+the cache they wait in), and checks them as before (the digest is then verified in step 3).
 Nothing is decided or recorded here, and a guess that turns out wrong (the configuration
 names another image or engine) only leaves an answer unread.
 
@@ -22,14 +23,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from terminai_sandbox.common.engine_socket import (
-    ask_early,
-    candidate_hosts,
-    distribution_path,
-    forget_early,
-    image_path,
-)
 from terminai_sandbox.common.reference import FLOATING_TAGS, ImageRef
+from terminai_sandbox.engine.sockets import candidate_hosts
+from terminai_sandbox.engine.transport import LAUNCH_ANSWERS, distribution_path, image_path
 from terminai_sandbox.errors import ConfigError
 
 # Read before --image and --engine, as the configuration reads them.
@@ -52,7 +48,7 @@ def ask(args: Sequence[str], env: Mapping[str, str]) -> None:
     image = image_request(args, env)
     if image is not None:
         paths.append(image)
-    ask_early(candidate_hosts(env)[0], paths)
+    LAUNCH_ANSWERS.ask(candidate_hosts(env)[0], paths)
 
 
 def image_request(args: Sequence[str], env: Mapping[str, str]) -> str | None:
@@ -121,4 +117,4 @@ def _chosen(args: Sequence[str], env: Mapping[str, str], variables: Sequence[str
 
 def forget() -> None:
     """Close what was asked early and not read (the configuration chose otherwise, or a refusal came first)."""
-    forget_early()
+    LAUNCH_ANSWERS.forget()

@@ -28,7 +28,7 @@ Every step runs on every launch; what a warm cache saves is work, never a check.
 registry client (and the HTTP stack it imports) is created only when a step needs the
 registry: to fetch signatures when the digest and policy have no cached pass (step 3), or
 to resolve a tag on podman (step 2; dockerd resolves tags itself, see
-:meth:`~terminai_sandbox.launch.engines.DockerEngine.resolve`). A ``repo:tag@sha256:…``
+:meth:`~terminai_sandbox.engine.docker.DockerEngine.resolve`). A ``repo:tag@sha256:…``
 reference needs neither.
 """
 
@@ -44,12 +44,13 @@ from terminai_sandbox.artifacts.contract import incompatibility as contract_comp
 from terminai_sandbox.artifacts.contract import supported_version
 from terminai_sandbox.common.records import field, frozen_record
 from terminai_sandbox.common.reference import FLOATING_TAGS, ImageRef
-from terminai_sandbox.common.runtime import runtime_label, session_runtime
+from terminai_sandbox.engine.protocol import ImageFacts, connect
+from terminai_sandbox.engine.runtime import runtime_label, session_runtime
+from terminai_sandbox.engine.transport import LAUNCH_ANSWERS
 from terminai_sandbox.errors import ConfigError, LaunchError, SandboxError, VerificationError
 from terminai_sandbox.launch import trust
 from terminai_sandbox.launch.audit import Ledger
 from terminai_sandbox.launch.config import LaunchConfig
-from terminai_sandbox.launch.engines import ImageFacts, connect
 from terminai_sandbox.launch.project import build_project_layer, project_dockerfile
 from terminai_sandbox.launch.trust import TrustSource
 
@@ -57,7 +58,7 @@ TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports ty
 if TYPE_CHECKING:
     from typing import Any
 
-    from terminai_sandbox.launch.engines import LaunchEngine
+    from terminai_sandbox.engine.protocol import Engine
     from terminai_sandbox.registry import RegistryClient
 
 _TOKEN = object()
@@ -221,15 +222,15 @@ def _preflight(
 
     ref: ImageRef = steps.run(0, "configuration", step0)
 
-    def step1() -> tuple[LaunchEngine, str]:
+    def step1() -> tuple[Engine, str]:
         assert config.engine is not None
-        found = connect(config.engine, options.env)
+        found = connect(config.engine, options.env, answers=LAUNCH_ANSWERS)
         problem = found.runtime_problem(session_runtime(config.runtime, egress=config.network.policy is not None))
         if problem is not None:
             raise problem
         return found, f"{found.describe()}; runtime {runtime_label(config.runtime)}"
 
-    engine: LaunchEngine = steps.run(1, "engine", step1)
+    engine: Engine = steps.run(1, "engine", step1)
     registry: list[RegistryClient] = []
 
     def registry_client() -> RegistryClient:
@@ -375,7 +376,7 @@ def _preflight(
     def step6() -> tuple[None, str]:
         if not options.deep:
             return None, "the entrypoint checks health when the session starts"
-        passed = engine.contract_suite(image.id, config.runtime)
+        passed = contract_suite(engine, image.id, config.runtime)
         return None, f"contract suite passed inside the image under {config.runtime} ({passed} tests)"
 
     steps.run(6, "health", step6)
@@ -405,3 +406,22 @@ def _preflight(
         _token=_TOKEN,
     )
     return verified, steps.results
+
+
+def contract_suite(engine: Engine, image_id: str, runtime: str) -> int:
+    """``--deep``: the contract suite inside the image, where the session will run; the number that passed.
+
+    The suite runs through the Docker API (:mod:`terminai_sandbox.contracts`), so an engine
+    without one (the podman CLI) is refused instead of skipping the check.
+    """
+    if engine.api is None:
+        raise LaunchError(
+            "--deep runs the contract suite through the Docker API, which the podman engine does not use",
+            hint="run 'terminai-sandbox contracts IMAGE' against dockerd, or drop --deep "
+            "(the entrypoint still checks health when the session starts)",
+        )
+    from terminai_sandbox.contracts import run_contracts  # noqa: PLC0415  (--deep only)
+    from terminai_sandbox.engine.runtime import DEFAULT as DEFAULT_RUNTIME  # noqa: PLC0415
+
+    chosen = None if runtime == DEFAULT_RUNTIME else runtime  # the suite runs where the session will
+    return len(run_contracts(engine.api, image_id, runtime=chosen).passed)

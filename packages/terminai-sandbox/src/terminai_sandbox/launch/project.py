@@ -9,7 +9,7 @@ engine's builder could read differently (parser directives, heredocs) is refused
 ``--link``, no URL), ``ENV`` of names that are not reserved, ``ARG``, ``WORKDIR``, ``LABEL``
 outside ``dev.terminai.*``, ``EXPOSE``, and ``USER`` only if the last one gives back the
 image's own user (package installs need root while building; the session's user never
-comes from the image anyway: :func:`~terminai_sandbox.launch.engines.session_flags`).
+comes from the image anyway: :func:`~terminai_sandbox.engine.flags.session_flags`).
 Every other instruction is refused, naming the file, the line and the instruction.
 
 After the build the derived image itself is checked (:func:`derived_problems`): its layers
@@ -30,9 +30,9 @@ import stat
 from pathlib import Path
 
 from terminai_sandbox.common.records import frozen_record
+from terminai_sandbox.engine.protocol import ImageFacts
 from terminai_sandbox.errors import EngineError, LaunchError
 from terminai_sandbox.launch import reserved_env
-from terminai_sandbox.launch.engines import ImageFacts
 from terminai_sandbox.launch.held_mounts import read_customization
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
-    from terminai_sandbox.launch.engines import LaunchEngine
+    from terminai_sandbox.engine.protocol import Engine
 
 DOCKERFILE = Path(".terminai") / "sandbox.Dockerfile"
 DERIVED_LABEL = "dev.terminai.derived-from"
@@ -320,9 +320,7 @@ def layer_problems(members: list[tuple[str, int, str, bool]]) -> list[str]:
     return problems
 
 
-def build_project_layer(
-    engine: LaunchEngine, project: Path, base_pinned: str, base_digest: str
-) -> tuple[ImageFacts, bool]:
+def build_project_layer(engine: Engine, project: Path, base_pinned: str, base_digest: str) -> tuple[ImageFacts, bool]:
     """Build (or reuse) the project image; return (image, built_now)."""
     dockerfile = project / DOCKERFILE
     data = read_dockerfile(project)

@@ -4,11 +4,11 @@ Only a :class:`~terminai_sandbox.launch.preflight.VerifiedImage` is accepted, an
 image is always addressed by digest. Defaults: ``--rm --init``, read-only root with tmpfs
 ``/tmp`` and home, ``--cap-drop ALL``, ``no-new-privileges``, ``--network none``, pids,
 memory and CPU limits, a random name and labels, the host uid:gid (rootless podman:
-``--userns=keep-id``; see :mod:`~terminai_sandbox.launch.engines` for every engine
+``--userns=keep-id``; see :mod:`~terminai_sandbox.engine.protocol` for every engine
 difference), the working directory mounted at the same path, ``-t`` only with a
 TTY, ``SANDBOX`` set inside, stdin passed through, signals forwarded, the exit code
 returned unchanged. With ``runsc`` the session runs under gVisor (``--runtime``; see
-:mod:`terminai_sandbox.common.runtime`). Inherited environment values are passed by name (``-e NAME``), so they
+:mod:`terminai_sandbox.engine.runtime`). Inherited environment values are passed by name (``-e NAME``), so they
 never appear in the command line or the ledger.
 """
 
@@ -28,11 +28,11 @@ from terminai_sandbox.common.hardening import (
     TMP_SIZE,
     Limits,
 )
-from terminai_sandbox.common.runtime import engine_flags
 from terminai_sandbox.common.which import which
+from terminai_sandbox.engine.flags import session_flags
+from terminai_sandbox.engine.runtime import engine_flags
 from terminai_sandbox.errors import ConfigError, LaunchError
 from terminai_sandbox.launch.config import LaunchConfig, workdir_problem
-from terminai_sandbox.launch.engines import session_flags
 from terminai_sandbox.launch.held_mounts import Placed
 from terminai_sandbox.launch.network import SESSION_NETWORK, SOCKET_DIR, session_env
 from terminai_sandbox.launch.preflight import VerifiedImage

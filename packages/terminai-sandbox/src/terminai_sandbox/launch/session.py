@@ -16,13 +16,13 @@ from pathlib import Path
 
 from terminai_sandbox.common.hardening import Limits
 from terminai_sandbox.common.records import frozen_record
-from terminai_sandbox.common.runtime import runsc_binary
 from terminai_sandbox.common.trust_options import choose_trust, no_trust
 from terminai_sandbox.common.which import which
+from terminai_sandbox.engine.flags import run_binary
+from terminai_sandbox.engine.runtime import runsc_binary
 from terminai_sandbox.launch import audit, held_mounts, trust
 from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
 from terminai_sandbox.launch.default_image import builtin_default
-from terminai_sandbox.launch.engines import run_binary
 from terminai_sandbox.launch.preflight import PreflightOptions, StepResult, VerifiedImage, configure, preflight
 from terminai_sandbox.launch.run import build_argv, execute, host_identity, refuse_workdir
 from terminai_sandbox.launch.settings import SettingsFile

@@ -12,7 +12,7 @@ silently means "use the default".
 
 ``tools.sandboxRuntime`` (``"runc"``, ``"runsc"`` or ``"gvisor"``) chooses the container
 runtime the same way (:meth:`SettingsFile.runtime`; validated by
-:func:`terminai_sandbox.common.runtime.parse_runtime`).
+:func:`terminai_sandbox.engine.runtime.parse_runtime`).
 
 Every command that honours the file (``run``, ``preflight``, ``engine status``) reads it
 through :class:`SettingsFile`, so a directory, FIFO or device there, or a file that is not
@@ -89,7 +89,7 @@ class SettingsFile:
         """The container runtime named by ``tools.sandboxRuntime``, or ``None``.
 
         The value is returned as written (``runc``, ``runsc``, ``gvisor``); it must be a
-        string. :func:`terminai_sandbox.common.runtime.parse_runtime` validates it.
+        string. :func:`terminai_sandbox.engine.runtime.parse_runtime` validates it.
         """
         found = self._tools("sandboxRuntime")
         if found is None or "sandboxRuntime" not in found[2]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
 from terminai_sandbox.registry import ProgressCallback, RegistryClient
 from terminai_sandbox.release import steps
 from terminai_sandbox.release.signing import KeylessSigner, KeySigner, ReleaseSigner
@@ -51,7 +51,7 @@ def release(
     options: ReleaseOptions,
     *,
     build: Callable[[], BuiltImage],
-    engine: Engine,
+    engine: DockerApi,
     signer: KeySigner,
     client: RegistryClient,
     suite: Path | None = None,

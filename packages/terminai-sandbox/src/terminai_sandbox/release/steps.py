@@ -41,7 +41,7 @@ from terminai_sandbox.artifacts.oci_layout import IndexLayout, OciLayout
 from terminai_sandbox.assemble import BuildOptions, BuildPlan, plan_for
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.contracts import run_contracts
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
 from terminai_sandbox.errors import ArtifactError, ReleaseError, SandboxError
 from terminai_sandbox.registry import ProgressCallback, RegistryClient
 from terminai_sandbox.release import platforms as each
@@ -160,7 +160,7 @@ def build(
     return state
 
 
-def contracts(target: Path, engine: Engine, *, suite: Path | None = None) -> ReleaseState:
+def contracts(target: Path, engine: DockerApi, *, suite: Path | None = None) -> ReleaseState:
     """Step 2: run the contract suite (default: the one shipped with this version) inside the image."""
     state, _, _ = _resume(target, "build")
     wheels = target / "contract-wheels"

@@ -13,7 +13,7 @@ TYPE_CHECKING = False  # not `from typing import ...`: the launch kernel never i
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from terminai_sandbox.common.dockerapi import PullProgress
+    from terminai_sandbox.engine.client import PullProgress
 
 BYTES_EVERY = 1.0  # seconds between two byte-count lines of the same layer or blob
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from terminai_sandbox.common import dockerapi
-from terminai_sandbox.common.dockerapi import PullProgress
+from terminai_sandbox.engine import client, transport
+from terminai_sandbox.engine.client import PullProgress
 
 EVENTS = [
     {"status": "Pulling from progress/pull", "id": "sha256:abc"},
@@ -23,7 +23,7 @@ BODY = b"".join(json.dumps(e).encode() + b"\r\n" for e in EVENTS)
 @pytest.mark.parametrize("size", [1, 7, 64, 4096])
 def test_lines_arrive_as_the_bytes_do(size: int) -> None:
     heard: list[bytes] = []
-    feed = dockerapi._LineFeed(heard.append)
+    feed = transport._LineFeed(heard.append)
     raw = HEAD + BODY
     seen_before_end = 0
     for start in range(0, len(raw), size):
@@ -41,7 +41,7 @@ def test_lines_arrive_as_the_bytes_do(size: int) -> None:
 )
 def test_a_chunked_answer_is_heard_once_decoded(header: bytes) -> None:
     heard: list[bytes] = []
-    feed = dockerapi._LineFeed(heard.append)
+    feed = transport._LineFeed(heard.append)
     feed.feed(b"HTTP/1.1 200 OK\r\n" + header + b"\r\n\r\n5\r\nhello\r\n0\r\n\r\n")
     feed.end()
     assert heard == []  # api_request feeds the decoded body instead
@@ -49,7 +49,7 @@ def test_a_chunked_answer_is_heard_once_decoded(header: bytes) -> None:
 
 def test_pull_events_keep_only_well_formed_counts() -> None:
     got: list[PullProgress] = []
-    hear = dockerapi._pull_events(got.append)
+    hear = client._pull_events(got.append)
     for line in BODY.splitlines():
         hear(line)
     hear(b"not json")

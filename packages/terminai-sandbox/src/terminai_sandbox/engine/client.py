@@ -4,14 +4,18 @@ dockerd and podman's Docker-compatible socket both answer it. The launch kernel 
 as it is (a session start asks four things: which engine answers and its API version from
 ``/_ping``, else ``/version``; for a session under gVisor whether it has the runtime from
 ``/info``; the local image by reference; for a ``REPO:TAG`` reference the digest the
-registry serves now, from ``/distribution/{ref}/json``), and so do the build (``load``),
-the contract suite and the release, through the :class:`terminai_sandbox.engine.Engine`
-protocol: pulls by digest, image load, tag and removal, and containers created, started,
-waited for, read and removed. No docker SDK: with requests and urllib3 under it, it took
-~80 ms to import, more than the launcher's whole own cost.
+registry serves now, from ``/distribution/{ref}/json``), through
+:class:`~terminai_sandbox.engine.docker.DockerEngine`; the build (``load``), the contract
+suite and the release use it directly (:func:`connect`): pulls by digest, image load, tag
+and removal, and containers created, started, waited for, read and removed. No docker SDK:
+with requests and urllib3 under it, it took ~80 ms to import, more than the launcher's
+whole own cost.
 
-Where engines live and how a failure to reach one is explained (:func:`candidate_hosts`,
-:func:`diagnose`) is defined here once.
+The wire (one exchange, chunking, demultiplexing, early answers) is :mod:`.transport`;
+where engines live is :mod:`.sockets`; why one does not answer is :func:`diagnose`, here.
+It checks the API version with an actionable message, labels every container it creates,
+and removes them on every path (:meth:`DockerApi.run`). Starting an engine is not its job:
+``scripts/ensure-engine`` installs and starts Debian's dockerd; errors here name it.
 """
 
 from __future__ import annotations
@@ -23,24 +27,29 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from terminai_sandbox.common import deadlines
-from terminai_sandbox.common.engine_socket import (
-    candidate_hosts,
-    distribution_path,
-    image_path,
-    request_head,
-    take_early,
-)
-from terminai_sandbox.common.engine_socket import connect_socket as _connect
-from terminai_sandbox.common.engine_socket import quote_path as _quote
 from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.common.reference import is_digest
 from terminai_sandbox.common.which import which
+from terminai_sandbox.engine.sockets import candidate_hosts
+from terminai_sandbox.engine.transport import (
+    NotAnApiAnswer,
+    api_request,
+    demultiplex,
+    distribution_path,
+    image_path,
+)
+from terminai_sandbox.engine.transport import quote_path as _quote
 from terminai_sandbox.errors import EngineError, RegistryError
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any, TypedDict, Unpack
+
+    from terminai_sandbox.engine.transport import EarlyAnswers
+
+    #: Hears each step of a pull (:class:`PullProgress`) while the engine's stream arrives.
+    PullCallback = Callable[["PullProgress"], None]
 
     class ContainerOptions(TypedDict, total=False):
         """How a container is made (the docker SDK's keyword names, so callers read the same)."""
@@ -65,14 +74,6 @@ PLAIN_SCHEMES = ("unix://", "tcp://", "http://")
 
 # How dockerd words a registry's refusal to an anonymous or wrong login (it answers 500 for them).
 AUTH_REFUSALS = ("unauthorized", "denied", "no basic auth credentials", "authentication required")
-
-# No answer the launcher asks for comes near this (inspect documents are KB, a pull's progress
-# stream a few MB); an engine or proxy sending more is broken, and reading on would only grow memory.
-MAX_ANSWER = 64 << 20
-
-
-class NotAnApiAnswer(ValueError):
-    """The engine's socket answered, but not with the Docker API's HTTP and JSON."""
 
 
 def diagnose(host: str, exc: Exception) -> EngineError:
@@ -129,143 +130,6 @@ def engine_name(version: Mapping[str, Any]) -> str:
     return "podman" if "podman" in components.lower() else "docker"
 
 
-def _dechunk(body: bytes) -> bytes:
-    out, rest = bytearray(), body
-    while rest:
-        size_line, _, rest = rest.partition(b"\r\n")
-        size = int(size_line.split(b";")[0], 16)
-        if size == 0:
-            break
-        out += rest[:size]
-        rest = rest[size + 2 :]
-    return bytes(out)
-
-
-def api_request(
-    host: str,
-    path: str,
-    *,
-    method: str = "GET",
-    body: bytes | Path | None = None,
-    content_type: str = "application/json",
-    timeout: float = 30,
-    headers: Mapping[str, str] | None = None,
-    on_line: Callable[[bytes], None] | None = None,
-    deadline: float | None = None,
-    early: str | None = None,
-) -> tuple[int, dict[str, str], bytes]:
-    """``METHOD path`` on a Docker API host, with an optional body: (status, headers, body).
-
-    ``body`` is bytes, or a file streamed from disk (an image archive to load, a build
-    context). Raises OSError when the socket cannot be reached or stops answering (a
-    ``TimeoutError`` after ``timeout`` seconds without a byte, or past the deadline) and
-    :class:`NotAnApiAnswer` (a ValueError) when the answer is not HTTP. HTTP/1.0 makes the
-    server close the connection after one response, so the body is everything up to EOF.
-    ``on_line`` hears each line of the body as it arrives (a progress stream); the whole
-    body is still returned. ``deadline`` bounds the whole exchange in seconds, connecting
-    and sending included (an answer trickling in a byte at a time never idles for
-    ``timeout``); without one it is ``timeout``: no exchange is unbounded. An answer over
-    :data:`MAX_ANSWER` bytes is :class:`NotAnApiAnswer` too. A ``GET`` that
-    :func:`~.engine_socket.ask_early` already sent (as ``early``, else as ``path``) is not
-    sent again: its answer is read.
-    """
-    if deadline is None:
-        deadline = timeout
-    give_up = time.monotonic() + deadline
-    extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
-    if body is not None:
-        size = body.stat().st_size if isinstance(body, Path) else len(body)
-        extra += f"Content-Type: {content_type}\r\nContent-Length: {size}\r\n"
-    sock = take_early(host, early or path) if method == "GET" and body is None and not extra else None
-    if sock is None:
-        sock = _connect(host, min(timeout, deadline))
-        sent = False
-    else:
-        sent = True  # asked by ask_early: its answer is read below, as if asked now
-    sock.settimeout(max(0.001, min(timeout, give_up - time.monotonic())))
-    try:
-        if not sent:
-            sock.sendall(request_head(method, path, extra))
-        if isinstance(body, Path):
-            with body.open("rb") as handle:
-                while block := handle.read(1 << 20):
-                    if time.monotonic() > give_up:  # an engine reading slowly holds no one past it
-                        raise TimeoutError(f"{host} did not take the whole request within {deadline:g} s")
-                    sock.sendall(block)
-        elif body:
-            sock.sendall(body)
-        chunks, received = [], 0
-        lines = _LineFeed(on_line) if on_line is not None else None
-        while True:
-            left = give_up - time.monotonic()
-            if left <= 0:
-                raise TimeoutError(f"no whole answer from {host} within {deadline:g} s")
-            sock.settimeout(min(timeout, left))  # no read may outlast the deadline either
-            try:
-                data = sock.recv(65536)
-            except TimeoutError:
-                if left > timeout:  # idle for the request's timeout, well before its deadline
-                    raise TimeoutError(f"no answer from {host} for {timeout:g} s") from None
-                raise TimeoutError(f"no whole answer from {host} within {deadline:g} s") from None
-            if not data:
-                break
-            chunks.append(data)
-            received += len(data)
-            if received > MAX_ANSWER:
-                raise NotAnApiAnswer(f"the answer is larger than {MAX_ANSWER >> 20} MiB")
-            if lines is not None:
-                lines.feed(data)
-    finally:
-        sock.close()
-    head, sep, answer = b"".join(chunks).partition(b"\r\n\r\n")
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    parts = status_line.split()
-    if not sep or len(parts) < 2 or not parts[0].startswith("HTTP/") or not parts[1].isdigit():
-        raise NotAnApiAnswer(f"not an HTTP answer to {method} {path}: {status_line[:80]!r}")
-    answered = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in header_lines)}
-    if answered.get("transfer-encoding", "").lower() == "chunked":
-        try:
-            answer = _dechunk(answer)
-        except ValueError:
-            raise NotAnApiAnswer(f"{method} {path}: the chunked answer is malformed") from None
-        if on_line is not None:  # an HTTP/1.1 proxy re-chunked it: heard at the end, not live
-            for line in answer.splitlines():
-                on_line(line)
-    elif lines is not None:
-        lines.end()
-    return int(parts[1]), answered, answer
-
-
-class _LineFeed:
-    """Splits an HTTP/1.0 answer's body into lines while it arrives (the head is skipped)."""
-
-    def __init__(self, on_line: Callable[[bytes], None]) -> None:
-        self.on_line, self.head, self.pending = on_line, b"", b""
-        self.in_body = self.chunked = False
-
-    def feed(self, data: bytes) -> None:
-        if not self.in_body:
-            self.head += data
-            end = self.head.find(b"\r\n\r\n")
-            if end < 0:
-                return
-            self.in_body = True
-            fields = (line.partition(b":") for line in self.head[:end].split(b"\r\n")[1:])
-            self.chunked = any(
-                k.strip().lower() == b"transfer-encoding" and v.strip().lower() == b"chunked" for k, _, v in fields
-            )
-            data = self.head[end + 4 :]
-        if self.chunked:
-            return  # framed: api_request hears it whole once it is decoded
-        *whole, self.pending = (self.pending + data).split(b"\n")
-        for line in whole:
-            self.on_line(line)
-
-    def end(self) -> None:
-        if self.pending and not self.chunked:
-            self.on_line(self.pending)
-
-
 def api_get(host: str, path: str, *, timeout: float = 30, headers: Mapping[str, str] | None = None) -> tuple[int, Any]:
     """Like :func:`api_request`, with the body decoded as JSON (None when empty)."""
     status, _, body = api_request(host, path, timeout=timeout, headers=headers)
@@ -275,13 +139,13 @@ def api_get(host: str, path: str, *, timeout: float = 30, headers: Mapping[str, 
         raise NotAnApiAnswer(f"GET {path} answered {status} with a body that is not JSON: {body[:40]!r}") from None
 
 
-def _ping_version(host: str, timeout: float) -> dict[str, Any] | None:
+def _ping_version(host: str, timeout: float, answers: EarlyAnswers | None = None) -> dict[str, Any] | None:
     """``/_ping`` (what the docker CLI itself asks first): API version and server from the headers.
 
     It answers in well under a millisecond where ``/version`` takes several. None when the
     headers do not say enough (then :meth:`DockerApi.connect` asks ``/version``).
     """
-    status, headers, _ = api_request(host, "/_ping", timeout=timeout)
+    status, headers, _ = api_request(host, "/_ping", timeout=timeout, answers=answers)
     if status != 200:
         return None
     server, api = headers.get("server", ""), headers.get("api-version", "")
@@ -361,30 +225,26 @@ def _stream_error(body: bytes) -> str | None:
     return None
 
 
-def _demultiplex(body: bytes) -> tuple[bytes, bytes]:
-    """Split a container's log stream (8-byte frame headers: stream, 0, 0, 0, size) into stdout, stderr."""
-    out, err, at = bytearray(), bytearray(), 0
-    while at + 8 <= len(body):
-        kind, size = body[at], int.from_bytes(body[at + 4 : at + 8], "big")
-        payload = body[at + 8 : at + 8 + size]
-        (err if kind == 2 else out).extend(payload)
-        at += 8 + size
-    return bytes(out), bytes(err)
-
-
 class DockerApi:
     """The one client of the Docker Engine API (dockerd, or podman's Docker-compatible socket).
 
-    Standard library only, so the launch kernel uses it as it is; the build, the contract
-    suite and the release use the same object through the :class:`terminai_sandbox.engine.Engine`
-    protocol. Every container it creates is labelled :data:`LABEL` and removed on every path
+    Standard library only, so the launch kernel uses it as it is (through
+    :class:`~terminai_sandbox.engine.docker.DockerEngine`); the build, the contract suite and
+    the release use it directly. Every container it creates is labelled :data:`LABEL` and removed on every path
     (:meth:`run`); an error status becomes :class:`EngineRefused`, a socket that stops
     answering an :class:`~terminai_sandbox.errors.EngineError`.
     """
 
-    def __init__(self, info: EngineInfo, *, timeout: float = deadlines.ENGINE_REQUEST_SECONDS) -> None:
+    def __init__(
+        self,
+        info: EngineInfo,
+        *,
+        timeout: float = deadlines.ENGINE_REQUEST_SECONDS,
+        answers: EarlyAnswers | None = None,
+    ) -> None:
         self.info = info
         self.timeout = timeout
+        self.answers = answers  # requests sent early (a session start only): read in place of asking
 
     @classmethod
     def connect(
@@ -393,6 +253,7 @@ class DockerApi:
         *,
         timeout: float = deadlines.ENGINE_REQUEST_SECONDS,
         probe: float = deadlines.ENGINE_PROBE_SECONDS,
+        answers: EarlyAnswers | None = None,
     ) -> DockerApi:
         """The first engine that answers; :class:`EngineError` says why none did.
 
@@ -401,13 +262,14 @@ class DockerApi:
         the ping does not say enough): an engine that is up answers in milliseconds, and a
         socket that accepts and stays silent must not hold a person for the request
         timeout. Every later request has ``timeout`` seconds for its whole answer.
+        ``answers``: requests a session start sent early, read in place of asking again.
         """
         limit = deadlines.engine_probe_seconds(env, probe)
         errors: list[EngineError] = []
         for host in candidate_hosts(env):
             give_up = time.monotonic() + limit
             try:
-                version = _ping_version(host, limit)
+                version = _ping_version(host, limit, answers)
                 if version is None:
                     status, version = api_get(host, "/version", timeout=max(0.001, give_up - time.monotonic()))
                     if status != 200 or not isinstance(version, dict):
@@ -443,7 +305,7 @@ class DockerApi:
             info = EngineInfo(
                 host=host, name=engine_name(version), version=str(version.get("Version", "?")), api_version=api
             )
-            return cls(info, timeout=timeout)
+            return cls(info, timeout=timeout, answers=answers)
         raise no_engine(errors)
 
     # -- transport ---------------------------------------------------------------------------
@@ -480,6 +342,7 @@ class DockerApi:
                 # A document must be whole within the timeout, not only between bytes; a
                 # pull's or load's progress stream lasts as long as the transfer does.
                 deadline=deadlines.ENGINE_STREAM_SECONDS if streaming else limit,
+                answers=self.answers,
                 # The same request without the version prefix may have been sent early: an
                 # engine answers it at its own API version, the one connect() pinned.
                 early=path,
@@ -683,7 +546,7 @@ class DockerApi:
                 status=status,
                 explanation=explanation,
             )
-        return _demultiplex(raw)
+        return demultiplex(raw)
 
     def kill_container(self, container: str) -> None:
         self._call("POST", f"/containers/{container}/kill", doing=f"killing container {container[:12]}", ok=(204, 409))
@@ -825,3 +688,18 @@ def no_engine(errors: list[EngineError]) -> EngineError:
     most, unless some socket refused us outright."""
     denied = [e for e in errors if "permission denied" in e.message]
     return (denied or errors or [EngineError("no container engine found")])[0]
+
+
+def connect(
+    env: Mapping[str, str] | None = None,
+    *,
+    timeout: float = deadlines.ENGINE_REQUEST_SECONDS,
+    probe: float = deadlines.ENGINE_BATCH_PROBE_SECONDS,
+) -> DockerApi:
+    """The build's, the contract suite's and the release's engine: the first Docker API that answers.
+
+    ``probe`` bounds reaching it (connect and first answer; ``TERMINAI_ENGINE_TIMEOUT``
+    overrides it), ``timeout`` each later request's whole answer: see ``docs/DEADLINES.md``.
+    It never reads a session start's early answers.
+    """
+    return DockerApi.connect(os.environ if env is None else env, timeout=timeout, probe=probe)
