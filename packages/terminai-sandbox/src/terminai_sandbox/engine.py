@@ -41,7 +41,9 @@ class Engine(Protocol):
 
     def inspect_image(self, reference: str) -> dict[str, Any] | None: ...
 
-    def distribution_digest(self, reference: str, *, auth: Mapping[str, str] | None = None) -> str: ...
+    def distribution_digest(
+        self, reference: str, *, auth: Mapping[str, str] | None = None, seconds: float | None = None
+    ) -> str: ...
 
     def pull_by_digest(
         self,

@@ -65,7 +65,7 @@ COMMAND_SECONDS = {
     "push": 1800.0,
     "release": 7200.0,  # the whole release runs its build first, minutes of it
 }
-#: Every other command (none of them talks to a registry today; a new one is bounded anyway).
+#: Every other command (`contracts` resolves a tag through the engine; a new one is bounded anyway).
 COMMAND_DEFAULT_SECONDS = 3600.0
 
 _MAX_SECONDS = 86400.0

@@ -71,7 +71,9 @@ if TYPE_CHECKING:
 
         def describe(self) -> str: ...
 
-        def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], RegistryClient]) -> str: ...
+        def resolve(
+            self, ref: ImageRef, tag: str, registry: Callable[[], RegistryClient], *, seconds: float
+        ) -> str: ...
 
         def inspect(self, reference: str) -> ImageFacts | None: ...
 
@@ -186,10 +188,11 @@ class DockerEngine:
 
         return engine_auth(docker_config_credentials(registry, self.env), registry)
 
-    def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], RegistryClient]) -> str:
+    def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], RegistryClient], *, seconds: float) -> str:
         # dockerd asks the registry (with the credentials the docker CLI would send), so a
         # launch needs no HTTP client of its own; the digest is then verified like any other.
-        return self.api.distribution_digest(f"{ref.name}:{tag}", auth=self._auth(ref.registry))
+        # ``seconds``: a registry request's deadline, since the engine answers when the registry has.
+        return self.api.distribution_digest(f"{ref.name}:{tag}", auth=self._auth(ref.registry), seconds=seconds)
 
     def inspect(self, reference: str) -> ImageFacts | None:
         document = self.api.inspect_image(reference)
@@ -375,8 +378,8 @@ class PodmanEngine:
             mode += "; --memory, --cpus and --pids-limit NOT enforced: rootless podman on cgroups v1"
         return f"podman {self.version} ({mode}, {self.binary})"
 
-    def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], RegistryClient]) -> str:
-        return registry().resolve(ref.repository, tag)
+    def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], RegistryClient], *, seconds: float) -> str:
+        return registry().resolve(ref.repository, tag)  # the client's own deadline is ``seconds``
 
     def inspect(self, reference: str) -> ImageFacts | None:
         result = self._run("image", "inspect", reference, timeout=120)
