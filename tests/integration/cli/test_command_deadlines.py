@@ -148,12 +148,41 @@ def test_a_push_of_many_blobs_to_a_slow_registry_ends_at_the_command_deadline(si
     assert seconds < COMMAND_SECONDS + SLACK, seconds
 
 
-@pytest.mark.parametrize("value", ["0", "-3", "1e2", "soon", "٣"])
+# The click group begins the deadline for every command; `run` has its own click-free entry.
+MALFORMED = [("verify", "0"), ("verify", "-3"), ("run", "1e2"), ("release", "soon"), ("verify", "٣")]
+
+
+@pytest.mark.parametrize(("command", "value"), MALFORMED)
 def test_a_malformed_command_deadline_is_refused_before_any_request(
-    signed: Signed, relay: SlowRelay, value: str
+    signed: Signed, relay: SlowRelay, command: str, value: str
 ) -> None:
-    done, _ = _run(_verify_args(signed), _env(signed.root, TERMINAI_COMMAND_TIMEOUT=value))
+    args = {
+        "verify": _verify_args(signed),
+        "run": ["run", "--image", signed.reference, "--key", str(signed.root / "cosign.pub"), "--", "true"],
+        "release": ["release", "verify", "--dist", str(signed.root / "dist")],
+    }[command]
+    done, _ = _run(args, _env(signed.root, TERMINAI_COMMAND_TIMEOUT=value))
     assert relay.exchanges == 0
     assert done.returncode == 3, done.stderr
     assert "TERMINAI_COMMAND_TIMEOUT=" in done.stderr and "hint:" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_the_engine_resolves_a_tag_of_a_prompt_registry_and_is_cut_at_the_deadline_of_a_slow_one(
+    signed: Signed,
+) -> None:
+    """dockerd itself asks the registry (``/distribution``); our bound is on its answer."""
+    from terminai_sandbox.common.dockerapi import DockerApi
+    from terminai_sandbox.errors import RegistryUnreachable
+
+    api = DockerApi.connect(dict(os.environ))
+    tagged = f"{signed.relay.host}/bounds/x:1.0.0"
+    assert api.distribution_digest(tagged, seconds=30) == signed.reference.rpartition("@")[2]
+    signed.relay.pause = 3.0
+    try:
+        started = time.monotonic()
+        with pytest.raises(RegistryUnreachable, match=r"no whole answer within 1\.5 s"):
+            api.distribution_digest(tagged, seconds=1.5)
+        assert time.monotonic() - started < 2.5
+    finally:
+        signed.relay.pause = 0.0
