@@ -127,3 +127,25 @@ def test_a_malformed_command_deadline_is_refused(raw: str) -> None:
         deadlines.command_seconds({deadlines.COMMAND_VARIABLE: raw}, "verify")
     assert caught.value.exit_code == 3 and deadlines.COMMAND_VARIABLE in caught.value.message
     assert "unset it for 120 s" in caught.value.hint
+
+
+@pytest.mark.parametrize("name", ["verify", "push", "sign", "kube", "preflight"])
+def test_the_help_says_the_command_total(name: str) -> None:
+    import click
+    from terminai_sandbox.cli import main
+
+    command = main.get_command(click.Context(main), name)
+    assert command is not None and command.help is not None
+    text = " ".join(command.help.split())
+    assert f"{deadlines.COMMAND_SECONDS[name]:g} s" in text and deadlines.COMMAND_VARIABLE in text, text
+
+
+def test_the_click_group_begins_the_deadline_of_the_command_it_runs() -> None:
+    from click.testing import CliRunner
+    from terminai_sandbox.cli import main
+
+    assert CliRunner().invoke(main, ["version"]).exit_code == 0
+    begun = deadlines.active()
+    assert begun is not None and begun.command == "version" and begun.seconds == deadlines.COMMAND_DEFAULT_SECONDS
+    refused = CliRunner().invoke(main, ["version"], env={deadlines.COMMAND_VARIABLE: "never"})
+    assert refused.exit_code == 3 and "TERMINAI_COMMAND_TIMEOUT='never'" in refused.output
