@@ -9,7 +9,11 @@ exactly that, one step at a time:
   runner sets), through the installed ``sign --keyless`` and ``attest --keyless``;
 * the TUF refresh of the trusted root (sigstore-python's own TUF updater, bootstrapped with
   the public-good root it ships, pointed at a silent repository);
-* the Fulcio certificate (a client trust configuration naming a silent Fulcio).
+* the Fulcio certificate (a client trust configuration naming a silent Fulcio);
+* the Rekor entry, after a Fulcio on 127.0.0.1 that answers properly: it issues, for the
+  CSR sigstore-python sends, a certificate of the test Sigstore instance
+  (``tests/unit/signing/sigstore_testing.py``), whose SCT sigstore-python checks against that
+  instance's trusted root, before it asks a Rekor that never answers whole.
 
 Each must end within the deadline plus start-up slack, with exit 10 (``SigningError``), one
 ``error:`` line naming the step and the deadline, a hint naming ``TERMINAI_COMMAND_TIMEOUT``,
@@ -18,6 +22,7 @@ and no traceback; the slow servers also prove the deadline was waited for.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -34,7 +39,7 @@ from terminai_sandbox.common import deadlines
 from terminai_sandbox.errors import SigningError
 from terminai_sandbox.signing import keyless
 
-from tests.fixtures.hostile import STALL, TRICKLE, always, http, serving
+from tests.fixtures.hostile import STALL, TRICKLE, Answer, always, http, serving
 
 pytestmark = pytest.mark.integration
 
@@ -175,3 +180,63 @@ def test_a_prompt_service_is_not_cut_short() -> None:
     assert keyless.within_deadline("a quick step", lambda: 42) == 42
     with pytest.raises(ValueError, match="its own"):
         keyless.within_deadline("a failing step", lambda: (_ for _ in ()).throw(ValueError("its own")))
+
+
+class _PublicOnly:
+    """What the test CA's ``issue`` reads of a key: its public half (Fulcio sees only the CSR)."""
+
+    def __init__(self, public: object) -> None:
+        self._public = public
+
+    def public_key(self) -> object:
+        return self._public
+
+
+@pytest.mark.parametrize("server", sorted(SERVERS))
+def test_a_rekor_that_never_answers_whole_ends_at_the_deadline(server: str) -> None:
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
+    from tests.unit.signing.sigstore_testing import TestSigstore
+
+    instance = TestSigstore()
+
+    def fulcio_answer(method: str, path: str) -> Answer:
+        request = json.loads(fulcio.bodies[-1])
+        csr = x509.load_pem_x509_csr(base64.b64decode(request["certificateSigningRequest"]))
+        leaf = instance.issue(_PublicOnly(csr.public_key()), identity="ci@example.test")  # type: ignore[arg-type]
+        chain = [
+            c.public_bytes(serialization.Encoding.PEM).decode() for c in (leaf, instance.intermediate, instance.root)
+        ]
+        body = json.dumps({"signedCertificateEmbeddedSct": {"chain": {"certificates": chain}}}).encode()
+        return Answer((http(200, body, headers={"Content-Type": "application/json"}),))
+
+    with serving(fulcio_answer) as fulcio, serving(SERVERS[server]) as rekor:
+        signing = json.loads((PUBLIC_GOOD / "signing_config.v0.2.json").read_text())
+        signing["caUrls"][0]["url"] = f"http://{fulcio.host}"
+        signing["rekorTlogUrls"][0]["url"] = f"http://{rekor.host}"
+        signing["oidcUrls"][0]["url"] = f"http://{fulcio.host}"
+        signing["tsaUrls"] = []
+        config = ClientTrustConfig.from_json(
+            json.dumps(
+                {
+                    "mediaType": "application/vnd.dev.sigstore.clienttrustconfig.v0.1+json",
+                    "trustedRoot": json.loads(instance.trusted_root_json()),
+                    "signingConfig": signing,
+                }
+            )
+        )
+        deadlines.begin("sign", SECONDS)
+        started = time.monotonic()
+        with keyless.ambient_session(credential=_token, trust_config=lambda: config) as session:
+            assert fulcio.requests, "no certificate was asked for"
+            with pytest.raises(SigningError) as caught:
+                keyless.sign_statement(session.signer, "127.0.0.1:9/bounds/x", DIGEST)
+        took = time.monotonic() - started
+        assert rekor.requests and rekor.requests[0][0] == "POST", rekor.requests
+    assert caught.value.exit_code == 10
+    assert caught.value.message == (
+        f"keyless signing: logging a signature in Rekor did not finish within the sign command's total deadline of "
+        f"{SECONDS:g} s"
+    )
+    assert SECONDS * 0.9 <= took < SECONDS + 1.0, took
