@@ -19,10 +19,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from terminai_sandbox.common import deadlines
 from terminai_sandbox.engine import transport
 from terminai_sandbox.engine.client import DockerApi, EngineInfo
 from terminai_sandbox.engine.docker import DockerEngine
-from terminai_sandbox.errors import EngineError, RegistryError
+from terminai_sandbox.errors import EngineError, RegistryError, RegistryUnreachable
 
 Answer = Callable[[socket.socket], None]
 DIGEST = "sha256:" + "a" * 64
@@ -227,3 +228,30 @@ def test_the_cap_is_what_refuses_a_large_answer(
             _client(engine).inspect_image(PINNED)
     else:
         assert _client(engine).inspect_image(PINNED)["Id"] == "sha256:1"  # type: ignore[index]
+
+
+def _waits_for_the_registry(conn: socket.socket) -> None:
+    """What dockerd does while a registry trickles: the answer's head only after it, here never."""
+    time.sleep(3)
+
+
+def test_a_tag_lookup_the_registry_holds_up_ends_at_the_registry_deadline(engine: _HostileEngine) -> None:
+    # The engine's own 120 s (here 30) is not the bound: dockerd answers once the registry has.
+    engine.answers[f"/v1.41/distribution/{PINNED}/json"] = _waits_for_the_registry
+    started = time.monotonic()
+    with pytest.raises(RegistryUnreachable) as caught:
+        _client(engine, timeout=30).distribution_digest(PINNED, seconds=0.5)
+    assert time.monotonic() - started < 1.5
+    assert caught.value.exit_code == 9
+    assert "the registry gave it no whole answer within 0.5 s" in caught.value.message
+    assert "TERMINAI_REGISTRY_TIMEOUT" in caught.value.hint
+
+
+def test_a_tag_lookup_ends_at_the_command_deadline_when_it_is_nearer(engine: _HostileEngine) -> None:
+    engine.answers[f"/v1.41/distribution/{PINNED}/json"] = _waits_for_the_registry
+    deadlines.begin("preflight", 0.5)
+    try:
+        with pytest.raises(RegistryUnreachable, match=r"the preflight command's total deadline of 0\.5 s"):
+            _client(engine, timeout=30).distribution_digest(PINNED, seconds=30)
+    finally:
+        deadlines.end()

@@ -14,6 +14,7 @@ to its digest once, through the engine).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from terminai_sandbox import resources, wheels
+from terminai_sandbox.common import deadlines
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.common.registry_auth import docker_config_credentials, engine_auth
 from terminai_sandbox.emulation import EmulationReport
@@ -129,7 +131,11 @@ def image_in_engine(engine: DockerApi, image: str, *, on_pull: PullCallback | No
     digest = ref.digest
     if digest is None:
         tagged = f"{ref.name}:{ref.tag or 'latest'}"
-        digest = engine.distribution_digest(tagged, auth=auth)  # checked: a well-formed sha256 digest or RegistryError
+        # A registry request, though the engine makes it: bounded as the registry client's are
+        # (TERMINAI_REGISTRY_TIMEOUT, as RegistryClient reads it; 30 s, where a person waits).
+        seconds = deadlines.registry_seconds(os.environ, deadlines.REGISTRY_INTERACTIVE_SECONDS)
+        # checked: a well-formed sha256 digest or RegistryError
+        digest = engine.distribution_digest(tagged, auth=auth, seconds=seconds)
     return engine.pull_by_digest(ref.name, digest, auth=auth, on_progress=on_pull)
 
 

@@ -12,7 +12,9 @@
   retried with backoff.
 * Deadlines: each request, its retries included, must be whole (connected, answered, its
   body read) within the client's ``timeout`` (``TERMINAI_REGISTRY_TIMEOUT``, default 60 s;
-  a blob gets 1 s more per MiB), not only between two bytes (:mod:`terminai_sandbox.http_deadline`).
+  a blob gets 1 s more per MiB), not only between two bytes (:mod:`terminai_sandbox.http_deadline`);
+  and every request ends by the running command's total deadline
+  (:class:`~terminai_sandbox.common.deadlines.CommandDeadline`), whatever their number.
 * Answers are input: one that is not the distribution API's (an HTML page, junk or JSON of
   another shape, an upload without ``Location``, a redirect loop, a body cut short, 5xx after
   the retries) is a :class:`~terminai_sandbox.errors.RegistryBadResponse` naming the URL and
@@ -194,6 +196,13 @@ class RegistryClient:
         """
         seconds = self.timeout + size / (1 << 20) * deadlines.SECONDS_PER_MIB
         ends = time.monotonic() + seconds
+        # The command's total deadline caps the sum of its requests: a registry answering
+        # each one just inside its own bound would otherwise hold a many-request command
+        # (verify with attestations, push, release) for their sum.
+        command = deadlines.active()
+        by_command = command is not None and command.ends < ends
+        if command is not None and by_command:
+            ends = command.ends
         where = f"{method} {_where(url)}"
         delay = 0.2
         for attempt in range(self.retries + 1):
@@ -219,6 +228,11 @@ class RegistryClient:
                     allow_redirects=True,
                 )
             except DeadlineExceeded:
+                if command is not None and by_command:
+                    raise RegistryUnreachable(
+                        f"{where}: {command.describe()} passed before the registry answered",
+                        hint=command.hint(f"the registry {self.registry}"),
+                    ) from None
                 raise RegistryUnreachable(
                     f"{where}: no whole answer within {round(seconds, 1):g} s",
                     hint=f"the registry {self.registry} is slow or stopped answering: check it and the network, "

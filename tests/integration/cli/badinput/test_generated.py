@@ -24,7 +24,15 @@ value, 3, or the command family's code, for a file that cannot be used):
 * a directory to write into: empty, ``-``, an existing file, a FIFO, a dangling link;
 * a number: negative, huge (10**30), a fraction where a whole number is asked, nan, inf,
   an Arabic-Indic digit ('٣') and a superscript ('²'), empty;
-* a choice: empty and an unknown word; an image reference: empty.
+* a choice: empty and an unknown word; an image reference: empty, and a registry on
+  127.0.0.1 that trickles its answer (one byte every half second), says nothing, answers an
+  HTML page, or answers JSON of the wrong shape (:data:`SERVERS`). The command is given
+  what it needs to reach the registry (:data:`READY`: a key, a layout, a predicate; a new
+  reference parameter without an entry fails :func:`test_every_reference_can_reach_its_server`),
+  ``TERMINAI_REGISTRY_TIMEOUT`` is :data:`REGISTRY_SECONDS`, and the row must end with the
+  registry family's code, 9, within that deadline plus start-up slack (the rows name a tag,
+  which every command resolves first; the launch rows through the engine, whose answer waits
+  on the registry's).
 
 Every other required argument is filled with a valid value of its own role, so the row
 tests one argument. Each row must end within :data:`TIME_BOUND` with the expected code, one
@@ -43,12 +51,15 @@ Sampling (deterministic, so that the file stays near a minute on two cores):
   all exit 2; and a socket, a device or no permission, refused by the check that refuses a
   FIFO), are dealt the same way across the families of one role of one tool, sorted by
   label; the other classes (a FIFO, a dangling link, the wrong kind, the range) run per
-  family.
+  family;
+* the server classes are dealt across every reference parameter, sorted by label: each
+  parameter meets one misbehaving server and every class runs at least once.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import socket
@@ -63,6 +74,11 @@ import click
 import pytest
 from terminai_apts import params as apts_params
 from terminai_sandbox.cli import params as sandbox_params
+from terminai_sandbox.secret import Secret
+from terminai_sandbox.signing.formats import keys
+
+from tests.fixtures.hostile import STALL, TRICKLE, HostileServer, always, http, serving
+from tests.fixtures.oci import write_layout
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -240,7 +256,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     "int": ("negative", "huge", "fraction", "nan", "inf", "arabic-indic", "superscript", "blank"),
     "float": ("negative", "huge", "nan", "inf", "arabic-indic", "superscript", "blank"),
     "choice": ("blank", "unknown"),
-    "reference": ("blank",),
+    "reference": ("blank", "trickle", "stall", "html", "wrong-json"),
     "text": (),
 }
 MALFORMED = {"empty", "dash", "negative", "huge", "fraction", "nan", "inf", "arabic-indic", "superscript", "blank"}
@@ -269,6 +285,40 @@ VALUES = {
 }
 
 
+# Registries that break the protocol, one per class, on 127.0.0.1 (started once per module).
+_HTML = b"<!DOCTYPE html><html><head><title>Sign in</title></head><body>portal</body></html>"
+SERVERS = {
+    "trickle": always(TRICKLE, http(200, b"{}", headers={"Content-Type": "application/json"})),
+    "stall": always(STALL),
+    "html": always(http(200, _HTML, headers={"Content-Type": "text/html"})),
+    "wrong-json": always(http(200, b'["schemaVersion", 2]', headers={"Content-Type": "application/json"})),
+}
+REGISTRY_SECONDS = 1.5  # TERMINAI_REGISTRY_TIMEOUT of the server rows
+SERVER_SLACK = 8.0  # start-up and imports on a busy 2-core machine
+# What each command taking a reference needs besides it to reach the registry (the files are
+# made by _populate): without them it would refuse before asking. The launch rows reach the
+# engine first, which is this machine's own.
+READY: dict[tuple[str, ...], list[str]] = {
+    ("attest",): ["--predicate", "sbom.json", "--key", "cosign.key"],
+    ("contracts",): [],  # the engine resolves the tag and pulls
+    ("kube",): ["--key", "cosign.pub"],
+    ("preflight",): ["--key", "cosign.pub"],
+    ("push",): [],  # its LAYOUT is the layout made for the row (_valid_for_server)
+    ("run",): ["--key", "cosign.pub"],
+    ("sign",): ["--key", "cosign.key"],
+    ("verify",): ["--key", "cosign.pub"],
+}
+# Commands whose reference no server row can reach (none today).
+SERVER_SKIP: frozenset[tuple[str, ...]] = frozenset()
+# The exit code a registry that cannot be read gives, by command (docs/EXIT_CODES.md: 9
+# whichever step meets it; the rows name a tag, which every command resolves first).
+SERVER_CODES: dict[tuple[str, ...], int] = {}
+# The launch and the contract suite resolve a tag through the engine: dockerd tries TLS first
+# and retries, so what the row can see is the engine's answer (or its absence) within the
+# registry deadline.
+THROUGH_ENGINE = frozenset({("preflight",), ("run",), ("contracts",)})
+
+
 def _valid(param: Param) -> str:
     """A value of the parameter's role that its type accepts."""
     if param.role in ("int", "float"):
@@ -286,17 +336,22 @@ def _valid(param: Param) -> str:
     }[param.role]
 
 
-def _argv(param: Param, value: str) -> list[str]:
-    """The command line: every required argument valid, then ``param`` given ``value``."""
+def _argv(param: Param, value: str, *, server: bool = False) -> list[str]:
+    """The command line: every required argument valid, then ``param`` given ``value``.
+
+    ``server``: a row against a misbehaving registry, so the command also gets what it needs
+    to reach it (:data:`READY`; a layout for ``push``)."""
     siblings = [p for p in PARAMS if p.tool == param.tool and p.command == param.command]
     words = list(param.command)
     if param.tool == "apts" and param.command[:1] == ("cleanup",):
         words = ["cleanup"]
-    tail: list[str] = []
+    tail: list[str] = list(READY[param.command]) if server else []
+    given = set(tail)
     for other in siblings:
         if other.flag is None and (other.required or other == param):
-            words.append(value if other == param else _valid(other))
-        elif other.flag is not None and other.required and other != param:
+            valid = "layout" if server and other.role == "input-dir" else _valid(other)
+            words.append(value if other == param else valid)
+        elif other.flag is not None and other.required and other != param and other.flag not in given:
             tail += [other.flag, _valid(other)]
     if param.flag is not None:
         # --flag=VALUE: a value that starts with a dash is the option's value, not an option.
@@ -312,6 +367,8 @@ SETTINGS = {("sandbox", ("preflight",), "image"), ("sandbox", ("run",), "image")
 
 
 def _expected(param: Param, kind: str) -> int:
+    if kind in SERVERS:
+        return SERVER_CODES.get(param.command, 9)
     if (param.tool, param.command, param.name) in SETTINGS:
         return 3
     return 2 if kind in MALFORMED else param.code
@@ -342,7 +399,7 @@ def _rows() -> dict[str, tuple[Param, str]]:
     for members in families.values():
         members.sort(key=lambda p: p.command)
         by_role.setdefault((members[0].tool, members[0].role), []).append(members[0])
-        kinds = [k for k in ROLES[members[0].role] if k not in TYPE_LEVEL]
+        kinds = [k for k in ROLES[members[0].role] if k not in TYPE_LEVEL and k not in SERVERS]
         for i, kind in enumerate(kinds):
             add(members[i % len(members)], kind)
     for (_, role), heads in sorted(by_role.items()):
@@ -352,6 +409,12 @@ def _rows() -> dict[str, tuple[Param, str]]:
             # the i-th head, or the next one the class applies to ('-' is stdin for some)
             turn = [heads[(i + j) % len(heads)] for j in range(len(heads))]
             add(next((h for h in turn if not (kind == "dash" and h.dash) and kind not in h.skip), turn[0]), kind)
+    references = sorted(
+        (p for p in PARAMS if p.role == "reference" and p.command not in SERVER_SKIP), key=lambda p: p.label
+    )
+    servers = sorted(SERVERS)
+    for i, param in enumerate(references):
+        add(param, servers[i % len(servers)])
     return rows
 
 
@@ -379,6 +442,15 @@ def test_the_walker_found_every_command() -> None:
         ran = {kind for param, kind in ROWS.values() if param.role == role}
         assert ran == set(kinds) or (ran | {"dash"}) == set(kinds), (role, ran)
     assert {role for role, kinds in ROLES.items() if kinds} == {p.role for p, _ in ROWS.values()}
+
+
+def test_every_reference_can_reach_its_server() -> None:
+    references = {p.command for p in PARAMS if p.role == "reference"}
+    missing = sorted(" ".join(c) for c in references - set(READY))
+    assert not missing, f"say in READY what these commands need to reach a registry: {missing}"
+    dealt = {(param.command, kind) for param, kind in ROWS.values() if kind in SERVERS}
+    assert {command for command, _ in dealt} == references - SERVER_SKIP  # each meets a server
+    assert {kind for _, kind in dealt} == set(SERVERS)  # each class runs
 
 
 def test_a_new_option_without_a_type_is_reported_by_name() -> None:
@@ -419,6 +491,12 @@ def _populate(work: Path, kind: str, role: str) -> None:
         sock = socket.socket(socket.AF_UNIX)
         sock.bind(str(work / "socket"))
         sock.close()  # the socket file stays; nobody listens on it
+    if kind in SERVERS:  # what the command needs to reach the registry (READY)
+        key = keys.generate()
+        (work / "cosign.pub").write_bytes(keys.public_pem(key))
+        (work / "cosign.key").write_bytes(keys.encrypt_private(key, Secret(b"generated")))
+        (work / "sbom.json").write_text('{"bomFormat": "CycloneDX", "specVersion": "1.5", "version": 1}')
+        write_layout(work / "layout", config=b'{"architecture":"amd64","os":"linux"}', layers=[b"generated\n"])
     if kind == "unreadable":
         locked = work / "locked"
         if role == "input-dir":
@@ -440,13 +518,26 @@ def _command(tool: str, argv: list[str], kind: str) -> list[str]:
     return [tool, *argv]
 
 
+@pytest.fixture(scope="module")
+def servers() -> Iterator[dict[str, HostileServer]]:
+    with contextlib.ExitStack() as stack:
+        yield {kind: stack.enter_context(serving(answer)) for kind, answer in SERVERS.items()}
+
+
 @pytest.mark.parametrize("name", sorted(ROWS))
-def test_generated_bad_input_is_refused_before_work(base: Path, name: str) -> None:
+def test_generated_bad_input_is_refused_before_work(base: Path, name: str, servers: dict[str, HostileServer]) -> None:
     param, kind = ROWS[name]
     work = base / f"row-{sorted(ROWS).index(name)}"
     _populate(work, kind, param.role)
-    argv = _argv(param, VALUES[kind])
     env = {"PATH": os.environ["PATH"], "HOME": str(work), "LC_ALL": "C.UTF-8", "COSIGN_PASSWORD": "generated"}
+    if kind in SERVERS:
+        server = servers[kind]
+        asked = server.connections
+        argv = _argv(param, f"{server.host}/terminai/sandbox:1.0.0", server=True)
+        env |= {"TERMINAI_REGISTRY_TIMEOUT": str(REGISTRY_SECONDS)}
+        env |= {k: v for k, v in os.environ.items() if k == "DOCKER_HOST"}  # the launch rows' engine
+    else:
+        argv = _argv(param, VALUES[kind])
     started = time.monotonic()
     try:
         done = subprocess.run(
@@ -470,6 +561,14 @@ def test_generated_bad_input_is_refused_before_work(base: Path, name: str) -> No
     errors = [line for line in stderr.splitlines() if line.startswith("error") or ": error:" in line]
     assert len(errors) == 1, shown
     assert any(line.strip().startswith("hint:") for line in stderr.splitlines()), shown
+    if kind in SERVERS:
+        assert server.connections > asked, f"the command never asked the registry\n{shown}"
+        assert took < REGISTRY_SECONDS + SERVER_SLACK, shown
+        if kind in ("trickle", "stall"):
+            assert took >= REGISTRY_SECONDS * 0.9, f"ended before the deadline\n{shown}"
+            assert f"within {REGISTRY_SECONDS:g} s" in stderr, shown
+        elif param.command not in THROUGH_ENGINE:  # a lie is told apart from a slow registry at once
+            assert "within" not in errors[0] and took < REGISTRY_SECONDS + SERVER_SLACK / 2, shown
     if kind == "full":
         left = [n for n in (work / "listing").read_text().split() if n != ".filler"]
     else:

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 from typing import Any
 
 import click
 
 from terminai_sandbox._version import __version__
+from terminai_sandbox.common import deadlines
 from terminai_sandbox.common.boundary import fail
 
 # Modules that attach commands to ``main``; each exposes ``register(group)``. They are
@@ -98,6 +100,16 @@ class _Group(click.Group):
         shortened = [(name, click.Command(name, help=text).get_short_help_str(limit)) for name, text in rows.items()]
         with formatter.section("Commands"):
             formatter.write_dl(sorted(shortened))
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if name is not None and ctx.parent is None:
+            # The command's total network deadline starts as it does (docs/DEADLINES.md); a
+            # malformed TERMINAI_COMMAND_TIMEOUT is refused here, before any request.
+            deadlines.begin(name, deadlines.command_seconds(os.environ, name))
+        return name, command, rest
 
     def invoke(self, ctx: click.Context) -> Any:
         try:

@@ -61,7 +61,8 @@ def kube_cmd(
     hardening of 'run'. COMMAND (after --) is the session's command (default: sleep
     infinity, for 'kubectl exec').
 
-    Each registry request must be whole within 30 s (TERMINAI_REGISTRY_TIMEOUT=SECONDS).
+    Each registry request must be whole within 30 s (TERMINAI_REGISTRY_TIMEOUT=SECONDS), all
+    of them within 120 s (TERMINAI_COMMAND_TIMEOUT=SECONDS).
     """
     from terminai_sandbox.common import deadlines  # noqa: PLC0415
     from terminai_sandbox.kube.hardening import SessionShape  # noqa: PLC0415

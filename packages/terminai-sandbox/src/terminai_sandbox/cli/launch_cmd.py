@@ -75,7 +75,8 @@ def preflight_cmd(deep: bool, **params: Any) -> None:
     """Run preflight steps 0-6 and report each one.
 
     The engine must answer within 5 s (TERMINAI_ENGINE_TIMEOUT=SECONDS); registry requests
-    within 30 s each (TERMINAI_REGISTRY_TIMEOUT). See docs/DEADLINES.md.
+    within 30 s each (TERMINAI_REGISTRY_TIMEOUT), 120 s in all (TERMINAI_COMMAND_TIMEOUT).
+    See docs/DEADLINES.md.
     """
     request = request_from(params)
     config, verified, _, results = session.prepare(request, env=os.environ, say=_say, deep=deep)

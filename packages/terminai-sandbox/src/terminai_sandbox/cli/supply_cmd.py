@@ -176,7 +176,8 @@ def push_cmd(layout: Path, reference: str, chunk_size: int | None, insecure_regi
     then the index's exact bytes; the digest printed is the index's.
 
     Each registry request must be whole within 60 s, retries included (a blob: 1 s more per
-    MiB); TERMINAI_REGISTRY_TIMEOUT=SECONDS sets it. See docs/DEADLINES.md.
+    MiB); TERMINAI_REGISTRY_TIMEOUT=SECONDS sets it. All of them within 1800 s
+    (TERMINAI_COMMAND_TIMEOUT=SECONDS). See docs/DEADLINES.md.
     """
     from terminai_sandbox.artifacts.oci_layout import IndexLayout, OciLayout, is_index_layout  # noqa: PLC0415
 
@@ -234,6 +235,9 @@ def sign_cmd(
 
     With --keyless (CI): a Sigstore bundle referrer and a .sig layer carrying the Fulcio
     certificate, its chain and the Rekor entry, both from one ephemeral certificate.
+
+    Registry requests and the keyless steps (OIDC token, TUF, Fulcio, Rekor) end within
+    600 s in all (TERMINAI_COMMAND_TIMEOUT=SECONDS). See docs/DEADLINES.md.
     """
     from terminai_sandbox.signing import keyless, sign  # noqa: PLC0415
     from terminai_sandbox.signing.formats import sig as sig_format  # noqa: PLC0415
@@ -321,7 +325,8 @@ def verify_cmd(
     directory of an index is held to the same rule as the registry's copy.
 
     Each registry request must be whole within 30 s, retries included (a blob: 1 s more per
-    MiB); TERMINAI_REGISTRY_TIMEOUT=SECONDS sets it. See docs/DEADLINES.md.
+    MiB); TERMINAI_REGISTRY_TIMEOUT=SECONDS sets it. All of them within 120 s
+    (TERMINAI_COMMAND_TIMEOUT=SECONDS). See docs/DEADLINES.md.
     """
     from terminai_sandbox.signing.store import offline_layout, top_digest  # noqa: PLC0415
     from terminai_sandbox.signing.verify.image import verify_image  # noqa: PLC0415

@@ -11,6 +11,8 @@ Part of the launch kernel's floor: standard library only, nothing imported.
 
 from __future__ import annotations
 
+import time
+
 from terminai_sandbox.errors import ConfigError
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
@@ -48,6 +50,24 @@ ENGINE_REQUEST_SECONDS = 120.0
 #: idle limit, :data:`ENGINE_REQUEST_SECONDS`).
 ENGINE_STREAM_SECONDS = 3600.0
 
+#: The whole of one command's registry requests and keyless signing (Fulcio, Rekor, the
+#: OIDC token, the TUF refresh): however many requests it makes, each just inside its own
+#: bound, the command ends by then. Per request bounds stay as above; this caps their sum.
+COMMAND_VARIABLE = "TERMINAI_COMMAND_TIMEOUT"
+#: By command (the first word; ``release`` covers its steps): lower where a person waits.
+COMMAND_SECONDS = {
+    "verify": 120.0,
+    "kube": 120.0,
+    "preflight": 120.0,
+    "run": 120.0,
+    "sign": 600.0,
+    "attest": 600.0,
+    "push": 1800.0,
+    "release": 7200.0,  # the whole release runs its build first, minutes of it
+}
+#: Every other command (`contracts` resolves a tag through the engine; a new one is bounded anyway).
+COMMAND_DEFAULT_SECONDS = 3600.0
+
 _MAX_SECONDS = 86400.0
 _DIGITS = frozenset("0123456789.")
 
@@ -79,3 +99,57 @@ def registry_seconds(env: Mapping[str, str], default: float = REGISTRY_SECONDS) 
 def engine_probe_seconds(env: Mapping[str, str], default: float = ENGINE_PROBE_SECONDS) -> float:
     """How long reaching the engine may take (:data:`ENGINE_VARIABLE`, else ``default``)."""
     return seconds_from(env, ENGINE_VARIABLE, default)
+
+
+def command_seconds(env: Mapping[str, str], command: str) -> float:
+    """The total deadline of ``command`` (:data:`COMMAND_VARIABLE`, else its row of :data:`COMMAND_SECONDS`)."""
+    return seconds_from(env, COMMAND_VARIABLE, COMMAND_SECONDS.get(command, COMMAND_DEFAULT_SECONDS))
+
+
+class CommandDeadline:
+    """When the running command's network work must be over: one instant, set as it starts.
+
+    The registry client ends each request at the earlier of its own deadline and this one,
+    and keyless signing waits for sigstore-python no longer than this (see
+    :func:`begin`). It is the process's: a console script runs one command.
+    """
+
+    __slots__ = ("command", "ends", "seconds")
+
+    def __init__(self, command: str, seconds: float) -> None:
+        self.command = command
+        self.seconds = seconds
+        self.ends = time.monotonic() + seconds
+
+    def left(self) -> float:
+        """Seconds until the deadline (0 or less once it has passed)."""
+        return self.ends - time.monotonic()
+
+    def describe(self) -> str:
+        return f"the {self.command} command's total deadline of {round(self.seconds, 1):g} s"
+
+    def hint(self, server: str) -> str:
+        """What to do, for a deadline that ``server``'s slowness used up."""
+        return (
+            f"{server} answers too slowly for all the requests this command makes: check it and the network, "
+            f"or allow more time with {COMMAND_VARIABLE}=SECONDS (now {self.seconds:g})"
+        )
+
+
+_active: list[CommandDeadline] = []
+
+
+def begin(command: str, seconds: float) -> CommandDeadline:
+    """Start ``command``'s total deadline now (replacing any earlier one); return it."""
+    _active[:] = [CommandDeadline(command, seconds)]
+    return _active[0]
+
+
+def active() -> CommandDeadline | None:
+    """The running command's deadline, if one was begun."""
+    return _active[0] if _active else None
+
+
+def end() -> None:
+    """Forget the command's deadline (an in-process caller running several commands)."""
+    _active.clear()

@@ -39,7 +39,7 @@ from terminai_sandbox.engine.transport import (
     image_path,
 )
 from terminai_sandbox.engine.transport import quote_path as _quote
-from terminai_sandbox.errors import EngineError, RegistryError
+from terminai_sandbox.errors import EngineError, RegistryError, RegistryUnreachable
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
@@ -430,14 +430,41 @@ class DockerApi:
             raise EngineError(f"the engine cannot look up {reference} ({status}): {message}")
         return body
 
-    def distribution_digest(self, reference: str, *, auth: Mapping[str, str] | None = None) -> str:
+    def distribution_digest(
+        self, reference: str, *, auth: Mapping[str, str] | None = None, seconds: float | None = None
+    ) -> str:
         """The digest the registry serves for ``reference`` now, asked through the engine.
 
         ``auth`` is what the docker CLI would send for the registry (username, password,
-        serveraddress); it travels only over the engine's own socket.
+        serveraddress); it travels only over the engine's own socket. The engine answers
+        only once the registry has, so this is a registry request: it is bounded by
+        ``seconds`` (a registry request's deadline; default
+        :data:`~.deadlines.REGISTRY_INTERACTIVE_SECONDS`) and the command's total deadline,
+        not by the engine's 120 s (dockerd waits on a trickling registry far longer).
         """
-        status, body = self._get(distribution_path(reference), _auth_header(auth))
-        return digest_or_refusal(reference, status, body)
+        limit = deadlines.REGISTRY_INTERACTIVE_SECONDS if seconds is None else seconds
+        command = deadlines.active()
+        by_command = command is not None and command.left() < limit
+        if command is not None and by_command:
+            limit = max(0.001, command.left())
+        try:
+            status, raw = self._raw(
+                "GET", distribution_path(reference), headers=_auth_header(auth), timeout=limit, waiting=True
+            )
+        except TimeoutError:
+            if command is not None and by_command:
+                raise RegistryUnreachable(
+                    f"the engine could not resolve {reference}: {command.describe()} passed before the registry "
+                    "answered it",
+                    hint=command.hint(f"the registry of {reference}"),
+                ) from None
+            raise RegistryUnreachable(
+                f"the engine could not resolve {reference}: the registry gave it no whole answer within "
+                f"{round(limit, 1):g} s",
+                hint="the registry is slow or stopped answering: check it and the network, or allow more time "
+                f"with {deadlines.REGISTRY_VARIABLE}=SECONDS (now {limit:g})",
+            ) from None
+        return digest_or_refusal(reference, status, _loads(raw))
 
     def pull_by_digest(
         self,

@@ -82,10 +82,11 @@ class DockerEngine:
 
         return engine_auth(docker_config_credentials(registry, self.env), registry)
 
-    def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], TagResolver]) -> str:
+    def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], TagResolver], *, seconds: float) -> str:
         # dockerd asks the registry (with the credentials the docker CLI would send), so a
         # launch needs no HTTP client of its own; the digest is then verified like any other.
-        return self.api.distribution_digest(f"{ref.name}:{tag}", auth=self._auth(ref.registry))
+        # ``seconds``: a registry request's deadline, since the engine answers when the registry has.
+        return self.api.distribution_digest(f"{ref.name}:{tag}", auth=self._auth(ref.registry), seconds=seconds)
 
     def inspect(self, reference: str) -> ImageFacts | None:
         document = self.api.inspect_image(reference)

@@ -85,8 +85,8 @@ class PodmanEngine:
             mode += "; --memory, --cpus and --pids-limit NOT enforced: rootless podman on cgroups v1"
         return f"podman {self.version} ({mode}, {self.binary})"
 
-    def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], TagResolver]) -> str:
-        return registry().resolve(ref.repository, tag)
+    def resolve(self, ref: ImageRef, tag: str, registry: Callable[[], TagResolver], *, seconds: float) -> str:
+        return registry().resolve(ref.repository, tag)  # the client's own deadline is ``seconds``
 
     def inspect(self, reference: str) -> ImageFacts | None:
         result = self._run("image", "inspect", reference, timeout=120)

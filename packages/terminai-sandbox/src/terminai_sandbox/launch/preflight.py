@@ -261,7 +261,10 @@ def _preflight(
                 f"{ref} uses the floating tag {tag!r}",
                 hint="use a release tag (X.Y.Z) or a digest, or pass --allow-floating-tag",
             )
-        digest = engine.resolve(ref, tag, registry_client)
+        from terminai_sandbox.common.deadlines import REGISTRY_INTERACTIVE_SECONDS, registry_seconds  # noqa: PLC0415
+
+        seconds = registry_seconds(options.env, REGISTRY_INTERACTIVE_SECONDS)
+        digest = engine.resolve(ref, tag, registry_client, seconds=seconds)
         return ref.with_digest(digest), f"{tag} -> {digest}"
 
     pinned: ImageRef = steps.run(2, "resolve digest", step2)
