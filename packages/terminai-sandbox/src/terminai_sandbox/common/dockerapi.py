@@ -22,6 +22,8 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from terminai_apts.records import frozen_record
+
 from terminai_sandbox.common import deadlines
 from terminai_sandbox.common.engine_socket import (
     candidate_hosts,
@@ -32,7 +34,6 @@ from terminai_sandbox.common.engine_socket import (
 )
 from terminai_sandbox.common.engine_socket import connect_socket as _connect
 from terminai_sandbox.common.engine_socket import quote_path as _quote
-from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.common.reference import is_digest
 from terminai_sandbox.common.which import which
 from terminai_sandbox.errors import EngineError, RegistryError

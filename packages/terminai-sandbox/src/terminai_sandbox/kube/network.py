@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from terminai_sandbox.egress.policy import parse_network_policy
+from terminai_apts.egress.policy import parse_network_policy
+
 from terminai_sandbox.errors import ConfigError
 
 SOURCES = ("SANDBOX_NETWORK", "TERMINAI_SANDBOX_PROXY_COMMAND", "GEMINI_SANDBOX_PROXY_COMMAND")

@@ -43,8 +43,9 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from terminai_apts.records import field, frozen_record
+
 from terminai_sandbox.common import deadlines, dockerapi
-from terminai_sandbox.common.records import field, frozen_record
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.common.runtime import DEFAULT as DEFAULT_RUNTIME
 from terminai_sandbox.common.runtime import missing_on_docker, missing_on_podman, runsc_binary
