@@ -1,4 +1,6 @@
-"""``python -m terminai_apts.egress serve``: the proxy as a host process the launcher starts.
+"""``python -m terminai_apts.egress serve``: the proxy, as a host process the launcher starts
+(``--socket PATH``) or as a cluster's proxy pod from the verified image (``--listen-port
+PORT``, rendered by ``terminai-sandbox kube``; it then prints ``listening tcp 0.0.0.0:PORT``).
 
 Prints ``listening PATH`` on stdout once it accepts connections (and, with the test-only
 ``--tcp-port``, a second line ``listening tcp 127.0.0.1:PORT``); stops on SIGTERM or
