@@ -312,3 +312,16 @@ def test_the_proxy_keeps_the_sessions_node_affinity(tmp_path: Path, architecture
     terms = proxy["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     expected = {"key": "kubernetes.io/arch", "operator": "In", "values": sorted(architectures)}
     assert expected in terms[0]["matchExpressions"]
+
+
+def test_admission_covers_the_proxy_pods_too(tmp_path: Path) -> None:
+    objects = _objects(tmp_path)
+    deployment = _named(objects, "Deployment")
+    kyverno = _named(objects, "ClusterPolicy")
+    matched = [r["match"]["any"][0]["resources"] for r in kyverno["spec"]["rules"]]
+    # Kyverno checks every Pod of the namespace, not only the sandbox-labelled ones.
+    assert all(m == {"kinds": ["Pod"], "namespaces": [deployment["metadata"]["namespace"]]} for m in matched)
+    policy = _named(objects, "ClusterImagePolicy")
+    image = deployment["spec"]["template"]["spec"]["containers"][0]["image"]
+    globs = [glob["glob"] for glob in policy["spec"]["images"]]
+    assert image.split("@")[0] + "@*" in globs, globs  # policy-controller's glob holds the proxy's image
