@@ -80,7 +80,7 @@ def _engine_flags(pod: dict[str, Any], files: dict[str, Path]) -> list[str]:
             assert set(volume) == {"name", "emptyDir"}, volume
             flags += ["--tmpfs", f"{mount['mountPath']}:uid={uid},gid={context['runAsGroup']},mode=0700"]
     assert set(container) == {
-        "args", "image", "imagePullPolicy", "name", "ports", "readinessProbe", "resources", "securityContext",
+        "args", "image", "imagePullPolicy", "name", "ports", "resources", "securityContext",
         "volumeMounts",
     }, sorted(container)  # fmt: skip
     return flags

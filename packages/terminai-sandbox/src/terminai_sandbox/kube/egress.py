@@ -155,7 +155,8 @@ def proxy_pod_spec(image: str, shape: SessionShape) -> dict[str, Any]:
                 "imagePullPolicy": "IfNotPresent",
                 "name": "egress",
                 "ports": [{"containerPort": PROXY_PORT, "name": "proxy", "protocol": "TCP"}],
-                "readinessProbe": {"tcpSocket": {"port": PROXY_PORT}, "periodSeconds": 5},
+                # No TCP probe: each would be a connection the proxy answers and records in its
+                # ledger; it listens within a second of starting (the entrypoint's health check first).
                 "resources": {"limits": dict(limits), "requests": dict(limits)},
                 "securityContext": container_security_context(),
                 "volumeMounts": [
@@ -170,7 +171,7 @@ def proxy_pod_spec(image: str, shape: SessionShape) -> dict[str, Any]:
         "hostNetwork": False,
         "hostPID": False,
         "restartPolicy": "Always",
-        "securityContext": container_security_context_pod(),
+        "securityContext": _pod_security_context(),
         "shareProcessNamespace": False,
         "volumes": [
             {"configMap": {"name": names(shape)["config"]}, "name": "terminai-egress-policy"},
@@ -185,7 +186,8 @@ def proxy_pod_spec(image: str, shape: SessionShape) -> dict[str, Any]:
     return spec
 
 
-def container_security_context_pod() -> dict[str, Any]:
+def _pod_security_context() -> dict[str, Any]:
+    """The session pod's own security context (the same user, group, fsGroup and seccomp)."""
     context = container_security_context()
     return {key: context[key] for key in ("runAsGroup", "runAsNonRoot", "runAsUser", "seccompProfile")} | {
         "fsGroup": context["runAsGroup"]
