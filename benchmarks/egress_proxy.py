@@ -2,7 +2,7 @@
 """The egress proxy's cost: requests through it against the same requests direct, same run.
 
 An origin (``python -m http.server`` on loopback) serves a 1 KiB and a 64 MiB file; the
-proxy runs as its real process (``python -m terminai_sandbox.egress serve``, hardened,
+proxy runs as its real process (``python -m terminai_apts.egress serve``, hardened,
 ledger on) with a policy naming the origin's address literally. Measured, each direct and
 through the proxy: 300 sequential small GETs (plain HTTP, one connection each, as the
 proxy serves them), 300 CONNECT tunnels each carrying one small GET, and the 64 MiB
@@ -25,7 +25,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from terminai_sandbox.egress.policy import parse_network_policy
+from terminai_apts.egress.policy import parse_network_policy
 
 
 def _free_port() -> int:
@@ -100,7 +100,7 @@ def main() -> int:
         policy = parse_network_policy(f"allow:127.0.0.1:{origin_port}", source="bench")
         (root / "policy.json").write_text(json.dumps(policy.to_json()))
         argv = [
-            sys.executable, "-m", "terminai_sandbox.egress", "serve",
+            sys.executable, "-m", "terminai_apts.egress", "serve",
             "--policy-json", str(root / "policy.json"), "--socket", str(root / "sock" / "proxy.sock"),
             "--ledger", str(root / "ledger.jsonl"), "--tcp-port", str(proxy_port),
         ]  # fmt: skip

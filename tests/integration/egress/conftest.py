@@ -140,7 +140,7 @@ def start_proxy(
     """The proxy process in the lab's namespace, once it printed that it listens."""
     socket = socket or lab.socket
     argv = [
-        "ip", "netns", "exec", lab.netns, sys.executable, "-m", "terminai_sandbox.egress", "serve",
+        "ip", "netns", "exec", lab.netns, sys.executable, "-m", "terminai_apts.egress", "serve",
         "--policy-json", str(policy or lab.policy_json), "--socket", str(socket), "--ledger", str(lab.ledger),
         "--hosts-file", str(lab.hosts), "--tcp-port", str(port), "--socket-mode", "666",
     ]  # fmt: skip
@@ -186,7 +186,7 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         )  # fmt: skip
         _wait_line(lab.origin, "ready")
         lab.hosts.write_text(HOSTS)
-        from terminai_sandbox.egress.policy import parse_network_policy
+        from terminai_apts.egress.policy import parse_network_policy
 
         lab.policy_json.write_text(json.dumps(parse_network_policy(POLICY, source="test").to_json()))
         lab.socket.parent.mkdir()

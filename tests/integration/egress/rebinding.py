@@ -13,8 +13,8 @@ import ipaddress
 import json
 import sys
 
-from terminai_sandbox.egress.policy import parse_network_policy
-from terminai_sandbox.egress.proxy import EgressProxy
+from terminai_apts.egress.policy import parse_network_policy
+from terminai_apts.egress.proxy import EgressProxy
 
 
 class Rebinding:

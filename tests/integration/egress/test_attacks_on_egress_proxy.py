@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.egress.policy import parse_network_policy
+from terminai_apts.egress.policy import parse_network_policy
 from terminai_sandbox.launch import audit
 
 from tests.integration.egress.conftest import Lab, _wait_line
@@ -167,7 +167,7 @@ def other_port_proxy(lab: Lab) -> Iterator[Path]:
     policy.write_text(json.dumps(parse_network_policy("allow:allowed.test:8443", source="test").to_json()))
     sock = root / "sock" / "proxy.sock"
     argv = [
-        "ip", "netns", "exec", lab.netns, sys.executable, "-m", "terminai_sandbox.egress", "serve",
+        "ip", "netns", "exec", lab.netns, sys.executable, "-m", "terminai_apts.egress", "serve",
         "--policy-json", str(policy), "--socket", str(sock), "--ledger", str(root / "ledger.jsonl"),
         "--hosts-file", str(lab.hosts), "--socket-mode", "666",
     ]  # fmt: skip

@@ -16,7 +16,7 @@ import socket
 import time
 
 import pytest
-from terminai_sandbox.egress.policy import EgressLimits, policy_from_settings
+from terminai_apts.egress.policy import EgressLimits, policy_from_settings
 from terminai_sandbox.launch import audit
 
 from tests.integration.egress.conftest import ALLOWED, Lab, start_proxy

@@ -29,8 +29,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from terminai_apts.egress.ledger import EVENT
 from terminai_sandbox.assemble import BuildResult
-from terminai_sandbox.egress.ledger import EVENT
 
 from tests.fixtures.registry import RegistryServer
 from tests.integration.launch.test_launch import CLI, Site

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 import pytest
+from terminai_apts.records import FrozenRecordError, field, frozen_record
 from terminai_sandbox.common.hardening import Limits
-from terminai_sandbox.common.records import FrozenRecordError, field, frozen_record
 
 STRICT = dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
 

@@ -7,7 +7,7 @@ import ipaddress
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from terminai_sandbox.egress.addresses import refusal
+from terminai_apts.egress.addresses import refusal
 
 
 @pytest.mark.parametrize(

@@ -28,11 +28,11 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from terminai_sandbox.egress.ledger import LedgerFile, LedgerWriter
-from terminai_sandbox.egress.policy import EgressLimits, NetworkPolicy, parse_network_policy
-from terminai_sandbox.egress.proxy import EgressProxy, EgressRecord
-from terminai_sandbox.egress.resolve import HostsFileResolver
-from terminai_sandbox.egress.wire import WireLimits
+from terminai_apts.egress.ledger import LedgerFile, LedgerWriter
+from terminai_apts.egress.policy import EgressLimits, NetworkPolicy, parse_network_policy
+from terminai_apts.egress.proxy import EgressProxy, EgressRecord
+from terminai_apts.egress.resolve import HostsFileResolver
+from terminai_apts.egress.wire import WireLimits
 from terminai_sandbox.launch import audit
 
 T = TypeVar("T")

@@ -1,4 +1,4 @@
-"""``python -m terminai_sandbox.egress serve`` refuses bad input with one error line and a hint."""
+"""``python -m terminai_apts.egress serve`` refuses bad input with one error line and a hint."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.egress.policy import parse_network_policy
+from terminai_apts.egress.policy import parse_network_policy
 
 
 def _serve(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "terminai_sandbox.egress", *argv],
+        [sys.executable, "-m", "terminai_apts.egress", *argv],
         capture_output=True,
         text=True,
         timeout=60,

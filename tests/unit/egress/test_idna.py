@@ -7,8 +7,8 @@ encoding IDNA 2008 (and UTS 46 non-transitional processing, what browsers use) s
 from __future__ import annotations
 
 import pytest
-from terminai_sandbox.egress.policy import NetworkPolicy, PatternError, canonical_name, parse_network_policy
-from terminai_sandbox.errors import ConfigError
+from terminai_apts.egress.errors import ConfigError
+from terminai_apts.egress.policy import NetworkPolicy, PatternError, canonical_name, parse_network_policy
 
 
 def _a_label(u_label: str) -> str:

@@ -13,7 +13,8 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from terminai_sandbox.egress.policy import (
+from terminai_apts.egress.errors import ConfigError
+from terminai_apts.egress.policy import (
     EgressLimits,
     HostPattern,
     NetworkPolicy,
@@ -21,7 +22,6 @@ from terminai_sandbox.egress.policy import (
     parse_network_policy,
     policy_from_settings,
 )
-from terminai_sandbox.errors import ConfigError
 
 SOURCE = "SANDBOX_NETWORK"
 

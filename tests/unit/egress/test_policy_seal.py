@@ -9,7 +9,7 @@ from tests.unit.launch.test_kernel_seal import forbidden, loaded_by, outside_the
 
 def test_parsing_and_deciding_a_policy_stays_inside_the_seal() -> None:
     code, loaded, err = loaded_by(
-        "from terminai_sandbox.egress.policy import parse_network_policy\n"
+        "from terminai_apts.egress.policy import parse_network_policy\n"
         "p = parse_network_policy('allow:pypi.org,*.b\\u00fccher.example:443,[::1]:8080,!x.pypi.org', source='s')\n"
         "assert p.decide('pypi.org', 443).allowed\n"
         "assert p.from_json(p.to_json()) == p\n"
@@ -17,6 +17,6 @@ def test_parsing_and_deciding_a_policy_stays_inside_the_seal() -> None:
         {"PATH": os.environ["PATH"]},
     )
     assert code == 0, err
-    assert "terminai_sandbox.egress.policy" in loaded
+    assert "terminai_apts.egress.policy" in loaded
     assert not outside_the_seal(loaded), outside_the_seal(loaded)
     assert not forbidden(loaded), forbidden(loaded)

@@ -11,10 +11,10 @@ import ipaddress
 import socket
 from collections.abc import Awaitable, Callable
 
-from terminai_sandbox.egress.policy import EgressLimits, NetworkPolicy, parse_network_policy
-from terminai_sandbox.egress.proxy import EgressProxy, EgressRecord
-from terminai_sandbox.egress.resolve import HostsFileResolver
-from terminai_sandbox.egress.wire import WireLimits
+from terminai_apts.egress.policy import EgressLimits, NetworkPolicy, parse_network_policy
+from terminai_apts.egress.proxy import EgressProxy, EgressRecord
+from terminai_apts.egress.resolve import HostsFileResolver
+from terminai_apts.egress.wire import WireLimits
 
 
 async def _origin(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from terminai_sandbox.egress.policy import EgressLimits
+from terminai_apts.egress.policy import EgressLimits
 from terminai_sandbox.launch import audit
 
 from tests.unit.egress.test_attacks_on_egress_proxy import Lab, refusal

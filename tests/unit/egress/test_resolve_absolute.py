@@ -12,7 +12,7 @@ import ipaddress
 import socket
 
 import pytest
-from terminai_sandbox.egress.resolve import SystemResolver
+from terminai_apts.egress.resolve import SystemResolver
 
 REAL, SEARCHED = "45.0.2.1", "45.0.2.66"
 

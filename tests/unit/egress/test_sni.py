@@ -5,7 +5,7 @@ from __future__ import annotations
 import ssl
 
 import pytest
-from terminai_sandbox.egress.sni import (
+from terminai_apts.egress.sni import (
     MAX_HELLO_BYTES,
     HelloAssembler,
     HelloError,

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from terminai_sandbox.egress.sni import MAX_HELLO_RECORDS
-from terminai_sandbox.egress.wire import WireLimits
+from terminai_apts.egress.sni import MAX_HELLO_RECORDS
+from terminai_apts.egress.wire import WireLimits
 
 from tests.unit.egress.test_attacks_on_egress_proxy import Lab, read_all
 

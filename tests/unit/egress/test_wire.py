@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from terminai_sandbox.egress.ledger import LedgerFile, LedgerWriter
-from terminai_sandbox.egress.wire import WireError, WireLimits, parse_head
+from terminai_apts.egress.ledger import LedgerFile, LedgerWriter
+from terminai_apts.egress.wire import WireError, WireLimits, parse_head
 from terminai_sandbox.launch import audit
 
 LIMITS = WireLimits()

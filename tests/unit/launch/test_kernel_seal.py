@@ -43,8 +43,11 @@ MAY_IMPORT = frozenset(
         "terminai_sandbox.artifacts.contract",
         "terminai_sandbox.resources",
         # the network policy, parsed on every start (standard library only, like the kernel)
-        "terminai_sandbox.egress",
-        "terminai_sandbox.egress.policy",
+        "terminai_apts.egress",
+        "terminai_apts.egress.policy",
+        "terminai_apts.egress.errors",
+        # frozen keyword-only records without dataclasses (shared with the in-image proxy)
+        "terminai_apts.records",
     }
 )
 # Standard-library and third-party modules whose import a session start must not pay for.

@@ -46,7 +46,7 @@ def test_off_is_the_default_and_loads_no_egress_code() -> None:
         "import sys\nfrom terminai_sandbox.launch import network\n"
         "c = network.resolve({})\nassert c.policy is None and c.mode == 'off', c\n"
         "assert network.resolve({'SANDBOX_NETWORK': 'off'}).policy is None\n"
-        "print(sorted(m for m in sys.modules if m.startswith('terminai_sandbox.egress')))"
+        "print(sorted(m for m in sys.modules if m.startswith('terminai_apts.egress')))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"

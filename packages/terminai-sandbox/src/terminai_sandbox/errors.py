@@ -302,3 +302,21 @@ def as_sandbox_error(exc: BaseException) -> SandboxError:
     if isinstance(exc, UnicodeError):
         return ConfigError(f"an input is not valid UTF-8 text ({exc})", hint="pass UTF-8 text")
     return UnexpectedError.wrapping(exc)
+
+
+def from_egress(exc: Exception) -> SandboxError:
+    """The host error for one the egress policy or proxy raised (``terminai_apts.egress.errors``).
+
+    The proxy lives in the toolset, so it cannot raise this hierarchy; its classes carry
+    the name of the host class they stand for (same exit code), and callers of the policy
+    turn one into the other here. Duck-typed: this module imports nothing.
+    """
+    classes: dict[str, type[SandboxError]] = {
+        "SandboxError": SandboxError,
+        "ConfigError": ConfigError,
+        "PathError": PathError,
+        "LaunchError": LaunchError,
+        "AuditError": AuditError,
+    }
+    cls = classes.get(getattr(exc, "host_class", ""), SandboxError)
+    return cls(getattr(exc, "message", str(exc)), hint=getattr(exc, "hint", None))

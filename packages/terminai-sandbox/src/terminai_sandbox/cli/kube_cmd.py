@@ -33,7 +33,7 @@ _OUT = params.OutputDir()
 @click.option(
     "--network-policy",
     default=None,
-    help="off only, for now (SANDBOX_NETWORK too): a cluster session has the default-deny NetworkPolicy",
+    help="off (default-deny NetworkPolicy) or allow:HOST[:PORT],... (a proxy for the template); SANDBOX_NETWORK too",
 )
 def kube_cmd(
     reference: str,
@@ -58,8 +58,10 @@ def kube_cmd(
     admission refusing images the same trust policy would not verify (sigstore
     policy-controller ClusterImagePolicy, Kyverno ClusterPolicy), a default-deny
     NetworkPolicy, an agent-sandbox SandboxTemplate, and a Pod and a Job with the
-    hardening of 'run'. COMMAND (after --) is the session's command (default: sleep
-    infinity, for 'kubectl exec').
+    hardening of 'run'. With --network-policy allow:... (or SANDBOX_NETWORK), also the
+    template's egress proxy (ConfigMap, Deployment of the verified image, Service) and
+    NetworkPolicies whose only session egress is the proxy's port. COMMAND (after --)
+    is the session's command (default: sleep infinity, for 'kubectl exec').
 
     Each registry request must be whole within 30 s (TERMINAI_REGISTRY_TIMEOUT=SECONDS), all
     of them within 120 s (TERMINAI_COMMAND_TIMEOUT=SECONDS).
@@ -67,16 +69,17 @@ def kube_cmd(
     from terminai_sandbox.common import deadlines  # noqa: PLC0415
     from terminai_sandbox.kube.hardening import SessionShape  # noqa: PLC0415
     from terminai_sandbox.kube.manifests import check_names, manifests  # noqa: PLC0415
-    from terminai_sandbox.kube.network import require_off  # noqa: PLC0415
+    from terminai_sandbox.kube.network import cluster_policy  # noqa: PLC0415
     from terminai_sandbox.kube.render import to_json, to_yaml, write_dir  # noqa: PLC0415
     from terminai_sandbox.kube.source import verified_source  # noqa: PLC0415
     from terminai_sandbox.signing.verify.trust import policy_from_options  # noqa: PLC0415
 
-    shape = SessionShape(name=name, runtime_class=runtime_class or None)
+    # before the registry: nothing is verified for a refusal
+    egress = cluster_policy(os.environ, network_policy)
+    shape = SessionShape(name=name, runtime_class=runtime_class or None, network=egress)
     if command:
-        shape = SessionShape(name=name, runtime_class=runtime_class or None, command=command)
+        shape = SessionShape(name=name, runtime_class=runtime_class or None, command=command, network=egress)
     check_names(shape, namespace)
-    require_off(os.environ, network_policy)  # before the registry: nothing is verified for a refusal
     policy = policy_from_options(
         key=key_path, identity=certificate_identity, issuer=certificate_oidc_issuer, policy_file=policy_path
     )

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-from terminai_sandbox.common.records import frozen_record
+from terminai_apts.records import frozen_record
+
 from terminai_sandbox.errors import ConfigError
 
 # Capabilities dropped (every one) and engine security options; a Pod sets the same as

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-from terminai_sandbox.common.records import frozen_record
+from terminai_apts.records import frozen_record
+
 from terminai_sandbox.errors import ConfigError
 
 _DIGEST_RE = re.compile(r"^sha256:[0-9a-f]{64}$")

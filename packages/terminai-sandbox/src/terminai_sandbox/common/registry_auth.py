@@ -11,7 +11,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from terminai_sandbox.common.records import frozen_record
+from terminai_apts.records import frozen_record
+
 from terminai_sandbox.errors import RegistryUnauthorized
 
 # Every docker launch of a `REPO:TAG` reads the Docker config, and most find no credentials:

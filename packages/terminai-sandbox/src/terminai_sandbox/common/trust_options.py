@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from terminai_apts.records import frozen_record
+
 from terminai_sandbox.common.files import read_regular
-from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.errors import ConfigError
 
 TOO_MANY = "pass only one of --key, --certificate-identity/--certificate-oidc-issuer, --policy"

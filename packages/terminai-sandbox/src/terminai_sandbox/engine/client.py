@@ -26,8 +26,9 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from terminai_apts.records import frozen_record
+
 from terminai_sandbox.common import deadlines
-from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.common.reference import is_digest
 from terminai_sandbox.common.which import which
 from terminai_sandbox.engine.sockets import candidate_hosts

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from terminai_sandbox.common.records import frozen_record
+from terminai_apts.records import frozen_record
+
 from terminai_sandbox.common.which import which
 
 NOFILE_CAP = 65536

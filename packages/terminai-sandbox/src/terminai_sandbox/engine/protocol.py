@@ -41,7 +41,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from terminai_sandbox.common.records import field, frozen_record
+from terminai_apts.records import field, frozen_record
+
 from terminai_sandbox.errors import EngineError
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)

@@ -14,7 +14,7 @@ Part of the launch kernel: standard library only.
 
 from __future__ import annotations
 
-from terminai_sandbox.common.records import frozen_record
+from terminai_apts.records import frozen_record
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:

@@ -38,6 +38,10 @@ from terminai_sandbox.common.hardening import (
 )
 from terminai_sandbox.errors import ConfigError
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from terminai_apts.egress.policy import NetworkPolicy
+
 WORKSPACE = "/workspace"  # the image's WorkingDir
 CONTAINER = "sandbox"
 SANDBOX_LABEL = "dev.terminai.sandbox"
@@ -80,6 +84,8 @@ class SessionShape:
     workspace_size: str = "4g"
     # A multi-platform image: the architectures its verified index lists (empty: one image).
     architectures: tuple[str, ...] = ()
+    # An ``allow`` policy: the session reaches the template's egress proxy (see .egress).
+    network: NetworkPolicy | None = None
 
 
 def container_security_context() -> dict[str, Any]:
@@ -95,8 +101,14 @@ def container_security_context() -> dict[str, Any]:
     }
 
 
-def pod_spec(image: str, digest: str, shape: SessionShape, *, restart: str) -> dict[str, Any]:
-    """The hardened pod spec running ``image`` (``name@sha256:...``) as ``shape`` says."""
+def pod_spec(
+    image: str, digest: str, shape: SessionShape, *, restart: str, proxy_env: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
+    """The hardened pod spec running ``image`` (``name@sha256:...``) as ``shape`` says.
+
+    ``proxy_env``: a policy's proxy variables (see :mod:`.egress`); they name the proxy's
+    Service by the variables the kubelet injects, so only then are service links on.
+    """
     if not image.endswith(f"@{digest}"):
         raise ConfigError(f"{image} is not pinned to {digest}")  # defence in depth: callers pass a pinned ref
     limits = {"cpu": shape.cpus, "memory": quantity(shape.memory)}
@@ -108,6 +120,7 @@ def pod_spec(image: str, digest: str, shape: SessionShape, *, restart: str) -> d
                 "env": [
                     {"name": "HOME", "value": HOME_IN_IMAGE},
                     {"name": "SANDBOX", "value": shape.name},
+                    *(proxy_env or []),
                 ],
                 "image": image,
                 "imagePullPolicy": "IfNotPresent",
@@ -122,7 +135,7 @@ def pod_spec(image: str, digest: str, shape: SessionShape, *, restart: str) -> d
                 "workingDir": WORKSPACE,
             }
         ],
-        "enableServiceLinks": False,
+        "enableServiceLinks": bool(proxy_env),
         "hostIPC": False,
         "hostNetwork": False,
         "hostPID": False,

@@ -1,35 +1,54 @@
-"""The network policy of a cluster session: ``off`` (the default-deny ``NetworkPolicy``) only, for now.
+"""The network policy of a cluster session, read with the launcher's grammar.
 
-A launch's policy (``SANDBOX_NETWORK``, the legacy proxy-command variables, ``--network-policy``)
-is read here with the same grammar, so that one asking for egress is refused rather than
-quietly rendered as no network: the allowlisting proxy is part of the host package, not of
-the image, and a proxy beside the session in its pod would share its network namespace,
-which a pod-level ``NetworkPolicy`` cannot split (docs/KUBERNETES.md says what would hold).
+``off`` (the default) renders the default-deny ``NetworkPolicy`` alone; ``allow:…``
+renders the template's egress proxy as well (:mod:`.egress`). The legacy proxy command
+is refused: it is an argv the launcher runs beside a host session, and a cluster has no
+place to run it that a NetworkPolicy could fence (exit 3, naming the source).
+
+The sources are ``run``'s (``SANDBOX_NETWORK``, the legacy proxy-command variables,
+``--network-policy``); two that name different policies are refused, as ``run`` does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from terminai_sandbox.egress.policy import parse_network_policy
-from terminai_sandbox.errors import ConfigError
+from terminai_apts.egress.errors import EgressFault
+from terminai_apts.egress.policy import NetworkPolicy, parse_network_policy
+
+from terminai_sandbox.errors import ConfigError, from_egress
 
 SOURCES = ("SANDBOX_NETWORK", "TERMINAI_SANDBOX_PROXY_COMMAND", "GEMINI_SANDBOX_PROXY_COMMAND")
 
 
-def require_off(env: Mapping[str, str], option: str | None) -> None:
-    """Refuse every policy but ``off``, naming where it came from (exit 3)."""
+def cluster_policy(env: Mapping[str, str], option: str | None) -> NetworkPolicy | None:
+    """The ``allow`` policy to render, None for ``off``; a proxy command or a disagreement is refused."""
     asked = [("--network-policy", option)] if option is not None else []
     for name in SOURCES:
         value = env.get(name, "").strip()
         if value:
             asked.append((name, value if name == "SANDBOX_NETWORK" else f"proxy-command:{value}"))
+            if name != "SANDBOX_NETWORK":
+                break  # TERMINAI_ wins over the legacy GEMINI_ name, as in `run`
+    chosen: tuple[str, NetworkPolicy] | None = None
     for source, text in asked:
-        policy = parse_network_policy(text, source=source)
-        if policy.mode != "off":
+        try:
+            policy = parse_network_policy(text, source=source)
+        except EgressFault as exc:
+            raise from_egress(exc) from None
+        if policy.mode == "proxy-command":
             raise ConfigError(
-                f"{source} asks for the network policy {policy.to_spec()!r}, which 'kube' cannot render yet: "
-                "a cluster session gets the default-deny NetworkPolicy (no network)",
-                hint=f"unset {source} (or pass --network-policy off) to render a session without network, "
+                f"{source} asks for the proxy command {policy.to_spec()!r}, which 'kube' cannot render: "
+                "it runs beside a host session, not in a cluster",
+                hint="render the policy as allow:HOST[,HOST...] (the cluster gets its own allowlisting proxy), "
                 "or run the session with 'terminai-sandbox run' (see docs/KUBERNETES.md)",
             )
+        if chosen is not None and chosen[1] != policy:
+            raise ConfigError(
+                f"{chosen[0]} and {source} name different network policies",
+                hint="set only one of them, or make them name the same policy",
+            )
+        chosen = (source, policy)
+    if chosen is None or chosen[1].mode == "off":
+        return None
+    return chosen[1]

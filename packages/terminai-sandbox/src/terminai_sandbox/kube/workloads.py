@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from terminai_sandbox.kube.hardening import SANDBOX_LABEL, SessionShape, pod_spec
+from terminai_sandbox.kube.egress import TEMPLATE_LABEL, session_egress_rule, session_env
+from terminai_sandbox.kube.hardening import SANDBOX_LABEL, SessionShape
+from terminai_sandbox.kube.hardening import pod_spec as hardened_pod_spec
 
 SANDBOX_TEMPLATE_API = "extensions.agents.x-k8s.io/v1beta1"
 GVISOR_HANDLER = "runsc"
@@ -29,8 +31,20 @@ def _metadata(name: str, namespace: str | None) -> dict[str, Any]:
     return meta
 
 
-def _template_meta() -> dict[str, Any]:
-    return {"labels": {SANDBOX_LABEL: "1"}}
+def _pod_metadata(shape: SessionShape, namespace: str) -> dict[str, Any]:
+    meta = _metadata(shape.name, namespace)
+    meta["labels"][TEMPLATE_LABEL] = shape.name
+    return meta
+
+
+def _template_meta(shape: SessionShape) -> dict[str, Any]:
+    # The template label lets this template's egress proxy admit its sessions and no one else's.
+    return {"labels": {SANDBOX_LABEL: "1", TEMPLATE_LABEL: shape.name}}
+
+
+def pod_spec(image: str, digest: str, shape: SessionShape, *, restart: str) -> dict[str, Any]:
+    proxy_env = session_env(shape) if shape.network is not None else None
+    return hardened_pod_spec(image, digest, shape, restart=restart, proxy_env=proxy_env)
 
 
 def sandbox_template(image: str, digest: str, shape: SessionShape, namespace: str) -> dict[str, Any]:
@@ -40,10 +54,14 @@ def sandbox_template(image: str, digest: str, shape: SessionShape, namespace: st
         "metadata": _metadata(shape.name, namespace),
         "spec": {
             "envVarsInjectionPolicy": "Disallowed",
-            "networkPolicy": {"egress": [], "ingress": []},
+            # No rule: the controller's policy denies all; a policy's one rule: the proxy's port.
+            "networkPolicy": {
+                "egress": [session_egress_rule(shape)] if shape.network is not None else [],
+                "ingress": [],
+            },
             "networkPolicyManagement": "Managed",
             "podTemplate": {
-                "metadata": _template_meta(),
+                "metadata": _template_meta(shape),
                 "spec": pod_spec(image, digest, shape, restart="Never"),
             },
             "volumeClaimTemplatesPolicy": "Disallowed",
@@ -55,7 +73,7 @@ def pod(image: str, digest: str, shape: SessionShape, namespace: str) -> dict[st
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": _metadata(shape.name, namespace),
+        "metadata": _pod_metadata(shape, namespace),
         "spec": pod_spec(image, digest, shape, restart="Never"),
     }
 
@@ -67,7 +85,7 @@ def job(image: str, digest: str, shape: SessionShape, namespace: str) -> dict[st
         "metadata": _metadata(shape.name, namespace),
         "spec": {
             "backoffLimit": 0,  # a session that failed is not run again behind the user's back
-            "template": {"metadata": _template_meta(), "spec": pod_spec(image, digest, shape, restart="Never")},
+            "template": {"metadata": _template_meta(shape), "spec": pod_spec(image, digest, shape, restart="Never")},
         },
     }
 

@@ -13,7 +13,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 
-from terminai_sandbox.common.records import frozen_record
+from terminai_apts.records import frozen_record
+
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.engine.runtime import DEFAULT as DEFAULT_RUNTIME
 from terminai_sandbox.engine.runtime import parse_runtime

@@ -4,7 +4,7 @@ A session with a policy keeps ``--network none``; what it gets is a directory ho
 Unix socket, mounted at :data:`~terminai_sandbox.launch.network.SOCKET_DIR`:
 
 ``allow``
-    the project's allowlisting proxy (``python -m terminai_sandbox.egress serve``) as a host
+    the project's allowlisting proxy (``python -m terminai_apts.egress serve``) as a host
     process (:class:`~terminai_sandbox.launch.helper_process.HelperProcess`), given the
     policy as JSON, the socket's path and the audit ledger, to which it appends every
     connection it allows or refuses.
@@ -151,7 +151,7 @@ def start(
                 sys.executable,
                 "-I",
                 "-m",
-                "terminai_sandbox.egress",
+                "terminai_apts.egress",
                 "serve",
                 "--policy-json",
                 str(policy_file),

@@ -32,8 +32,9 @@ import os
 import re
 from pathlib import Path
 
+from terminai_apts.records import frozen_record
+
 from terminai_sandbox.common.files import read_regular
-from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.errors import ConfigError
 from terminai_sandbox.launch import reserved_env, targets
 from terminai_sandbox.launch.config import ENV_NAME, SECRET_NAME

@@ -32,7 +32,8 @@ import os
 import stat
 from collections.abc import Sequence
 
-from terminai_sandbox.common.records import frozen_record
+from terminai_apts.records import frozen_record
+
 from terminai_sandbox.errors import ConfigError, SandboxError
 from terminai_sandbox.launch import targets
 from terminai_sandbox.launch.config import Mount

@@ -1,6 +1,6 @@
 """A helper process a session needs on the host: started before it, ready within a bound, always stopped.
 
-The egress proxy (``python -m terminai_sandbox.egress serve``) and the legacy proxy
+The egress proxy (``python -m terminai_apts.egress serve``) and the legacy proxy
 command's relay (``python -m terminai_apts.egress_bridge``) both print ``listening ADDRESS``
 on stdout when they accept connections and exit on SIGTERM. :class:`HelperProcess` starts
 one in a session of its own, with a scrubbed environment, a private umask, no core dumps

@@ -13,7 +13,7 @@ Two environment variables naming different policies, or the environment and the 
 disagreeing, are refused: a project's environment must not quietly undo what the command
 line asked (the runtime knob does the same).
 
-``off`` (the default) never loads :mod:`terminai_sandbox.egress`: a session without a
+``off`` (the default) never loads :mod:`terminai_apts.egress`: a session without a
 policy starts as it did before the knob existed. Every other mode keeps the session in an
 empty network namespace (``--network none``); its only way out is the proxy's Unix socket,
 bind-mounted at :data:`SOCKET_DIR` and bridged to :data:`BRIDGE` by the image's entrypoint.
@@ -21,14 +21,15 @@ bind-mounted at :data:`SOCKET_DIR` and bridged to :data:`BRIDGE` by the image's 
 
 from __future__ import annotations
 
-from terminai_sandbox.common.records import frozen_record
-from terminai_sandbox.errors import ConfigError
+from terminai_apts.records import frozen_record
+
+from terminai_sandbox.errors import ConfigError, from_egress
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from terminai_sandbox.egress.policy import NetworkPolicy
+    from terminai_apts.egress.policy import NetworkPolicy
 
 ENV = "SANDBOX_NETWORK"
 PROXY_COMMAND_ENV = ("TERMINAI_SANDBOX_PROXY_COMMAND", "GEMINI_SANDBOX_PROXY_COMMAND")
@@ -91,9 +92,13 @@ def _env_value(env: Mapping[str, str]) -> tuple[str, str] | None:
 def _parse(text: str, source: str) -> NetworkChoice:
     if text.strip().lower() in ("", "off"):
         return NetworkChoice(mode="off", source=source)
-    from terminai_sandbox.egress.policy import parse_network_policy  # noqa: PLC0415  (only with a policy)
+    from terminai_apts.egress.errors import EgressFault  # noqa: PLC0415  (only with a policy)
+    from terminai_apts.egress.policy import parse_network_policy  # noqa: PLC0415  (only with a policy)
 
-    policy = parse_network_policy(text, source=source)
+    try:
+        policy = parse_network_policy(text, source=source)
+    except EgressFault as exc:
+        raise from_egress(exc) from None
     if policy.mode == "off":
         return NetworkChoice(mode="off", source=source)
     return NetworkChoice(mode=policy.mode, source=source, policy=policy)
@@ -102,9 +107,13 @@ def _parse(text: str, source: str) -> NetworkChoice:
 def _from_settings(value: object, source: str) -> NetworkChoice:
     if isinstance(value, str):
         return _parse(value, source)
-    from terminai_sandbox.egress.policy import policy_from_settings  # noqa: PLC0415  (only with a policy)
+    from terminai_apts.egress.errors import EgressFault  # noqa: PLC0415  (only with a policy)
+    from terminai_apts.egress.policy import policy_from_settings  # noqa: PLC0415  (only with a policy)
 
-    policy = policy_from_settings(value, source=source)
+    try:
+        policy = policy_from_settings(value, source=source)
+    except EgressFault as exc:
+        raise from_egress(exc) from None
     if policy.mode == "off":
         return NetworkChoice(mode="off", source=source)
     return NetworkChoice(mode=policy.mode, source=source, policy=policy)

@@ -14,9 +14,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from terminai_apts.records import frozen_record
+
 from terminai_sandbox.common import argpaths
 from terminai_sandbox.common.hardening import HARDENED_LIMITS, Limits
-from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.launch.session import LaunchRequest
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)

@@ -39,10 +39,11 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from terminai_apts.records import field, frozen_record
+
 from terminai_sandbox.artifacts.contract import LABEL as CONTRACT_LABEL
 from terminai_sandbox.artifacts.contract import incompatibility as contract_compatible
 from terminai_sandbox.artifacts.contract import supported_version
-from terminai_sandbox.common.records import field, frozen_record
 from terminai_sandbox.common.reference import FLOATING_TAGS, ImageRef
 from terminai_sandbox.engine.protocol import ImageFacts, connect
 from terminai_sandbox.engine.runtime import runtime_label, session_runtime

@@ -29,7 +29,8 @@ import re
 import stat
 from pathlib import Path
 
-from terminai_sandbox.common.records import frozen_record
+from terminai_apts.records import frozen_record
+
 from terminai_sandbox.engine.protocol import ImageFacts
 from terminai_sandbox.errors import EngineError, LaunchError
 from terminai_sandbox.launch import reserved_env

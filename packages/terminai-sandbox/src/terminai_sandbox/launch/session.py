@@ -14,8 +14,9 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from terminai_apts.records import frozen_record
+
 from terminai_sandbox.common.hardening import Limits
-from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.common.trust_options import choose_trust, no_trust
 from terminai_sandbox.common.which import which
 from terminai_sandbox.engine.flags import run_binary

@@ -33,9 +33,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from terminai_apts.ledger import sha256  # the built-in SHA-256, without loading OpenSSL
+from terminai_apts.records import frozen_record
 
 from terminai_sandbox._version import __version__
-from terminai_sandbox.common.records import frozen_record
 from terminai_sandbox.common.trust_options import read_trust_file
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)

@@ -11,14 +11,14 @@ import signal
 import sys
 from pathlib import Path
 
-from terminai_sandbox.common.files import read_input
-from terminai_sandbox.common.records import frozen_record
-from terminai_sandbox.egress.harden import close_inherited_descriptors, confine, resolve_user
-from terminai_sandbox.egress.ledger import LedgerFile, LedgerWriter
-from terminai_sandbox.egress.policy import NetworkPolicy
-from terminai_sandbox.egress.proxy import EgressProxy, EgressRecord
-from terminai_sandbox.egress.resolve import HostsFileResolver, SystemResolver, read_hosts_file
-from terminai_sandbox.errors import AuditError, ConfigError
+from terminai_apts.egress.errors import AuditError, ConfigError
+from terminai_apts.egress.harden import close_inherited_descriptors, confine, resolve_user
+from terminai_apts.egress.inputs import read_input
+from terminai_apts.egress.ledger import LedgerFile, LedgerWriter
+from terminai_apts.egress.policy import NetworkPolicy
+from terminai_apts.egress.proxy import EgressProxy, EgressRecord
+from terminai_apts.egress.resolve import HostsFileResolver, SystemResolver, read_hosts_file
+from terminai_apts.records import frozen_record
 
 
 @frozen_record
@@ -26,8 +26,10 @@ class ServeOptions:
     """What ``serve`` was asked for, as the command line gave it."""
 
     policy_json: str
-    socket: str
+    socket: str | None
     ledger: str
+    # The cluster's proxy pod listens on this port of its own address instead of a socket.
+    listen_port: int | None = None
     socket_mode: int = 0o600
     user: str | None = None
     hosts_file: str | None = None
@@ -76,6 +78,16 @@ def serve(options: ServeOptions) -> int:
         read_hosts_file(Path(options.hosts_file)) if options.hosts_file else SystemResolver()
     )
     user = resolve_user(options.user) if options.user else None
+    if (options.socket is None) == (options.listen_port is None):
+        raise ConfigError(
+            "pass exactly one of --socket and --listen-port",
+            hint="--socket PATH beside a host session, --listen-port PORT in the cluster's proxy pod",
+        )
+    if options.listen_port is not None:
+        if not 1 <= options.listen_port <= 65535:
+            raise ConfigError(f"--listen-port {options.listen_port} is outside 1-65535", hint="e.g. --listen-port 3128")
+        return _serve_pod(policy, resolver, options, user)
+    assert options.socket is not None  # checked above
     socket_path = Path(options.socket)
     if os.path.lexists(socket_path):
         raise ConfigError(
@@ -104,11 +116,27 @@ def serve(options: ServeOptions) -> int:
     return 0
 
 
+def _serve_pod(
+    policy: NetworkPolicy,
+    resolver: SystemResolver | HostsFileResolver,
+    options: ServeOptions,
+    user: tuple[int, int] | None,
+) -> int:
+    writer = LedgerWriter(LedgerFile(Path(options.ledger)))
+    try:
+        asyncio.run(_serve(policy, resolver, writer, None, options, user))
+    finally:
+        writer.close()
+    if writer.failure is not None:
+        raise AuditError(f"the proxy stopped: writing {options.ledger} failed: {writer.failure}")
+    return 0
+
+
 async def _serve(
     policy: NetworkPolicy,
     resolver: SystemResolver | HostsFileResolver,
     writer: LedgerWriter,
-    socket_path: Path,
+    socket_path: Path | None,
     options: ServeOptions,
     user: tuple[int, int] | None,
 ) -> None:
@@ -120,16 +148,23 @@ async def _serve(
             stop.set()  # fail closed: a connection the ledger cannot hold is not served
 
     proxy = EgressProxy(policy, record=record, resolver=resolver, sni_check=options.sni_check)
-    try:
-        await proxy.listen_unix(socket_path, mode=options.socket_mode)
-    except OSError as exc:
-        raise ConfigError(
-            f"--socket {socket_path}: {exc.strerror}", hint="pass a path in a directory you may write"
-        ) from None
-    lines = [f"listening {socket_path}"]
+    lines = []
+    if socket_path is None:
+        try:
+            lines.append(f"listening tcp 0.0.0.0:{await proxy.listen_pod(options.listen_port or 0)}")
+        except OSError as exc:
+            raise ConfigError(f"--listen-port {options.listen_port}: {exc.strerror}") from None
+    else:
+        try:
+            await proxy.listen_unix(socket_path, mode=options.socket_mode)
+        except OSError as exc:
+            raise ConfigError(
+                f"--socket {socket_path}: {exc.strerror}", hint="pass a path in a directory you may write"
+            ) from None
+        lines.append(f"listening {socket_path}")
     if options.tcp_port is not None:
         lines.append(f"listening tcp 127.0.0.1:{await proxy.listen_tcp(options.tcp_port)}")
-    if os.geteuid() == 0 and user is not None:
+    if os.geteuid() == 0 and user is not None and socket_path is not None:
         os.chown(socket_path, *user)  # the socket file is the dropped user's, like the process
     _preload()
     confine(max_connections=policy.limits.max_connections, user=user)

@@ -20,8 +20,7 @@ import time
 from pathlib import Path
 
 from terminai_apts import ledger
-
-from terminai_sandbox.errors import AuditError, PathError
+from terminai_apts.egress.errors import AuditError, PathError
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

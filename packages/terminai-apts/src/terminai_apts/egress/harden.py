@@ -14,7 +14,7 @@ import os
 import pwd
 import resource
 
-from terminai_sandbox.errors import ConfigError, LaunchError
+from terminai_apts.egress.errors import ConfigError, LaunchError
 
 _PR_SET_NO_NEW_PRIVS = 38
 ADDRESS_SPACE = 4 << 30  # 4 GiB of virtual memory: threads reserve arenas; the heap stays far below

@@ -26,8 +26,8 @@ from __future__ import annotations
 import ipaddress
 import math
 
-from terminai_sandbox.common.records import frozen_record
-from terminai_sandbox.errors import ConfigError
+from terminai_apts.egress.errors import ConfigError
+from terminai_apts.records import frozen_record
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing
 if TYPE_CHECKING:

@@ -13,9 +13,9 @@ import ipaddress
 import socket
 from pathlib import Path
 
-from terminai_sandbox.common.files import read_input
-from terminai_sandbox.egress.policy import PatternError, canonical_name, parse_ip
-from terminai_sandbox.errors import ConfigError
+from terminai_apts.egress.errors import ConfigError
+from terminai_apts.egress.inputs import read_input
+from terminai_apts.egress.policy import PatternError, canonical_name, parse_ip
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -10,8 +10,8 @@ smuggling), a chunked body (411: the proxy forwards exactly Content-Length bytes
 
 from __future__ import annotations
 
-from terminai_sandbox.common.records import frozen_record
-from terminai_sandbox.egress.policy import PatternError, canonical_request_host
+from terminai_apts.egress.policy import PatternError, canonical_request_host
+from terminai_apts.records import frozen_record
 
 _TCHAR = frozenset(b"!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 # Hop-by-hop headers (RFC 9110 §7.6.1) and the proxy's own: never forwarded upstream.

@@ -32,19 +32,19 @@ import os
 import time
 from pathlib import Path
 
-from terminai_sandbox.common.records import frozen_record
-from terminai_sandbox.egress.addresses import refusal
-from terminai_sandbox.egress.policy import NetworkPolicy, Verdict, parse_ip
-from terminai_sandbox.egress.resolve import ResolveError, SystemResolver
-from terminai_sandbox.egress.sni import HelloAssembler, HelloError
-from terminai_sandbox.egress.wire import Request, WireError, WireLimits, parse_head
+from terminai_apts.egress.addresses import refusal
+from terminai_apts.egress.policy import NetworkPolicy, Verdict, parse_ip
+from terminai_apts.egress.resolve import ResolveError, SystemResolver
+from terminai_apts.egress.sni import HelloAssembler, HelloError
+from terminai_apts.egress.wire import Request, WireError, WireLimits, parse_head
+from terminai_apts.records import frozen_record
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import ipaddress
     from collections.abc import Callable
 
-    from terminai_sandbox.egress.resolve import HostsFileResolver
+    from terminai_apts.egress.resolve import HostsFileResolver
 
     _IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -210,6 +210,22 @@ class EgressProxy:
         if address is None or not address.is_loopback:
             raise ValueError("the TCP listener is for loopback only")
         server = await asyncio.start_server(self._accept, host=host, port=port, limit=self.wire.max_head_bytes)
+        self._servers.append(server)
+        return int(server.sockets[0].getsockname()[1])
+
+    async def listen_pod(self, port: int) -> int:
+        """Listen on every address of this network namespace, for the cluster's proxy pod.
+
+        Only where the namespace is the proxy's own pod, whose ingress NetworkPolicy admits
+        the template's session pods and nothing else (``terminai-sandbox kube``); a host
+        process listens on its Unix socket instead, never on a network address.
+        """
+        server = await asyncio.start_server(
+            self._accept,
+            host="0.0.0.0",  # noqa: S104  (the pod's own namespace, fenced by its NetworkPolicy: see above)
+            port=port,
+            limit=self.wire.max_head_bytes,
+        )
         self._servers.append(server)
         return int(server.sockets[0].getsockname()[1])
 
