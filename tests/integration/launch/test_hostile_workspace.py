@@ -14,6 +14,7 @@ import os
 import random
 import subprocess
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -142,11 +143,13 @@ def session_two(site: Site, project: Path, engine_env: dict[str, str], *, uid: i
 
 
 @contextlib.contextmanager
-def swapping(source: Path, aside: Path) -> Iterator[None]:
+def swapping(source: Path, aside: Path, stands: tuple[float, float] = (0.02, 0.2)) -> Iterator[None]:
     """A thread swapping ``source`` for a link to /var/run and back while the block runs.
 
     The directory while preflight checks it, a link to /var/run while the engine creates
-    the container: each state lasts 20-200 ms, about as long as the steps between.
+    the container: the link lasts 20-200 ms, about as long as the steps between, and the
+    directory ``stands`` (seconds; longer for an engine whose CLI starts slowly, so that
+    some launches pass every check).
     """
     stop = threading.Event()
 
@@ -160,7 +163,7 @@ def swapping(source: Path, aside: Path) -> Iterator[None]:
             with contextlib.suppress(OSError):
                 os.unlink(source)
                 aside.rename(source)
-            stop.wait(chance.uniform(0.02, 0.2))
+            stop.wait(chance.uniform(*stands))
 
     swapper = threading.Thread(target=swap)
     swapper.start()
@@ -171,10 +174,15 @@ def swapping(source: Path, aside: Path) -> Iterator[None]:
         swapper.join()
 
 
-def race(source: Path, launch: Callable[[], subprocess.CompletedProcess[str]], launches: int) -> dict[str, int]:
+def race(
+    source: Path,
+    launch: Callable[[], subprocess.CompletedProcess[str]],
+    launches: int,
+    stands: tuple[float, float] = (0.02, 0.2),
+) -> dict[str, int]:
     """``launches`` sessions listing the mounted ``source`` while it is swapped: never /var/run inside."""
     seen: dict[str, int] = {}
-    with swapping(source, source.parent / "aside"):
+    with swapping(source, source.parent / "aside", stands):
         for _ in range(launches):
             result = launch()
             if result.returncode == 0:
@@ -185,6 +193,48 @@ def race(source: Path, launch: Callable[[], subprocess.CompletedProcess[str]], l
                 assert result.returncode == 3, result.stderr  # refused at preflight, never followed
                 seen["refused"] = seen.get("refused", 0) + 1
     return seen
+
+
+def _engine_child(parent: int, name: str) -> bool:
+    """Whether ``parent`` has spawned ``name run`` (the session's engine CLI; preflight's
+    ``podman version`` and inspects come before the launcher's last checks)."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{entry}/stat").read_text()
+                comm, _, rest = stat.partition("(")[2].rpartition(")")
+                if comm == name and int(rest.split()[1]) == parent:
+                    argv = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+                    if argv[1:2] == [b"run"]:
+                        return True
+    return False
+
+
+def swap_when_the_engine_starts(
+    command: list[str], *, env: dict[str, str], cwd: Path, source: Path, engine: str
+) -> subprocess.CompletedProcess[str]:
+    """Run the launcher ``command``; the moment it spawns the ``engine`` CLI (every check of
+    the launcher done), swap ``source`` for a link to /var/run. The engine resolves mount
+    sources later still (at container start), so this is the last window a swap can use."""
+    launcher = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    swapped = False
+    try:
+        while launcher.poll() is None and not swapped:
+            if _engine_child(launcher.pid, engine):
+                source.rename(source.parent / "aside")
+                os.symlink("/var/run", source)
+                swapped = True
+            else:
+                time.sleep(0.001)
+        out, err = launcher.communicate(timeout=300)
+    finally:
+        if launcher.poll() is None:
+            launcher.kill()
+        if swapped:
+            os.unlink(source)
+            (source.parent / "aside").rename(source)
+    assert swapped, f"the launcher ended before it spawned {engine}: {err}"
+    return subprocess.CompletedProcess(command, launcher.returncode, out, err)
 
 
 def test_a_swapped_mount_source_never_reaches_the_engine_socket(site: Site, engine: Engine, tmp_path: Path) -> None:
