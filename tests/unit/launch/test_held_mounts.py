@@ -263,3 +263,24 @@ def test_the_commondir_placeholder_leaves_git_where_it_was(tmp_path: Path) -> No
     (repo / ".git" / "commondir").write_text("../elsewhere\n")  # changed while the session ran
     held_mounts.remove_placeholders(found)
     assert (repo / ".git" / "commondir").read_text() == "../elsewhere\n"
+
+
+def test_rootless_podmans_namespaces_are_found_only_where_podman_keeps_them(tmp_path: Path) -> None:
+    env = {"XDG_RUNTIME_DIR": str(tmp_path)}
+    assert held_mounts.podman_namespace(env) is None  # no pause.pid: the unpinned path
+    pid_file = tmp_path / "libpod" / "tmp" / "pause.pid"
+    pid_file.parent.mkdir(parents=True)
+    for text in ("", "x1", "-1", str(2**40)):
+        pid_file.write_text(text)
+        assert held_mounts.podman_namespace(env) is None, text
+    # A process in our own user namespace is not podman's (it would pin nothing).
+    pid_file.write_text(str(os.getpid()))
+    assert held_mounts.podman_namespace(env) is None
+    # A link in podman's place is not followed.
+    pid_file.unlink()
+    (tmp_path / "elsewhere").write_text(str(os.getpid()))
+    pid_file.symlink_to(tmp_path / "elsewhere")
+    assert held_mounts.podman_namespace(env) is None
+    # With root the launcher stages on the host: a namespace given is not used.
+    staging = Staging("ns", cwd=str(tmp_path), privileged=True, namespace=held_mounts.Namespace(pid=1, runtime="/"))
+    assert staging.namespace is None and staging.pins

@@ -432,18 +432,25 @@ def load_launch_config(
         raw_runtime, runtime_var = DEFAULT_RUNTIME, "the default"
     uid_gid = env.get("SANDBOX_SET_UID_GID")
     env_allowed = reserved_env.allowed_names(allowed_env)
+    flags = parse_flags(env.get("SANDBOX_FLAGS", ""), allowed=allowed_flags, engine=engine, allowed_env=env_allowed)
+    mounts = parse_mounts(
+        env.get("SANDBOX_MOUNTS", ""),
+        home=caller_home() if env.get("SANDBOX_MOUNTS") else "",
+        env=env,
+        cwd=os.getcwd(),
+    )
+    if engine == "podman":  # what podman reads besides its flags (containers.conf and friends)
+        from terminai_sandbox.launch import podman_knobs  # noqa: PLC0415  (podman launches only)
+
+        writable = [mount.source for mount in mounts if not mount.read_only]
+        podman_knobs.check(engine, cwd=os.getcwd(), writable=writable, env=env, home=caller_home())
     return LaunchConfig(
         engine=engine,
         engine_from=engine_var,
         image=image,
         image_from=image_var,
-        flags=parse_flags(env.get("SANDBOX_FLAGS", ""), allowed=allowed_flags, engine=engine, allowed_env=env_allowed),
-        mounts=parse_mounts(
-            env.get("SANDBOX_MOUNTS", ""),
-            home=caller_home() if env.get("SANDBOX_MOUNTS") else "",
-            env=env,
-            cwd=os.getcwd(),
-        ),
+        flags=flags,
+        mounts=mounts,
         ports=parse_ports(env.get("SANDBOX_PORTS", "")),
         env=parse_env(env.get("SANDBOX_ENV", ""), inherited=env, allowed_env=env_allowed),
         set_uid_gid=parse_bool(uid_gid, "SANDBOX_SET_UID_GID") if uid_gid is not None else None,

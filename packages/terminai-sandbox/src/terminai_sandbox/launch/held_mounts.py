@@ -13,10 +13,18 @@ socket is a socket). Then:
   private staging path under ``/run/terminai-sandbox/mounts/SESSION/`` that only root can
   reach, and the engine is given that path: no swap in the project folder can change what
   it mounts;
-* **otherwise** (no ``mount`` without privilege), the engine is given the checked path, a
-  source inside a folder the session writes (the working directory, a read-write mount) is
-  refused, and each source is opened again right before the engine starts and must still
-  be the same file (device and inode).
+* **with rootless podman**, the same bind is made inside podman's own user and mount
+  namespaces (those of its pause process, which every podman command joins and where the
+  user is root): a forked child enters them, walks each source again without following
+  links, requires the device and inode held, and binds that object onto a staging path
+  under ``$XDG_RUNTIME_DIR/terminai-sandbox/mounts/``. Podman resolves the staging path in
+  the namespace holding the bind, so it mounts exactly the checked object;
+* **otherwise** (docker as a non-root user: ``mount`` needs privilege in dockerd's mount
+  namespace, and a ``/proc/PID/fd/N`` source is refused by the kernel, since runc mounts
+  in the container's new mount namespace and a bind's source must lie in the caller's
+  own), the engine is given the checked path, a source inside a folder the session writes
+  (the working directory, a read-write mount) is refused, and each source is opened again
+  right before the engine starts and must still be the same file (device and inode).
 
 The same holds for the files the launcher takes from the project folder:
 ``.terminai/sandbox.bashrc`` is read no-follow and copied, never mounted, and the
@@ -30,7 +38,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from terminai_apts.records import frozen_record
 
@@ -43,6 +51,7 @@ if TYPE_CHECKING:
     import ctypes
 
 STAGING_ROOT = "/run/terminai-sandbox/mounts"
+NAMESPACE_STAGING = "terminai-sandbox/mounts"  # under rootless podman's runtime directory
 CUSTOMIZATION_MAX = 1 << 20  # the files the launcher reads from .terminai/
 # What is read from the working directory later, by this launcher or on the host, and so is
 # read-only inside the session (a hook written by the agent would run at the user's next
@@ -295,13 +304,23 @@ def _is_placeholder(path: str) -> bool:
 class Staging:
     """Hold every source, place it where the engine can mount exactly it, release it all at the end."""
 
-    def __init__(self, session: str, *, cwd: str, privileged: bool | None = None) -> None:
+    def __init__(
+        self, session: str, *, cwd: str, privileged: bool | None = None, namespace: Namespace | None = None
+    ) -> None:
         self.session, self.cwd = session, cwd
         self.privileged = os.geteuid() == 0 if privileged is None else privileged
+        # Rootless podman's namespaces: sources are bound there instead (never with root).
+        self.namespace = None if self.privileged else namespace
         self.held: list[Held] = []
         self.staged: list[str] = []
+        self.pending: list[tuple[Held, str]] = []  # binds still to make in ``namespace``
         self.directory: str | None = None
         self.created: list[Overlay] = []
+
+    @property
+    def pins(self) -> bool:
+        """Whether the engine is given a staging bind of each held object (not its path)."""
+        return self.privileged or self.namespace is not None
 
     def __enter__(self) -> Staging:
         return self
@@ -311,10 +330,11 @@ class Staging:
 
     def _stage_dir(self) -> str:
         if self.directory is None:
-            os.makedirs(STAGING_ROOT, mode=0o700, exist_ok=True)
-            os.chmod(STAGING_ROOT, 0o700)
-            sweep(STAGING_ROOT)
-            directory = os.path.join(STAGING_ROOT, f"{self.session}.{os.getpid()}")
+            root = STAGING_ROOT if self.namespace is None else os.path.join(self.namespace.runtime, NAMESPACE_STAGING)
+            os.makedirs(root, mode=0o700, exist_ok=True)
+            os.chmod(root, 0o700)
+            sweep(root)
+            directory = os.path.join(root, f"{self.session}.{os.getpid()}")
             os.mkdir(directory, 0o700)
             self.directory = directory
         return self.directory
@@ -323,7 +343,7 @@ class Staging:
         """Hold ``source`` and say what the engine should mount at ``target``."""
         held = hold(source, what="the mount source")
         self.held.append(held)
-        if self.privileged:
+        if self.pins:
             return Placed(source=self._stage(held), target=target, read_only=read_only, checked=source)
         for place in (self.cwd, *writable):
             if place != source and targets.within(source, place):
@@ -338,7 +358,7 @@ class Staging:
         """A read-only mount of ``path`` (inside the working directory) over itself."""
         held = hold(path, what="the read-only part of the working directory")
         self.held.append(held)
-        if not self.privileged:
+        if not self.pins:
             return Placed(source=path, target=path, read_only=True, checked=path)
         return Placed(source=self._stage(held), target=path, read_only=True, checked=path)
 
@@ -348,13 +368,25 @@ class Staging:
             os.mkdir(stage, 0o700)
         else:
             os.close(os.open(stage, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
+        if self.namespace is not None:
+            # Bound in the namespace by pin() once every source is held: one fork for them all.
+            # Removing the staging folder afterwards drops the binds there too (a mount point
+            # unlinked in another mount namespace is detached from it).
+            self.pending.append((held, stage))
+            return stage
         _bind(f"/proc/self/fd/{held.fd}", stage)
         self.staged.append(stage)
         return stage
 
+    def pin(self) -> None:
+        """Make the binds queued for rootless podman's namespaces (nothing to do otherwise)."""
+        if self.namespace is not None and self.pending:
+            pending, self.pending = self.pending, []
+            bind_in_namespace(self.namespace, [(held.path, held.device, held.inode, stage) for held, stage in pending])
+
     def copy_in(self, name: str, data: bytes) -> str:
         """A private, read-only copy of ``data`` the engine can mount (never the project's own file)."""
-        if self.privileged:
+        if self.pins:
             directory = self._stage_dir()
         else:
             import tempfile  # noqa: PLC0415  (a bashrc without root only)
@@ -371,7 +403,7 @@ class Staging:
 
     def confirm(self) -> None:
         """Right before the engine starts: without staging, every source must still be the object held."""
-        if self.privileged:
+        if self.pins:
             return
         for held in self.held:
             if not same(held):
@@ -449,6 +481,103 @@ def _unbind(stage: str) -> None:
     _libc().umount2(stage.encode(), _MNT_DETACH)  # EINVAL when not mounted: nothing to undo
 
 
+@frozen_record
+class Namespace:
+    """Rootless podman's user and mount namespaces, held by its pause process."""
+
+    pid: int
+    runtime: str  # podman's runtime directory, where its pause.pid and our staging folders live
+
+
+_CLONE_NEWNS, _CLONE_NEWUSER = 0x00020000, 0x10000000
+
+
+def podman_namespace(env: Mapping[str, str]) -> Namespace | None:
+    """The namespaces every rootless podman command joins, or None when none can be found.
+
+    Podman keeps them alive with a pause process whose pid it writes to
+    ``RUNTIME/libpod/tmp/pause.pid`` (RUNTIME: ``$XDG_RUNTIME_DIR``, else ``/run/user/UID``,
+    as podman chooses). Preflight has run podman already, so the process exists. It must be
+    this user's and in a user namespace other than ours; anything else (another tmp_dir in
+    containers.conf, a pause process gone) leaves the launcher on the unpinned path.
+    """
+    uid = os.getuid()
+    runtime = env.get("XDG_RUNTIME_DIR") or f"/run/user/{uid}"
+    try:
+        fd = os.open(os.path.join(runtime, "libpod", "tmp", "pause.pid"), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            text = os.read(fd, 32).decode("ascii").strip()
+        finally:
+            os.close(fd)
+        if not text.isdigit():
+            return None
+        pid = int(text)
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as status:
+            owner = next((line.split()[1:2] for line in status if line.startswith("Uid:")), [])
+        if owner != [str(uid)] or os.readlink(f"/proc/{pid}/ns/user") == os.readlink("/proc/self/ns/user"):
+            return None
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    return Namespace(pid=pid, runtime=runtime)
+
+
+def bind_in_namespace(namespace: Namespace, binds: Sequence[tuple[str, int, int, str]]) -> None:
+    """Bind each ``(source, device, inode, stage)`` inside ``namespace``, exactly that object.
+
+    A forked child (single-threaded, as entering a user namespace requires) joins the pause
+    process's user namespace, where this user is root, then its mount namespace; walks each
+    source again without following links; and binds it only if it is still the device and
+    inode the launcher checked. Its one message (empty: all bound) comes back through a pipe.
+    """
+    import ctypes  # noqa: PLC0415  (rootless podman only)
+
+    libc = _libc()
+    user = os.open(f"/proc/{namespace.pid}/ns/user", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        mnt = os.open(f"/proc/{namespace.pid}/ns/mnt", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        os.close(user)
+        raise
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover  (runs in the forked child; its result is what the parent tests)
+        message = ""
+        try:
+            os.close(read)
+            if libc.setns(user, _CLONE_NEWUSER) != 0 or libc.setns(mnt, _CLONE_NEWNS) != 0:
+                message = f"cannot enter rootless podman's namespaces ({os.strerror(ctypes.get_errno())})"
+            for source, device, inode, stage in () if message else binds:
+                held = hold(source, what="the mount source")
+                if (held.device, held.inode) != (device, inode):
+                    message = f"the mount source {source} changed after it was checked"
+                elif libc.mount(f"/proc/self/fd/{held.fd}".encode(), stage.encode(), None, _MS_BIND | _MS_REC, None):
+                    message = f"cannot stage the mount source {source} for podman ({os.strerror(ctypes.get_errno())})"
+                if message:
+                    break
+        except SandboxError as exc:
+            message = exc.message
+        except BaseException as exc:  # whatever happens, the parent hears of it and refuses
+            message = f"cannot stage the mount sources for podman ({type(exc).__name__})"
+        os.write(write, (message or "").encode()[:4096])
+        os._exit(0)
+    os.close(write)
+    try:
+        chunks = []
+        while chunk := os.read(read, 4096):
+            chunks.append(chunk)
+    finally:
+        os.close(read)
+        os.waitpid(child, 0)
+        os.close(user)
+        os.close(mnt)
+    message = b"".join(chunks).decode(errors="replace")
+    if message:
+        raise ConfigError(
+            message,
+            hint="something is swapping the path while the session starts; mount a folder only you write",
+        )
+
+
 def stage_session(staging: Staging, mounts: Sequence[Mount], cwd: str) -> tuple[list[Placed], str | None]:
     """Every mount of the session as the engine must be given it, and the private copy of the bashrc."""
     writable = tuple(mount.source for mount in mounts if not mount.read_only)
@@ -457,5 +586,6 @@ def stage_session(staging: Staging, mounts: Sequence[Mount], cwd: str) -> tuple[
         if overlay.created:
             staging.created.append(overlay)
         placed.append(staging.protect(overlay.path))
+    staging.pin()
     data = read_bashrc(cwd)
     return placed, None if data is None else staging.copy_in("sandbox.bashrc", data)

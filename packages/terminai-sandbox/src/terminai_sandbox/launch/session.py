@@ -156,7 +156,9 @@ def run(
         assert config.engine is not None  # preflight step 0 refuses a switched-off sandbox
         uid, gid = host_identity()
         name = f"terminai-{os.urandom(6).hex()}"
-        staging = held_mounts.Staging(name, cwd=cwd)
+        # Rootless podman: sources are pinned inside podman's own namespaces, where this user may mount.
+        rootless = config.engine == "podman" and os.geteuid() != 0
+        staging = held_mounts.Staging(name, cwd=cwd, namespace=held_mounts.podman_namespace(env) if rootless else None)
         egress = None
         try:
             if config.network.policy is not None:
