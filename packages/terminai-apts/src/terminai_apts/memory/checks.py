@@ -415,11 +415,15 @@ def _hot(root: Path, rel: Path, chain: list[dict[str, object]], report: Report) 
         held.append(record)
     if held == chain[-keep:]:
         return
-    if held == chain[:-1][-keep:] and _cut_short(root, rel):
+    # A kill leaves the buffer one entry behind; a power loss may leave it several behind
+    # (its rename is not flushed on its own: the chain is, see journal_files.atomic_write).
+    behind = next((k for k in range(1, keep + 1) if held == chain[:-k][-keep:]), None)
+    if behind is not None and _cut_short(root, rel):
+        newest = "the chain's newest entry" if behind == 1 else f"the chain's newest {behind} entries"
         report.add(
             name,
             0,
-            "lacks the chain's newest entry (a write cut short); the next write or `verify --repair` rebuilds it",
+            f"lacks {newest} (a write cut short); the next write or `verify --repair` rebuilds it",
             pending=True,
         )
         return
