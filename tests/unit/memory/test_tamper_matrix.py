@@ -54,7 +54,7 @@ from terminai_apts.cli import main
 from terminai_apts.errors import AptsError
 from terminai_apts.memory import checks, state
 from terminai_apts.memory.api import ThermalMemory
-from terminai_apts.memory.chainfile import CHAIN, tail_records
+from terminai_apts.memory.chainfile import CHAIN
 from terminai_apts.memory.checkpoint import KEY_ENV
 from terminai_apts.memory.journal import DECISIONS, POSTURE, MemoryJournal
 
@@ -557,18 +557,25 @@ def state_edit(data: bytes, rel: str) -> str | None:
 def rewrite_state(root: Path) -> None:
     """What a writer without the key does after an edit: ``.state.json`` recomputed to match.
 
-    Every file's fingerprint as the journal's own writers take it, each chain's head
-    hash from its file's tail; the ``macs`` of the record it replaces are kept (they are
-    all it has of the key).
+    Every recorded file's fingerprint retaken with ``os.stat`` (the documented device,
+    inode, size, mtime and ctime; none of the journal's code), each chain's head hash from
+    its file's last line; the ``macs`` of the record it replaces are kept (they are all it
+    has of the key).
     """
     path = root / state.STATE
     old = json.loads(path.read_bytes())
+    files = {}
+    for rel in old["files"]:
+        with contextlib.suppress(FileNotFoundError):
+            info = os.stat(root / rel)
+            files[rel] = [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
     chains = dict(old["chains"])
     for stem, rel in state.CHAINS.items():
-        tail = tail_records(root / rel, 1)
-        if tail and stem in chains:
-            chains[stem] = [chains[stem][0], tail[0].get("hash")]
-    new = {**old, "files": state.snapshot(root), "chains": chains}
+        lines = [line for line in (root / rel).read_bytes().splitlines() if line.strip()]
+        with contextlib.suppress(ValueError, RecursionError, AttributeError):
+            if lines and stem in chains:
+                chains[stem] = [chains[stem][0], json.loads(lines[-1]).get("hash")]
+    new = {**old, "files": files, "chains": chains}
     path.write_text(json.dumps(new, sort_keys=True))
 
 
@@ -838,6 +845,10 @@ def test_tampering_is_caught_and_never_served(
         assert not MemoryJournal(root).inspect_and_record().problems
         assert state.trusted(root) is not None
     named_ok, hostile = apply(case, root, w)
+    if case.mutation.startswith("rewrite-state"):
+        recorded = state.load(root)
+        # The attack works as meant: the rewritten record matches every file as it is now.
+        assert recorded is not None and recorded["files"] == state.snapshot(root)
     if keyed:
         assert state.trusted(root) is None, "the rewritten record must not verify under the key"
     failures: list[str] = []
