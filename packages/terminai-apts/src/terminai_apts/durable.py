@@ -120,24 +120,32 @@ def _running(pid: int) -> bool:
     return True
 
 
-def replace(tmp: Path, path: Path) -> None:
-    """Make the finished file ``tmp`` become ``path``: fsync it, rename it, fsync the directory."""
+def replace(tmp: Path, path: Path, *, directory: bool = True) -> None:
+    """Make the finished file ``tmp`` become ``path``: flush it, rename it, fsync the directory.
+
+    ``fdatasync``, not ``fsync``: it flushes the data and the size that reading it back
+    needs, and leaves out only the times, which nothing restored after a crash relies on
+    (a reader that finds other times runs the whole check, see ``memory.state``).
+    ``directory=False`` leaves the rename to the filesystem's next commit: only for a file
+    derived from one already durable, so a lost rename leaves its previous version whole.
+    """
     fd = os.open(tmp, os.O_RDONLY)
     try:
-        os.fsync(fd)
+        os.fdatasync(fd)
     finally:
         os.close(fd)
     changing(path)
     os.replace(tmp, path)
     _pending.discard(tmp)
-    fsync_dir(path.parent)
+    if directory:
+        fsync_dir(path.parent)
 
 
-def write(path: Path, data: bytes, *, mode: int = 0o666) -> None:
+def write(path: Path, data: bytes, *, mode: int = 0o666, directory: bool = True) -> None:
     """Replace ``path`` with ``data`` atomically and durably (``mode`` before the umask).
 
     The parent directory must exist; the temporary file is removed if anything fails, and
-    the error propagates.
+    the error propagates. ``directory``: see :func:`replace`.
     """
     tmp = temp_path(path)
     try:
@@ -148,7 +156,7 @@ def write(path: Path, data: bytes, *, mode: int = 0o666) -> None:
                 view = view[os.write(fd, view) :]
         finally:
             os.close(fd)
-        replace(tmp, path)
+        replace(tmp, path, directory=directory)
     except BaseException as exc:
         tmp.unlink(missing_ok=True)
         if isinstance(exc, OSError):

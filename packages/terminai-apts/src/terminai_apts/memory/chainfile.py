@@ -118,6 +118,7 @@ def append(
     secret = keyed.key()  # a bad key setting is refused before anything is written
     path.parent.mkdir(parents=True, exist_ok=True)
     durable.changing(path)
+    created = not path.exists()
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o666)
     try:
         repair_torn_tail(fd, on_torn)
@@ -130,7 +131,11 @@ def append(
         except ValueError as exc:
             raise JournalError(f"not appended to {path}: {exc}", hint="record less text in one entry") from None
         os.write(fd, line)
-        os.fsync(fd)
+        # The line and the file's new size; not the times (see durable.replace). The file
+        # existed before, or its directory entry was flushed when it was created below.
+        os.fdatasync(fd)
+        if created:
+            durable.fsync_dir(path.parent)
     finally:
         os.close(fd)
     return entry

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from terminai_apts import ledger
 from terminai_apts.errors import IntegrityError
-from terminai_apts.memory import checkpoint, cold, keyed, seals, state
+from terminai_apts.memory import chainfile, checkpoint, cold, keyed, seals, state
 from terminai_apts.memory.chainfile import CHAIN, GENESIS
 from terminai_apts.memory.journal_files import DECISIONS, POSTURE, entry_quarter, entry_time, numbered_lines
 
@@ -143,7 +143,13 @@ def refuse_changed(root: Path) -> None:
     """What a reader runs before it answers from a journal: nothing, or verify's first problem raised.
 
     Cheap when every file is as the journal's writers left it (see :mod:`state`); any other
-    state gets the whole check (a copied journal, a file changed by hand).
+    state gets the whole check (a copied journal, a file changed by hand). The cheap path
+    trusts the state record for the files a read does not serve: without a key, a writer
+    who edits such a file (a chain's middle, an anchor, a cold archive) and rewrites the
+    record to match is caught by ``verify`` only; what reads serve is checked whatever the
+    record says (the hot buffers against their chains' tails, the chains' heads against the
+    record, the live index and shards against their seals). With a key configured, only a
+    record signed with it is trusted (:func:`state.trusted`), so that edit is caught here too.
     """
     if _as_left(root):
         return
@@ -160,8 +166,10 @@ def refuse_changed(root: Path) -> None:
 
 
 def _as_left(root: Path) -> bool:
-    recorded = state.load(root)
+    recorded = state.trusted(root)
     if recorded is None or state.snapshot(root) != recorded["files"]:
+        return False
+    if not _tails_served(root, recorded["chains"]):
         return False
     outside = [state.witnessed(root)]
     signed = checkpoint.configured()
@@ -178,6 +186,43 @@ def _as_left(root: Path) -> bool:
             if seen[0] > mine[0] or (seen[0] == mine[0] and seen[1] != mine[1]):
                 return False  # a record kept outside saw more than this journal holds: look closely
     return True
+
+
+def _tails_served(root: Path, recorded: dict[str, list[object]]) -> bool:
+    """Whether what a read serves from the chains, checked without the state record, is intact.
+
+    Each chain's last entry must hash to its ``hash`` and be the head the record saw, and
+    each hot buffer must be a run of intact, linked entries ending at that head: a few
+    dozen lines, so a buffer or a chain's tail edited under a rewritten record is caught
+    on every read, key or not.
+    """
+    for stem in state.CHAINS:
+        seen = recorded.get(stem)
+        head = _tail_entry(root, stem)
+        if head is None:
+            if isinstance(seen, list) and seen[0]:
+                return False
+            continue
+        if head.get("hash") != CHAIN.digest(head) or not isinstance(seen, list) or seen[1] != head["hash"]:
+            return False
+        hot = {"decisions": HOT_DECISIONS, "posture_history": HOT_POSTURE}.get(stem)
+        if hot is None:
+            continue
+        lines = list(numbered_lines(root / hot))
+        links = list(CHAIN.walk(lines, prev=None))
+        if not links or not all(link.ok for link in links) or links[-1].record != head:
+            return False
+    return True
+
+
+def _tail_entry(root: Path, stem: str) -> dict[str, object] | None:
+    """A chain's last entry: its warm file's, else its newest archive's (None: empty)."""
+    cold_files = sorted((root / "cold").glob(f"*-Q*/{stem}.jsonl")) if stem in ("decisions", "posture_history") else []
+    for path in reversed([*cold_files, root / state.CHAINS[stem]]):
+        last = chainfile.tail_records(path, 1)
+        if last:
+            return last[0]
+    return None
 
 
 def _chain(root: Path, stem: str, warm: Path, report: Report) -> list[dict[str, object]] | None:
@@ -370,11 +415,15 @@ def _hot(root: Path, rel: Path, chain: list[dict[str, object]], report: Report) 
         held.append(record)
     if held == chain[-keep:]:
         return
-    if held == chain[:-1][-keep:] and _cut_short(root, rel):
+    # A kill leaves the buffer one entry behind; a power loss may leave it several behind
+    # (its rename is not flushed on its own: the chain is, see journal_files.atomic_write).
+    behind = next((k for k in range(1, keep + 1) if held == chain[:-k][-keep:]), None)
+    if behind is not None and _cut_short(root, rel):
+        newest = "the chain's newest entry" if behind == 1 else f"the chain's newest {behind} entries"
         report.add(
             name,
             0,
-            "lacks the chain's newest entry (a write cut short); the next write or `verify --repair` rebuilds it",
+            f"lacks {newest} (a write cut short); the next write or `verify --repair` rebuilds it",
             pending=True,
         )
         return

@@ -31,7 +31,7 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from terminai_apts import durable
+from terminai_apts import durable, ledger
 from terminai_apts.errors import IntegrityError, JournalError, UsageError
 from terminai_apts.memory import chainfile, checkpoint, checks, compaction, seals, state, store
 from terminai_apts.memory import cold as cold_tier
@@ -193,15 +193,20 @@ class MemoryJournal:
         When the buffer does not end at ``entry``'s predecessor (a crash came between the
         chain append and this write), it is rebuilt from the chain's tail instead.
         """
-        entries, _bad = read_jsonl(self.root / rel, self.root)
-        kept = [e.data for e in entries]
-        if (kept and kept[-1].get("hash") == entry.get("prev")) or (
-            not kept and entry.get("prev") == self._anchor(chain)
+        # Only the last line is parsed: the others are kept as the bytes they are (a line
+        # edited by hand stays for verify to report, never re-spelled into a clean one).
+        try:
+            lines = [line + b"\n" for line in (self.root / rel).read_bytes().split(b"\n") if line.strip()]
+        except FileNotFoundError:
+            lines = []
+        last = ledger.parse(lines[-1]) if lines else None
+        if (last is not None and last.get("hash") == entry.get("prev")) or (
+            not lines and entry.get("prev") == self._anchor(chain)
         ):
-            kept = [*kept, entry][-keep:]
+            data = b"".join([*lines, jsonl([entry])][-keep:])
         else:
-            kept = [dict(r) for r in self._chain_tail(chain, keep)]
-        atomic_write(self.root / rel, jsonl(kept))
+            data = jsonl([dict(r) for r in self._chain_tail(chain, keep)])
+        atomic_write(self.root / rel, data, derived=True)
 
     # ------------------------------------------------------------ hot and warm writes
     def write_decision(

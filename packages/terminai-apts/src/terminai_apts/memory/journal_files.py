@@ -132,15 +132,17 @@ def fingerprint(path: Path) -> list[int] | None:
     return [info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
 
 
-def atomic_write(path: Path, data: bytes) -> None:
+def atomic_write(path: Path, data: bytes, *, derived: bool = False) -> None:
     """Replace ``path`` with ``data`` (see :func:`terminai_apts.durable.write`), creating its folder.
 
     What a killed writer of ``path`` left beside it goes first: the next ordinary write
-    cleans up, not only ``verify --repair``.
+    cleans up, not only ``verify --repair``. ``derived``: ``path`` is rebuilt from a chain
+    already flushed (a hot buffer), so its rename is not flushed on its own: after a power
+    loss it may hold an earlier whole version, which the next write rebuilds.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     durable.remove_leftovers(path)
-    durable.write(path, data)
+    durable.write(path, data, directory=not derived)
 
 
 def jsonl(items: list[dict[str, Any]]) -> bytes:

@@ -17,7 +17,16 @@ cannot write): writers copy the chain counts there, and ``verify`` and readers c
 or by the operator's signed checkpoint (:mod:`~terminai_apts.memory.checkpoint`).
 
 The record is bookkeeping, not evidence of integrity: removing or editing it costs
-readers a full ``verify``, never a wrong answer. It is written without fsync (after a
+readers a full ``verify``, never a wrong answer. Rewriting it to match an edited file is
+another matter: whoever can write the journal can compute every fingerprint, so a reader
+holding no key cannot tell that record from one a writer left, and skips the full check
+(its cheap checks still compare the hot buffers with their chains' tails, see
+:func:`~terminai_apts.memory.checks.refuse_changed`). With a key configured
+(``TERMINAI_JOURNAL_CHECKPOINT_KEY``, ``TERMINAI_JOURNAL_KEY_FILE``) writers add
+``macs``, HMAC-SHA256 of each key over the rest of the record, and a reader holding a key
+trusts only a record whose MAC under it verifies (:func:`trusted`); a writer holding the
+key also starts from an empty record when the one it finds does not verify, so it never
+re-signs what someone else wrote. It is written without fsync (after a
 crash it may be older than the files, which only costs the same full check) and never
 renamed over its predecessor (see :func:`_swap_in`).
 """
@@ -25,6 +34,7 @@ renamed over its predecessor (see :func:`_swap_in`).
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import stat
@@ -34,7 +44,7 @@ from typing import Any
 
 from terminai_apts import durable, ledger
 from terminai_apts.errors import UsageError
-from terminai_apts.memory import chainfile
+from terminai_apts.memory import chainfile, checkpoint, keyed
 from terminai_apts.memory.journal_files import fingerprint
 
 STATE = ".state.json"
@@ -57,6 +67,40 @@ UNWATCHED = {".lock", STATE, PREVIOUS, "hot/session_context.md", "hot/active_goa
 
 def load(root: Path) -> dict[str, Any] | None:
     """The state record, or None when there is none (or it is not one: anything malformed is dropped)."""
+    found = _load(root)
+    return None if found is None else found[0]
+
+
+def trusted(root: Path) -> dict[str, Any] | None:
+    """The state record when every configured key's MAC over it verifies (no key: any record), else None."""
+    found = _load(root)
+    if found is None:
+        return None
+    record, macs = found
+    for name, secret in keys().items():
+        if not hmac.compare_digest(str(macs.get(name, "")), _mac(secret, record)):
+            return None  # written by someone without the key, or edited since: nothing here is relied on
+    return record
+
+
+def keys() -> dict[str, bytes]:
+    """The keys state records are signed with: the checkpoint key and the journal key, those configured."""
+    out = {}
+    checkpoint_key = checkpoint.configured_key()
+    if checkpoint_key is not None:
+        out["checkpoint"] = checkpoint_key
+    journal_key = keyed.key()
+    if journal_key is not None:
+        out["journal"] = journal_key
+    return out
+
+
+def _mac(secret: bytes, record: Mapping[str, Any]) -> str:
+    body = ledger.canonical({"files": record["files"], "chains": record["chains"]})
+    return hmac.new(secret, body, hashlib.sha256).hexdigest()
+
+
+def _load(root: Path) -> tuple[dict[str, Any], dict[str, Any]] | None:
     data = _read_json(root / STATE)
     if data is None:
         data = _read_json(root / PREVIOUS)
@@ -67,7 +111,8 @@ def load(root: Path) -> dict[str, Any] | None:
         for rel, value in data["files"].items()
         if isinstance(value, list) and len(value) == 5 and all(type(v) is int for v in value)
     }
-    return {"files": files, "chains": _chains(data["chains"])}
+    macs = data.get("macs")
+    return {"files": files, "chains": _chains(data["chains"])}, macs if isinstance(macs, dict) else {}
 
 
 def _chains(value: object) -> dict[str, list[Any]]:
@@ -145,7 +190,9 @@ def record(
     counted, which replace the recorded ones (entries added outside the writers, in a
     journal that verifies, are then counted too).
     """
-    old = load(root) or {"files": {}, "chains": {}}
+    secrets = keys()
+    # With a key, only a record it signed is built on: an unsigned one may bless someone's edit.
+    old = (trusted(root) if secrets else load(root)) or {"files": {}, "chains": {}}
     if chains is not None:
         old["chains"] = {**old["chains"], **_chains(dict(chains))}
     files: dict[str, list[int]] = dict(verified if verified is not None else old["files"])
@@ -169,7 +216,9 @@ def record(
         else old["chains"][stem]
         for stem in CHAINS
     }
-    data = {"files": files, "chains": counts}
+    data: dict[str, Any] = {"files": files, "chains": counts}
+    if secrets:
+        data["macs"] = {name: _mac(secret, data) for name, secret in secrets.items()}
     _swap_in(root, data)
     witness = witness_path(root)
     if witness is not None:

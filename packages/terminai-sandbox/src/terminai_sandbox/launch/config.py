@@ -20,7 +20,7 @@ from terminai_sandbox.engine.runtime import DEFAULT as DEFAULT_RUNTIME
 from terminai_sandbox.engine.runtime import parse_runtime
 from terminai_sandbox.engine.sockets import SOCKET_NAMES, engine_sockets
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launch import network, reserved_env, targets
+from terminai_sandbox.launch import journal_trust, network, reserved_env, targets
 from terminai_sandbox.launch.network import NetworkChoice
 
 ENGINES = ("docker", "podman")
@@ -71,6 +71,8 @@ class LaunchConfig:
     runtime: str = DEFAULT_RUNTIME  # runc (the engine's default) or runsc (gVisor)
     runtime_from: str = "the default"
     network: NetworkChoice = network.OFF  # off: --network none and nothing else, as before the knob
+    # The memory journal's checkpoint and witness on the host (TERMINAI_JOURNAL_*), passed in checked.
+    journal: journal_trust.JournalTrust = journal_trust.JournalTrust()
 
 
 def _var(env: Mapping[str, str], *names: str) -> tuple[str | None, str]:
@@ -457,4 +459,5 @@ def load_launch_config(
         runtime=parse_runtime(raw_runtime, runtime_var),
         runtime_from=runtime_var,
         network=network.resolve(env, option=network_flag, settings=settings_network),
+        journal=journal_trust.resolve(env),
     )

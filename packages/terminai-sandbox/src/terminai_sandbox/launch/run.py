@@ -148,6 +148,10 @@ def build_argv(
         argv += ["--mount", bind_spec(egress, SOCKET_DIR, read_only=True)]
         for value in session_env():
             argv += ["--env", value]
+    for source, target, read_only in config.journal.mounts():
+        argv += ["--mount", bind_spec(source, target, read_only=read_only)]
+    for value in config.journal.session_env():
+        argv += ["--env", value]  # set here, from checked settings: SANDBOX_ENV refuses TERMINAI_* names
     for port in config.ports:
         argv += ["--publish", f"127.0.0.1:{port.host}:{port.container}"]
     for item in config.env:
