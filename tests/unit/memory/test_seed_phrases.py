@@ -36,7 +36,7 @@ from terminai_apts.memory.shard import Shard
 from tests.unit.memory.seed_statements import SEED_FILE, SeedStatements, seed_api
 from tests.unit.memory.test_seed_exact import _compare, _two_shards
 
-EXAMPLES = int(os.environ.get("SEED_PHRASE_EXAMPLES", "10"))
+EXAMPLES = int(os.environ.get("SEED_PHRASE_EXAMPLES", "8"))
 WORDS = ["cache", "timeout", "Cache", "TIMEOUT", "time", "out", "the", "ache", "é", "É", "ß", "SS", "\u212aey", "İd"]
 SEPARATORS = [" ", " ", " ", "  ", "\t", "\n", "-", "", ", "]
 SCHEMA = (
@@ -191,4 +191,20 @@ def test_an_index_without_positions_is_refused_until_rebuilt(tmp_path: Path) -> 
         got = [m.id for m in ours.search("cache timeout")]
     oracle = SeedStatements(tmp_path / "archive.db")
     assert got == [m.id for m in oracle.search("cache timeout")] == ["m1"]
+    oracle.close()
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["".join(chr(0x4E00 + i) for i in range(20_000)), "cache timeout " * 3_000, "x" * 40_000 + " cache"],
+    ids=["pattern-too-long-for-LIKE", "long-repeated-phrase", "long-run"],
+)
+def test_a_long_query_answers_as_the_seed(tmp_path: Path, query: str) -> None:
+    """Past SQLite's 50,000-byte LIKE pattern the seed's scan is an error; under it an answer."""
+    rows = [(f"m{i}", "2026-01-04", "Cache Timeout", "x", "", "", "ops", 0.9) for i in range(3)]
+    _write(tmp_path / "archive.db", rows)
+    store.build(tmp_path / "index.db", import_archive(tmp_path / "archive.db"))
+    oracle = SeedStatements(tmp_path / "archive.db")
+    with ThermalMemory(tmp_path / "index.db") as ours:
+        _compare(oracle, ours, [("search", (query,), {}), ("count", (query,), {}), ("grep", (query,), {})])
     oracle.close()

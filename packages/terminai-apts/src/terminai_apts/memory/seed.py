@@ -37,6 +37,10 @@ from terminai_apts.memory.shard import Shard
 # Above this many trigram candidates, walking the date index is cheaper than sorting them.
 DENSE = 5000
 CAP = 100  # the seed's hard cap on search, grep and filter
+# Trigrams of a run looked up in ``tri_stats``, at most: a bound parameter each, under
+# SQLite's 32,766, and any two of the run's trigrams are a sound filter.
+GRAMS = 512
+LIKE_LIMIT = 50_000  # SQLite's SQLITE_MAX_LIKE_PATTERN_LENGTH: a longer pattern is an error
 
 _COLUMNS = (
     "s.uid, s.date,"
@@ -132,22 +136,24 @@ def _near(shard: Shard, pattern: str) -> str | None:
     if run is None:
         return None
     try:
-        run.encode()
+        if len(pattern.encode()) > LIKE_LIMIT:
+            return None  # SQLite refuses the pattern on the first row it checks, as in the seed's scan
     except UnicodeEncodeError:
         return None  # a lone surrogate: the seed's own statement raises, so let it
-    offsets: dict[str, list[int]] = {}
+    at: dict[str, int] = {}  # each trigram's first offset (which two are chosen is only cost)
     for i in range(len(run) - 2):
-        offsets.setdefault(run[i : i + 3], []).append(i)
-    folded = {g: g.lower() for g in offsets}  # the tokenizer folds case; a miss only costs speed
+        if len(at) == GRAMS:
+            break
+        at.setdefault(run[i : i + 3], i)
+    folded = {g: g.lower() for g in at}  # the tokenizer folds case; a miss only costs speed
     keys = sorted(set(folded.values()))
     counts = dict(shard.rows(f"SELECT gram, df FROM tri_stats WHERE gram IN ({','.join('?' * len(keys))})", keys))
-    by_rarity = sorted(offsets, key=lambda g: (counts.get(folded[g], 0), offsets[g][0]))
+    by_rarity = sorted(at, key=lambda g: (counts.get(folded[g], 0), at[g]))
     first = by_rarity[0]
-    words = _words(run)
+    words = _words(run[: max(at.values()) + 3])
     others = [g for g in by_rarity[1:] if folded[g] != folded[first]]
-    apart = [g for g in others if all(abs(i - j) >= 3 for i in offsets[g] for j in offsets[first])]
-    touched = frozenset().union(*(words[j] for j in offsets[first]))
-    elsewhere = [g for g in apart if not any(touched & words[i] for i in offsets[g])]
+    apart = [g for g in others if abs(at[g] - at[first]) >= 3]
+    elsewhere = [g for g in apart if not words[at[g]] & words[at[first]]]
     second = (elsewhere or apart or others)[:1]
     if not elsewhere and counts.get(folded[first], 0) >= DENSE:
         return None  # one word in that many records: its candidates are likely as many
