@@ -226,10 +226,19 @@ def run(n: int, reps: int, workdir: Path, *, tiered: bool) -> None:
     with ThermalMemory(db) as mem:
         same = all([m.id for m in mem.search(q)] == seed_search(q) for q in sorted(set(queries)))
         print(f"same rows as the seed's statement, every query: {same}")
+        _slowest(mem, sorted(set(queries)), seed_search)
         _table(mem, n, queries, base[0])
     if tiered:
         _tiered(recs, n, queries, base[0], workdir)
     like.close()
+
+
+def _slowest(mem: ThermalMemory, distinct: list[str], seed_search: Callable[[str], object]) -> None:
+    """Each query's best of three, ours and the baseline's: which phrases make the p95."""
+    best = {q: (timed(mem.search, [q] * 3)[0], timed(seed_search, [q] * 3)[0]) for q in distinct}
+    worst = sorted(best.items(), key=lambda item: -item[1][0])[:4]
+    shown = ", ".join(f"{q!r} {a:.2f} / {b:.2f}" for q, (a, b) in worst)
+    print(f"slowest seed searches (median of 3, ours / LIKE ms): {shown}")
 
 
 def _table(mem: ThermalMemory, n: int, queries: list[str], baseline_p50: float) -> None:

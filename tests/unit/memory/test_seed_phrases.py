@@ -208,3 +208,21 @@ def test_a_long_query_answers_as_the_seed(tmp_path: Path, query: str) -> None:
     with ThermalMemory(tmp_path / "index.db") as ours:
         _compare(oracle, ours, [("search", (query,), {}), ("count", (query,), {}), ("grep", (query,), {})])
     oracle.close()
+
+
+def test_an_offset_at_the_end_of_sqlites_integers_answers_as_the_seed(tmp_path: Path) -> None:
+    rows = [(f"m{i}", "2026-01-04", "Cache Timeout", "x", "", "", "ops", 0.9) for i in range(3)]
+    _write(tmp_path / "archive.db", rows)
+    store.build(tmp_path / "index.db", import_archive(tmp_path / "archive.db"))
+    calls = [
+        ("search", ("cache timeout",), {"limit": 20, "offset": 2**63 - 1}),
+        ("search", ("cache timeout",), {"limit": 2**63 - 1, "offset": 1}),
+        ("search", ("x",), {"limit": 2**63 - 1, "offset": 2**63 - 1}),
+    ]
+    oracle = SeedStatements(tmp_path / "archive.db")
+    for ours in (ThermalMemory(tmp_path / "index.db"), _two_shards(tmp_path, tmp_path / "archive.db")):
+        try:
+            _compare(oracle, ours, calls)
+        finally:
+            ours.close()
+    oracle.close()

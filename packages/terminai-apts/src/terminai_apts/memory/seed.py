@@ -220,7 +220,7 @@ def page(shards: Sequence[Shard], where: Where, limit: object, offset: object = 
         sql = f"SELECT {_COLUMNS} FROM {source}{_clause(conds)}{_ORDER} LIMIT ? OFFSET ?"
         return [to_memory(r) for r in shards[0].rows(sql, [*params, limit, offset])]
     first, count = _window(shards, limit, offset)
-    want = -1 if count < 0 else first + count
+    want = -1 if count < 0 or first + count >= 2**63 else first + count  # past SQLite's integers: all, then slice
     if len(shards) == 1:
         rows = _rows(shards[0], where, want)
     else:
