@@ -144,7 +144,7 @@ def test_a_phrase_whose_words_are_common_apart_asks_for_them_close(tmp_path: Pat
     store.build(tmp_path / "index.db", import_archive(tmp_path / "archive.db"))
     shard = Shard(tmp_path / "index.db")
     near = seed._near(shard, "%cache timeout%")
-    assert near is not None and near.startswith("NEAR(")
+    assert near is not None and near[0] == "memories_pos" and near[1].startswith("NEAR("), near
     candidates = seed._candidates(shard, near)
     assert candidates is not None and len(candidates) <= 3, (near, candidates)
     shard.close()

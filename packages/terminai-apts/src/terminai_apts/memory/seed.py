@@ -14,7 +14,8 @@ NULLs and wildcards included. Two things are ours, both written in docs/AGENT_AP
 
 A query with a run of three or more characters between its wildcards is looked up in the
 positional trigram index first (``memories_pos``): its two rarest trigrams (``tri_stats``)
-within the run's length of each other, in title or content, name the candidates. When
+within the run's length of each other, in title or content, name the candidates (a run
+of one word asks its two in the trigram index without positions, ``memories_tri``). When
 they are fewer than ``DENSE`` they are put in the seed's order from ``seed_rows`` alone
 and ``LIKE`` decides them newest first, in growing batches, until the page is full;
 otherwise the date index is walked newest first until it is. Every record the seed's
@@ -115,22 +116,27 @@ def _source(shard: Shard, where: Where) -> tuple[str, list[str], list[object]]:
     if where.like is not None:
         near = _near(shard, where.like)
         if near is not None and _candidates(shard, near) is not None:
-            source = "memories_pos t CROSS JOIN seed_rows s ON s.id = t.rowid JOIN memories m ON m.id = s.id"
-            conds.append("memories_pos MATCH ?")
-            params.append(near)
+            table, expression = near
+            source = f"{table} t CROSS JOIN seed_rows s ON s.id = t.rowid JOIN memories m ON m.id = s.id"
+            conds.append(f"{table} MATCH ?")
+            params.append(expression)
         conds.append(_TEXT_LIKE)
         params += [where.like, where.like]
     return source, [*conds, *where.conditions], [*params, *where.params]
 
 
-def _near(shard: Shard, pattern: str) -> str | None:
-    """The ``memories_pos`` MATCH that every record holding the pattern's longest literal
-    run matches: two of its trigrams at most the run's length apart (None: no run of 3, one
-    SQLite cannot be given, or one word so common its candidates would be ``DENSE``: walk).
+def _near(shard: Shard, pattern: str) -> tuple[str, str] | None:
+    """``(table, MATCH)`` that every record holding the pattern's longest literal run
+    matches: two of its trigrams at most the run's length apart in ``memories_pos`` (None:
+    no run of 3, one SQLite cannot be given, or one word so common its candidates would be
+    ``DENSE``: walk).
 
-    The first is the rarest trigram; the second the rarest in another word of the run
-    (``"signature registry"``: ``sig`` and ``egi``, where two from ``registry`` name every
-    record with that word), else the rarest not overlapping the first, else any other.
+    The first is the rarest trigram; the second the rarest not overlapping it such that
+    the two touch two words of the run (``"signature registry"``: ``egi`` and ``sig``,
+    where two from ``registry`` name every record with that word). A run of one word has
+    no such pair: then the rarest two are asked of the
+    trigram index without positions (``memories_tri``, also the summaries), whose short
+    doclists are cheaper to read and name about the same records.
     """
     run = literal_run(pattern)
     if run is None:
@@ -153,12 +159,14 @@ def _near(shard: Shard, pattern: str) -> str | None:
     words = _words(run[: max(at.values()) + 3])
     others = [g for g in by_rarity[1:] if folded[g] != folded[first]]
     apart = [g for g in others if abs(at[g] - at[first]) >= 3]
-    elsewhere = [g for g in apart if not words[at[g]] & words[at[first]]]
-    second = (elsewhere or apart or others)[:1]
+    elsewhere = [g for g in apart if len(words[at[g]] | words[at[first]]) > 1]  # the two span two words
+    second = (elsewhere or apart or others)[:1]  # nothing: one trigram
     if not elsewhere and counts.get(folded[first], 0) >= DENSE:
         return None  # one word in that many records: its candidates are likely as many
-    quoted = " ".join('"' + g.replace('"', '""') + '"' for g in [first, *second])
-    return quoted if not second else f"NEAR({quoted}, {len(run)})"
+    quoted = ['"' + g.replace('"', '""') + '"' for g in [first, *second]]
+    if elsewhere:
+        return "memories_pos", f"NEAR({' '.join(quoted)}, {len(run)})"
+    return "memories_tri", " AND ".join(quoted)
 
 
 def _words(run: str) -> list[frozenset[int]]:
@@ -173,9 +181,10 @@ def _words(run: str) -> list[frozenset[int]]:
     return [frozenset(numbers[i : i + 3]) - {0} for i in range(len(run) - 2)]
 
 
-def _candidates(shard: Shard, near: str) -> list[int] | None:
+def _candidates(shard: Shard, near: tuple[str, str]) -> list[int] | None:
     """The ids ``near`` matches, or None when there are ``DENSE`` or more (walk the date index)."""
-    found = shard.rows("SELECT rowid FROM memories_pos WHERE memories_pos MATCH ? LIMIT ?", [near, DENSE])
+    table, expression = near
+    found = shard.rows(f"SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?", [expression, DENSE])
     return None if len(found) >= DENSE else [int(r[0]) for r in found]
 
 
