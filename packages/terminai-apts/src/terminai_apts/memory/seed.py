@@ -109,20 +109,28 @@ def literal_run(pattern: str) -> str | None:
     return max(runs, key=len) if runs else None
 
 
-def _source(shard: Shard, where: Where) -> tuple[str, list[str], list[object]]:
+def _source(shard: Shard, where: Where, sparse: tuple[str, str] | None = None) -> tuple[str, list[str], list[object]]:
+    """FROM and WHERE of the seed's statement; ``sparse`` (a :func:`_plan` that found fewer
+    than ``DENSE`` candidates) adds its MATCH."""
     conds: list[str] = []
     params: list[object] = []
     source = "seed_rows s JOIN memories m ON m.id = s.id"
     if where.like is not None:
-        near = _near(shard, where.like)
-        if near is not None and _candidates(shard, near) is not None:
-            table, expression = near
+        if sparse is not None:
+            table, expression = sparse
             source = f"{table} t CROSS JOIN seed_rows s ON s.id = t.rowid JOIN memories m ON m.id = s.id"
             conds.append(f"{table} MATCH ?")
             params.append(expression)
         conds.append(_TEXT_LIKE)
         params += [where.like, where.like]
     return source, [*conds, *where.conditions], [*params, *where.params]
+
+
+def _plan(shard: Shard, where: Where) -> tuple[tuple[str, str] | None, list[int] | None]:
+    """``(MATCH, candidate ids)`` of the pattern when it has fewer than ``DENSE``, else ``(None, None)``."""
+    near = _near(shard, where.like) if where.like is not None else None
+    ids = _candidates(shard, near) if near is not None else None
+    return (near, ids) if ids is not None else (None, None)
 
 
 def _near(shard: Shard, pattern: str) -> tuple[str, str] | None:
@@ -190,10 +198,9 @@ def _candidates(shard: Shard, near: tuple[str, str]) -> list[int] | None:
 
 def _rows(shard: Shard, where: Where, want: int) -> list[Any]:
     """Up to ``want`` matching rows of one shard in the seed's order (-1: all of them)."""
-    near = _near(shard, where.like) if where.like is not None else None
-    ids = _candidates(shard, near) if near is not None else None
+    _, ids = _plan(shard, where)
     if where.like is None or ids is None:
-        source, conds, params = _source(shard, where)
+        source, conds, params = _source(shard, where)  # the date index, newest first
         sql = f"SELECT {_COLUMNS} FROM {source}{_clause(conds)}{_ORDER} LIMIT ?"
         return shard.rows(sql, [*params, want])
     marks = ",".join("?" * len(ids))
@@ -225,7 +232,7 @@ def page(shards: Sequence[Shard], where: Where, limit: object, offset: object = 
     """The matching rows in the seed's order, ``LIMIT limit OFFSET offset`` as SQLite reads them."""
     if len(shards) == 1 and not (_plain(limit) and _plain(offset) and all(map(_plain_param, where.params))):
         # Values SQLite converts or refuses: its own statement, so it raises what the seed's would.
-        source, conds, params = _source(shards[0], where)
+        source, conds, params = _source(shards[0], where, _plan(shards[0], where)[0])
         sql = f"SELECT {_COLUMNS} FROM {source}{_clause(conds)}{_ORDER} LIMIT ? OFFSET ?"
         return [to_memory(r) for r in shards[0].rows(sql, [*params, limit, offset])]
     first, count = _window(shards, limit, offset)
@@ -251,7 +258,7 @@ def _plain_param(value: object) -> bool:
 def count(shards: Sequence[Shard], where: Where) -> int:
     total = 0
     for shard in shards:
-        source, conds, params = _source(shard, where)
+        source, conds, params = _source(shard, where, _plan(shard, where)[0])
         total += int(shard.rows(f"SELECT count(*) FROM {source}{_clause(conds)}", params)[0][0])
     return total
 
