@@ -142,9 +142,9 @@ def _near(shard: Shard, pattern: str) -> tuple[str, str] | None:
     The first is the rarest trigram; the second the rarest not overlapping it such that
     the two touch two words of the run (``"signature registry"``: ``egi`` and ``sig``,
     where two from ``registry`` name every record with that word). A run of one word has
-    no such pair: then the rarest two are asked of the
-    trigram index without positions (``memories_tri``, also the summaries), whose short
-    doclists are cheaper to read and name about the same records.
+    no such pair: then the rarest two are asked of the trigram index without positions
+    (``memories_tri``, also the summaries), whose short doclists are cheaper to read and
+    name about the same records.
     """
     run = literal_run(pattern)
     if run is None:
