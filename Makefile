@@ -68,10 +68,10 @@ test-integration: setup engine ## Integration tests only (real engine, real regi
 	$(PY) -m pytest $(XDIST_WAITING) -m "integration and not multiarch" $(PYTEST_ARGS)
 
 test-seed-exact: setup ## The seed-exact differential test over many more generated archives (SEED_EXACT_EXAMPLES)
-	SEED_EXACT_EXAMPLES=$${SEED_EXACT_EXAMPLES:-1500} $(PY) -m pytest -m "not seed" tests/unit/memory/test_seed_exact.py $(PYTEST_ARGS)
+	SEED_EXACT_EXAMPLES=$${SEED_EXACT_EXAMPLES:-1500} SEED_PHRASE_EXAMPLES=$${SEED_PHRASE_EXAMPLES:-300} $(PY) -m pytest -m "not seed" tests/unit/memory/test_seed_exact.py tests/unit/memory/test_seed_phrases.py $(PYTEST_ARGS)
 
 seed-check: setup ## Hold the seed oracle against the seed document's own code (TERMINAI_SEED_000 names it)
-	SEED_EXACT_EXAMPLES=$${SEED_EXACT_EXAMPLES:-300} $(PY) -m pytest -m seed tests/unit/memory/test_seed_exact.py tests/unit/executor/test_seed_written_corpus.py $(PYTEST_ARGS)
+	SEED_EXACT_EXAMPLES=$${SEED_EXACT_EXAMPLES:-300} SEED_PHRASE_EXAMPLES=$${SEED_PHRASE_EXAMPLES:-100} $(PY) -m pytest -m seed tests/unit/memory/test_seed_exact.py tests/unit/memory/test_seed_phrases.py tests/unit/executor/test_seed_written_corpus.py $(PYTEST_ARGS)
 
 .PHONY: peer-yardstick
 peer-yardstick: setup ## Run smolagents' and RestrictedPython's own snippets through the executor (downloads their pinned sources)

@@ -184,12 +184,14 @@ def seed_db(path: Path, recs: list[NewMemory]) -> None:
     conn.close()
 
 
-def timed(fn: Callable[[str], object], queries: list[str]) -> tuple[float, float, float]:
+def timed(
+    fn: Callable[[str], object], queries: list[str], clock: Callable[[], float] = time.perf_counter
+) -> tuple[float, float, float]:
     samples = []
     for qtext in queries:
-        t = time.perf_counter()
+        t = clock()
         fn(qtext)
-        samples.append((time.perf_counter() - t) * 1000)
+        samples.append((clock() - t) * 1000)
     samples.sort()
     return statistics.median(samples), samples[max(0, int(len(samples) * 0.95) - 1)], samples[-1]
 
@@ -226,10 +228,27 @@ def run(n: int, reps: int, workdir: Path, *, tiered: bool) -> None:
     with ThermalMemory(db) as mem:
         same = all([m.id for m in mem.search(q)] == seed_search(q) for q in sorted(set(queries)))
         print(f"same rows as the seed's statement, every query: {same}")
+        _slowest(mem, sorted(set(queries)), seed_search)
+        # CPU time of the calling thread: on a shared machine a query preempted once gains a
+        # whole time slice of wall time, which then decides a p95 of 40 samples.
+        ours, theirs = timed(mem.search, queries, time.thread_time), timed(seed_search, queries, time.thread_time)
+        print(
+            f"CPU ms, search (seed) p50 / p95 {ours[0]:.2f} / {ours[1]:.2f}, "
+            f"seed LIKE scan {theirs[0]:.2f} / {theirs[1]:.2f} "
+            f"(x p50 {theirs[0] / ours[0]:.1f}, x p95 {theirs[1] / ours[1]:.1f})"
+        )
         _table(mem, n, queries, base[0])
     if tiered:
         _tiered(recs, n, queries, base[0], workdir)
     like.close()
+
+
+def _slowest(mem: ThermalMemory, distinct: list[str], seed_search: Callable[[str], object]) -> None:
+    """Each query's best of three, ours and the baseline's: which phrases make the p95."""
+    best = {q: (timed(mem.search, [q] * 3)[0], timed(seed_search, [q] * 3)[0]) for q in distinct}
+    worst = sorted(best.items(), key=lambda item: -item[1][0])[:4]
+    shown = ", ".join(f"{q!r} {a:.2f} / {b:.2f}" for q, (a, b) in worst)
+    print(f"slowest seed searches (median of 3, ours / LIKE ms): {shown}")
 
 
 def _table(mem: ThermalMemory, n: int, queries: list[str], baseline_p50: float) -> None:

@@ -115,7 +115,7 @@ def test_an_index_of_the_previous_format_is_refused_with_a_rebuild_hint(tmp_path
         conn.execute("DROP TABLE grams")
     conn.close()
     for attempt in (lambda: ThermalMemory(index), lambda: store.append(index, import_archive(archive))):
-        with pytest.raises(MemoryStoreError, match="index schema 5, expected 6") as info:
+        with pytest.raises(MemoryStoreError, match=f"index schema 5, expected {store.SCHEMA_VERSION}") as info:
             attempt()
         assert "--rebuild" in (info.value.hint or "")
     store.build(index, import_archive(archive))  # what the hint says: a rebuild

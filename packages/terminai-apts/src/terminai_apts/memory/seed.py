@@ -13,8 +13,15 @@ NULLs and wildcards included. Two things are ours, both written in docs/AGENT_AP
   for that statement (what the seed's SQLite returns), then newest index id first.
 
 A query with a run of three or more characters between its wildcards is looked up in the
-trigram index first when that run is in fewer than ``DENSE`` records (candidates, then
-``LIKE`` decides); otherwise the date index is walked newest first until the page is full.
+positional trigram index first (``memories_pos``): its two rarest trigrams (``tri_stats``)
+within the run's length of each other, in title or content, name the candidates (a run
+of one word asks its two in the trigram index without positions, ``memories_tri``). When
+they are fewer than ``DENSE`` they are put in the seed's order from ``seed_rows`` alone
+and ``LIKE`` decides them newest first, in growing batches, until the page is full;
+otherwise the date index is walked newest first until it is. Every record the seed's
+``LIKE`` matches holds the run, so both trigrams, that far apart, in one column (the
+trigram tokenizer folds case over all of Unicode, ``LIKE`` over ASCII only: it finds more,
+never fewer, and ``LIKE`` drops the rest).
 """
 
 # SQL here is assembled only from constant fragments; every value is a bound parameter.
@@ -25,13 +32,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from terminai_apts.memory import query as q
 from terminai_apts.memory.records import NULL_CONTENT, NULL_SUMMARY, NULL_TITLE
 from terminai_apts.memory.shard import Shard
 
 # Above this many trigram candidates, walking the date index is cheaper than sorting them.
 DENSE = 5000
 CAP = 100  # the seed's hard cap on search, grep and filter
+# Trigrams of a run looked up in ``tri_stats``, at most: a bound parameter each, under
+# SQLite's 32,766, and any two of the run's trigrams are a sound filter.
+GRAMS = 512
+LIKE_LIMIT = 50_000  # SQLite's SQLITE_MAX_LIKE_PATTERN_LENGTH: a longer pattern is an error
 
 _COLUMNS = (
     "s.uid, s.date,"
@@ -99,27 +109,119 @@ def literal_run(pattern: str) -> str | None:
     return max(runs, key=len) if runs else None
 
 
-def _source(shard: Shard, where: Where) -> tuple[str, list[str], list[object]]:
+def _source(shard: Shard, where: Where, sparse: tuple[str, str] | None = None) -> tuple[str, list[str], list[object]]:
+    """FROM and WHERE of the seed's statement; ``sparse`` (a :func:`_plan` that found fewer
+    than ``DENSE`` candidates) adds its MATCH."""
     conds: list[str] = []
     params: list[object] = []
     source = "seed_rows s JOIN memories m ON m.id = s.id"
     if where.like is not None:
-        run = literal_run(where.like)
-        if run is not None and _sparse(shard, run):
-            source = "memories_tri t CROSS JOIN seed_rows s ON s.id = t.rowid JOIN memories m ON m.id = s.id"
-            conds.append("memories_tri MATCH ?")
-            params.append(q.trigram_phrase(run))
+        if sparse is not None:
+            table, expression = sparse
+            source = f"{table} t CROSS JOIN seed_rows s ON s.id = t.rowid JOIN memories m ON m.id = s.id"
+            conds.append(f"{table} MATCH ?")
+            params.append(expression)
         conds.append(_TEXT_LIKE)
         params += [where.like, where.like]
     return source, [*conds, *where.conditions], [*params, *where.params]
 
 
-def _sparse(shard: Shard, run: str) -> bool:
-    phrase = q.trigram_phrase(run)
-    found = shard.rows(
-        "SELECT count(*) FROM (SELECT rowid FROM memories_tri WHERE memories_tri MATCH ? LIMIT ?)", [phrase, DENSE]
+def _plan(shard: Shard, where: Where) -> tuple[tuple[str, str] | None, list[int] | None]:
+    """``(MATCH, candidate ids)`` of the pattern when it has fewer than ``DENSE``, else ``(None, None)``."""
+    near = _near(shard, where.like) if where.like is not None else None
+    ids = _candidates(shard, near) if near is not None else None
+    return (near, ids) if ids is not None else (None, None)
+
+
+def _near(shard: Shard, pattern: str) -> tuple[str, str] | None:
+    """``(table, MATCH)`` that every record holding the pattern's longest literal run
+    matches: two of its trigrams at most the run's length apart in ``memories_pos`` (None:
+    no run of 3, one SQLite cannot be given, or one word so common its candidates would be
+    ``DENSE``: walk).
+
+    The first is the rarest trigram; the second the rarest not overlapping it such that
+    the two touch two words of the run (``"signature registry"``: ``egi`` and ``sig``,
+    where two from ``registry`` name every record with that word). A run of one word has
+    no such pair: then the rarest two are asked of the trigram index without positions
+    (``memories_tri``, also the summaries), whose short doclists are cheaper to read and
+    name about the same records.
+    """
+    run = literal_run(pattern)
+    if run is None:
+        return None
+    try:
+        if len(pattern.encode()) > LIKE_LIMIT:
+            return None  # SQLite refuses the pattern on the first row it checks, as in the seed's scan
+    except UnicodeEncodeError:
+        return None  # a lone surrogate: the seed's own statement raises, so let it
+    at: dict[str, int] = {}  # each trigram's first offset (which two are chosen is only cost)
+    for i in range(len(run) - 2):
+        if len(at) == GRAMS:
+            break
+        at.setdefault(run[i : i + 3], i)
+    folded = {g: g.lower() for g in at}  # the tokenizer folds case; a miss only costs speed
+    keys = sorted(set(folded.values()))
+    counts = dict(shard.rows(f"SELECT gram, df FROM tri_stats WHERE gram IN ({','.join('?' * len(keys))})", keys))
+    by_rarity = sorted(at, key=lambda g: (counts.get(folded[g], 0), at[g]))
+    first = by_rarity[0]
+    words = _words(run[: max(at.values()) + 3])
+    others = [g for g in by_rarity[1:] if folded[g] != folded[first]]
+    apart = [g for g in others if abs(at[g] - at[first]) >= 3]
+    elsewhere = [g for g in apart if len(words[at[g]] | words[at[first]]) > 1]  # the two span two words
+    second = (elsewhere or apart or others)[:1]  # nothing: one trigram
+    if not elsewhere and counts.get(folded[first], 0) >= DENSE:
+        return None  # one word in that many records: its candidates are likely as many
+    quoted = ['"' + g.replace('"', '""') + '"' for g in [first, *second]]
+    if elsewhere:
+        return "memories_pos", f"NEAR({' '.join(quoted)}, {len(run)})"
+    return "memories_tri", " AND ".join(quoted)
+
+
+def _words(run: str) -> list[frozenset[int]]:
+    """For each trigram offset of ``run``, the words (runs of letters or digits, numbered)
+    its three characters touch."""
+    numbers, current, inside = [], 0, False
+    for ch in run:
+        if ch.isalnum() and not inside:
+            current += 1
+        inside = ch.isalnum()
+        numbers.append(current if inside else 0)
+    return [frozenset(numbers[i : i + 3]) - {0} for i in range(len(run) - 2)]
+
+
+def _candidates(shard: Shard, near: tuple[str, str]) -> list[int] | None:
+    """The ids ``near`` matches, or None when there are ``DENSE`` or more (walk the date index)."""
+    table, expression = near
+    found = shard.rows(f"SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?", [expression, DENSE])
+    return None if len(found) >= DENSE else [int(r[0]) for r in found]
+
+
+def _rows(shard: Shard, where: Where, want: int) -> list[Any]:
+    """Up to ``want`` matching rows of one shard in the seed's order (-1: all of them)."""
+    _, ids = _plan(shard, where)
+    if where.like is None or ids is None:
+        source, conds, params = _source(shard, where)  # the date index, newest first
+        sql = f"SELECT {_COLUMNS} FROM {source}{_clause(conds)}{_ORDER} LIMIT ?"
+        return shard.rows(sql, [*params, want])
+    marks = ",".join("?" * len(ids))
+    # The candidates in the seed's order from the small seed rows (the seed's other
+    # conditions are on them too), then LIKE on the records newest first, a batch at a time.
+    order = shard.rows(
+        f"SELECT s.id FROM seed_rows s{_clause([f's.id IN ({marks})', *where.conditions])}{_ORDER}",
+        [*ids, *where.params],
     )
-    return int(found[0][0]) < DENSE
+    out: list[Any] = []
+    start, size = 0, 32
+    while start < len(order) and (want < 0 or len(out) < want):
+        batch = [r[0] for r in order[start : start + size]]
+        sql = (
+            f"SELECT {_COLUMNS} FROM seed_rows s JOIN memories m ON m.id = s.id"
+            f" WHERE s.id IN ({','.join('?' * len(batch))}) AND {_TEXT_LIKE}"
+        )
+        matched = {r[9]: r for r in shard.rows(sql, [*batch, where.like, where.like])}
+        out += [matched[i] for i in batch if i in matched]
+        start, size = start + size, min(size * 4, 1024)
+    return out if want < 0 else out[:want]
 
 
 def _clause(conds: Sequence[str]) -> str:
@@ -128,26 +230,35 @@ def _clause(conds: Sequence[str]) -> str:
 
 def page(shards: Sequence[Shard], where: Where, limit: object, offset: object = 0) -> list[Memory]:
     """The matching rows in the seed's order, ``LIMIT limit OFFSET offset`` as SQLite reads them."""
-    if len(shards) == 1:
-        source, conds, params = _source(shards[0], where)
+    if len(shards) == 1 and not (_plain(limit) and _plain(offset) and all(map(_plain_param, where.params))):
+        # Values SQLite converts or refuses: its own statement, so it raises what the seed's would.
+        source, conds, params = _source(shards[0], where, _plan(shards[0], where)[0])
         sql = f"SELECT {_COLUMNS} FROM {source}{_clause(conds)}{_ORDER} LIMIT ? OFFSET ?"
         return [to_memory(r) for r in shards[0].rows(sql, [*params, limit, offset])]
     first, count = _window(shards, limit, offset)
-    rows: list[Any] = []
-    for shard in shards:
-        source, conds, params = _source(shard, where)
-        sql = f"SELECT {_COLUMNS} FROM {source}{_clause(conds)}{_ORDER} LIMIT ?"
-        rows += shard.rows(sql, [*params, -1 if count < 0 else first + count])
-    rows.sort(key=lambda r: (r[8] is not None, r[8] or 0, -r[9]))
-    rows.sort(key=lambda r: sort_key(r[1]), reverse=True)
+    want = -1 if count < 0 or first + count >= 2**63 else first + count  # past SQLite's integers: all, then slice
+    if len(shards) == 1:
+        rows = _rows(shards[0], where, want)
+    else:
+        rows = [r for shard in shards for r in _rows(shard, where, want)]
+        rows.sort(key=lambda r: (r[8] is not None, r[8] or 0, -r[9]))
+        rows.sort(key=lambda r: sort_key(r[1]), reverse=True)
     chosen = rows[first:] if count < 0 else rows[first : first + count]
     return [to_memory(r) for r in chosen]
+
+
+def _plain(value: object) -> bool:
+    return type(value) is int and -(2**63) <= value < 2**63  # what SQLite binds as an integer
+
+
+def _plain_param(value: object) -> bool:
+    return value is None or type(value) in (str, float) or _plain(value)
 
 
 def count(shards: Sequence[Shard], where: Where) -> int:
     total = 0
     for shard in shards:
-        source, conds, params = _source(shard, where)
+        source, conds, params = _source(shard, where, _plan(shard, where)[0])
         total += int(shard.rows(f"SELECT count(*) FROM {source}{_clause(conds)}", params)[0][0])
     return total
 

@@ -3,7 +3,9 @@
 The journal files are the truth; this file is a rebuildable index. ``memories`` holds the
 records with ids in event-time order (so date windows become id ranges), ``memories_fts``
 is an external-content FTS5 index with persisted bm25 column weights, ``memories_tri`` a
-trigram index for substring search and regex prefiltering, ``term_stats`` the document
+trigram index for substring search and regex prefiltering, ``memories_pos`` a trigram index
+of title and content with positions (the seed's substring search, :mod:`terminai_apts.memory.seed`)
+and ``tri_stats`` its document frequency per trigram, ``term_stats`` the document
 frequency of every indexed term (kept exact on append) for the query planner, ``grams``
 the record bitmaps of every one- and two-character piece (:mod:`terminai_apts.memory.grams`).
 Only the writer side lives here; the read-only API is :mod:`terminai_apts.memory.api`.
@@ -24,7 +26,7 @@ from terminai_apts.memory import grams, termbits
 from terminai_apts.memory.records import TEXT_AFFINITY, NewMemory, content_hash
 from terminai_apts.memory.terms import TOKENIZER, Terms
 
-SCHEMA_VERSION = "6"
+SCHEMA_VERSION = "7"
 # 16 KiB pages: rows of a few hundred bytes waste less of each page than with 4 KiB (the
 # records table is 7% smaller); FTS5 keeps its own 4 KB leaves inside them.
 PAGE_SIZE = 16384
@@ -47,7 +49,16 @@ CREATE VIRTUAL TABLE memories_fts USING fts5(title, summary, content, tags,
   content='memories', content_rowid='id', tokenize='{tokenizer}');
 CREATE VIRTUAL TABLE memories_tri USING fts5(title, summary, content,
   content='memories', content_rowid='id', tokenize='trigram', detail='none', columnsize=0);
+CREATE VIRTUAL TABLE memories_pos USING fts5(title, content,
+  content='memories', content_rowid='id', tokenize='trigram', columnsize=0);
+CREATE TABLE tri_stats(gram TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
+# ``memories_pos`` keeps positions (about the size of the records table) so the seed's
+# ``LIKE '%cache timeout%'`` asks for its two rarest trigrams at their distance apart
+# (``NEAR``) instead of every trigram anywhere in the record: "cache" and "timeout" are in
+# 5,000 records together but 158 with the two close. ``tri_stats`` (the number of records
+# holding each trigram) picks the two; it only steers the plan, the candidates are always
+# checked by ``LIKE`` itself.
 # Created after the bulk load: an index built from sorted keys fills its pages, one filled
 # row by row in uid or hash order leaves a third of them empty. Stored compactly (what
 # readers see is rebuilt in shard.COLUMNS): ``recorded_at`` is NULL when it is the event
@@ -98,6 +109,7 @@ CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
     VALUES (new.id, new.title, new.summary, new.content, new.tags);
   INSERT INTO memories_tri(rowid, title, summary, content)
     VALUES (new.id, new.title, new.summary, new.content);
+  INSERT INTO memories_pos(rowid, title, content) VALUES (new.id, new.title, new.content);
 END;
 CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
   DELETE FROM seed_rows WHERE id = old.id;
@@ -105,16 +117,19 @@ CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
     VALUES ('delete', old.id, old.title, old.summary, old.content, old.tags);
   INSERT INTO memories_tri(memories_tri, rowid, title, summary, content)
     VALUES ('delete', old.id, old.title, old.summary, old.content);
+  INSERT INTO memories_pos(memories_pos, rowid, title, content) VALUES ('delete', old.id, old.title, old.content);
 END;
 CREATE TRIGGER memories_au AFTER UPDATE OF title, summary, content, tags ON memories BEGIN
   INSERT INTO memories_fts(memories_fts, rowid, title, summary, content, tags)
     VALUES ('delete', old.id, old.title, old.summary, old.content, old.tags);
   INSERT INTO memories_tri(memories_tri, rowid, title, summary, content)
     VALUES ('delete', old.id, old.title, old.summary, old.content);
+  INSERT INTO memories_pos(memories_pos, rowid, title, content) VALUES ('delete', old.id, old.title, old.content);
   INSERT INTO memories_fts(rowid, title, summary, content, tags)
     VALUES (new.id, new.title, new.summary, new.content, new.tags);
   INSERT INTO memories_tri(rowid, title, summary, content)
     VALUES (new.id, new.title, new.summary, new.content);
+  INSERT INTO memories_pos(rowid, title, content) VALUES (new.id, new.title, new.content);
 END;
 """
 
@@ -235,6 +250,14 @@ def build(
         conn.commit()
         clock.lap("trigram merge")
         with conn:
+            conn.execute("INSERT INTO memories_pos(memories_pos) VALUES ('rebuild')")
+            conn.execute("CREATE VIRTUAL TABLE temp.grams USING fts5vocab(main, memories_pos, 'row')")
+            conn.execute("INSERT INTO tri_stats(gram, df) SELECT term, doc FROM temp.grams")
+            conn.execute("DROP TABLE temp.grams")
+        conn.execute("INSERT INTO memories_pos(memories_pos) VALUES ('optimize')")
+        conn.commit()
+        clock.lap("trigram positions")
+        with conn:
             grams.build(
                 conn, first_id, ((i, r.title, r.content, r.summary) for i, r in enumerate(ordered, start=first_id))
             )
@@ -299,6 +322,24 @@ def _count_terms(conn: sqlite3.Connection, fresh: Sequence[tuple[int, NewMemory]
         [(t,) for _mid, terms in postings for t in terms],
     )
     termbits.add(conn, base_id(conn), postings)
+    _count_grams(conn, [r for _mid, r in fresh])
+
+
+def _count_grams(conn: sqlite3.Connection, fresh: Sequence[NewMemory]) -> None:
+    """Count appended records in ``tri_stats``: their trigrams as ``memories_pos`` folds them,
+    from a private in-memory table with the same tokenizer (one row per record). A record
+    deleted later stays counted: the figure steers the plan only, never the answer."""
+    scratch = sqlite3.connect(":memory:")
+    try:
+        scratch.execute("CREATE VIRTUAL TABLE pos USING fts5(title, content, tokenize='trigram', detail='none')")
+        scratch.execute("CREATE VIRTUAL TABLE pos_grams USING fts5vocab(pos, 'row')")
+        scratch.executemany("INSERT INTO pos(title, content) VALUES (?, ?)", [(r.title, r.content) for r in fresh])
+        counted = scratch.execute("SELECT term, doc FROM pos_grams").fetchall()
+    finally:
+        scratch.close()
+    conn.executemany(
+        "INSERT INTO tri_stats(gram, df) VALUES (?, ?) ON CONFLICT(gram) DO UPDATE SET df = df + excluded.df", counted
+    )
 
 
 def base_id(conn: sqlite3.Connection) -> int:
