@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from terminai_apts.memory.journal import MemoryJournal
 from terminai_sandbox.assemble import BuildResult
-from terminai_sandbox.engine import Engine
+from terminai_sandbox.engine.client import DockerApi
 
 from tests.fixtures.registry import RegistryServer
 from tests.integration.launch.test_launch import Site
@@ -46,7 +46,9 @@ def _open_to_the_session(path: Path) -> None:
         p.chmod(0o777 if p.is_dir() else 0o666)
 
 
-def test_a_session_with_a_checkpoint_refuses_a_rolled_back_journal(site: Site, engine: Engine, tmp_path: Path) -> None:
+def test_a_session_with_a_checkpoint_refuses_a_rolled_back_journal(
+    site: Site, engine: DockerApi, tmp_path: Path
+) -> None:
     project = tmp_path / "project"
     journal = project / "journal"
     j = MemoryJournal(journal)
@@ -93,7 +95,7 @@ def test_a_session_with_a_checkpoint_refuses_a_rolled_back_journal(site: Site, e
     assert json.loads(checkpoint.read_bytes())["chains"]["decisions"][0] == 5
 
 
-def test_the_witness_is_written_from_inside_the_session(site: Site, engine: Engine, tmp_path: Path) -> None:
+def test_the_witness_is_written_from_inside_the_session(site: Site, engine: DockerApi, tmp_path: Path) -> None:
     project = tmp_path / "project"
     journal = project / "journal"
     MemoryJournal(journal).write_decision("first", "r", "o", "agent", True)

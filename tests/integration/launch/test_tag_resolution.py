@@ -105,11 +105,14 @@ def _no_registry_client() -> RegistryClient:
 def test_the_engine_resolves_a_tag_to_the_pushed_digest(registry: RegistryServer, tmp_path: Path) -> None:
     digest = _push_tiny(registry, "1.0.0")
     engine = DockerEngine.connect({"HOME": str(tmp_path)})
-    assert engine.resolve(ImageRef.parse(f"{registry.host}/{REPO}:1.0.0"), "1.0.0", _no_registry_client) == digest
+    assert (
+        engine.resolve(ImageRef.parse(f"{registry.host}/{REPO}:1.0.0"), "1.0.0", _no_registry_client, seconds=30)
+        == digest
+    )
     with pytest.raises(RegistryError, match="manifest unknown"):
-        engine.resolve(ImageRef.parse(f"{registry.host}/{REPO}:9.9.9"), "9.9.9", _no_registry_client)
+        engine.resolve(ImageRef.parse(f"{registry.host}/{REPO}:9.9.9"), "9.9.9", _no_registry_client, seconds=30)
     with pytest.raises(RegistryError, match=r"could not resolve 127\.0\.0\.1:1/"):
-        engine.resolve(ImageRef.parse(f"127.0.0.1:1/{REPO}:1.0.0"), "1.0.0", _no_registry_client)
+        engine.resolve(ImageRef.parse(f"127.0.0.1:1/{REPO}:1.0.0"), "1.0.0", _no_registry_client, seconds=30)
 
 
 def test_a_private_registry_gets_the_docker_config_credentials(
@@ -119,14 +122,14 @@ def test_a_private_registry_gets_the_docker_config_credentials(
     ref = ImageRef.parse(f"{private}/{REPO}:1.0.0")
     anonymous = DockerEngine.connect({"HOME": str(tmp_path)})
     with pytest.raises(RegistryError, match="refused") as refused:
-        anonymous.resolve(ref, "1.0.0", _no_registry_client)
+        anonymous.resolve(ref, "1.0.0", _no_registry_client, seconds=30)
     assert "docker login" in refused.value.hint
     config = tmp_path / "docker"
     config.mkdir()
     auth = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
     (config / "config.json").write_text(json.dumps({"auths": {private: {"auth": auth}}}))
     logged_in = DockerEngine.connect({"HOME": str(tmp_path), "DOCKER_CONFIG": str(config)})
-    assert logged_in.resolve(ref, "1.0.0", _no_registry_client) == digest
+    assert logged_in.resolve(ref, "1.0.0", _no_registry_client, seconds=30) == digest
 
 
 def test_a_pull_from_a_private_registry_sends_the_docker_config_credentials(

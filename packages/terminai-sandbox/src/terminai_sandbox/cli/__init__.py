@@ -119,6 +119,9 @@ class _Group(click.Group):
         except (Exception, KeyboardInterrupt) as exc:  # a command's failure: to the tool's one boundary
             parsed_json = ctx.obj.get("as_json") if isinstance(ctx.obj, dict) else None
             sys.exit(fail(exc, debug=bool(ctx.obj and ctx.obj.get("debug")), as_json=parsed_json))
+        finally:
+            if ctx.parent is None:  # the deadline is this command's, not the next caller's in this process
+                deadlines.end()
 
 
 @click.group(cls=_Group, epilog=EXIT_CODES_HELP, context_settings={"help_option_names": ["-h", "--help"]})

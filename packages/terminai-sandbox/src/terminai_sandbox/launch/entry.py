@@ -44,10 +44,12 @@ def launch(args: Sequence[str], *, debug: bool = False) -> int | None:
         usage.exit_code = USAGE_EXIT
         return report(usage, as_json="--json" in options)
     as_json = bool(params["as_json"])
-    try:
-        from terminai_sandbox.common import deadlines  # noqa: PLC0415  (stdlib only, as the kernel is)
+    from terminai_sandbox.common import deadlines  # noqa: PLC0415  (stdlib only, as the kernel is)
 
+    try:
         deadlines.begin("run", deadlines.command_seconds(os.environ, "run"))
         return session.run(request_from(params), params["command"], limits=limits_from(params), env=os.environ, say=say)
     except (Exception, KeyboardInterrupt) as exc:  # a launch's failure: to the tool's one boundary
         return fail(exc, debug=debug, as_json=as_json)
+    finally:
+        deadlines.end()  # the launch's own, not the next caller's in this process

@@ -22,7 +22,8 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+from terminai_apts.records import frozen_record
 
 from terminai_sandbox.errors import ConfigError
 
@@ -33,7 +34,7 @@ CHECKPOINT_IN_SESSION = "/run/terminai/journal/checkpoint.json"
 WITNESS_IN_SESSION = "/run/terminai/journal/witness"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_record
 class JournalTrust:
     """Host paths (real, checked) of the journal's checkpoint and witness; None: not configured."""
 
