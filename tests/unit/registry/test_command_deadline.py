@@ -140,12 +140,19 @@ def test_the_help_says_the_command_total(name: str) -> None:
     assert f"{deadlines.COMMAND_SECONDS[name]:g} s" in text and deadlines.COMMAND_VARIABLE in text, text
 
 
-def test_the_click_group_begins_the_deadline_of_the_command_it_runs() -> None:
+def test_the_click_group_begins_the_deadline_of_the_command_it_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     from click.testing import CliRunner
     from terminai_sandbox.cli import main
 
+    begun: list[deadlines.CommandDeadline] = []
+    real_begin = deadlines.begin
+    monkeypatch.setattr(deadlines, "begin", lambda *a: begun.append(real_begin(*a)) or begun[-1])
     assert CliRunner().invoke(main, ["version"]).exit_code == 0
-    begun = deadlines.active()
-    assert begun is not None and begun.command == "version" and begun.seconds == deadlines.COMMAND_DEFAULT_SECONDS
+    [one] = begun
+    assert one.command == "version" and one.seconds == deadlines.COMMAND_DEFAULT_SECONDS
+    # It ends with the command: a later request of the same process (a test, a program calling
+    # the CLI in-process) must not be cut by a deadline that was never its own.
+    assert deadlines.active() is None
     refused = CliRunner().invoke(main, ["version"], env={deadlines.COMMAND_VARIABLE: "never"})
     assert refused.exit_code == 3 and "TERMINAI_COMMAND_TIMEOUT='never'" in refused.output
+    assert deadlines.active() is None
