@@ -558,3 +558,53 @@ def test_podman_sessions_reach_the_allowed_host_the_same_way(
         )
         for image in after - pulled_before:
             subprocess.run(["podman", "rmi", "--force", image], capture_output=True, check=False)
+
+
+def test_curl_in_the_session_reaches_the_allowed_host_and_nothing_else(
+    site: Site, built_image: BuildResult, origin: tuple[str, Path]
+) -> None:
+    # The image's own curl (Debian's, pinned in both locks), through HTTPS_PROXY as the session has it.
+    namespace, hosts = origin
+    image = _pinned(site, built_image)
+    env = {
+        "SANDBOX_NETWORK": "allow:allowed.test",
+        "TERMINAI_EGRESS_TEST_HOSTS_FILE": str(hosts),
+        "SANDBOX_MOUNTS": f"{hosts.parent / 'tls'}:/data/tls:ro",
+    }
+    urls = [
+        "http://allowed.test/curl",
+        "https://allowed.test/curl",
+        "https://denied.test/curl",
+        "http://denied.test/curl",
+        "https://allowed.test:8443/curl",
+    ]
+    # One JSON line per URL (curl's exit code and its whole output), written by the image's python3.
+    script = textwrap.dedent(
+        f"""
+        import json, subprocess
+        for url in {urls!r}:
+            done = subprocess.run(["curl", "-sS", "--max-time", "20", "--cacert", "/data/tls/cert.pem",
+                                   "-w", " %{{http_code}}", url], capture_output=True, text=True)
+            print(json.dumps([url, done.returncode, (done.stdout + done.stderr).strip()]))
+        print(json.dumps(subprocess.run(["curl", "--version"], capture_output=True, text=True).stdout.split()[:2]))
+        """
+    )
+    done = _in_namespace(site, namespace, image, ["python3", "-c", script], env)
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.strip().splitlines()]
+    assert lines[-1][0] == "curl" and lines[-1][1].startswith("8."), lines  # Debian's curl 8, in the image
+    seen = {url: (str(code), out) for url, code, out in lines[:-1]}
+    assert seen["http://allowed.test/curl"] == ("0", f"origin {ALLOWED} /curl 200"), seen
+    assert seen["https://allowed.test/curl"] == ("0", f"origin {ALLOWED}:443 /curl 200"), seen
+    assert seen["http://denied.test/curl"][1].endswith(" 403"), seen  # the proxy's answer, not the origin's
+    for refused in ("https://denied.test/curl", "https://allowed.test:8443/curl"):
+        code, out = seen[refused]
+        assert code != "0" and "403" in out, (refused, seen)  # curl: CONNECT tunnel failed, response 403
+    judged = [r for r in _ledger(site) if r.get("event") == EGRESS_EVENT]
+    assert {(r["host"], r["port"], r["verdict"]) for r in judged} >= {
+        ("allowed.test", 80, "allowed"),
+        ("allowed.test", 443, "allowed"),
+        ("denied.test", 443, "refused"),
+        ("denied.test", 80, "refused"),
+        ("allowed.test", 8443, "refused"),
+    }, judged
