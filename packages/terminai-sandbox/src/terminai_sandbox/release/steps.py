@@ -55,8 +55,7 @@ from terminai_sandbox.signing.verify.image import verify_image
 from terminai_sandbox.signing.verify.trust import VerificationPolicy
 
 ATTESTED = ("cyclonedx", "slsaprovenance1")
-SBOM_FILE = "sbom.cdx.json"
-PROVENANCE_FILE = "provenance.slsa.json"
+SBOM_FILE, PROVENANCE_FILE = each.SBOM_FILE, each.PROVENANCE_FILE
 MANIFEST_FILE = "release.json"
 
 
@@ -296,36 +295,11 @@ def describe(target: Path, options: Describe) -> ReleaseState:
     if isinstance(layout, IndexLayout):
         return _describe_index(target, state, layout, ref, options)
     planned = _step("describe", lambda: _plan(options))
-    sbom_text = _step(
-        "describe",
-        lambda: generate(
-            SbomOptions(
-                layout=layout,
-                repository=ref.name,
-                version=state.version,
-                source_date_epoch=planned.locks.source_date_epoch,
-                locks=planned.locks.image(),
-            )
-        ),
-    )
     sbom_path = target / SBOM_FILE
-    durable.write(sbom_path, sbom_text.encode())
-    predicate = _step(
-        "describe",
-        lambda: provenance.generate(
-            provenance.ProvenanceOptions(
-                layout=layout,
-                plan=planned,
-                repository=ref.name,
-                version=state.version,
-                builder_id=options.builder_id,
-                invocation_id=options.invocation_id,
-                sbom=sbom_path,
-            )
-        ),
-    )
+    durable.write(sbom_path, _sbom_text(layout, planned, ref, state.version).encode())
     provenance_path = target / PROVENANCE_FILE
-    durable.write(provenance_path, provenance.dumps(predicate).encode())
+    provenance_text = _provenance_text(layout, planned, ref, state.version, options, sbom_path)
+    durable.write(provenance_path, provenance_text.encode())
     locks = planned.locks
     state = state.record(
         "describe",
