@@ -77,7 +77,12 @@ def test_a_name_too_long_or_not_starting_with_a_letter_is_refused_with_a_policy(
 
 @pytest.mark.parametrize(
     "env",
-    [{"TERMINAI_SANDBOX_PROXY_COMMAND": "tinyproxy -d"}, {"SANDBOX_NETWORK": "allow:bad..name"}],
+    [
+        {"TERMINAI_SANDBOX_PROXY_COMMAND": "tinyproxy -d"},
+        {"SANDBOX_NETWORK": "allow:bad..name"},
+        {"TERMINAI_JOURNAL_CHECKPOINT": "/var/lib/terminai/checkpoints/journal.json"},
+        {"TERMINAI_JOURNAL_WITNESS": "/var/lib/terminai/witness"},
+    ],
 )
 def test_the_command_refuses_before_any_registry_request(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, env: dict[str, str]
@@ -89,3 +94,4 @@ def test_the_command_refuses_before_any_registry_request(
     done = CliRunner().invoke(main, ["kube", REFERENCE, "--key", str(key)])
     assert done.exit_code == 3, done.output
     assert "error:" in done.output and "hint:" in done.output and "Traceback" not in done.output
+    assert any(name in done.output for name in env), done.output  # names the knob

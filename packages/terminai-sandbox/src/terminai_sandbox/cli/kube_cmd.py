@@ -68,6 +68,7 @@ def kube_cmd(
     """
     from terminai_sandbox.common import deadlines  # noqa: PLC0415
     from terminai_sandbox.kube.hardening import SessionShape  # noqa: PLC0415
+    from terminai_sandbox.kube.journal import refuse_host_journal  # noqa: PLC0415
     from terminai_sandbox.kube.manifests import check_names, manifests  # noqa: PLC0415
     from terminai_sandbox.kube.network import cluster_policy  # noqa: PLC0415
     from terminai_sandbox.kube.render import to_json, to_yaml, write_dir  # noqa: PLC0415
@@ -76,6 +77,7 @@ def kube_cmd(
 
     # before the registry: nothing is verified for a refusal
     egress = cluster_policy(os.environ, network_policy)
+    refuse_host_journal(os.environ)
     shape = SessionShape(name=name, runtime_class=runtime_class or None, network=egress)
     if command:
         shape = SessionShape(name=name, runtime_class=runtime_class or None, command=command, network=egress)

@@ -15,12 +15,13 @@ from pathlib import Path, PurePosixPath
 
 from terminai_apts.records import frozen_record
 
+from terminai_sandbox.common import journal_trust
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.engine.runtime import DEFAULT as DEFAULT_RUNTIME
 from terminai_sandbox.engine.runtime import parse_runtime
 from terminai_sandbox.engine.sockets import SOCKET_NAMES, engine_sockets
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launch import journal_trust, network, reserved_env, targets
+from terminai_sandbox.launch import docker_knobs, network, reserved_env, targets
 from terminai_sandbox.launch.network import NetworkChoice
 
 ENGINES = ("docker", "podman")
@@ -73,6 +74,8 @@ class LaunchConfig:
     network: NetworkChoice = network.OFF  # off: --network none and nothing else, as before the knob
     # The memory journal's checkpoint and witness on the host (TERMINAI_JOURNAL_*), passed in checked.
     journal: journal_trust.JournalTrust = journal_trust.JournalTrust()
+    # The docker CLI's folder, checked (launch/docker_knobs.py); "" when unknown.
+    docker_config: str = ""
 
 
 def _var(env: Mapping[str, str], *names: str) -> tuple[str | None, str]:
@@ -441,11 +444,14 @@ def load_launch_config(
         env=env,
         cwd=os.getcwd(),
     )
+    writable = [mount.source for mount in mounts if not mount.read_only]
+    home = caller_home()
+    # The docker CLI's folder, whatever the engine: a planted plugin runs at the user's next `docker`.
+    docker_config = docker_knobs.check(cwd=os.getcwd(), writable=writable, env=env, home=home)
     if engine == "podman":  # what podman reads besides its flags (containers.conf and friends)
         from terminai_sandbox.launch import podman_knobs  # noqa: PLC0415  (podman launches only)
 
-        writable = [mount.source for mount in mounts if not mount.read_only]
-        podman_knobs.check(engine, cwd=os.getcwd(), writable=writable, env=env, home=caller_home())
+        podman_knobs.check(engine, cwd=os.getcwd(), writable=writable, env=env, home=home)
     return LaunchConfig(
         engine=engine,
         engine_from=engine_var,
@@ -460,4 +466,5 @@ def load_launch_config(
         runtime_from=runtime_var,
         network=network.resolve(env, option=network_flag, settings=settings_network),
         journal=journal_trust.resolve(env),
+        docker_config=docker_config,
     )

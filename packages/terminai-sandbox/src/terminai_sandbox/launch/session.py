@@ -211,15 +211,17 @@ def run(
     finally:
         ledger.release()  # a no-op once the run record is written
     # The docker CLI would otherwise follow DOCKER_CONTEXT or its current context, which the
-    # engine client does not read: the session must run on the engine preflight checked.
+    # engine client does not read: the session must run on the engine preflight checked. It
+    # reads the configuration folder step 0 checked, not one a changed $HOME would name.
+    cli_env = dict(env)
+    if verified.engine_host is not None:
+        cli_env["DOCKER_HOST"] = verified.engine_host
+    if config.engine == "docker" and config.docker_config:
+        cli_env["DOCKER_CONFIG"] = config.docker_config
     try:
         with staging:
             staging.confirm()
-            code = execute(
-                argv,
-                env if verified.engine_host is None else {**env, "DOCKER_HOST": verified.engine_host},
-                ready=None if egress is None else egress.ready,
-            )
+            code = execute(argv, cli_env, ready=None if egress is None else egress.ready)
     finally:
         if egress is not None:
             egress.close()
