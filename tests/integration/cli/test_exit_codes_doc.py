@@ -213,7 +213,8 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _run(place: Path, case: Case) -> subprocess.CompletedProcess[str]:
-    env = {"PATH": os.environ["PATH"], "HOME": str(place), "LC_ALL": "C.UTF-8", "COSIGN_PASSWORD": PASSWORD}
+    home = place.with_name(place.name + "-home")  # outside the working directory, as a user's is
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "LC_ALL": "C.UTF-8", "COSIGN_PASSWORD": PASSWORD}
     env.update(case.env)
     if env.get("COSIGN_PASSWORD") == "":
         del env["COSIGN_PASSWORD"]

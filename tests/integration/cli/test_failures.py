@@ -200,7 +200,7 @@ def cases(tmp: Path, layout: Path) -> dict[str, Case]:
 def _run(tmp: Path, case: Case) -> subprocess.CompletedProcess[str]:
     env = {
         "PATH": os.environ["PATH"],
-        "HOME": str(tmp),
+        "HOME": str(tmp.with_name(tmp.name + "-home")),  # outside the working directory, as a user's is
         "TERMINAI_SANDBOX": "docker",
         "COSIGN_PASSWORD": PASSWORD,
         **case.env,

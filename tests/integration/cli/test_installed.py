@@ -30,11 +30,12 @@ REPO = "installed/sandbox"
 
 @pytest.fixture()
 def elsewhere() -> Iterator[Path]:
-    """A working directory (with HOME inside) that is not under the checkout."""
+    """A working directory (with HOME beside it) that is not under the checkout."""
     with tempfile.TemporaryDirectory(prefix="terminai-elsewhere-") as name:
-        path = Path(name)
+        path = Path(name) / "work"
         assert repo_root() not in path.parents
-        (path / "home").mkdir()
+        path.mkdir()
+        (path.parent / "home").mkdir()
         yield path
 
 
@@ -43,7 +44,7 @@ def _cli(
 ) -> subprocess.CompletedProcess[str]:
     full = {
         "PATH": os.environ["PATH"],
-        "HOME": str(where / "home"),
+        "HOME": str(where.parent / "home"),
         "TERMINAI_SANDBOX": "docker",
         "COSIGN_PASSWORD": PASSWORD,
         **(env or {}),
@@ -118,8 +119,12 @@ def test_every_command_works_from_the_installed_wheels_outside_the_checkout(
     assert engine.inspect_image(pinned) is not None
     assert (here / "dist" / "contracts.junit.xml").is_file()
     # Offline, with the wheels a release carries: no package index is asked.
-    shutil.copytree(here / "home" / ".cache" / "terminai-sandbox" / "contract-wheels", here / "wheels")
-    offline = {"HOME": str(here / "home-offline"), "PIP_INDEX_URL": "http://127.0.0.1:9/simple", "PIP_NO_INDEX": "1"}
+    shutil.copytree(here.parent / "home" / ".cache" / "terminai-sandbox" / "contract-wheels", here / "wheels")
+    offline = {
+        "HOME": str(here.parent / "home-offline"),
+        "PIP_INDEX_URL": "http://127.0.0.1:9/simple",
+        "PIP_NO_INDEX": "1",
+    }
     again = _cli(launcher, here, "contracts", tag, "--wheels", "wheels", "--json", env=offline)
     assert again.returncode == 0 and json.loads(again.stdout)["ok"], again.stderr
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,8 @@ from terminai_sandbox.launch import preflight
 from terminai_sandbox.launch.config import EnvItem, LaunchConfig, Port
 from terminai_sandbox.launch.held_mounts import Placed
 from terminai_sandbox.launch.run import build_argv
+
+from tests.fixtures.empty_image import imported
 
 pytestmark = pytest.mark.integration
 
@@ -50,14 +51,8 @@ CONFIG_FIELDS = (
 
 @pytest.fixture(scope="module")
 def empty_image(engine: DockerApi, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    archive = tmp_path_factory.mktemp("empty") / "empty.tar"
-    with tarfile.open(archive, mode="w"):
-        pass
-    subprocess.run(["docker", "import", str(archive), IMAGE], capture_output=True, check=True, timeout=120)
-    try:
-        yield IMAGE
-    finally:
-        subprocess.run(["docker", "rmi", "-f", IMAGE], capture_output=True, check=False, timeout=120)
+    with imported("docker", IMAGE, tmp_path_factory.mktemp("empty")) as reference:
+        yield reference
 
 
 def _verified(image: str) -> preflight.VerifiedImage:

@@ -13,13 +13,13 @@ import json
 import os
 import shutil
 import subprocess
-import tarfile
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 from terminai_sandbox.launch import flags
 
+from tests.fixtures.empty_image import imported
 from tests.unit.launch.test_flags import spellings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -121,15 +121,8 @@ def engine_cli(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPath
     name: str = request.param
     if name == "docker":
         request.getfixturevalue("engine")  # dockerd answers (scripts/ensure-engine)
-    binary = _cli(name)
-    archive = tmp_path_factory.mktemp("empty") / "empty.tar"
-    with tarfile.open(archive, mode="w"):
-        pass
-    subprocess.run([binary, "import", str(archive), IMAGE], capture_output=True, check=True, timeout=120)
-    try:
+    with imported(_cli(name), IMAGE, tmp_path_factory.mktemp("empty")):
         yield name
-    finally:
-        subprocess.run([binary, "rmi", "-f", IMAGE], capture_output=True, check=False, timeout=120)
 
 
 def _observed(binary: str, spellings: list[list[str]]) -> list[tuple[str, dict[str, Any]]]:

@@ -131,6 +131,6 @@ def test_the_witness_is_written_from_inside_the_session(site: Site, engine: Dock
 def test_journal_settings_are_checked_and_never_free_form(
     site: Site, tmp_path: Path, env: dict[str, str], named: str
 ) -> None:
-    result = _run(site, tmp_path, "true", env=env)
+    result = _run(site, site.project, "true", env=env)
     assert result.returncode == 3, (result.stdout, result.stderr)
     assert named in result.stderr and "Traceback" not in result.stderr

@@ -14,7 +14,6 @@ import json
 import shlex
 import shutil
 import subprocess
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ from terminai_sandbox.launch import flags, preflight
 from terminai_sandbox.launch.config import LaunchConfig, parse_flags
 from terminai_sandbox.launch.run import build_argv
 
+from tests.fixtures.empty_image import imported
 from tests.unit.launch.test_flags import HARMLESS_SAMPLE, spellings
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
@@ -35,14 +35,8 @@ DIGEST = "sha256:" + "d" * 64
 
 @pytest.fixture()
 def empty_image(engine: DockerApi, tmp_path: Path) -> Iterator[str]:
-    archive = tmp_path / "empty.tar"
-    with tarfile.open(archive, mode="w"):
-        pass
-    subprocess.run(["docker", "import", str(archive), IMAGE], capture_output=True, check=True, timeout=120)
-    try:
-        yield IMAGE
-    finally:
-        subprocess.run(["docker", "rmi", "-f", IMAGE], capture_output=True, check=False, timeout=120)
+    with imported("docker", IMAGE, tmp_path) as reference:
+        yield reference
 
 
 def _created(sandbox_flags: str, cwd: Path, allowed: tuple[str, ...] = ()) -> dict[str, Any]:

@@ -47,6 +47,9 @@ class Site:
         self.pub.write_bytes(keys.public_pem(self.key))
         self.home = tmp / "home"
         self.home.mkdir()
+        # The launches' working directory: outside the home, whose state and settings no session may write.
+        self.project = tmp / "project"
+        self.project.mkdir()
 
     def ref(self, tag: str, repo: str = REPO) -> str:
         return f"{self.registry.host}/{repo}:{tag}"
@@ -79,7 +82,7 @@ class Site:
         if user is not None:
             cmd = ["setpriv", f"--reuid={user}", f"--regid={user if group is None else group}", "--clear-groups", *cmd]
         return subprocess.run(
-            cmd, capture_output=True, text=True, env=full, cwd=cwd or self.tmp, timeout=300, check=False
+            cmd, capture_output=True, text=True, env=full, cwd=cwd or self.project, timeout=300, check=False
         )
 
 
@@ -187,14 +190,15 @@ def test_socket_permission_denied_is_named(site: Site, installed_launcher: Insta
         shared.chmod(0o777)
         shutil.copyfile(site.pub, shared / "cosign.pub")
         (shared / "cosign.pub").chmod(0o644)
+        (shared / "project").mkdir()  # the working directory, beside the home (no session may write that)
         result = site.cli(
             "preflight",
             "--image",
             site.ref("0.1.0"),
             "--key",
             str(shared / "cosign.pub"),
-            env={"HOME": str(shared)},
-            cwd=shared,
+            env={"HOME": str(shared / "home")},
+            cwd=shared / "project",
             user=65534,
             cli=installed_launcher.cli,
         )

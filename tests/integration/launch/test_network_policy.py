@@ -32,7 +32,7 @@ import pytest
 from terminai_apts.egress.ledger import EVENT
 from terminai_sandbox.assemble import BuildResult
 
-from tests.fixtures.registry import RegistryServer
+from tests.fixtures.registry import RegistryServer, podman_forget
 from tests.integration.launch.test_launch import CLI, Site
 
 ALLOWED, DENIED = "11.0.0.7", "11.0.0.8"
@@ -229,7 +229,7 @@ def _in_namespace(
         capture_output=True,
         text=True,
         env=full,
-        cwd=site.tmp,
+        cwd=site.project,
         timeout=300,
         check=False,
     )
@@ -525,11 +525,6 @@ def test_podman_sessions_reach_the_allowed_host_the_same_way(
     site: Site, built_image: BuildResult, origin: tuple[str, Path], runtime: str
 ) -> None:
     namespace, hosts = origin
-    pulled_before = set(
-        subprocess.run(
-            ["podman", "images", "-q", "--no-trunc"], capture_output=True, text=True, check=True
-        ).stdout.split()
-    )
     digest = site.push(built_image.oci_layout.root, "0.1.0")
     try:
         first = site.launch("0.1.0", "true", env={"TERMINAI_SANDBOX": "podman"})  # pulls and verifies from the host
@@ -551,13 +546,7 @@ def test_podman_sessions_reach_the_allowed_host_the_same_way(
         if runtime == "runsc":
             assert "host-uds=open" in run["argv"]
     finally:
-        after = set(
-            subprocess.run(
-                ["podman", "images", "-q", "--no-trunc"], capture_output=True, text=True, check=False
-            ).stdout.split()
-        )
-        for image in after - pulled_before:
-            subprocess.run(["podman", "rmi", "--force", image], capture_output=True, check=False)
+        podman_forget(site.registry.host)
 
 
 def test_curl_in_the_session_reaches_the_allowed_host_and_nothing_else(

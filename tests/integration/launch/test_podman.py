@@ -19,6 +19,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from terminai_sandbox.artifacts.contract import Contract
@@ -26,7 +27,7 @@ from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.engine.podman import cgroups_v2
 
 from tests.fixtures.launcher import InstalledLauncher
-from tests.fixtures.registry import RegistryServer
+from tests.fixtures.registry import RegistryServer, podman_forget
 from tests.integration.launch.test_launch import Site, _relabel
 
 # A contract major this launcher cannot serve (the next one).
@@ -43,12 +44,9 @@ def _podman(*args: str) -> subprocess.CompletedProcess[str]:
 def podman_site(registry: RegistryServer, tmp_path: Path, built_image: BuildResult) -> Iterator[Site]:
     assert shutil.which("podman"), "podman is not installed: run 'make host-tools' (scripts/ensure-host-tools)"
     assert shutil.which("catatonit") or Path("/usr/libexec/podman/catatonit").exists(), "catatonit is missing"
-    pulled_before = set(_podman("images", "--quiet", "--no-trunc").stdout.split())
     os.chmod(tmp_path, 0o755)
     yield Site(registry, tmp_path)
-    # Leave podman's storage as it was: remove what these tests pulled from the throwaway registry.
-    for image in set(_podman("images", "--quiet", "--no-trunc").stdout.split()) - pulled_before:
-        _podman("rmi", "--force", image)
+    podman_forget(registry.host)  # leave podman's storage as it was
 
 
 @pytest.mark.parametrize("runtime", ["runc", "runsc"])
@@ -64,13 +62,17 @@ def test_podman_runs_the_verified_image_hardened(podman_site: Site, built_image:
     )
     thread.start()
     try:
-        found = ""
+        # Both runtimes' rows may run at once in two workers, with the same digest: this launch's
+        # session is the one that mounts this site's working directory.
+        container: dict[str, Any] = {}
         deadline = time.monotonic() + 120
-        while not found and time.monotonic() < deadline and thread.is_alive():
+        while not container and time.monotonic() < deadline and thread.is_alive():
             found = _podman("ps", "--filter", f"label=dev.terminai.verified={digest}", "--format", "{{.ID}}").stdout
+            for shown in json.loads(_podman("inspect", *found.split()).stdout or "[]") if found.split() else []:
+                if any(m.get("Destination") == str(site.project) for m in shown.get("Mounts") or []):
+                    container = shown
             time.sleep(0.2)
-        assert found.strip(), f"the podman session did not start: {holder.get('r')}"
-        container = json.loads(_podman("inspect", found.split()[0]).stdout)[0]
+        assert container, f"the podman session did not start: {holder.get('r')}"
         host = container["HostConfig"]
         assert host["ReadonlyRootfs"] is True and host["CapAdd"] == [] and "CAP_SETUID" in host["CapDrop"]
         assert "no-new-privileges" in host["SecurityOpt"] and host["NetworkMode"] == "none"
@@ -85,10 +87,10 @@ def test_podman_runs_the_verified_image_hardened(podman_site: Site, built_image:
         assert any(e.startswith("SANDBOX=terminai-") for e in container["Config"]["Env"])
         assert (container["OCIRuntime"] == "/usr/bin/runsc") == (runtime == "runsc"), container["OCIRuntime"]
         # From inside: which kernel answers, and that the session holds no capability.
-        inside = _podman("exec", found.split()[0], "sh", "-c", "dmesg 2>&1 | head -1; grep CapEff /proc/self/status")
+        inside = _podman("exec", container["Id"], "sh", "-c", "dmesg 2>&1 | head -1; grep CapEff /proc/self/status")
         assert "CapEff:\t0000000000000000" in inside.stdout, inside.stderr
         assert ("Starting gVisor" in inside.stdout) == (runtime == "runsc"), inside.stdout
-        _podman("kill", found.split()[0])
+        _podman("kill", container["Id"])
     finally:
         thread.join(timeout=120)
     result = holder["r"]
@@ -225,8 +227,7 @@ def test_rootless_podman_keeps_the_host_identity(
         site = Site(registry, shared)
         site.pub.chmod(0o644)
         site.push(built_image.oci_layout.root, "0.1.0")
-        project = shared / "project"
-        project.mkdir()
+        project = site.project
         os.chown(project, user.uid, user.gid)
         runtime = shared / "runtime"
         runtime.mkdir(mode=0o700)

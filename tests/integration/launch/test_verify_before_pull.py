@@ -58,12 +58,14 @@ def _tiny_layout(root: Path) -> Path:
 
 def _preflight(image: str, key: Path, home: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {"PATH": os.environ["PATH"], "HOME": str(home), "TERMINAI_SANDBOX": "docker"}
+    project = home.with_name("project")  # outside the home, whose state no session may write
+    project.mkdir(exist_ok=True)
     return subprocess.run(
         [CLI, "preflight", "--image", image, "--key", str(key), *extra],
         capture_output=True,
         text=True,
         env=env,
-        cwd=home,
+        cwd=project,
         timeout=300,
         check=False,
     )

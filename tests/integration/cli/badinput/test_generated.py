@@ -529,7 +529,8 @@ def test_generated_bad_input_is_refused_before_work(base: Path, name: str, serve
     param, kind = ROWS[name]
     work = base / f"row-{sorted(ROWS).index(name)}"
     _populate(work, kind, param.role)
-    env = {"PATH": os.environ["PATH"], "HOME": str(work), "LC_ALL": "C.UTF-8", "COSIGN_PASSWORD": "generated"}
+    home = work.with_name(work.name + "-home")  # outside the working directory, as a user's is
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "LC_ALL": "C.UTF-8", "COSIGN_PASSWORD": "generated"}
     if kind in SERVERS:
         server = servers[kind]
         asked = server.connections

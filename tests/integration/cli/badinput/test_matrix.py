@@ -499,7 +499,8 @@ def _alive_in_group(pgid: int) -> list[int]:
 
 
 def _run(work: Path, case: Case) -> tuple[subprocess.CompletedProcess[bytes], float]:
-    env = {"PATH": os.environ["PATH"], "HOME": str(work), "COSIGN_PASSWORD": PASSWORD, "LC_ALL": "C.UTF-8"}
+    home = work.with_name(work.name + "-home")  # outside the working directory, as a user's is
+    env = {"PATH": os.environ["PATH"], "HOME": str(home), "COSIGN_PASSWORD": PASSWORD, "LC_ALL": "C.UTF-8"}
     for name, value in case.env.items():
         env[name] = value
     for name in case.unset:

@@ -18,6 +18,7 @@ from pathlib import Path
 from terminai_apts import ledger
 
 from terminai_sandbox.errors import AuditError, PathError
+from terminai_sandbox.launch import host_folders
 
 TYPE_CHECKING = False  # not `from typing import ...`: a launch never imports typing (~3 ms)
 if TYPE_CHECKING:
@@ -28,8 +29,7 @@ CHAIN = ledger.Chain(prev_prefix=False)
 
 
 def default_path(env: Mapping[str, str]) -> Path:
-    state = env.get("XDG_STATE_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".local" / "state")
-    return Path(state) / "terminai-sandbox" / "audit.jsonl"
+    return Path(host_folders.state_folder(env)) / "audit.jsonl"
 
 
 def _now() -> str:

@@ -21,7 +21,7 @@ from terminai_sandbox.engine.runtime import DEFAULT as DEFAULT_RUNTIME
 from terminai_sandbox.engine.runtime import parse_runtime
 from terminai_sandbox.engine.sockets import SOCKET_NAMES, engine_sockets
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launch import docker_knobs, network, reserved_env, targets
+from terminai_sandbox.launch import host_folders, network, reserved_env, targets
 from terminai_sandbox.launch.network import NetworkChoice
 
 ENGINES = ("docker", "podman")
@@ -74,7 +74,7 @@ class LaunchConfig:
     network: NetworkChoice = network.OFF  # off: --network none and nothing else, as before the knob
     # The memory journal's checkpoint and witness on the host (TERMINAI_JOURNAL_*), passed in checked.
     journal: journal_trust.JournalTrust = journal_trust.JournalTrust()
-    # The docker CLI's folder, checked (launch/docker_knobs.py); "" when unknown.
+    # The docker CLI's folder, checked (launch/host_folders.py); "" when unknown.
     docker_config: str = ""
 
 
@@ -446,12 +446,12 @@ def load_launch_config(
     )
     writable = [mount.source for mount in mounts if not mount.read_only]
     home = caller_home()
-    # The docker CLI's folder, whatever the engine: a planted plugin runs at the user's next `docker`.
-    docker_config = docker_knobs.check(cwd=os.getcwd(), writable=writable, env=env, home=home)
     if engine == "podman":  # what podman reads besides its flags (containers.conf and friends)
         from terminai_sandbox.launch import podman_knobs  # noqa: PLC0415  (podman launches only)
 
         podman_knobs.check(engine, cwd=os.getcwd(), writable=writable, env=env, home=home)
+    # What the next launch and the host's tools trust (state, policy, settings, the docker CLI's folder).
+    docker_config = host_folders.check(cwd=os.getcwd(), writable=writable, env=env, home=home)
     return LaunchConfig(
         engine=engine,
         engine_from=engine_var,

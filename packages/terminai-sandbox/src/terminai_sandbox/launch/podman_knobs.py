@@ -25,7 +25,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from terminai_sandbox.errors import ConfigError
-from terminai_sandbox.launch import targets
+from terminai_sandbox.launch import host_folders
 
 # Name -> what it does to the session (podman(1) ENVIRONMENT, containers.conf(5) FILES,
 # containers-storage.conf(5) ENVIRONMENT). The registries files are left alone: the
@@ -64,15 +64,15 @@ def user_trees(env: Mapping[str, str], home: str) -> tuple[str, ...]:
 def refuse_writable(cwd: str, writable: Sequence[str], env: Mapping[str, str], home: str) -> None:
     """Rootless: no folder a session writes may hold, or lie in, podman's own files."""
     for tree in user_trees(env, home):
-        for place, what in ((cwd, "the working directory"), *((w, "the read-write mount") for w in writable)):
-            for seen in dict.fromkeys((place, os.path.realpath(place))):
-                if targets.within(seen, tree) or targets.within(tree, seen):
-                    raise ConfigError(
-                        f"{what} {place} holds or lies in {tree}, where rootless podman reads its configuration, "
-                        "storage or pause process: a session could rewrite what podman runs next",
-                        hint="start the sandbox from a project folder outside podman's own folders (not your home "
-                        "directory itself), and mount those folders read-only if at all",
-                    )
+        found = host_folders.overlap(cwd, writable, tree)
+        if found is not None:
+            what, place, folder = found
+            raise ConfigError(
+                f"{what} {place} holds or lies in {folder}, where rootless podman reads its configuration, "
+                "storage or pause process: a session could rewrite what podman runs next",
+                hint="start the sandbox from a project folder outside podman's own folders (not your home "
+                "directory itself), and mount those folders read-only if at all",
+            )
 
 
 def check(engine: str | None, *, cwd: str, writable: Sequence[str], env: Mapping[str, str], home: str) -> None:

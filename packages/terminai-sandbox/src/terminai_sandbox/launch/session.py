@@ -21,7 +21,7 @@ from terminai_sandbox.common.trust_options import choose_trust, no_trust
 from terminai_sandbox.common.which import which
 from terminai_sandbox.engine.flags import run_binary
 from terminai_sandbox.engine.runtime import runsc_binary
-from terminai_sandbox.launch import audit, held_mounts, trust
+from terminai_sandbox.launch import audit, held_mounts, host_folders, trust
 from terminai_sandbox.launch.config import LaunchConfig, load_launch_config
 from terminai_sandbox.launch.default_image import builtin_default
 from terminai_sandbox.launch.preflight import PreflightOptions, StepResult, VerifiedImage, configure, preflight
@@ -68,8 +68,7 @@ def trust_source(request: LaunchRequest, env: Mapping[str, str]) -> TrustSource 
         return trust.policy_file(choice.policy)
     if choice is not None:
         return trust.keyless_identity(choice.identity, choice.issuer)
-    config_home = env.get("XDG_CONFIG_HOME") or str(Path(env.get("HOME", "~")).expanduser() / ".config")
-    default = Path(config_home) / "terminai-sandbox" / "policy.json"
+    default = Path(host_folders.config_folder(env)) / "policy.json"
     if default.exists():
         return trust.policy_file(default)
     if request.unsafe_skip_verify:

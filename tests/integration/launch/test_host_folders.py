@@ -1,13 +1,14 @@
-"""What the real docker CLI does with a planted ``$DOCKER_CONFIG``: why no session may write it.
+"""The host folders no session may write, against the real counterparts that trust them.
 
-Each docker CLI on this machine (the one on ``PATH`` and Debian's ``/usr/bin/docker``) is
-pointed at a folder holding what a session could write there, and shows it acting on it:
-a ``cli-plugins/docker-buildx`` runs on the host at ``docker buildx`` (and at ``docker
-build``, which recent CLIs hand to buildx), and ``config.json``'s ``proxies`` lands in the
-environment of every container the CLI creates. The launcher's refusal of such folders is
-``launch/docker_knobs.py`` (tests/unit/launch/test_docker_knobs.py); here the launcher
-itself refuses a working directory that holds ``$DOCKER_CONFIG``, before any engine call,
-and a session launched with ``$HOME`` pointed at a planted folder does not get its proxies.
+The verify cache: a forged ``verified.json`` entry makes a real launch skip the signature
+check of an unsigned image, so a working directory that holds the launcher's state folder is
+refused before anything is read from it. The docker CLI's folder: each docker CLI on this
+machine (the one on ``PATH`` and Debian's ``/usr/bin/docker``) runs a planted
+``cli-plugins/docker-buildx`` at ``docker buildx`` (and at ``docker build``, which recent CLIs
+hand to buildx) and puts ``config.json``'s ``proxies`` into every container it creates; the
+launcher refuses a working directory holding ``$DOCKER_CONFIG``, and a session launched with
+``$HOME`` pointed at a planted folder does not get its proxies. The rules themselves:
+``launch/host_folders.py`` (tests/unit/launch/test_host_folders.py).
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-import tarfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -25,6 +25,7 @@ import pytest
 from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.engine.client import DockerApi
 
+from tests.fixtures.empty_image import imported
 from tests.fixtures.registry import RegistryServer
 from tests.integration.launch.test_launch import Site
 
@@ -54,14 +55,8 @@ def _plant(folder: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def empty_image(engine: DockerApi, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    archive = tmp_path_factory.mktemp("docker-config") / "empty.tar"
-    with tarfile.open(archive, mode="w"):
-        pass
-    subprocess.run(["docker", "import", str(archive), IMAGE], capture_output=True, check=True, timeout=120)
-    try:
-        yield IMAGE
-    finally:
-        subprocess.run(["docker", "rmi", "-f", IMAGE], capture_output=True, check=False, timeout=120)
+    with imported("docker", IMAGE, tmp_path_factory.mktemp("docker-config")) as reference:
+        yield reference
 
 
 @pytest.mark.parametrize("cli", CLIS)
@@ -114,3 +109,31 @@ def test_a_launch_reads_the_checked_folder_not_the_one_home_names(
     assert done.returncode == 0, done.stderr
     assert "planted.invalid" not in done.stdout
     assert not (site.home / ".docker" / "ran").exists()
+
+
+def test_a_forged_verify_cache_is_never_read_from_a_folder_a_session_writes(
+    registry: RegistryServer, tmp_path: Path, built_image: BuildResult
+) -> None:
+    os.chmod(tmp_path, 0o755)
+    site = Site(registry, tmp_path)  # HOME is tmp/home: the working directory tmp holds it
+    project = site.project
+    signed = site.push(built_image.oci_layout.root, "0.1.0")
+    unsigned = site.push(built_image.oci_layout.root, "0.1.0", sign=False, repo="terminai/unsigned")
+    first = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true", cwd=project)
+    assert first.returncode == 0, first.stderr
+    cache = site.home / ".local/state/terminai-sandbox/verified.json"
+    entries = json.loads(cache.read_text())
+    passed = [key for key, value in entries.items() if key.startswith(f"{signed}|") and value is True]
+    assert passed, entries
+    # What a session that could write the folder would add: the unsigned digest "verified earlier".
+    entries[passed[0].replace(signed, unsigned)] = True
+    cache.write_text(json.dumps(entries))
+    unsigned_ref = f"{site.ref('0.1.0', repo='terminai/unsigned')}@{unsigned}"
+    # From a folder that holds the state (the session's own working directory): refused first.
+    refused = site.cli("run", "--image", unsigned_ref, "--key", str(site.pub), "--", "true", cwd=tmp_path)
+    assert refused.returncode == 3, refused.stderr
+    assert f"holds or lies in {site.home}/.local/state/terminai-sandbox" in refused.stderr
+    assert "verified earlier" not in refused.stderr
+    # Why: read from where it is, the forged entry does skip the check (the cache has no key).
+    trusted = site.cli("run", "--image", unsigned_ref, "--key", str(site.pub), "--", "true", cwd=project)
+    assert "signature: verified earlier for this digest" in trusted.stderr, trusted.stderr
