@@ -1,7 +1,7 @@
 """The host's folders that decide what the next launch trusts (the launcher's state and
 configuration, the settings, the docker CLI's folder), which no session may write; that the
 real docker CLI applies a planted folder is shown against docker itself, and the forged
-verify cache against a real launch, in tests/integration/launch/test_docker_config.py."""
+verify cache against a real launch, in tests/integration/launch/test_host_folders.py."""
 
 from __future__ import annotations
 
