@@ -38,7 +38,8 @@ def test_an_image_cosign_signed_is_launched(
     assert signed.returncode == 0, signed.stderr
 
     def run(pub: str) -> subprocess.CompletedProcess[str]:
-        env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"), "TERMINAI_SANDBOX": "docker"}
+        home = tmp_path.with_name(tmp_path.name + "-home")  # beside the working directory, as a user's is
+        env = {"PATH": os.environ["PATH"], "HOME": str(home), "TERMINAI_SANDBOX": "docker"}
         image = f"{registry.host}/{repo}:0.1.0"
         return subprocess.run(
             [CLI, "run", "--image", image, "--key", str(tmp_path / pub), "--", "true"],

@@ -52,7 +52,7 @@ def _twin(client: RegistryClient, repo: str, amd64: str, arch: str = "arm64", cr
 def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     env = {
         "PATH": os.environ["PATH"],
-        "HOME": str(cwd / "home"),
+        "HOME": str(cwd.with_name(cwd.name + "-home")),  # beside the working directory, as a user's is
         "TERMINAI_SANDBOX": "docker",
         "COSIGN_PASSWORD": "pw",
     }
