@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import docker
 import pytest
 from terminai_sandbox.assemble import BuildResult
 from terminai_sandbox.engine.client import DockerApi
@@ -307,10 +308,9 @@ def test_an_ordinary_project_layer_still_works_as_a_non_root_session(
     assert "built project layer" in result.stderr
     again = _run(site, project, "true")
     assert again.returncode == 0 and "cached project layer" in again.stderr, again.stderr
-    for tags in engine_images():
-        for tag in tags:
-            if tag.startswith("terminai-project/"):
-                subprocess.run(["docker", "rmi", "-f", tag], capture_output=True, check=False)
+    # Only this project's image: another worker's test may be about to reuse its own.
+    for image in docker.from_env().images.list(filters={"label": f"dev.terminai.project={project.resolve()}"}):
+        subprocess.run(["docker", "rmi", "-f", image.id], capture_output=True, check=False)
 
 
 def engine_images() -> list[list[str]]:

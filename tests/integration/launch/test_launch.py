@@ -374,9 +374,11 @@ def test_project_layer_is_built_from_the_verified_digest_and_cached(
     assert first.stdout.strip() == "from-the-project-layer" and "built project layer" in first.stderr
     second = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true", cwd=project)
     assert second.returncode == 0 and "cached project layer" in second.stderr
-    derived = list(docker.from_env().images.list(filters={"label": f"dev.terminai.derived-from={digest}"}))
+    # This project's images only: other workers' tests derive project images from the same digest.
+    labels = [f"dev.terminai.derived-from={digest}", f"dev.terminai.project={project.resolve()}"]
+    derived = list(docker.from_env().images.list(filters={"label": labels}))
     for image in derived:
-        engine.remove_image(image.id, force=True)  # a project image only this test uses
+        engine.remove_image(image.id, force=True)
     assert derived and all(t.startswith("terminai-project/") for i in derived for t in i.tags)
     (project / ".terminai" / "sandbox.Dockerfile").write_text("FROM debian:bookworm\n")
     refused = site.cli("run", "--image", site.ref("0.1.0"), "--key", str(site.pub), "--", "true", cwd=project)
