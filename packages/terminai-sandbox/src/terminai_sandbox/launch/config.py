@@ -22,6 +22,7 @@ from terminai_sandbox.engine.runtime import parse_runtime
 from terminai_sandbox.engine.sockets import SOCKET_NAMES, engine_sockets
 from terminai_sandbox.errors import ConfigError
 from terminai_sandbox.launch import host_folders, network, reserved_env, targets
+from terminai_sandbox.launch.host_folders import caller_home
 from terminai_sandbox.launch.network import NetworkChoice
 
 ENGINES = ("docker", "podman")
@@ -370,16 +371,6 @@ def parse_env(
     return tuple(items)
 
 
-def caller_home() -> str:
-    """The caller's home from the password database: ``$HOME`` is whatever the environment says."""
-    import pwd  # noqa: PLC0415  (a built-in module; only when there are mounts to check)
-
-    try:
-        return pwd.getpwuid(os.getuid()).pw_dir
-    except KeyError:
-        return ""  # no entry (a container's arbitrary uid): $HOME is still refused
-
-
 def _unset() -> str | None:
     return None
 
@@ -438,14 +429,11 @@ def load_launch_config(
     uid_gid = env.get("SANDBOX_SET_UID_GID")
     env_allowed = reserved_env.allowed_names(allowed_env)
     flags = parse_flags(env.get("SANDBOX_FLAGS", ""), allowed=allowed_flags, engine=engine, allowed_env=env_allowed)
+    home = caller_home()
     mounts = parse_mounts(
-        env.get("SANDBOX_MOUNTS", ""),
-        home=caller_home() if env.get("SANDBOX_MOUNTS") else "",
-        env=env,
-        cwd=os.getcwd(),
+        env.get("SANDBOX_MOUNTS", ""), home=home if env.get("SANDBOX_MOUNTS") else "", env=env, cwd=os.getcwd()
     )
     writable = [mount.source for mount in mounts if not mount.read_only]
-    home = caller_home()
     if engine == "podman":  # what podman reads besides its flags (containers.conf and friends)
         from terminai_sandbox.launch import podman_knobs  # noqa: PLC0415  (podman launches only)
 

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 
 from terminai_sandbox.errors import ConfigError
 from terminai_sandbox.launch import targets
+from terminai_sandbox.launch.settings import settings_path
 
 APP = "terminai-sandbox"
 
@@ -40,15 +41,18 @@ def _base(env: Mapping[str, str], variable: str, under_home: str) -> str:
     value = env.get(variable, "")
     if value:
         return value
-    home = env.get("HOME", "")
-    if not home:
-        import pwd  # noqa: PLC0415  (a built-in module; only without HOME)
-
-        try:
-            home = pwd.getpwuid(os.getuid()).pw_dir
-        except KeyError:
-            home = "/"
+    home = env.get("HOME", "") or caller_home() or "/"
     return f"{home}/{under_home}"
+
+
+def caller_home() -> str:
+    """The caller's home from the password database: ``$HOME`` is whatever the environment says."""
+    import pwd  # noqa: PLC0415  (a built-in module)
+
+    try:
+        return pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        return ""  # no entry (a container's arbitrary uid): $HOME is still refused
 
 
 def state_folder(env: Mapping[str, str]) -> str:
@@ -75,8 +79,9 @@ def folders(env: Mapping[str, str], home: str, cwd: str) -> list[tuple[str, str]
         (config_folder(env), "the launcher's default trust policy"),
         (docker_folder(env, home, cwd), "the docker CLI's configuration and plugins"),
     ]
-    if env.get("HOME"):
-        found.append((f"{env['HOME']}/.terminai", "the settings that pick the engine, runtime and network"))
+    settings = settings_path(env)
+    if settings is not None:
+        found.append((str(settings.parent), "the settings that pick the engine, runtime and network"))
     return [(os.path.normpath(folder), what) for folder, what in found if folder.startswith("/")]
 
 
