@@ -104,6 +104,29 @@ def release_through_the_command(
     return target, json.loads((target / "release.json").read_text()), done.stdout
 
 
+def check_each_blob_stored_once(target: Path) -> int:
+    """Every OCI blob under the release directory ``target`` is one file on disk; its bytes.
+
+    The build's per-platform layouts, its index layout and the release's ``oci/`` name the
+    same content-addressed blobs: they must be hard links of one inode each (what ``du``
+    counts once), not copies, so the on-disk bytes of all of them are those of ``oci/`` alone.
+    """
+    inodes: dict[str, set[tuple[int, int]]] = {}
+    on_disk: dict[tuple[int, int], int] = {}
+    for path in target.rglob("blobs/sha256/*"):
+        found = path.stat()
+        inode = (found.st_dev, found.st_ino)
+        inodes.setdefault(path.name, set()).add(inode)
+        on_disk[inode] = found.st_size
+    assert inodes, f"no OCI blob under {target}"
+    copied = {name[:12]: len(found) for name, found in inodes.items() if len(found) > 1}
+    assert not copied, f"blobs stored in more than one file (digest prefix: files): {copied}"
+    release = target / "oci" / "blobs" / "sha256"
+    held = sum(path.stat().st_size for path in release.iterdir())
+    assert sum(on_disk.values()) == held, "the blobs outside oci/ take bytes of their own"
+    return held
+
+
 def check_offline(host: str, repo: str, target: Path, manifest: dict[str, Any]) -> None:
     """``verify --offline`` of the release directory: the index and every platform with both attestations."""
     offline = CliRunner().invoke(

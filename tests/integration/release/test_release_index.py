@@ -48,6 +48,7 @@ from terminai_sandbox.signing.verify.trust import VerificationPolicy
 
 from tests.fixtures.registry import RegistryServer
 from tests.integration.release.index_release import (
+    check_each_blob_stored_once,
     check_registry_bytes,
     check_with_cosign,
     release_through_the_command,
@@ -168,6 +169,18 @@ def test_an_index_is_released_signed_per_platform_and_verifies_online_and_air_ga
     check_registry_bytes(registry.host, REPO, target, manifest)
     for major in (2, 3):
         check_with_cosign(major, registry.host, REPO, target, manifest, tmp_path / f"cosign{major}-home")
+
+    # Each blob is on disk once: the build's platform layout (dist/X.Y.Z/build/linux-amd64/oci)
+    # and the release's oci/ share its inode; the registry's bytes are the layout's (above)
+    # and every layer still hashes to its digest.
+    released = IndexLayout.open(target / "oci")
+    for image in released.images:
+        image.verify()
+    stored = check_each_blob_stored_once(target)
+    built = built_image.oci_layout
+    assert stored == sum(path.stat().st_size for path in built.root.joinpath("blobs", "sha256").iterdir()) + len(
+        released.index_bytes
+    )
 
     # Air-gapped: the release directory alone, under the index rule and with both attestations.
     ref = ImageRef.parse(f"{registry.host}/{REPO}@{index.index_digest}")

@@ -40,6 +40,7 @@ from terminai_sandbox.signing.formats import keys
 from tests.fixtures.image import MULTIARCH
 from tests.fixtures.registry import RegistryServer
 from tests.integration.release.index_release import (
+    check_each_blob_stored_once,
     check_offline,
     check_registry_bytes,
     check_with_cosign,
@@ -78,6 +79,7 @@ def test_release_platforms_publishes_one_signed_index_of_both_platforms(
     assert {"debian.lock", "debian.arm64.lock"} <= set(manifest["locks"])
 
     check_registry_bytes(registry.host, REPO, target, manifest)
+    check_each_blob_stored_once(target)  # both platforms' build layouts and oci/ share each blob
     for major in (2, 3):
         check_with_cosign(major, registry.host, REPO, target, manifest, tmp_path / f"cosign{major}-home")
     check_offline(registry.host, REPO, target, manifest)
