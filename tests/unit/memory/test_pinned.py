@@ -12,7 +12,7 @@ from urllib.parse import quote
 import pytest
 from terminai_apts.errors import MemoryStoreError
 from terminai_apts.executor import ExecutorSession, SandboxConfig, thermal_spec
-from terminai_apts.memory import store
+from terminai_apts.memory import separator_tokens, store
 from terminai_apts.memory.api import ThermalMemory, open_for_run, open_memory
 from terminai_apts.memory.pinned import FilePin
 from terminai_apts.memory.records import NewMemory
@@ -61,6 +61,7 @@ def test_the_pinned_reader_takes_no_lock_so_the_writer_never_waits(index: Path) 
 
 def test_opening_waits_for_a_commit_in_progress_then_pins_the_committed_version(index: Path) -> None:
     writer = sqlite3.connect(index, isolation_level=None, check_same_thread=False)
+    separator_tokens.register(writer)  # the index's triggers call it
     writer.execute("BEGIN IMMEDIATE")
     store_rows = store._row(999, _fresh(1)[0], store._Prefixes(writer))  # written by the host's own statement
     writer.execute(store._INSERT, store_rows)

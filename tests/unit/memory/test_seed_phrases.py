@@ -1,8 +1,8 @@
-"""The seed's substring search through the positional trigram plan, against the seed's own code.
+"""The seed's substring search through the separator-token plan, against the seed's own code.
 
-``thermal.search("cache timeout")`` finds its candidates in ``memories_pos`` by two rare
-trigrams of the phrase at most the phrase's length apart (``seed._near``), then lets
-``LIKE`` decide them newest first in batches. Hypothesis writes archives of multi-word
+``thermal.search("cache timeout")`` finds its candidates in ``memories_sep`` by the
+phrase's separator tokens (``che tim``; ``seed._near``), a run without one by its two
+rarest trigrams, then lets ``LIKE`` decide them newest first in batches. Hypothesis writes archives of multi-word
 texts that hold a phrase, its words far apart, in the other order, across title and
 content, with other separators (two spaces, a tab, a newline, a hyphen, nothing), in other
 case (ASCII and not: ``É``, ``ß``, the Kelvin sign, dotted ``İ`` whose lower case is two
@@ -134,9 +134,10 @@ def test_phrases_answer_as_the_seeds_own_code(
     _phrases_answer_as(lambda path: seed_api()(str(path)), rows, data)
 
 
-def test_a_phrase_whose_words_are_common_apart_asks_for_them_close(tmp_path: Path) -> None:
-    """The words in most records, the phrase in two: the plan's candidates are about the two,
-    where an AND of the phrase's trigrams would name every record holding both words."""
+def test_a_phrase_whose_words_are_common_apart_asks_for_them_together(tmp_path: Path) -> None:
+    """The words in most records, the phrase in two: the plan's candidates are the two (the
+    token across the space), where an AND of the phrase's trigrams would name every record
+    holding both words."""
     rows = [(f"a{i}", "2026-01-04", "cache warm", "the timeout was long", "", "", "ops", 0.9) for i in range(60)]
     rows += [(f"b{i}", f"2026-01-0{i + 5}", "Cache Timeout", "x", "", "", "ops", 0.9) for i in range(2)]
     rows += [("c", "2026-01-03", "a", "the cache  timeout", "", "", "ops", 0.9)]  # two spaces: not the phrase
@@ -144,9 +145,9 @@ def test_a_phrase_whose_words_are_common_apart_asks_for_them_close(tmp_path: Pat
     store.build(tmp_path / "index.db", import_archive(tmp_path / "archive.db"))
     shard = Shard(tmp_path / "index.db")
     near = seed._near(shard, "%cache timeout%")
-    assert near is not None and near[0] == "memories_pos" and near[1].startswith("NEAR("), near
+    assert near is not None and near[0] == "memories_sep", near
     candidates = seed._candidates(shard, near)
-    assert candidates is not None and len(candidates) <= 3, (near, candidates)
+    assert candidates is not None and len(candidates) == 2, (near, candidates)
     shard.close()
     with ThermalMemory(tmp_path / "index.db") as ours:
         got = [m.id for m in ours.search("cache timeout")]
@@ -169,21 +170,20 @@ def test_appended_records_are_counted_for_the_plan(tmp_path: Path) -> None:
     assert counts["cac"] == 2 and counts["out"] == 2 and "Cac" not in counts
 
 
-def test_an_index_without_positions_is_refused_until_rebuilt(tmp_path: Path) -> None:
-    """An index of schema 6 (no ``memories_pos``) is refused by readers and writers alike,
+def test_an_index_without_separator_tokens_is_refused_until_rebuilt(tmp_path: Path) -> None:
+    """An index of schema 7 (no ``memories_sep``) is refused by readers and writers alike,
     with the rebuild as the hint; the rebuilt index answers as the seed."""
     rows = [("m1", "2026-01-04", "Cache Timeout", "x", "", "", "ops", 0.9)]
     _write(tmp_path / "archive.db", rows)
     index = tmp_path / "index.db"
     store.build(index, import_archive(tmp_path / "archive.db"))
     conn = store.open_writer(index)
-    with conn:  # what an index written before the positional trigrams says of itself
-        conn.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
-        conn.execute("DROP TABLE memories_pos")
-        conn.execute("DROP TABLE tri_stats")
+    with conn:  # what an index written before the separator tokens says of itself
+        conn.execute("UPDATE meta SET value = '7' WHERE key = 'schema_version'")
+        conn.execute("DROP TABLE memories_sep")
     conn.close()
     for attempt in (lambda: ThermalMemory(index), lambda: store.append(index, import_archive(tmp_path / "archive.db"))):
-        with pytest.raises(MemoryStoreError, match="index schema 6, expected 7") as info:
+        with pytest.raises(MemoryStoreError, match="index schema 7, expected 8") as info:
             attempt()
         assert "--rebuild" in (info.value.hint or "")
     store.build(index, import_archive(tmp_path / "archive.db"))

@@ -12,16 +12,17 @@ NULLs and wildcards included. Two things are ours, both written in docs/AGENT_AP
 * ``ORDER BY date DESC`` leaves ties to SQLite; we give them in the archive's own order
   for that statement (what the seed's SQLite returns), then newest index id first.
 
-A query with a run of three or more characters between its wildcards is looked up in the
-positional trigram index first (``memories_pos``): its two rarest trigrams (``tri_stats``)
-within the run's length of each other, in title or content, name the candidates (a run
-of one word asks its two in the trigram index without positions, ``memories_tri``). When
-they are fewer than ``DENSE`` they are put in the seed's order from ``seed_rows`` alone
-and ``LIKE`` decides them newest first, in growing batches, until the page is full;
-otherwise the date index is walked newest first until it is. Every record the seed's
-``LIKE`` matches holds the run, so both trigrams, that far apart, in one column (the
-trigram tokenizer folds case over all of Unicode, ``LIKE`` over ASCII only: it finds more,
-never fewer, and ``LIKE`` drops the rest).
+A query with a run of three or more characters between its wildcards is looked up in an
+index first. A run holding a separator (a character that is neither letter nor digit) with
+three characters on each side asks for its separator tokens (``memories_sep``, see
+:mod:`terminai_apts.memory.separator_tokens`): the seven characters around each such
+separator, which every record holding the run holds in its title or content. Any other run
+asks the trigram index (``memories_tri``) for its two rarest trigrams (``tri_stats``). When
+the candidates are fewer than ``DENSE`` they are put in the seed's order from ``seed_rows``
+alone and ``LIKE`` decides them newest first, in growing batches, until the page is full;
+otherwise the date index is walked newest first until it is. Both indexes fold case at
+least as ``LIKE`` does (the trigram tokenizer over all of Unicode, the tokens over ASCII
+as ``LIKE``): they name more records, never fewer, and ``LIKE`` drops the rest.
 """
 
 # SQL here is assembled only from constant fragments; every value is a bound parameter.
@@ -32,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from terminai_apts.memory import separator_tokens
 from terminai_apts.memory.records import NULL_CONTENT, NULL_SUMMARY, NULL_TITLE
 from terminai_apts.memory.shard import Shard
 
@@ -41,6 +43,7 @@ CAP = 100  # the seed's hard cap on search, grep and filter
 # Trigrams of a run looked up in ``tri_stats``, at most: a bound parameter each, under
 # SQLite's 32,766, and any two of the run's trigrams are a sound filter.
 GRAMS = 512
+TOKENS = 8  # separator tokens asked of one run: each is a posting list to read, and a few name few records
 LIKE_LIMIT = 50_000  # SQLite's SQLITE_MAX_LIKE_PATTERN_LENGTH: a longer pattern is an error
 
 _COLUMNS = (
@@ -135,16 +138,12 @@ def _plan(shard: Shard, where: Where) -> tuple[tuple[str, str] | None, list[int]
 
 def _near(shard: Shard, pattern: str) -> tuple[str, str] | None:
     """``(table, MATCH)`` that every record holding the pattern's longest literal run
-    matches: two of its trigrams at most the run's length apart in ``memories_pos`` (None:
-    no run of 3, one SQLite cannot be given, or one word so common its candidates would be
-    ``DENSE``: walk).
+    matches (None: no run of 3, one SQLite cannot be given, or one word so common its
+    candidates would be ``DENSE``: walk).
 
-    The first is the rarest trigram; the second the rarest not overlapping it such that
-    the two touch two words of the run (``"signature registry"``: ``egi`` and ``sig``,
-    where two from ``registry`` name every record with that word). A run of one word has
-    no such pair: then the rarest two are asked of the trigram index without positions
-    (``memories_tri``, also the summaries), whose short doclists are cheaper to read and
-    name about the same records.
+    The run's separator tokens when it has any (``"cache timeout"``: ``che tim``; the first
+    ``TOKENS`` of them, all of which a match holds), else its two rarest trigrams in the
+    trigram index, which also holds the summaries (so it names a few more).
     """
     run = literal_run(pattern)
     if run is None:
@@ -154,39 +153,20 @@ def _near(shard: Shard, pattern: str) -> tuple[str, str] | None:
             return None  # SQLite refuses the pattern on the first row it checks, as in the seed's scan
     except UnicodeEncodeError:
         return None  # a lone surrogate: the seed's own statement raises, so let it
-    at: dict[str, int] = {}  # each trigram's first offset (which two are chosen is only cost)
+    separated = separator_tokens.tokens(run)[:TOKENS]
+    if separated:
+        return "memories_sep", " AND ".join(f'"{t}"' for t in separated)
+    grams: dict[str, str] = {}  # folded (how tri_stats counts it; a miss only costs speed): as written
     for i in range(len(run) - 2):
-        if len(at) == GRAMS:
+        if len(grams) == GRAMS:
             break
-        at.setdefault(run[i : i + 3], i)
-    folded = {g: g.lower() for g in at}  # the tokenizer folds case; a miss only costs speed
-    keys = sorted(set(folded.values()))
+        grams.setdefault(run[i : i + 3].lower(), run[i : i + 3])
+    keys = sorted(grams)
     counts = dict(shard.rows(f"SELECT gram, df FROM tri_stats WHERE gram IN ({','.join('?' * len(keys))})", keys))
-    by_rarity = sorted(at, key=lambda g: (counts.get(folded[g], 0), at[g]))
-    first = by_rarity[0]
-    words = _words(run[: max(at.values()) + 3])
-    others = [g for g in by_rarity[1:] if folded[g] != folded[first]]
-    apart = [g for g in others if abs(at[g] - at[first]) >= 3]
-    elsewhere = [g for g in apart if len(words[at[g]] | words[at[first]]) > 1]  # the two span two words
-    second = (elsewhere or apart or others)[:1]  # nothing: one trigram
-    if not elsewhere and counts.get(folded[first], 0) >= DENSE:
+    rarest = sorted(grams, key=lambda g: counts.get(g, 0))[:2]
+    if counts.get(rarest[0], 0) >= DENSE:
         return None  # one word in that many records: its candidates are likely as many
-    quoted = ['"' + g.replace('"', '""') + '"' for g in [first, *second]]
-    if elsewhere:
-        return "memories_pos", f"NEAR({' '.join(quoted)}, {len(run)})"
-    return "memories_tri", " AND ".join(quoted)
-
-
-def _words(run: str) -> list[frozenset[int]]:
-    """For each trigram offset of ``run``, the words (runs of letters or digits, numbered)
-    its three characters touch."""
-    numbers, current, inside = [], 0, False
-    for ch in run:
-        if ch.isalnum() and not inside:
-            current += 1
-        inside = ch.isalnum()
-        numbers.append(current if inside else 0)
-    return [frozenset(numbers[i : i + 3]) - {0} for i in range(len(run) - 2)]
+    return "memories_tri", " AND ".join('"' + grams[g].replace('"', '""') + '"' for g in rarest)
 
 
 def _candidates(shard: Shard, near: tuple[str, str]) -> list[int] | None:

@@ -131,7 +131,7 @@ class Shard:
             # The FTS5 vtable constructor needs writes-looking internals: run it before the authorizer.
             conn.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH 'x' LIMIT 0").fetchall()
             conn.execute("SELECT rowid FROM memories_tri WHERE memories_tri MATCH 'xyz' LIMIT 0").fetchall()
-            conn.execute("SELECT rowid FROM memories_pos WHERE memories_pos MATCH 'xyz' LIMIT 0").fetchall()
+            conn.execute("SELECT rowid FROM memories_sep WHERE memories_sep MATCH 'x' LIMIT 0").fetchall()
             row = conn.execute("SELECT value FROM meta WHERE key='ordered'").fetchone()
             base = conn.execute("SELECT value FROM meta WHERE key='bits_base'").fetchone()
         except sqlite3.DatabaseError as exc:

@@ -3,10 +3,10 @@
 The journal files are the truth; this file is a rebuildable index. ``memories`` holds the
 records with ids in event-time order (so date windows become id ranges), ``memories_fts``
 is an external-content FTS5 index with persisted bm25 column weights, ``memories_tri`` a
-trigram index for substring search and regex prefiltering, ``memories_pos`` a trigram index
-of title and content with positions (the seed's substring search, :mod:`terminai_apts.memory.seed`)
-and ``tri_stats`` its document frequency per trigram, ``term_stats`` the document
-frequency of every indexed term (kept exact on append) for the query planner, ``grams``
+trigram index for substring search and regex prefiltering, ``tri_stats`` its document
+frequency per trigram, ``memories_sep`` the separator tokens of title and content (the seed's
+phrase search, :mod:`terminai_apts.memory.seed` and :mod:`~terminai_apts.memory.separator_tokens`),
+``term_stats`` the document frequency of every indexed term (kept exact on append) for the query planner, ``grams``
 the record bitmaps of every one- and two-character piece (:mod:`terminai_apts.memory.grams`).
 Only the writer side lives here; the read-only API is :mod:`terminai_apts.memory.api`.
 """
@@ -22,11 +22,11 @@ from urllib.parse import quote
 from terminai_apts import durable
 from terminai_apts.boundary import what_is
 from terminai_apts.errors import MemoryStoreError
-from terminai_apts.memory import grams, termbits
+from terminai_apts.memory import grams, separator_tokens, termbits
 from terminai_apts.memory.records import TEXT_AFFINITY, NewMemory, content_hash
 from terminai_apts.memory.terms import TOKENIZER, Terms
 
-SCHEMA_VERSION = "7"
+SCHEMA_VERSION = "8"
 # 16 KiB pages: rows of a few hundred bytes waste less of each page than with 4 KiB (the
 # records table is 7% smaller); FTS5 keeps its own 4 KB leaves inside them.
 PAGE_SIZE = 16384
@@ -49,16 +49,16 @@ CREATE VIRTUAL TABLE memories_fts USING fts5(title, summary, content, tags,
   content='memories', content_rowid='id', tokenize='{tokenizer}');
 CREATE VIRTUAL TABLE memories_tri USING fts5(title, summary, content,
   content='memories', content_rowid='id', tokenize='trigram', detail='none', columnsize=0);
-CREATE VIRTUAL TABLE memories_pos USING fts5(title, content,
-  content='memories', content_rowid='id', tokenize='trigram', columnsize=0);
+CREATE VIRTUAL TABLE memories_sep USING fts5(tokens, content='', tokenize='ascii', detail='none', columnsize=0);
 CREATE TABLE tri_stats(gram TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
 """
-# ``memories_pos`` keeps positions (about the size of the records table) so the seed's
-# ``LIKE '%cache timeout%'`` asks for its two rarest trigrams at their distance apart
-# (``NEAR``) instead of every trigram anywhere in the record: "cache" and "timeout" are in
-# 5,000 records together but 158 with the two close. ``tri_stats`` (the number of records
-# holding each trigram) picks the two; it only steers the plan, the candidates are always
-# checked by ``LIKE`` itself.
+# ``memories_sep`` is contentless: its tokens are hashes, computed by the writer's
+# ``separator_tokens`` function, which the triggers also call (so a writer without it fails
+# instead of leaving the filter stale). The seed's ``LIKE '%cache timeout%'`` asks it for
+# the token around the run's space instead of every trigram anywhere in the record:
+# "cache" and "timeout" are in 5,000 records together, the token in 63. ``tri_stats`` (the
+# number of records holding each trigram) picks the trigrams of a run with no separator;
+# both only steer the plan, the candidates are always checked by ``LIKE`` itself.
 # Created after the bulk load: an index built from sorted keys fills its pages, one filled
 # row by row in uid or hash order leaves a third of them empty. Stored compactly (what
 # readers see is rebuilt in shard.COLUMNS): ``recorded_at`` is NULL when it is the event
@@ -109,7 +109,7 @@ CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
     VALUES (new.id, new.title, new.summary, new.content, new.tags);
   INSERT INTO memories_tri(rowid, title, summary, content)
     VALUES (new.id, new.title, new.summary, new.content);
-  INSERT INTO memories_pos(rowid, title, content) VALUES (new.id, new.title, new.content);
+  INSERT INTO memories_sep(rowid, tokens) VALUES (new.id, separator_tokens(new.title, new.content));
 END;
 CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
   DELETE FROM seed_rows WHERE id = old.id;
@@ -117,19 +117,21 @@ CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
     VALUES ('delete', old.id, old.title, old.summary, old.content, old.tags);
   INSERT INTO memories_tri(memories_tri, rowid, title, summary, content)
     VALUES ('delete', old.id, old.title, old.summary, old.content);
-  INSERT INTO memories_pos(memories_pos, rowid, title, content) VALUES ('delete', old.id, old.title, old.content);
+  INSERT INTO memories_sep(memories_sep, rowid, tokens)
+    VALUES ('delete', old.id, separator_tokens(old.title, old.content));
 END;
 CREATE TRIGGER memories_au AFTER UPDATE OF title, summary, content, tags ON memories BEGIN
   INSERT INTO memories_fts(memories_fts, rowid, title, summary, content, tags)
     VALUES ('delete', old.id, old.title, old.summary, old.content, old.tags);
   INSERT INTO memories_tri(memories_tri, rowid, title, summary, content)
     VALUES ('delete', old.id, old.title, old.summary, old.content);
-  INSERT INTO memories_pos(memories_pos, rowid, title, content) VALUES ('delete', old.id, old.title, old.content);
+  INSERT INTO memories_sep(memories_sep, rowid, tokens)
+    VALUES ('delete', old.id, separator_tokens(old.title, old.content));
   INSERT INTO memories_fts(rowid, title, summary, content, tags)
     VALUES (new.id, new.title, new.summary, new.content, new.tags);
   INSERT INTO memories_tri(rowid, title, summary, content)
     VALUES (new.id, new.title, new.summary, new.content);
-  INSERT INTO memories_pos(rowid, title, content) VALUES (new.id, new.title, new.content);
+  INSERT INTO memories_sep(rowid, tokens) VALUES (new.id, separator_tokens(new.title, new.content));
 END;
 """
 
@@ -216,6 +218,7 @@ def build(
     tmp = durable.temp_path(path)
     tmp.unlink(missing_ok=True)
     conn = sqlite3.connect(tmp)
+    separator_tokens.register(conn)
     try:
         conn.execute(f"PRAGMA page_size={PAGE_SIZE}")
         conn.executescript(_TABLES.format(tokenizer=TOKENIZER) + grams.SCHEMA)
@@ -247,16 +250,19 @@ def build(
                 )
             clock.lap(f"trigram {low - first_id + 1}-{min(low - first_id + TRIGRAM_CHUNK, len(ordered))}")
         conn.execute("INSERT INTO memories_tri(memories_tri) VALUES ('optimize')")  # one segment: 3% smaller
-        conn.commit()
-        clock.lap("trigram merge")
         with conn:
-            conn.execute("INSERT INTO memories_pos(memories_pos) VALUES ('rebuild')")
-            conn.execute("CREATE VIRTUAL TABLE temp.grams USING fts5vocab(main, memories_pos, 'row')")
+            conn.execute("CREATE VIRTUAL TABLE temp.grams USING fts5vocab(main, memories_tri, 'row')")
             conn.execute("INSERT INTO tri_stats(gram, df) SELECT term, doc FROM temp.grams")
             conn.execute("DROP TABLE temp.grams")
-        conn.execute("INSERT INTO memories_pos(memories_pos) VALUES ('optimize')")
+        clock.lap("trigram merge")
+        with conn:
+            conn.executemany(
+                "INSERT INTO memories_sep(rowid, tokens) VALUES (?, ?)",
+                ((i, separator_tokens.of_record(r.title, r.content)) for i, r in enumerate(ordered, start=first_id)),
+            )
+        conn.execute("INSERT INTO memories_sep(memories_sep) VALUES ('optimize')")
         conn.commit()
-        clock.lap("trigram positions")
+        clock.lap("separator tokens")
         with conn:
             grams.build(
                 conn, first_id, ((i, r.title, r.content, r.summary) for i, r in enumerate(ordered, start=first_id))
@@ -326,15 +332,20 @@ def _count_terms(conn: sqlite3.Connection, fresh: Sequence[tuple[int, NewMemory]
 
 
 def _count_grams(conn: sqlite3.Connection, fresh: Sequence[NewMemory]) -> None:
-    """Count appended records in ``tri_stats``: their trigrams as ``memories_pos`` folds them,
+    """Count appended records in ``tri_stats``: their trigrams as ``memories_tri`` folds them,
     from a private in-memory table with the same tokenizer (one row per record). A record
     deleted later stays counted: the figure steers the plan only, never the answer."""
     scratch = sqlite3.connect(":memory:")
     try:
-        scratch.execute("CREATE VIRTUAL TABLE pos USING fts5(title, content, tokenize='trigram', detail='none')")
-        scratch.execute("CREATE VIRTUAL TABLE pos_grams USING fts5vocab(pos, 'row')")
-        scratch.executemany("INSERT INTO pos(title, content) VALUES (?, ?)", [(r.title, r.content) for r in fresh])
-        counted = scratch.execute("SELECT term, doc FROM pos_grams").fetchall()
+        scratch.execute(
+            "CREATE VIRTUAL TABLE tri USING fts5(title, summary, content, tokenize='trigram', detail='none')"
+        )
+        scratch.execute("CREATE VIRTUAL TABLE tri_grams USING fts5vocab(tri, 'row')")
+        scratch.executemany(
+            "INSERT INTO tri(title, summary, content) VALUES (?, ?, ?)",
+            [(r.title, r.summary, r.content) for r in fresh],
+        )
+        counted = scratch.execute("SELECT term, doc FROM tri_grams").fetchall()
     finally:
         scratch.close()
     conn.executemany(
@@ -392,6 +403,7 @@ def open_writer(path: Path) -> sqlite3.Connection:
         )
     conn = sqlite3.connect(path, timeout=30)
     check_schema(conn, path)
+    separator_tokens.register(conn)
     return conn
 
 
