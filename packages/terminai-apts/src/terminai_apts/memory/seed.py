@@ -55,6 +55,9 @@ _COLUMNS = (
 )
 _TEXT_LIKE = f"((s.nulls & {NULL_CONTENT} = 0 AND m.content LIKE ?) OR (s.nulls & {NULL_TITLE} = 0 AND m.title LIKE ?))"
 _ORDER = " ORDER BY s.date DESC, s.pos, s.id DESC"
+# How many ids the shard spans (about its records: ids are given in sequence); two
+# subqueries, as one statement with both min and max would scan.
+_SPAN = "SELECT coalesce((SELECT max(id) FROM seed_rows) - (SELECT min(id) FROM seed_rows) + 1, 0)"
 
 
 @dataclass
@@ -136,14 +139,16 @@ def _plan(shard: Shard, where: Where) -> tuple[tuple[str, str] | None, list[int]
     return (near, ids) if ids is not None else (None, None)
 
 
-def _near(shard: Shard, pattern: str) -> tuple[str, str] | None:
+def _near(shard: Shard, pattern: str, dense: int | None = DENSE) -> tuple[str, str] | None:
     """``(table, MATCH)`` that every record holding the pattern's longest literal run
-    matches (None: no run of 3, one SQLite cannot be given, or one word so common its
-    candidates would be ``DENSE``: walk).
+    matches (None: no run of 3, one SQLite cannot be given, or one word in ``dense``
+    records or more, so common that walking the records is cheaper; ``dense`` None: in
+    half of them).
 
     The run's separator tokens when it has any (``"cache timeout"``: ``che tim``; the first
-    ``TOKENS`` of them, all of which a match holds), else its two rarest trigrams in the
-    trigram index, which also holds the summaries (so it names a few more).
+    ``TOKENS`` of them, all of which a match holds), else its rarest trigram and the rarest
+    not overlapping it (``kernel``: ``ker`` and ``nel``) in the trigram index, which also
+    holds the summaries (so it names a few more).
     """
     run = literal_run(pattern)
     if run is None:
@@ -156,17 +161,21 @@ def _near(shard: Shard, pattern: str) -> tuple[str, str] | None:
     separated = separator_tokens.tokens(run)[:TOKENS]
     if separated:
         return "memories_sep", " AND ".join(f'"{t}"' for t in separated)
-    grams: dict[str, str] = {}  # folded (how tri_stats counts it; a miss only costs speed): as written
+    grams: dict[str, tuple[str, int]] = {}  # folded (as tri_stats counts it): as written, first offset
     for i in range(len(run) - 2):
         if len(grams) == GRAMS:
             break
-        grams.setdefault(run[i : i + 3].lower(), run[i : i + 3])
+        grams.setdefault(run[i : i + 3].lower(), (run[i : i + 3], i))
     keys = sorted(grams)
     counts = dict(shard.rows(f"SELECT gram, df FROM tri_stats WHERE gram IN ({','.join('?' * len(keys))})", keys))
-    rarest = sorted(grams, key=lambda g: counts.get(g, 0))[:2]
-    if counts.get(rarest[0], 0) >= DENSE:
-        return None  # one word in that many records: its candidates are likely as many
-    return "memories_tri", " AND ".join('"' + grams[g].replace('"', '""') + '"' for g in rarest)
+    first, *others = sorted(grams, key=lambda g: (counts.get(g, 0), grams[g][1]))
+    if dense is None:
+        dense = int(shard.rows(_SPAN)[0][0]) // 2
+    if counts.get(first, 0) >= dense:
+        return None
+    apart = [g for g in others if abs(grams[g][1] - grams[first][1]) >= 3]
+    chosen = [first, *(apart or others)[:1]]
+    return "memories_tri", " AND ".join('"' + grams[g][0].replace('"', '""') + '"' for g in chosen)
 
 
 def _candidates(shard: Shard, near: tuple[str, str]) -> list[int] | None:
@@ -238,7 +247,10 @@ def _plain_param(value: object) -> bool:
 def count(shards: Sequence[Shard], where: Where) -> int:
     total = 0
     for shard in shards:
-        source, conds, params = _source(shard, where, _plan(shard, where)[0])
+        # Counting reads every match, so the candidates are cheaper than all records until
+        # the run's rarest trigram is in half of them.
+        near = _near(shard, where.like, dense=None) if where.like is not None else None
+        source, conds, params = _source(shard, where, near)
         total += int(shard.rows(f"SELECT count(*) FROM {source}{_clause(conds)}", params)[0][0])
     return total
 
