@@ -3,8 +3,9 @@
 The oracle is SQLite itself: whenever ``text LIKE '%run%'`` holds (ASCII case folded by
 SQLite, not by us), every token of the run must be a token of the text, or the seed's
 search would miss that record. Texts mix ASCII in both cases, letters whose case ``LIKE``
-does not fold (``É``, ``ß``, the Kelvin sign, dotted ``İ``), digits, underscores, NUL,
-newlines and other separators; runs are cut from them with ASCII case flipped.
+does not fold (``É``, ``ß``, the Kelvin sign, dotted ``İ``), the noncharacters U+FFFE and
+U+FFFF that SQLite reads as U+FFFD, digits, underscores, NUL, newlines and other separators;
+runs are cut from them with ASCII case flipped and those three swapped.
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from terminai_apts.memory import separator_tokens, store
+from terminai_apts.memory.api import ThermalMemory
 from terminai_apts.memory.cli import import_archive
 
+from tests.unit.memory.seed_statements import SeedStatements
 from tests.unit.memory.test_seed_phrases import _write
 
-ALPHABET = "aAbBzZ09_ -.,:/\t\n\x00éÉßKİıΣσ€"
+ALPHABET = "aAbBzZ09_ -.,:/\t\n\x00éÉßKİıΣσ€\ufffd\ufffe\uffff"
 _LIKE = sqlite3.connect(":memory:")
 
 
@@ -34,7 +37,14 @@ def _text_and_run(draw: st.DrawFn) -> tuple[str, str]:
     start = draw(st.integers(0, len(text) - 7))
     run = text[start : start + draw(st.integers(7, len(text) - start))]
     flips = draw(st.lists(st.booleans(), min_size=len(run), max_size=len(run)))
-    return text, "".join(c.swapcase() if flip and c.isascii() else c for c, flip in zip(run, flips, strict=True))
+    return text, "".join(_another(c) if flip else c for c, flip in zip(run, flips, strict=True))
+
+
+def _another(c: str) -> str:
+    """A character ``LIKE`` may hold equal to ``c`` (the assumption below keeps only those it does)."""
+    if c in "\ufffd\ufffe\uffff":
+        return {"\ufffd": "\ufffe", "\ufffe": "\uffff", "\uffff": "\ufffd"}[c]
+    return c.swapcase() if c.isascii() else c
 
 
 @settings(max_examples=400, deadline=None, derandomize=True)
@@ -50,6 +60,20 @@ def test_a_run_that_like_finds_has_only_tokens_of_the_text(pair: tuple[str, str]
 def test_a_record_holds_the_tokens_of_its_title_and_of_its_content(text: str, other: str) -> None:
     held = set(separator_tokens.of_record(text, other).split())
     assert held == set(separator_tokens.tokens(text)) | set(separator_tokens.tokens(other))
+
+
+def test_every_code_point_is_folded_as_sqlite_reads_and_folds_it() -> None:
+    """All 1,112,063 code points but NUL, against SQLite's own reader (``unicode()``) and
+    case folding (``lower()`` without ICU is ``LIKE``'s): a character folded apart from one
+    ``LIKE`` holds equal would drop records."""
+    points = [chr(i) for i in range(1, 0x110000) if not 0xD800 <= i < 0xE000]
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE c(x TEXT)")
+    conn.executemany("INSERT INTO c VALUES (?)", [(c,) for c in points])
+    seen = {x: chr(n) for x, n in conn.execute("SELECT x, unicode(lower(x)) FROM c")}
+    conn.close()
+    wrong = [hex(ord(c)) for c in points if separator_tokens.fold(c) != seen[c]]
+    assert wrong == [], wrong[:20]
 
 
 def test_tokens_are_the_seven_characters_around_each_separator() -> None:
@@ -96,3 +120,20 @@ def test_a_writer_without_the_token_function_fails_instead_of_leaving_the_filter
     with pytest.raises(sqlite3.OperationalError, match="no such function: separator_tokens"):
         conn.execute("UPDATE memories SET content = 'cache timeout' WHERE uid = 'm1'")
     conn.close()
+
+
+@pytest.mark.parametrize("query", ["abc\ufffddef", "abc\uffffdef", "abc\ufffedef"])
+def test_the_noncharacters_sqlite_reads_as_the_replacement_character_are_found_as_the_seed_finds_them(
+    tmp_path: Path, query: str
+) -> None:
+    """``LIKE`` holds U+FFFD, U+FFFE and U+FFFF equal (SQLite decodes the last two as the
+    first), so each query finds all four records, as the seed's statement does."""
+    texts = ["abc\ufffddef", "abc\ufffedef", "abc\uffffdef", "abc\ufffddef"]
+    rows = [(f"m{i}", f"2026-01-0{i + 1}", "t", text, "", "", "ops", 0.9) for i, text in enumerate(texts)]
+    _write(tmp_path / "archive.db", rows)
+    store.build(tmp_path / "index.db", import_archive(tmp_path / "archive.db"))
+    oracle = SeedStatements(tmp_path / "archive.db")
+    with ThermalMemory(tmp_path / "index.db") as ours:
+        assert [m.id for m in ours.search(query)] == [m.id for m in oracle.search(query)] == ["m3", "m2", "m1", "m0"]
+        assert ours.count(query) == oracle.count(query) == 4
+    oracle.close()

@@ -21,13 +21,20 @@ import zlib
 # ``str.isalnum`` says, the same test on both sides, so which characters count only costs speed.
 _WINDOW = re.compile(r"(?=(.{3}[\W_].{3}))", re.DOTALL)
 # LIKE folds ASCII letters only; folding more would also be sound, folding less would not.
-_FOLD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+# SQLite's UTF-8 reader also turns the noncharacters U+FFFE and U+FFFF into U+FFFD, so
+# ``LIKE`` holds them equal to it (the only valid code points it reads as another).
+_FOLD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ\ufffe\uffff", "abcdefghijklmnopqrstuvwxyz\ufffd\ufffd")
 SQL_FUNCTION = "separator_tokens"
+
+
+def fold(text: str) -> str:
+    """``text`` with each character as ``LIKE`` compares it."""
+    return text.translate(_FOLD)
 
 
 def tokens(text: str) -> list[str]:
     """The distinct tokens of ``text``, in the order they first occur."""
-    windows = dict.fromkeys(_WINDOW.findall(text.translate(_FOLD)))
+    windows = dict.fromkeys(_WINDOW.findall(fold(text)))
     return [format(zlib.crc32(w.encode("utf-8", "surrogatepass")), "08x") for w in windows]
 
 
