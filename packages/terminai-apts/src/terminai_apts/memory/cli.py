@@ -20,6 +20,8 @@ from terminai_apts.memory.journal import SCHEDULES, MemoryJournal
 from terminai_apts.memory.journal_files import entry_time
 from terminai_apts.memory.query import normalize_date
 from terminai_apts.memory.records import (
+    BLOB_CONTENT,
+    BLOB_TITLE,
     NULL_CONTENT,
     NULL_SUMMARY,
     NULL_TITLE,
@@ -45,9 +47,7 @@ def import_archive(path: Path) -> list[NewMemory]:
     conn = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
     try:
         declared = {str(r[1]).lower(): str(r[2]) for r in conn.execute("PRAGMA table_info(memories)")}
-        rows = conn.execute(
-            "SELECT id, date, title, content, summary, tags, source, confidence FROM memories ORDER BY date DESC"
-        ).fetchall()
+        rows = conn.execute(_ARCHIVE_ROWS).fetchall()
     except sqlite3.DatabaseError as exc:
         raise MemoryStoreError(
             f"{path} is not an archive in the original schema: {exc}",
@@ -57,11 +57,21 @@ def import_archive(path: Path) -> list[NewMemory]:
         conn.close()
     affinity = tuple(column_affinity(declared.get(name, "")) for name in STORED_COLUMNS)
     out: list[NewMemory] = []
+    uids: set[str] = set()
     for position, (mid, when, title, content, summary, tags, source, confidence) in enumerate(rows):
+        # Rows sharing an id (NULLs, which a TEXT PRIMARY KEY admits, or b"m1" beside "m1")
+        # are all the seed's: each is kept, the later ones under ``ID#ROW`` in the index.
+        uid = _text(mid)
+        if uid in uids:
+            uid = f"{uid}#{position}"
+            while uid in uids:
+                uid += "#"
+        uids.add(uid)
         nulls = (title is None) * NULL_TITLE | (content is None) * NULL_CONTENT | (summary is None) * NULL_SUMMARY
+        nulls |= isinstance(title, bytes) * BLOB_TITLE | isinstance(content, bytes) * BLOB_CONTENT
         out.append(
             NewMemory(
-                uid=_text(mid),  # the archive's own id: what `get` takes and every memory shows
+                uid=uid,  # the archive's own id (what `get` takes and the seed's calls show is ``mid``)
                 date=(stamp := _event_time(when)),
                 recorded_at=stamp,
                 title=_text(title),
@@ -72,7 +82,7 @@ def import_archive(path: Path) -> list[NewMemory]:
                 confidence=_confidence(confidence),
                 kind="note",
                 tier="archive",
-                origin=f"{path.name}#memories/{_text(mid)}",
+                origin=f"{path.name}#memories/{uid}",
                 stored=AsStored(
                     values=(mid, when, tags, source, confidence), nulls=nulls, position=position, affinity=affinity
                 ),
@@ -80,6 +90,15 @@ def import_archive(path: Path) -> list[NewMemory]:
         )
     return out
 
+
+# A number stored in title, content or summary (a column without text affinity keeps it) as
+# SQLite's ``LIKE`` reads it (``1.0e+20``, where Python writes ``1e+20``), so the record's text is
+# what the seed's statement matches.
+_ARCHIVE_ROWS = """SELECT id, date,
+  CASE WHEN typeof(title) IN ('integer', 'real') THEN CAST(title AS TEXT) ELSE title END,
+  CASE WHEN typeof(content) IN ('integer', 'real') THEN CAST(content AS TEXT) ELSE content END,
+  CASE WHEN typeof(summary) IN ('integer', 'real') THEN CAST(summary AS TEXT) ELSE summary END,
+  tags, source, confidence FROM memories ORDER BY date DESC"""
 
 # Event time of an archive row whose date is NULL or not ISO 8601: before every real date.
 UNDATED = "0001-01-01T00:00:00Z"

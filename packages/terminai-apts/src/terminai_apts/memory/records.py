@@ -114,10 +114,12 @@ class Batch:
 
 
 # The seed's columns whose values are kept as stored (title, content and summary are the
-# record's own text; only their being NULL is kept, in ``AsStored.nulls``).
+# record's own text; only their being NULL, and a title or content stored as a blob, is
+# kept, in ``AsStored.nulls``: SQLite built with LIKE_DOESNT_MATCH_BLOBS, as Debian's is,
+# never matches a blob with ``LIKE``).
 STORED_COLUMNS = ("id", "date", "tags", "source", "confidence")
 TEXT_AFFINITY = ("TEXT", "TEXT", "TEXT", "TEXT", "REAL")
-NULL_TITLE, NULL_CONTENT, NULL_SUMMARY = 1, 2, 4
+NULL_TITLE, NULL_CONTENT, NULL_SUMMARY, BLOB_TITLE, BLOB_CONTENT = 1, 2, 4, 8, 16
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -125,7 +127,7 @@ class AsStored:
     """An archive row's values exactly as its SQLite file holds them: what the seed's API returns.
 
     ``values`` are the ``STORED_COLUMNS`` (any SQLite type, ``None`` for NULL), ``nulls``
-    marks a NULL title, content or summary, ``position`` is the row's place in the archive's
+    marks a NULL title, content or summary and a blob title or content, ``position`` is the row's place in the archive's
     own ``ORDER BY date DESC`` (its order of ties) and ``affinity`` the archive's column
     affinities for ``STORED_COLUMNS`` (so comparisons convert as they do in the archive).
     """

@@ -29,12 +29,14 @@ as ``LIKE``): they name more records, never fewer, and ``LIKE`` drops the rest.
 # ruff: noqa: S608
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
 from terminai_apts.memory import separator_tokens
-from terminai_apts.memory.records import NULL_CONTENT, NULL_SUMMARY, NULL_TITLE
+from terminai_apts.memory.records import BLOB_CONTENT, BLOB_TITLE, NULL_CONTENT, NULL_SUMMARY, NULL_TITLE
 from terminai_apts.memory.shard import Shard
 
 # Above this many trigram candidates, walking the date index is cheaper than sorting them.
@@ -53,7 +55,13 @@ _COLUMNS = (
     f" CASE WHEN s.nulls & {NULL_SUMMARY} THEN NULL ELSE m.summary END,"
     " s.tags, s.source, s.confidence, s.pos, s.id"
 )
-_TEXT_LIKE = f"((s.nulls & {NULL_CONTENT} = 0 AND m.content LIKE ?) OR (s.nulls & {NULL_TITLE} = 0 AND m.title LIKE ?))"
+# A blob title or content is never ``LIKE`` anything where SQLite was built with
+# LIKE_DOESNT_MATCH_BLOBS (Debian's, the image's); elsewhere it is read as its text.
+with closing(sqlite3.connect(":memory:")) as _probe:
+    _BLOBS_UNMATCHED = int(_probe.execute("SELECT NOT (CAST('a' AS BLOB) LIKE 'a')").fetchone()[0])
+_CONTENT_OUT = NULL_CONTENT | BLOB_CONTENT * _BLOBS_UNMATCHED
+_TITLE_OUT = NULL_TITLE | BLOB_TITLE * _BLOBS_UNMATCHED
+_TEXT_LIKE = f"((s.nulls & {_CONTENT_OUT} = 0 AND m.content LIKE ?) OR (s.nulls & {_TITLE_OUT} = 0 AND m.title LIKE ?))"
 _ORDER = " ORDER BY s.date DESC, s.pos, s.id DESC"
 # How many ids the shard spans (about its records: ids are given in sequence); two
 # subqueries, as one statement with both min and max would scan.
