@@ -226,3 +226,26 @@ def test_an_offset_at_the_end_of_sqlites_integers_answers_as_the_seed(tmp_path: 
         finally:
             ours.close()
     oracle.close()
+
+
+def test_a_query_too_short_for_a_trigram_reads_only_the_records_holding_its_piece(tmp_path: Path) -> None:
+    """``ß``, ``é`` or ``go`` name their candidates by the short-piece bitmaps (folded as
+    ``LIKE`` folds: ``É`` is not ``é``, U+FFFE is U+FFFD), where the seed's scan reads every row."""
+    texts = ["straße", "café", "CAFÉ", "Go on", "ago", "x\ufffe", "x\ufffd", "plain"]
+    rows = [(f"m{i}", f"2026-01-{i + 10}", "t", text, "", "", "ops", 0.9) for i, text in enumerate(texts)]
+    rows += [(f"f{i}", "2026-01-01", "t", "filler", "", "", "ops", 0.9) for i in range(40)]
+    _write(tmp_path / "archive.db", rows)
+    store.build(tmp_path / "index.db", import_archive(tmp_path / "archive.db"))
+    shard = Shard(tmp_path / "index.db")
+    near, ids = seed._plan(shard, seed.Where("%é%"))
+    assert near is None and ids is not None and len(ids) == 1, ids
+    shard.close()
+    queries = ["ß", "é", "É", "go", "GO", "\ufffd", "\uffff", "x", "zz"]
+    calls = [(name, (q,), {}) for q in queries for name in ("search", "count", "grep")]
+    oracle = SeedStatements(tmp_path / "archive.db")
+    for ours in (ThermalMemory(tmp_path / "index.db"), _two_shards(tmp_path, tmp_path / "archive.db")):
+        try:
+            _compare(oracle, ours, calls)
+        finally:
+            ours.close()
+    oracle.close()

@@ -28,10 +28,11 @@ import array
 import itertools
 import re
 import sqlite3
-import string
 import sys
 import zlib
 from collections.abc import Iterable, Iterator, Sequence
+
+from terminai_apts.memory.like import fold
 
 BLOCK_BITS = 16
 _MASK = (1 << BLOCK_BITS) - 1
@@ -44,7 +45,6 @@ WORD, WORD_END = "\x00=", "\x00>"
 # A rarer word's records cost at most this many row checks for a query it would answer.
 WORD_MIN_RECORDS = 1000
 _WORDS = re.compile("[a-z0-9]{4,}")
-_FOLD = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)  # LIKE's case folding
 _PAIR = re.compile("..", re.DOTALL)  # pairs at even offsets; from offset 1, the odd ones
 
 SCHEMA = """
@@ -53,11 +53,6 @@ CREATE TABLE grams(gram TEXT NOT NULL, block INTEGER NOT NULL, df INTEGER NOT NU
 # After the bulk load (rows in key order, a packed index): 10 MB where rows inserted block
 # by block into a keyed table left half of every page empty (Debian changelogs, 157k records).
 _INDEX = "CREATE UNIQUE INDEX grams_key ON grams(gram, block)"
-
-
-def fold(text: str) -> str:
-    """``text`` with ASCII letters lower-cased, as SQLite's ``LIKE`` compares them."""
-    return text.translate(_FOLD)
 
 
 def exact_piece(text: str) -> str | None:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from terminai_apts.memory import grams, planner
+from terminai_apts.memory import grams, like, planner
 from terminai_apts.memory import query as q
 from terminai_apts.memory import regex as rx
 from terminai_apts.memory.records import Hit, Results
@@ -155,7 +155,7 @@ def piece_candidates(shard: Shard, plan: planner.Match, matcher: rx.Matcher) -> 
     pairs = list(dict.fromkeys(text[i : i + 2] for i in range(len(text) - 1)))[:8] or [text]
     found: int | None = None
     for pair in pairs:
-        names = {grams.fold("".join(v)) for v in itertools.product(*(variants[c] for c in pair))}
+        names = {like.fold("".join(v)) for v in itertools.product(*(variants[c] for c in pair))}
         bits = 0
         for name in names:
             bits |= grams.bitmap([*shard.grams(name), *shard.grams(grams.EXTRA + name)], lo, hi)
@@ -282,7 +282,7 @@ def word_count(shard: Shard, plan: planner.Substring) -> int | None:
     literal = plan.literal
     if literal is None or plan.text.strip("%") != literal or plan.tags or not literal.isascii():
         return None
-    folded = grams.fold(literal)
+    folded = like.fold(literal)
     if len(folded) < 4 or not folded.isalnum():
         return None
     if plan.window.bounded and not shard.ordered:

@@ -35,7 +35,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
-from terminai_apts.memory import separator_tokens
+from terminai_apts.memory import grams, separator_tokens
 from terminai_apts.memory.records import BLOB_CONTENT, BLOB_TITLE, NULL_CONTENT, NULL_SUMMARY, NULL_TITLE
 from terminai_apts.memory.shard import Shard
 
@@ -141,10 +141,31 @@ def _source(shard: Shard, where: Where, sparse: tuple[str, str] | None = None) -
 
 
 def _plan(shard: Shard, where: Where) -> tuple[tuple[str, str] | None, list[int] | None]:
-    """``(MATCH, candidate ids)`` of the pattern when it has fewer than ``DENSE``, else ``(None, None)``."""
-    near = _near(shard, where.like) if where.like is not None else None
-    ids = _candidates(shard, near) if near is not None else None
+    """``(MATCH, candidate ids)`` of the pattern when it has fewer than ``DENSE``, else ``(None, None)``;
+    a pattern of one piece too short for a trigram has candidates but no MATCH."""
+    if where.like is None:
+        return None, None
+    near = _near(shard, where.like)
+    if near is None:
+        return None, _piece_candidates(shard, where.like)
+    ids = _candidates(shard, near)
     return (near, ids) if ids is not None else (None, None)
+
+
+def _piece_candidates(shard: Shard, pattern: str) -> list[int] | None:
+    """The records whose title or content holds the pattern's one or two characters
+    (``ß``, ``go``: the short-piece bitmaps, folded as ``LIKE`` folds), newest id first;
+    None when the pattern is not one such piece or they are ``DENSE`` or more."""
+    piece = grams.exact_piece(pattern)
+    if piece is None:
+        return None
+    top = shard.rows("SELECT max(id) FROM seed_rows")[0][0]
+    if top is None:
+        return []
+    bits = grams.bitmap(shard.grams(piece), 0, top - shard.bits_base)
+    if bits.bit_count() >= DENSE:
+        return None
+    return [shard.bits_base + offset for offset in grams.descending(bits)]
 
 
 def _near(shard: Shard, pattern: str, dense: int | None = DENSE) -> tuple[str, str] | None:
@@ -258,7 +279,10 @@ def count(shards: Sequence[Shard], where: Where) -> int:
         # Counting reads every match, so the candidates are cheaper than all records until
         # the run's rarest trigram is in half of them.
         near = _near(shard, where.like, dense=None) if where.like is not None else None
+        pieces = _piece_candidates(shard, where.like) if where.like is not None and near is None else None
         source, conds, params = _source(shard, where, near)
+        if pieces is not None:
+            conds, params = [f"s.id IN ({','.join('?' * len(pieces))})", *conds], [*pieces, *params]
         total += int(shard.rows(f"SELECT count(*) FROM {source}{_clause(conds)}", params)[0][0])
     return total
 

@@ -1,7 +1,7 @@
 """Separator tokens: the phrase filter of the seed's substring search (``memories_sep``).
 
 Each character of a text that is not a letter or digit (a space, ``-``, ``.``, ``_``) gives
-one token: the seven characters centred on it, ASCII-folded as SQLite's ``LIKE`` folds,
+one token: the seven characters centred on it, folded as SQLite's ``LIKE`` compares them,
 hashed to 32 bits. A record whose title or content is ``LIKE '%cache timeout%'`` holds the
 run, so the seven characters around its space (``che tim``), so the run's token: the tokens
 of a run are a subset of the tokens of every text containing it, which makes them a sound
@@ -17,24 +17,17 @@ import re
 import sqlite3
 import zlib
 
+from terminai_apts.memory import like
+
 # The lookahead finds overlapping windows; ``[\W_]`` is "not a letter or digit" as
 # ``str.isalnum`` says, the same test on both sides, so which characters count only costs speed.
 _WINDOW = re.compile(r"(?=(.{3}[\W_].{3}))", re.DOTALL)
-# LIKE folds ASCII letters only; folding more would also be sound, folding less would not.
-# SQLite's UTF-8 reader also turns the noncharacters U+FFFE and U+FFFF into U+FFFD, so
-# ``LIKE`` holds them equal to it (the only valid code points it reads as another).
-_FOLD = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ\ufffe\uffff", "abcdefghijklmnopqrstuvwxyz\ufffd\ufffd")
 SQL_FUNCTION = "separator_tokens"
-
-
-def fold(text: str) -> str:
-    """``text`` with each character as ``LIKE`` compares it."""
-    return text.translate(_FOLD)
 
 
 def tokens(text: str) -> list[str]:
     """The distinct tokens of ``text``, in the order they first occur."""
-    windows = dict.fromkeys(_WINDOW.findall(fold(text)))
+    windows = dict.fromkeys(_WINDOW.findall(like.fold(text)))
     return [format(zlib.crc32(w.encode("utf-8", "surrogatepass")), "08x") for w in windows]
 
 
