@@ -190,21 +190,21 @@ def _near(shard: Shard, pattern: str, dense: int | None = DENSE) -> tuple[str, s
     separated = separator_tokens.tokens(run)[:TOKENS]
     if separated:
         return "memories_sep", " AND ".join(f'"{t}"' for t in separated)
-    grams: dict[str, tuple[str, int]] = {}  # folded (as tri_stats counts it): as written, first offset
+    trigrams: dict[str, tuple[str, int]] = {}  # folded (as tri_stats counts it): as written, first offset
     for i in range(len(run) - 2):
-        if len(grams) == GRAMS:
+        if len(trigrams) == GRAMS:
             break
-        grams.setdefault(run[i : i + 3].lower(), (run[i : i + 3], i))
-    keys = sorted(grams)
+        trigrams.setdefault(run[i : i + 3].lower(), (run[i : i + 3], i))
+    keys = sorted(trigrams)
     counts = dict(shard.rows(f"SELECT gram, df FROM tri_stats WHERE gram IN ({','.join('?' * len(keys))})", keys))
-    first, *others = sorted(grams, key=lambda g: (counts.get(g, 0), grams[g][1]))
+    first, *others = sorted(trigrams, key=lambda g: (counts.get(g, 0), trigrams[g][1]))
     if dense is None:
         dense = int(shard.rows(_SPAN)[0][0]) // 2
     if counts.get(first, 0) >= dense:
         return None
-    apart = [g for g in others if abs(grams[g][1] - grams[first][1]) >= 3]
+    apart = [g for g in others if abs(trigrams[g][1] - trigrams[first][1]) >= 3]
     chosen = [first, *(apart or others)[:1]]
-    return "memories_tri", " AND ".join('"' + grams[g][0].replace('"', '""') + '"' for g in chosen)
+    return "memories_tri", " AND ".join('"' + trigrams[g][0].replace('"', '""') + '"' for g in chosen)
 
 
 def _candidates(shard: Shard, near: tuple[str, str]) -> list[int] | None:
