@@ -175,18 +175,24 @@ def opens(root: Path, shard_records: int, reps: int) -> None:
 
 
 def _with_checkpoint(j: MemoryJournal, open_once: Callable[[], float], reps: int) -> list[float]:
-    """Cached opens with an operator checkpoint configured (read and its HMAC checked each open)."""
+    """Cached opens with an operator checkpoint configured (read and its HMAC checked each open).
+
+    The key is configured before the checkpoint is written, as for a journal whose writers
+    hold it: the checkpoint's verify then leaves a state record signed with it. (Readers holding a key
+    trust no unsigned record, so under a key set only afterwards every open verifies the
+    whole journal until a writer with the key has written.)"""
     outside = j.root.parent / "checkpoint"
     outside.mkdir(exist_ok=True)
     key = bytes(range(32))
     (outside / "key").write_bytes(key)
-    j.checkpoint(outside / "journal.json", key)
-    os.environ[checkpoint.CHECKPOINT_ENV] = str(outside / "journal.json")
     os.environ[checkpoint.KEY_ENV] = str(outside / "key")
     try:
+        j.checkpoint(outside / "journal.json", key)  # the first one: none configured yet to compare with
+        os.environ[checkpoint.CHECKPOINT_ENV] = str(outside / "journal.json")
         return [open_once() for _ in range(reps)]
     finally:
-        del os.environ[checkpoint.CHECKPOINT_ENV], os.environ[checkpoint.KEY_ENV]
+        os.environ.pop(checkpoint.CHECKPOINT_ENV, None)
+        del os.environ[checkpoint.KEY_ENV]
 
 
 def main() -> None:

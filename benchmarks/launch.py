@@ -125,14 +125,14 @@ def measure(
         home = work / f"{prefix}warm"
         home.mkdir()
         envs[prefix] = {**base_env, **extra, "HOME": str(home)}
-        subprocess.run([*command, *args_tag], env=envs[prefix], check=True, capture_output=True)
+        timed([*command, *args_tag], envs[prefix])  # the first verification, which fills the cache
     ledger = work / "warm" / ".local" / "state" / "terminai-sandbox" / "audit.jsonl"
     record = next(json.loads(line) for line in ledger.read_text().splitlines() if '"event": "run"' in line)
     hardened = unstaged(record["argv"], record.get("mounts", []))
     name = hardened[hardened.index("--name") + 1]
     refused_env = {"DOCKER_HOST": f"unix://{work}/absent.sock"}
     gvisor_env = {**envs[""], "TERMINAI_SANDBOX_RUNTIME": "runsc"}
-    subprocess.run([CLI, *args_pinned], env=gvisor_env, check=True, capture_output=True)
+    timed([CLI, *args_pinned], gvisor_env)
     no_engine_cli = work / "no-engine-cli"
     no_engine_cli.mkdir()
     (no_engine_cli / "docker").symlink_to(shutil.which("true") or "/bin/true")
@@ -216,7 +216,10 @@ def main() -> int:
     subprocess.run([sys.executable, str(Path(__file__).parents[1] / "scripts" / "ensure-engine")], check=True)
     with tempfile.TemporaryDirectory(prefix="bench-launch-") as tmp:
         work = Path(tmp)
-        os.chdir(work)  # the sessions' working directory (and its placeholders): not the checkout
+        # The sessions' working directory (and its placeholders): not the checkout, and beside
+        # the launchers' HOMEs under work/, never holding them (step 0 refuses that).
+        (work / "project").mkdir()
+        os.chdir(work / "project")
         result = build_image(BuildOptions(output_dir=work / "out", load=False))
         with loopback_registry(work / "registry") as registry:
             client = RegistryClient(registry.host)
