@@ -82,6 +82,10 @@ CREATE INDEX memories_source ON memories(source);
 _SEED_TABLE = """
 CREATE TABLE seed_rows(id INTEGER PRIMARY KEY, uid {0}, date {1}, tags {2}, source {3}, confidence {4},
   nulls INTEGER NOT NULL DEFAULT 0, pos INTEGER);
+"""
+# After the rows, as ``_INDEXES``: filled in id order, the date-ordered index left half of
+# its pages empty (8.3 MB, 4.1 MB of it unused, for the Debian changelogs).
+_SEED_INDEXES = """
 CREATE INDEX seed_order ON seed_rows(date DESC, pos, id DESC);
 CREATE INDEX seed_uid ON seed_rows(uid);
 """
@@ -227,6 +231,7 @@ def build(
             conn.executemany(_INSERT, (_row(i, r, prefixes) for i, r in enumerate(ordered, start=first_id)))
             conn.executescript(_INDEXES + _seed_table(ordered))
             conn.executemany(_SEED_INSERT, (_seed_row(i, r) for i, r in enumerate(ordered, start=first_id)))
+            conn.executescript(_SEED_INDEXES)
             # In key order, so the tag index's pages fill.
             conn.executemany(
                 "INSERT OR IGNORE INTO memory_tags(tag, id) VALUES (?, ?)",
