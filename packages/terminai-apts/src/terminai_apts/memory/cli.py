@@ -22,6 +22,7 @@ from terminai_apts.memory.query import normalize_date
 from terminai_apts.memory.records import (
     BLOB_CONTENT,
     BLOB_TITLE,
+    LATER_ID,
     NULL_CONTENT,
     NULL_SUMMARY,
     NULL_TITLE,
@@ -48,6 +49,7 @@ def import_archive(path: Path) -> list[NewMemory]:
     try:
         declared = {str(r[1]).lower(): str(r[2]) for r in conn.execute("PRAGMA table_info(memories)")}
         rows = conn.execute(_ARCHIVE_ROWS).fetchall()
+        later = _later_rows(conn, rows)
     except sqlite3.DatabaseError as exc:
         raise MemoryStoreError(
             f"{path} is not an archive in the original schema: {exc}",
@@ -58,7 +60,7 @@ def import_archive(path: Path) -> list[NewMemory]:
     affinity = tuple(column_affinity(declared.get(name, "")) for name in STORED_COLUMNS)
     out: list[NewMemory] = []
     uids: set[str] = set()
-    for position, (mid, when, title, content, summary, tags, source, confidence) in enumerate(rows):
+    for position, (mid, when, title, content, summary, tags, source, confidence, *raw) in enumerate(rows):
         # Rows sharing an id (NULLs, which a TEXT PRIMARY KEY admits, or b"m1" beside "m1")
         # are all the seed's: each is kept, the later ones under ``ID#ROW`` in the index.
         uid = _text(mid)
@@ -69,6 +71,7 @@ def import_archive(path: Path) -> list[NewMemory]:
         uids.add(uid)
         nulls = (title is None) * NULL_TITLE | (content is None) * NULL_CONTENT | (summary is None) * NULL_SUMMARY
         nulls |= isinstance(title, bytes) * BLOB_TITLE | isinstance(content, bytes) * BLOB_CONTENT
+        nulls |= (position in later) * LATER_ID
         out.append(
             NewMemory(
                 uid=uid,  # the archive's own id (what `get` takes and the seed's calls show is ``mid``)
@@ -84,7 +87,11 @@ def import_archive(path: Path) -> list[NewMemory]:
                 tier="archive",
                 origin=f"{path.name}#memories/{uid}",
                 stored=AsStored(
-                    values=(mid, when, tags, source, confidence), nulls=nulls, position=position, affinity=affinity
+                    values=(mid, when, tags, source, confidence),
+                    texts=tuple(None if v is None or isinstance(v, str) else v for v in raw),  # type: ignore[arg-type]
+                    nulls=nulls,
+                    position=position,
+                    affinity=affinity,
                 ),
             )
         )
@@ -93,12 +100,32 @@ def import_archive(path: Path) -> list[NewMemory]:
 
 # A number stored in title, content or summary (a column without text affinity keeps it) as
 # SQLite's ``LIKE`` reads it (``1.0e+20``, where Python writes ``1e+20``), so the record's text is
-# what the seed's statement matches.
-_ARCHIVE_ROWS = """SELECT id, date,
+# what the seed's statement matches; then each as stored, what the seed's ``Memory`` shows.
+_ARCHIVE_COLUMNS = """id, date,
   CASE WHEN typeof(title) IN ('integer', 'real') THEN CAST(title AS TEXT) ELSE title END,
   CASE WHEN typeof(content) IN ('integer', 'real') THEN CAST(content AS TEXT) ELSE content END,
   CASE WHEN typeof(summary) IN ('integer', 'real') THEN CAST(summary AS TEXT) ELSE summary END,
-  tags, source, confidence FROM memories ORDER BY date DESC"""
+  tags, source, confidence, title, content, summary"""
+_ARCHIVE_ROWS = "SELECT " + _ARCHIVE_COLUMNS + " FROM memories ORDER BY date DESC"  # noqa: S608 - constants
+# The row the seed's ``get`` answers with for an id several rows share.
+_FIRST_WITH_ID = "SELECT " + _ARCHIVE_COLUMNS + " FROM memories WHERE id = ? LIMIT 1"  # noqa: S608 - constants
+
+
+def _later_rows(conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> set[int]:
+    """Positions of the rows whose id an earlier row shares, as the archive's own
+    ``WHERE id = ? LIMIT 1`` decides which one is first (NULL ids match nothing)."""
+    shared: dict[object, list[int]] = {}
+    for position, row in enumerate(rows):
+        if row[0] is not None:
+            shared.setdefault(row[0], []).append(position)
+    later: set[int] = set()
+    for mid, positions in shared.items():
+        if len(positions) > 1:
+            first = conn.execute(_FIRST_WITH_ID, (mid,)).fetchone()
+            kept = next((p for p in positions if rows[p] == first), positions[0])
+            later.update(p for p in positions if p != kept)
+    return later
+
 
 # Event time of an archive row whose date is NULL or not ISO 8601: before every real date.
 UNDATED = "0001-01-01T00:00:00Z"

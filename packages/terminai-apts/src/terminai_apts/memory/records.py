@@ -120,6 +120,8 @@ class Batch:
 STORED_COLUMNS = ("id", "date", "tags", "source", "confidence")
 TEXT_AFFINITY = ("TEXT", "TEXT", "TEXT", "TEXT", "REAL")
 NULL_TITLE, NULL_CONTENT, NULL_SUMMARY, BLOB_TITLE, BLOB_CONTENT = 1, 2, 4, 8, 16
+# A row whose id an earlier row shares, by the archive's own ``WHERE id = ? LIMIT 1``: ``get`` answers with that one.
+LATER_ID = 32
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -127,12 +129,16 @@ class AsStored:
     """An archive row's values exactly as its SQLite file holds them: what the seed's API returns.
 
     ``values`` are the ``STORED_COLUMNS`` (any SQLite type, ``None`` for NULL), ``nulls``
-    marks a NULL title, content or summary and a blob title or content, ``position`` is the row's place in the archive's
-    own ``ORDER BY date DESC`` (its order of ties) and ``affinity`` the archive's column
-    affinities for ``STORED_COLUMNS`` (so comparisons convert as they do in the archive).
+    marks a NULL title, content or summary, a blob title or content and a later row of a
+    shared id, ``position`` is the row's place in the archive's own ``ORDER BY date DESC``
+    (its order of ties) and ``affinity`` the archive's column affinities for
+    ``STORED_COLUMNS`` (so comparisons convert as they do in the archive).
     """
 
     values: tuple[object, ...]
+    #: title, content and summary as stored when SQLite holds them as numbers or blobs (what the
+    #: seed's ``Memory`` shows), else None: the record's text is theirs.
+    texts: tuple[object, object, object] = (None, None, None)
     nulls: int = 0
     position: int | None = None
     affinity: tuple[str, ...] = TEXT_AFFINITY

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from terminai_apts.memory import grams, separator_tokens
-from terminai_apts.memory.records import BLOB_CONTENT, BLOB_TITLE, NULL_CONTENT, NULL_SUMMARY, NULL_TITLE
+from terminai_apts.memory.records import BLOB_CONTENT, BLOB_TITLE, LATER_ID, NULL_CONTENT, NULL_SUMMARY, NULL_TITLE
 from terminai_apts.memory.shard import Shard
 
 # Above this many trigram candidates, walking the date index is cheaper than sorting them.
@@ -50,9 +50,9 @@ LIKE_LIMIT = 50_000  # SQLite's SQLITE_MAX_LIKE_PATTERN_LENGTH: a longer pattern
 
 _COLUMNS = (
     "s.uid, s.date,"
-    f" CASE WHEN s.nulls & {NULL_TITLE} THEN NULL ELSE m.title END,"
-    f" CASE WHEN s.nulls & {NULL_CONTENT} THEN NULL ELSE m.content END,"
-    f" CASE WHEN s.nulls & {NULL_SUMMARY} THEN NULL ELSE m.summary END,"
+    f" CASE WHEN s.nulls & {NULL_TITLE} THEN NULL ELSE coalesce(s.title_raw, m.title) END,"
+    f" CASE WHEN s.nulls & {NULL_CONTENT} THEN NULL ELSE coalesce(s.content_raw, m.content) END,"
+    f" CASE WHEN s.nulls & {NULL_SUMMARY} THEN NULL ELSE coalesce(s.summary_raw, m.summary) END,"
     " s.tags, s.source, s.confidence, s.pos, s.id"
 )
 # A blob title or content is never ``LIKE`` anything where SQLite was built with
@@ -288,13 +288,15 @@ def count(shards: Sequence[Shard], where: Where) -> int:
 
 
 def by_id(shards: Sequence[Shard], memory_id: object) -> Memory | None:
-    """The first row whose stored id ``= memory_id`` (the id column's affinity converts it)."""
-    for shard in shards:
-        sql = f"SELECT {_COLUMNS} FROM seed_rows s JOIN memories m ON m.id = s.id WHERE s.uid = ? LIMIT 1"
-        rows = shard.rows(sql, [memory_id])
-        if rows:
-            return to_memory(rows[0])
-    return None
+    """The row whose stored id ``= memory_id`` (the id column's affinity converts it) the
+    archive's own ``WHERE id = ? LIMIT 1`` would give: of rows sharing it, the one not marked later."""
+    sql = (
+        f"SELECT {_COLUMNS}, s.nulls & {LATER_ID} FROM seed_rows s JOIN memories m ON m.id = s.id"
+        f" WHERE s.uid = ? ORDER BY s.nulls & {LATER_ID} LIMIT 1"
+    )
+    found = [rows[0] for shard in shards if (rows := shard.rows(sql, [memory_id]))]
+    chosen = next((row for row in found if not row[-1]), found[0] if found else None)
+    return None if chosen is None else to_memory(chosen)
 
 
 def sort_key(value: object) -> tuple[int, Any]:

@@ -81,7 +81,7 @@ CREATE INDEX memories_source ON memories(source);
 # content and summary were NULL, and its place among ties in the archive's own order.
 _SEED_TABLE = """
 CREATE TABLE seed_rows(id INTEGER PRIMARY KEY, uid {0}, date {1}, tags {2}, source {3}, confidence {4},
-  nulls INTEGER NOT NULL DEFAULT 0, pos INTEGER);
+  nulls INTEGER NOT NULL DEFAULT 0, pos INTEGER, title_raw, content_raw, summary_raw);
 """
 # After the rows, as ``_INDEXES``: filled in id order, the date-ordered index left half of
 # its pages empty (8.3 MB, 4.1 MB of it unused, for the Debian changelogs).
@@ -90,7 +90,10 @@ CREATE INDEX seed_order ON seed_rows(date DESC, pos, id DESC);
 CREATE INDEX seed_uid ON seed_rows(uid);
 """
 _AFFINITIES = frozenset({"TEXT", "INTEGER", "REAL", "NUMERIC", "BLOB"})
-_SEED_INSERT = "INSERT INTO seed_rows(id, uid, date, tags, source, confidence, nulls, pos) VALUES (?,?,?,?,?,?,?,?)"
+_SEED_INSERT = (
+    "INSERT INTO seed_rows(id, uid, date, tags, source, confidence, nulls, pos, title_raw, content_raw, summary_raw)"
+    " VALUES (?,?,?,?,?,?,?,?,?,?,?)"
+)
 
 
 def _seed_table(records: Sequence[NewMemory]) -> str:
@@ -103,8 +106,20 @@ def _seed_table(records: Sequence[NewMemory]) -> str:
 
 def _seed_row(mid: int, rec: NewMemory) -> tuple[object, ...]:
     if rec.stored is None:
-        return (mid, rec.uid, rec.date, ",".join(rec.tags), rec.source, float(rec.confidence), 0, None)
-    return (mid, *rec.stored.values, rec.stored.nulls, rec.stored.position)
+        return (
+            mid,
+            rec.uid,
+            rec.date,
+            ",".join(rec.tags),
+            rec.source,
+            float(rec.confidence),
+            0,
+            None,
+            None,
+            None,
+            None,
+        )
+    return (mid, *rec.stored.values, rec.stored.nulls, rec.stored.position, *rec.stored.texts)
 
 
 _TRIGGERS = """
