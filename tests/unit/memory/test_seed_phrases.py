@@ -219,13 +219,7 @@ def test_an_offset_at_the_end_of_sqlites_integers_answers_as_the_seed(tmp_path: 
         ("search", ("cache timeout",), {"limit": 2**63 - 1, "offset": 1}),
         ("search", ("x",), {"limit": 2**63 - 1, "offset": 2**63 - 1}),
     ]
-    oracle = SeedStatements(tmp_path / "archive.db")
-    for ours in (ThermalMemory(tmp_path / "index.db"), _two_shards(tmp_path, tmp_path / "archive.db")):
-        try:
-            _compare(oracle, ours, calls)
-        finally:
-            ours.close()
-    oracle.close()
+    _answers_as_the_seed(tmp_path, calls)
 
 
 def test_a_query_too_short_for_a_trigram_reads_only_the_records_holding_its_piece(tmp_path: Path) -> None:
@@ -242,10 +236,18 @@ def test_a_query_too_short_for_a_trigram_reads_only_the_records_holding_its_piec
     shard.close()
     queries = ["ß", "é", "É", "go", "GO", "\ufffd", "\uffff", "x", "zz"]
     calls = [(name, (q,), {}) for q in queries for name in ("search", "count", "grep")]
-    oracle = SeedStatements(tmp_path / "archive.db")
-    for ours in (ThermalMemory(tmp_path / "index.db"), _two_shards(tmp_path, tmp_path / "archive.db")):
-        try:
-            _compare(oracle, ours, calls)
-        finally:
-            ours.close()
-    oracle.close()
+    _answers_as_the_seed(tmp_path, calls)
+
+
+def _answers_as_the_seed(root: Path, calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> None:
+    """``calls`` answered over ``root/index.db`` and over two shards as the seed's statements
+    answer them over ``root/archive.db``."""
+    oracle = SeedStatements(root / "archive.db")
+    try:
+        for ours in (ThermalMemory(root / "index.db"), _two_shards(root, root / "archive.db")):
+            try:
+                _compare(oracle, ours, calls)
+            finally:
+                ours.close()
+    finally:
+        oracle.close()
