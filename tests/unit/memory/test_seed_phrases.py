@@ -235,7 +235,9 @@ def test_a_query_too_short_for_a_trigram_reads_only_the_records_holding_its_piec
     assert near is None and ids is not None and len(ids) == 1, ids
     shard.close()
     queries = ["ß", "é", "É", "go", "GO", "\ufffd", "\uffff", "x", "zz"]
-    calls = [(name, (q,), {}) for q in queries for name in ("search", "count", "grep")]
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
+        (name, (q,), {}) for q in queries for name in ("search", "count", "grep")
+    ]
     _answers_as_the_seed(tmp_path, calls)
 
 

@@ -61,7 +61,9 @@ def _archive(path: Path, declared: str, key: str) -> None:
 
 
 def _calls() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
-    calls = [(name, (q,), {}) for q in QUERIES for name in ("search", "count", "grep", "summarize")]
+    calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
+        (name, (q,), {}) for q in QUERIES for name in ("search", "count", "grep", "summarize")
+    ]
     return [*calls, *(("get", (i,), {}) for i in IDS), ("filter", (), {"limit": 100})]
 
 
