@@ -74,7 +74,7 @@ def import_archive(path: Path) -> list[NewMemory]:
         nulls |= (position in later) * LATER_ID
         out.append(
             NewMemory(
-                uid=uid,  # the archive's own id (what `get` takes and the seed's calls show is ``mid``)
+                uid=uid,  # the archive's id, or ID#ROW for a later row sharing it (the seed's calls show ``mid``)
                 date=(stamp := _event_time(when)),
                 recorded_at=stamp,
                 title=_text(title),
@@ -88,7 +88,7 @@ def import_archive(path: Path) -> list[NewMemory]:
                 origin=f"{path.name}#memories/{uid}",
                 stored=AsStored(
                     values=(mid, when, tags, source, confidence),
-                    texts=tuple(None if v is None or isinstance(v, str) else v for v in raw),  # type: ignore[arg-type]
+                    texts=(_not_text(raw[0]), _not_text(raw[1]), _not_text(raw[2])),
                     nulls=nulls,
                     position=position,
                     affinity=affinity,
@@ -109,6 +109,11 @@ _ARCHIVE_COLUMNS = """id, date,
 _ARCHIVE_ROWS = "SELECT " + _ARCHIVE_COLUMNS + " FROM memories ORDER BY date DESC"  # noqa: S608 - constants
 # The row the seed's ``get`` answers with for an id several rows share.
 _FIRST_WITH_ID = "SELECT " + _ARCHIVE_COLUMNS + " FROM memories WHERE id = ? LIMIT 1"  # noqa: S608 - constants
+
+
+def _not_text(value: object) -> object:
+    """A title, content or summary the index must keep as stored (a number, a blob), else None."""
+    return None if value is None or isinstance(value, str) else value
 
 
 def _later_rows(conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> set[int]:

@@ -106,19 +106,8 @@ def _seed_table(records: Sequence[NewMemory]) -> str:
 
 def _seed_row(mid: int, rec: NewMemory) -> tuple[object, ...]:
     if rec.stored is None:
-        return (
-            mid,
-            rec.uid,
-            rec.date,
-            ",".join(rec.tags),
-            rec.source,
-            float(rec.confidence),
-            0,
-            None,
-            None,
-            None,
-            None,
-        )
+        texts = (None, None, None)  # a journal's texts are text
+        return (mid, rec.uid, rec.date, ",".join(rec.tags), rec.source, float(rec.confidence), 0, None, *texts)
     return (mid, *rec.stored.values, rec.stored.nulls, rec.stored.position, *rec.stored.texts)
 
 
