@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from terminai_sandbox.artifacts.oci_layout import OciLayout
-from terminai_sandbox.assemble.oci import MEDIA_INDEX, MEDIA_MANIFEST, canonical, digest_of
+from terminai_sandbox.assemble.oci import MEDIA_INDEX, MEDIA_MANIFEST, canonical, digest_of, link_or_copy
 from terminai_sandbox.errors import BuildError
 
 REF_NAME = "org.opencontainers.image.ref.name"
@@ -60,12 +60,8 @@ def entry_of(layout: OciLayout) -> PlatformManifest:
 
 
 def _link(source: Path, target: Path) -> None:
-    if target.exists():
-        return
-    try:
-        target.hardlink_to(source)
-    except OSError:
-        shutil.copyfile(source, target)
+    if not target.exists():
+        link_or_copy(source, target)
 
 
 def write_index_layout(root: Path, layouts: Sequence[OciLayout], *, ref_name: str) -> str:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import shutil
 import tarfile
 from collections.abc import Sequence
@@ -25,6 +26,15 @@ MEDIA_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 MEDIA_CONFIG = "application/vnd.oci.image.config.v1+json"
 MEDIA_LAYER_GZIP = "application/vnd.oci.image.layer.v1.tar+gzip"
 MEDIA_INDEX = "application/vnd.oci.image.index.v1+json"
+
+
+def link_or_copy(source: str | Path, target: str | Path) -> None:
+    """Place a blob by hard link, or copy it where the file system has none. Blobs are
+    content-addressed and never rewritten in place, so sharing the inode changes no byte."""
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copyfile(source, target)
 
 
 def canonical(data: Any) -> bytes:
@@ -98,11 +108,7 @@ def write_oci_layout(root: Path, *, config: bytes, manifest: bytes, layers: Sequ
     _blob(root, digest_of(manifest)).write_bytes(manifest)
     for layer in layers:
         assert layer.gzip is not None and layer.digest is not None
-        dst = _blob(root, layer.digest)
-        try:
-            dst.hardlink_to(layer.gzip)
-        except OSError:
-            shutil.copyfile(layer.gzip, dst)
+        link_or_copy(layer.gzip, _blob(root, layer.digest))
     index = {
         "schemaVersion": 2,
         "mediaType": MEDIA_INDEX,

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,6 +39,7 @@ from terminai_sandbox import provenance
 from terminai_sandbox.artifacts.contract import Contract
 from terminai_sandbox.artifacts.oci_layout import IndexLayout, OciLayout
 from terminai_sandbox.assemble import BuildOptions, BuildPlan, plan_for
+from terminai_sandbox.assemble.oci import link_or_copy
 from terminai_sandbox.common.reference import ImageRef
 from terminai_sandbox.contracts import run_contracts
 from terminai_sandbox.engine.client import DockerApi
@@ -109,17 +109,6 @@ def _layout(target: Path, state: ReleaseState) -> OciLayout | IndexLayout:
     return layout
 
 
-def _link_or_copy(source: str, destination: str) -> None:
-    """Place a file of the built layout in the release's by hard link, so each blob is on disk
-    once (``build --platforms`` leaves its index in dist/X.Y.Z/build/oci-index). Blobs are
-    content-addressed and never rewritten in place, so sharing the inode changes no byte; a
-    file system without hard links gets a copy."""
-    try:
-        os.link(source, destination)
-    except OSError:
-        shutil.copy2(source, destination)
-
-
 def _ref(state: ReleaseState) -> ImageRef:
     return ImageRef.parse(state.repository, what="release repository")
 
@@ -155,7 +144,8 @@ def build(
         root, digest, config_digest, platforms = built.oci_layout.root, built.manifest_digest, built.config_digest, {}
     if root.resolve() != (target / "oci").resolve():
         shutil.rmtree(target / "oci", ignore_errors=True)
-        shutil.copytree(root, target / "oci", copy_function=_link_or_copy)
+        # Hard links: each blob of the release directory on disk once (the build's index is in build/).
+        shutil.copytree(root, target / "oci", copy_function=link_or_copy)
     try:
         previous = ReleaseState.load(target)
     except ReleaseError:
